@@ -1,0 +1,1 @@
+"""Generated backends (``lazygen.generated.<backend>``); produced by ``lazygen gen``."""

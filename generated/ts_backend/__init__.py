@@ -1,0 +1,1 @@
+"""Placeholder until `lazygen gen` writes the TS backend."""
