@@ -89,8 +89,8 @@ def load_tags(path: str | Path) -> frozenset[str]:
 def load_catalogue(sources: NativeSources | None = None) -> Catalogue:
     """Parse native_functions.yaml (+ tags) into a `Catalogue`, autogen variants included."""
     sources = sources or NativeSources.default()
-    tags = load_tags(sources.tags)
     doc = load_located(sources.native_functions, "native_functions.yaml")
+    tags = load_tags(sources.tags)
     if not isinstance(doc.data, list):
         raise LazygenError.at(
             doc.location(1), "native_functions.yaml must be a list of '- func: ...' entries"

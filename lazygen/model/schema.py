@@ -161,6 +161,8 @@ class Arguments:
                 target = keyword
                 continue
             target.append(Argument.parse(part))
+        if target is keyword and not keyword:
+            raise SchemaParseError("'*' must be followed by keyword-only arguments")
         split = len(keyword)
         while split > 0 and keyword[split - 1].is_write:
             split -= 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Union
 
 from lazygen.errors import SchemaParseError
 
@@ -91,7 +90,7 @@ class ListType:
         return self.elem.is_tensor_like()
 
 
-Type = Union[BaseType, OptionalType, ListType]
+Type = BaseType | OptionalType | ListType
 
 _LIST_SUFFIX = re.compile(r"^(.*)\[(\d*)\]$")
 

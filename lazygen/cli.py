@@ -1,0 +1,63 @@
+"""The `lazygen` command line: one sub-command per module in `lazygen.commands`.
+
+User mistakes arrive as `LazygenError` and are printed one diagnostic per line with exit
+code 2; a traceback means a bug in lazygen, never a mistake in the user's input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+
+from lazygen import __version__
+from lazygen.errors import LazygenError
+
+#: Sub-command name -> module in lazygen.commands providing `add_arguments` and `run`.
+COMMANDS = {
+    "validate": "lazygen.commands.validate",
+    "ops": "lazygen.commands.ops",
+    "gen": "lazygen.commands.gen",
+}
+
+EXIT_OK, EXIT_STALE, EXIT_USER_ERROR = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lazygen",
+        description="Generate and check lazy-tensor backends from PyTorch's operator catalogue.",
+    )
+    parser.add_argument("--version", action="version", version=f"lazygen {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        if importlib.util.find_spec(module_name) is None:  # a command not built yet
+            continue
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return EXIT_USER_ERROR
+    try:
+        return int(args.run(args) or 0)
+    except LazygenError as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic, file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("lazygen: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Load and validate a backend op list (`yaml/<backend>.yaml`) against a catalogue.
+
+Every problem in the file is collected, with its line, before anything is raised, so a
+user fixes all of them in one pass. Names and identifiers that end up in generated code
+(backend name, opkinds, property names) are validated here, before they get near a
+template.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+from lazygen.errors import Diagnostic, LazygenError, Location, SchemaParseError
+from lazygen.loaders.located_yaml import LocatedDocument, load_located
+from lazygen.model.backend import (
+    EXCLUSIVE_SECTIONS,
+    NODE_PROPERTIES,
+    OP_SECTIONS,
+    TOP_LEVEL_KEYS,
+    BackendOpList,
+    NonNativeEntry,
+    OpEntry,
+)
+from lazygen.model.native_function import Catalogue
+from lazygen.model.schema import FunctionSchema, OperatorName
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_OPKIND = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*$")
+_NAMESPACE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*$")
+_NON_NATIVE_KEYS = frozenset({"func", "opkind", "properties"})
+#: Sections an op listed in `symint` must also appear in.
+_SYMINT_HOSTS = ("full_codegen", "supported")
+
+
+class _Collector:
+    """Accumulates diagnostics for one file."""
+
+    def __init__(self, doc: LocatedDocument):
+        self.doc = doc
+        self.problems: list[Diagnostic] = []
+
+    def error(self, line: int, message: str, hint: str = "") -> None:
+        self.problems.append(Diagnostic(self.doc.location(line), message, hint))
+
+
+def load_backend(path: str | Path, catalogue: Catalogue) -> BackendOpList:
+    """Parse and validate the op list at `path`; raise `LazygenError` listing every problem."""
+    doc = load_located(path, "backend op list")
+    out = _Collector(doc)
+    data = doc.data
+    if data is None:
+        raise LazygenError.at(
+            doc.location(1), "backend op list is empty", "start with 'backend: <Name>'"
+        )
+    if not isinstance(data, dict):
+        raise LazygenError.at(
+            doc.location(1),
+            "backend op list must be a mapping of sections",
+            "use keys such as 'backend:', 'full_codegen:', 'supported:'",
+        )
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            near = difflib.get_close_matches(str(key), sorted(TOP_LEVEL_KEYS), n=1)
+            hint = f"did you mean '{near[0]}'?" if near else f"known keys: {_known_keys()}"
+            out.error(doc.key_lines.get(str(key), 0), f"unknown top-level key '{key}'", hint)
+    backend = _backend_name(data, out)
+    namespace = data.get("cpp_namespace")
+    if namespace is not None and not (isinstance(namespace, str) and _NAMESPACE.match(namespace)):
+        out.error(
+            doc.key_lines.get("cpp_namespace", 0),
+            f"cpp_namespace {namespace!r} is not a namespace like 'torch::lazy'",
+        )
+    sections = {name: _op_section(name, data, catalogue, out) for name in OP_SECTIONS}
+    _check_membership(sections, out)
+    non_native = _non_native_section(data, out)
+    if out.problems:
+        raise LazygenError(out.problems)
+    return BackendOpList(
+        path=str(path),
+        backend=backend,
+        cpp_namespace=namespace,
+        non_native=non_native,
+        **sections,
+    )
+
+
+def _known_keys() -> str:
+    return ", ".join(sorted(TOP_LEVEL_KEYS))
+
+
+def _backend_name(data: dict, out: _Collector) -> str:
+    backend = data.get("backend")
+    line = out.doc.key_lines.get("backend", 1)
+    if backend is None:
+        out.error(1, "missing 'backend: <Name>'", "name the backend, e.g. 'backend: Lazy'")
+        return ""
+    if not isinstance(backend, str) or not _IDENTIFIER.match(backend):
+        out.error(line, f"backend name {backend!r} is not an identifier", "use letters, digits, _")
+        return ""
+    return backend
+
+
+def _op_section(
+    name: str, data: dict, catalogue: Catalogue, out: _Collector
+) -> tuple[OpEntry, ...]:
+    raw = data.get(name)
+    if raw is None:
+        return ()
+    key_line = out.doc.key_lines.get(name, 0)
+    if not isinstance(raw, list):
+        out.error(key_line, f"section '{name}' must be a list of operator names", "use '- name'")
+        return ()
+    lines = out.doc.nested_item_lines.get(name, ())
+    entries: list[OpEntry] = []
+    seen: dict[OperatorName, int] = {}
+    for index, item in enumerate(raw):
+        line = lines[index] if index < len(lines) else key_line
+        op = _resolve(item, catalogue, out, line, name)
+        if op is None:
+            continue
+        if op in seen:
+            out.error(line, f"{op} is listed twice in '{name}' (first at line {seen[op]})")
+            continue
+        seen[op] = line
+        entries.append(OpEntry(op, out.doc.location(line)))
+    return tuple(entries)
+
+
+def _resolve(
+    item: Any, catalogue: Catalogue, out: _Collector, line: int, section: str
+) -> OperatorName | None:
+    if not isinstance(item, str):
+        out.error(line, f"entry in '{section}' is not an operator name: {item!r}")
+        return None
+    try:
+        op = OperatorName.parse(item.strip())
+    except SchemaParseError:
+        out.error(line, f"'{item}' is not an operator name", "write 'name' or 'name.overload'")
+        return None
+    if op in catalogue:
+        return op
+    overloads = catalogue.overloads(op.name)
+    if overloads:
+        names = ", ".join(sorted(f.name.overload or "<default>" for f in overloads))
+        out.error(
+            line, f"operator {op.name} has no overload '{op.overload}'", f"overloads: {names}"
+        )
+        return None
+    pool = sorted({str(n) for n in catalogue.names()} | {n.name for n in catalogue.names()})
+    near = difflib.get_close_matches(str(op), pool, n=3, cutoff=0.75)
+    hint = "did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else ""
+    where = Path(catalogue.source).name
+    out.error(line, f"unknown operator '{op}' (not in {where})", hint)
+    return None
+
+
+def _check_membership(sections: dict[str, tuple[OpEntry, ...]], out: _Collector) -> None:
+    home: dict[OperatorName, str] = {}
+    for section in EXCLUSIVE_SECTIONS:
+        for entry in sections[section]:
+            first = home.setdefault(entry.name, section)
+            if first != section:
+                out.error(
+                    entry.location.line,
+                    f"{entry.name} is listed in both '{first}' and '{section}'",
+                    "an operator belongs to one of full_codegen, ir_gen, supported, autograd",
+                )
+    for entry in sections["symint"]:
+        if home.get(entry.name) not in _SYMINT_HOSTS:
+            out.error(
+                entry.location.line,
+                f"symint entry {entry.name} is not in full_codegen or supported",
+                "add it to one of them or remove it from symint",
+            )
+
+
+def _non_native_section(data: dict, out: _Collector) -> tuple[NonNativeEntry, ...]:
+    raw = data.get("non_native")
+    if raw is None:
+        return ()
+    key_line = out.doc.key_lines.get("non_native", 0)
+    if not isinstance(raw, list):
+        out.error(key_line, "section 'non_native' must be a list of '- func: <schema>' entries")
+        return ()
+    lines = out.doc.nested_item_lines.get("non_native", ())
+    entries: list[NonNativeEntry] = []
+    seen: dict[OperatorName, int] = {}
+    for index, item in enumerate(raw):
+        line = lines[index] if index < len(lines) else key_line
+        entry = _non_native_entry(item, out, line)
+        if entry is None:
+            continue
+        if entry.func.name in seen:
+            out.error(
+                line, f"non_native {entry.func.name} declared twice (line {seen[entry.func.name]})"
+            )
+            continue
+        seen[entry.func.name] = line
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry | None:
+    if not isinstance(item, dict):
+        out.error(line, "non_native entry must be a mapping with 'func: <schema>'")
+        return None
+    unknown = sorted(str(k) for k in item if k not in _NON_NATIVE_KEYS)
+    if unknown:
+        out.error(
+            line,
+            f"unknown key(s) in non_native entry: {', '.join(unknown)}",
+            "allowed: func, opkind, properties",
+        )
+    func_text = item.get("func")
+    if not isinstance(func_text, str):
+        out.error(line, "non_native entry needs 'func: <schema>'")
+        return None
+    try:
+        func = FunctionSchema.parse(func_text.strip())
+    except SchemaParseError as exc:
+        out.error(line, f"non_native schema does not parse: {exc}", "fix the schema text")
+        return None
+    opkind = item.get("opkind")
+    if opkind is not None and not (isinstance(opkind, str) and _OPKIND.match(opkind)):
+        out.error(line, f"opkind {opkind!r} is not a symbol like 'ltc_cast' or 'aten::expand'")
+        return None
+    raw_props = item.get("properties") or []
+    if not isinstance(raw_props, list):
+        out.error(line, "'properties' must be a list of property names")
+        return None
+    props = []
+    for prop in raw_props:
+        if prop not in NODE_PROPERTIES:
+            near = difflib.get_close_matches(str(prop), sorted(NODE_PROPERTIES), n=1)
+            hint = (
+                f"did you mean '{near[0]}'?"
+                if near
+                else "known: " + ", ".join(sorted(NODE_PROPERTIES))
+            )
+            out.error(line, f"unknown property {prop!r} on {func.name}", hint)
+            continue
+        props.append(prop)
+    return NonNativeEntry(func, out.doc.location(line), opkind, frozenset(props))
+
+
+def location_of(entry: OpEntry | NonNativeEntry) -> Location:
+    """Where an entry was written (for messages from later pipeline stages)."""
+    return entry.location

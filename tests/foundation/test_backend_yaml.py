@@ -1,0 +1,140 @@
+"""Backend op list validation: every problem located, all reported together."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lazygen.errors import LazygenError
+from lazygen.loaders.backend_yaml import load_backend
+from lazygen.loaders.native_yaml import load_catalogue
+from lazygen.model.schema import OperatorName
+
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "pytorch_ts_op_list.yaml"
+REPO_OP_LIST = Path(__file__).resolve().parents[2] / "yaml" / "ts_backend.yaml"
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return load_catalogue()
+
+
+def errors(tmp_path, catalogue, text: str) -> list[str]:
+    path = tmp_path / "backend.yaml"
+    path.write_text(textwrap.dedent(text))
+    with pytest.raises(LazygenError) as info:
+        load_backend(path, catalogue)
+    return [str(d) for d in info.value.diagnostics]
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="shared/reference is beside the repo in CI")
+def test_reference_op_list_loads(catalogue):
+    ops = load_backend(REFERENCE, catalogue)
+    assert ops.counts() == {
+        "full_codegen": 161,
+        "ir_gen": 1,
+        "supported": 24,
+        "autograd": 2,
+        "symint": 13,
+        "non_native": 16,
+    }
+    assert ops.full_codegen[0].location.line > 1
+    assert OperatorName("add", "Tensor") in {e.name for e in ops.full_codegen}
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="shared/reference is beside the repo in CI")
+def test_repo_op_list_covers_the_reference(catalogue):
+    ours = load_backend(REPO_OP_LIST, catalogue)
+    reference = load_backend(REFERENCE, catalogue)
+    handled = {e.name for _, e in ours.entries()}
+    missing = {e.name for _, e in reference.entries()} - handled
+    assert not missing, sorted(map(str, missing))
+    assert {str(e.func.name) for e in reference.non_native} <= {
+        str(e.func.name) for e in ours.non_native
+    }
+
+
+CASES = [
+    (
+        "backend: Lazy\nful_codegen: []\n",
+        ":2: error: unknown top-level key 'ful_codegen' (did you mean 'full_codegen'?)",
+    ),
+    ("backend: Lazy\nfull_codegen: abs\n", ":2: error: section 'full_codegen' must be a list"),
+    ("backend: Lazy\nfull_codegen:\n  - abss\n", ":3: error: unknown operator 'abss'"),
+    (
+        "backend: Lazy\nfull_codegen:\n  - add.Tensr\n",
+        ":3: error: operator add has no overload 'Tensr'",
+    ),
+    (
+        "backend: Lazy\nfull_codegen:\n  - abs\n  - abs\n",
+        ":4: error: abs is listed twice in 'full_codegen' (first at line 3)",
+    ),
+    (
+        "backend: Lazy\nfull_codegen:\n  - abs\nsupported:\n  - abs\n",
+        ":5: error: abs is listed in both 'full_codegen' and 'supported'",
+    ),
+    (
+        "backend: Lazy\nfull_codegen:\n  - abs\nsymint:\n  - view_copy\n",
+        ":5: error: symint entry view_copy is not in full_codegen or supported",
+    ),
+    (
+        "backend: Lazy\nnon_native:\n  - func: foo(Tensor x -> Tensor\n",
+        ":3: error: non_native schema does not parse",
+    ),
+    (
+        "backend: Lazy\nnon_native:\n  - func: foo(Tensor x) -> Tensor\n    properties: [Lowr]\n",
+        ":3: error: unknown property 'Lowr' on foo (did you mean 'Lower'?)",
+    ),
+    (
+        "backend: Lazy\nnon_native:\n  - func: foo(Tensor x) -> Tensor\n    opkind: 'x\"; import os'\n",
+        ":3: error: opkind",
+    ),
+    ("backend: 'x\"; import os'\n", ":1: error: backend name"),
+    (
+        "backend: Lazy\nfull_codegen:\n  - [abs]\n",
+        ":3: error: entry in 'full_codegen' is not an operator name",
+    ),
+    (
+        "backend: Lazy\nfull_codegen:\n  - abs\n    - relu\n",
+        ":3: error: 'abs - relu' is not an operator name",
+    ),
+    ("backend: Lazy\nfull_codegen:\n  - abs\n - relu\n", "YAML syntax error"),
+    ("", ":1: error: backend op list is empty"),
+    ("- abs\n", ":1: error: backend op list must be a mapping"),
+    ("full_codegen: [abs]\n", ":1: error: missing 'backend: <Name>'"),
+    ("backend: Lazy\nbackend: Other\n", ":2:1: error: YAML syntax error: duplicate key 'backend'"),
+]
+
+
+@pytest.mark.parametrize("text, expected", CASES)
+def test_bad_op_lists(tmp_path, catalogue, text, expected):
+    found = errors(tmp_path, catalogue, text)
+    assert any(expected in e and "backend.yaml" in e for e in found), found
+
+
+def test_all_problems_are_collected(tmp_path, catalogue):
+    found = errors(
+        tmp_path,
+        catalogue,
+        """\
+        backend: Lazy
+        full_codegen:
+          - abss
+          - add.Tensr
+        supported: nope
+        extra: 1
+        """,
+    )
+    assert len(found) == 4
+
+
+def test_bare_name_is_the_default_overload(tmp_path, catalogue):
+    path = tmp_path / "ok.yaml"
+    path.write_text(
+        "backend: Lazy\ncpp_namespace: torch::lazy\nfull_codegen:\n  - relu\n  - max.dim\n"
+    )
+    ops = load_backend(path, catalogue)
+    assert [str(e.name) for e in ops.full_codegen] == ["relu", "max.dim"]
+    assert ops.cpp_namespace == "torch::lazy"
