@@ -1,0 +1,41 @@
+"""Shared helpers for the benchmarks: fresh-process timing, alternation, medians."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+
+def time_process(argv: Sequence[str], cwd: str | None = None) -> float:
+    """Wall time of one fresh process; raises if it fails (a failed run is no figure)."""
+    start = time.perf_counter()
+    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{result.stderr[-2000:]}")
+    return elapsed
+
+
+def alternate(candidates: dict[str, Sequence[str]], repeats: int, cwd: str | None = None) -> dict:
+    """Run each candidate `repeats` times, interleaved, and return their medians (seconds)."""
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, argv in candidates.items():
+            times[name].append(time_process(argv, cwd))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def python() -> str:
+    return sys.executable
+
+
+def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
+    """Print `name | median | note` rows under a title, as a Markdown table."""
+    print(f"\n### {title}\n")
+    print("| measurement | median | note |")
+    print("|---|---:|---|")
+    for name, value, note in rows:
+        print(f"| {name} | {value * 1000:.1f} ms | {note} |")
