@@ -1,0 +1,99 @@
+"""IR dumps: ``dump_ir(tensors, "text" | "dot" | "backend")`` and ``render_ir`` (Graphviz)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from .executor import backend, post_order
+from .ir import Node, Value
+from .tensor import inner
+
+
+def _graph(tensors) -> tuple[list[Node], dict[Node, int], list[Value]]:
+    outputs = list(dict.fromkeys(inner(t)._value for t in tensors))
+    order, position = post_order(outputs)
+    return order, position, outputs
+
+
+def _operand_text(operand, position) -> str:
+    if type(operand) is Value:
+        return f"%{position[operand.node]}" + (f".{operand.index}" if operand.index else "")
+    if operand is None:
+        return "None"
+    return "[" + ", ".join(_operand_text(o, position) for o in operand) + "]"
+
+
+def _label(node: Node) -> str:
+    if node.is_input:
+        kind = "device_data" if node.op_name == "device_data" else "scalar"
+        return kind
+    return node.op_kind
+
+
+def _shapes_text(node: Node) -> str:
+    return ", ".join(f"{s.dtype}{list(s.sizes)}".replace("torch.", "") for s in node.shapes)
+
+
+def to_text(order, position, outputs) -> str:
+    lines = ["IR {"]
+    for node in order:
+        operands = ", ".join(_operand_text(o, position) for o in node.operands)
+        attrs = ", ".join(repr(a) for a in node.attrs)
+        args = ", ".join(p for p in (operands, attrs) if p)
+        source = f", location={node.source}" if node.source else ""
+        lines.append(
+            f"  %{position[node]} = {_label(node)}({args}), "
+            f"shape=({_shapes_text(node)}){source}"
+        )
+    roots = ", ".join(_operand_text(v, position) for v in outputs)
+    lines.append(f"  ROOT ({roots})")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_dot(order, position, outputs) -> str:
+    lines = ["digraph G {", "  node [shape=box];"]
+    roots = {v.node for v in outputs}
+    for node in order:
+        label = f"{_label(node)}\\n{_shapes_text(node)}"
+        if node.source:
+            label += f"\\n{os.path.basename(node.source)}"
+        style = ", style=bold" if node in roots else ""
+        lines.append(f'  n{position[node]} [label="{label}"{style}];')
+    for node in order:
+        for i, value in enumerate(node.inputs()):
+            lines.append(f'  n{position[value.node]} -> n{position[node]} [label="{i}"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def dump_ir(tensors, ir_format: str = "text") -> str:
+    order, position, outputs = _graph(tensors)
+    if ir_format == "text":
+        return to_text(order, position, outputs)
+    if ir_format == "dot":
+        return to_dot(order, position, outputs)
+    if ir_format == "backend":
+        pending = [v for v in outputs if not v.node.is_input]
+        order, position = post_order(pending)
+        return backend().dump(order, pending)
+    raise ValueError(f"unknown IR format {ir_format!r}; expected 'text', 'dot' or 'backend'")
+
+
+def render_ir(tensors, path: str) -> str:
+    """Write the IR graph as an image (format from the suffix: .svg, .png, .pdf) with Graphviz."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise RuntimeError(
+            "lazygen.runtime.debug.render_ir needs Graphviz's `dot` program on PATH "
+            "(e.g. `apt-get install graphviz`); debug.dump_ir(tensors, 'dot') gives the source"
+        )
+    image_format = os.path.splitext(path)[1].lstrip(".") or "svg"
+    subprocess.run(
+        [dot, f"-T{image_format}", "-o", path],
+        input=dump_ir(tensors, "dot").encode(),
+        check=True,
+    )
+    return path

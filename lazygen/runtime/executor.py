@@ -1,0 +1,168 @@
+"""The graph executor: collect pending IR → post-order → hash → compile (cached) → execute.
+
+Each step is a small function; ``sync`` strings them together under the device's lock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import torch
+
+from . import metrics
+from .config import log, settings
+from .ir import DeviceData, Node, Value
+from .tensor import LazyDevice, LazyTensor
+
+_compile_cache: OrderedDict = OrderedDict()
+_step_closures: list = []
+_backend = None
+
+
+def backend():
+    global _backend
+    if _backend is None:
+        from .ts_backend.backend import TSBackend
+
+        _backend = TSBackend()
+    return _backend
+
+
+def set_backend(new_backend) -> None:
+    global _backend
+    _backend = new_backend
+    _compile_cache.clear()
+
+
+# Steps ---------------------------------------------------------------------------------
+
+
+def pending(tensors) -> list[LazyTensor]:
+    """The tensors whose value is still IR."""
+    return [t for t in tensors if not t._value.node.is_input]
+
+
+def post_order(roots: list[Value]) -> tuple[list[Node], dict[Node, int]]:
+    """Nodes reachable from ``roots``, operands first; and each node's position."""
+    order: list[Node] = []
+    position: dict[Node, int] = {}
+    stack: list[tuple[Node, bool]] = [(v.node, False) for v in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if node in position:
+            continue
+        if expanded:
+            position[node] = len(order)
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for value in reversed(node.inputs()):
+            if value.node not in position:
+                stack.append((value.node, False))
+    return order, position
+
+
+def _operand_key(operand, position):
+    if type(operand) is Value:
+        return (position[operand.node], operand.index)
+    if operand is None:
+        return None
+    return tuple(_operand_key(o, position) for o in operand)
+
+
+def graph_key(order: list[Node], position: dict[Node, int], outputs: list[Value]) -> tuple:
+    """Structure, attributes, shapes and dtypes of the graph; never data values."""
+    entries = tuple(
+        (type(n), n.attrs, n.shapes, tuple(_operand_key(o, position) for o in n.operands))
+        for n in order
+    )
+    return entries, tuple((position[v.node], v.index) for v in outputs)
+
+
+def compile_cached(key, order: list[Node], outputs: list[Value]):
+    executable = _compile_cache.get(key)
+    if executable is not None:
+        _compile_cache.move_to_end(key)
+        metrics.count("CachedCompile")
+        return executable
+    metrics.count("UncachedCompile")
+    start = time.perf_counter()
+    executable = backend().compile(order, outputs)
+    metrics.add_time("CompileTime", time.perf_counter() - start)
+    log(2, f"compiled a graph of {len(order)} nodes, {len(outputs)} outputs")
+    _compile_cache[key] = executable
+    while len(_compile_cache) > settings.compile_cache_size:
+        _compile_cache.popitem(last=False)
+    return executable
+
+
+def execute(executable, order: list[Node]) -> list[torch.Tensor]:
+    inputs = [n.materialize() for n in order if n.is_input]
+    start = time.perf_counter()
+    results = backend().execute(executable, inputs)
+    metrics.add_time("ExecuteTime", time.perf_counter() - start)
+    return results
+
+
+# Entry points --------------------------------------------------------------------------
+
+
+def sync(tensors, device: LazyDevice | None = None) -> None:
+    """Materialise the given inner lazy tensors (one graph per device)."""
+    by_device: dict[LazyDevice, list[LazyTensor]] = {}
+    for t in tensors:
+        if not t._value.node.is_input:
+            by_device.setdefault(t._device, []).append(t)
+    for dev, group in by_device.items():
+        _sync_device(dev, group)
+
+
+def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
+    with device.lock:
+        tensors = pending(tensors)  # another thread may have synced them meanwhile
+        if not tensors:
+            return
+        outputs = list(dict.fromkeys(t._value for t in tensors))
+        order, position = post_order(outputs)
+        key = graph_key(order, position, outputs)
+        executable = compile_cached(key, order, outputs)
+        results = execute(executable, order)
+        data_of = {}
+        for value, result in zip(outputs, results, strict=True):
+            if not result.is_contiguous():
+                result = result.contiguous()
+            data_of[value] = Value(DeviceData(result), 0)
+        for t in tensors:
+            t._value = data_of[t._value]
+        metrics.count("SyncedTensors", len(tensors))
+
+
+def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
+    """Materialise every live tensor with pending IR; then run the step closures."""
+    from .devices import all_devices
+
+    metrics.count("MarkStep")
+    for dev in [device] if device is not None else all_devices():
+        dev.pending_nodes = 0
+        live = dev.live_tensors()
+        sync(live)
+    run_step_closures()
+
+
+def add_step_closure(fn, args=()) -> None:
+    _step_closures.append((fn, tuple(args)))
+
+
+def run_step_closures() -> None:
+    while _step_closures:
+        fn, args = _step_closures.pop(0)
+        fn(*args)
+
+
+def clear_compile_cache() -> None:
+    _compile_cache.clear()
+
+
+def compile_cache_size() -> int:
+    return len(_compile_cache)

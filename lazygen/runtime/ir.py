@@ -1,0 +1,152 @@
+"""The IR: ``Shape``, ``Value`` and ``Node`` (see docs/architecture.md, "IR").
+
+Nodes are immutable once built. Graph inputs are ``DeviceData`` (a materialised tensor)
+and ``ScalarData`` (a wrapped Python scalar, uploaded as a 0-dim tensor at execution, so a
+changing value never changes the graph).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NamedTuple
+
+import torch
+
+from .config import settings
+
+
+class Shape(NamedTuple):
+    dtype: torch.dtype
+    sizes: tuple[int, ...]
+
+
+class Value(NamedTuple):
+    node: Node
+    index: int
+
+
+def _operand_hash(operand) -> int:
+    if type(operand) is Value:
+        return operand.node.hash + operand.index
+    if operand is None:
+        return 0
+    return hash(tuple(_operand_hash(o) for o in operand))
+
+
+_SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+
+
+def user_source() -> str | None:
+    """``file:line`` of the innermost frame outside torch and lazygen."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_SKIP_DIRS) and not filename.startswith("<frozen"):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+class Node:
+    """Base of every IR node; generated subclasses set ``op_kind``, ``op_name``, ``schema``."""
+
+    __slots__ = ("operands", "attrs", "shapes", "hash", "source", "__weakref__")
+    op_kind: str = ""
+    op_name: str = ""
+    schema: str = ""
+    is_input = False
+
+    def __init__(self, operands, attrs, shapes) -> None:
+        self.operands = operands
+        self.attrs = attrs
+        self.shapes = shapes
+        self.hash = hash(
+            (type(self).__qualname__, attrs, shapes, tuple(map(_operand_hash, operands)))
+        )
+        self.source = user_source() if settings.record_source else None
+
+    def lower(self, ctx) -> list:
+        raise NotImplementedError(f"{type(self).__name__} ({self.op_name}) has no lowering")
+
+    def can_be_reused(self, operands, attrs) -> bool:
+        return self.operands == operands and self.attrs == attrs
+
+    def inputs(self) -> list[Value]:
+        """The operand values, flattened (absent optionals left out)."""
+        flat = []
+        for operand in self.operands:
+            if type(operand) is Value:
+                flat.append(operand)
+            elif operand is not None:
+                flat.extend(v for v in operand if v is not None)
+        return flat
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.op_name or self.op_kind}, shapes={self.shapes})"
+
+
+class DeviceData(Node):
+    """A materialised tensor on the backing device; a graph input."""
+
+    __slots__ = ("data",)
+    op_kind = "prim::DeviceData"
+    op_name = "device_data"
+    is_input = True
+
+    def __init__(self, data: torch.Tensor) -> None:
+        self.operands = ()
+        self.attrs = ()
+        self.data = data
+        self.shapes = (Shape(data.dtype, tuple(data.shape)),)
+        self.hash = hash(("DeviceData", self.shapes))
+        self.source = None
+
+    def materialize(self) -> torch.Tensor:
+        return self.data
+
+
+_SCALAR_DTYPES = {
+    float: torch.float64,
+    int: torch.int64,
+    bool: torch.bool,
+    complex: torch.complex128,
+}
+
+
+class ScalarData(Node):
+    """A wrapped Python scalar; a graph input holding a 0-dim tensor of ``dtype``."""
+
+    __slots__ = ("value", "device")
+    op_kind = "prim::ScalarData"
+    op_name = "scalar_data"
+    is_input = True
+
+    def __init__(self, value, dtype: torch.dtype, device: torch.device) -> None:
+        self.operands = ()
+        self.attrs = ()
+        self.value = value
+        self.device = device
+        self.shapes = (Shape(dtype, ()),)
+        self.hash = hash(("ScalarData", dtype))
+        self.source = None
+
+    @property
+    def data(self) -> torch.Tensor:
+        return self.materialize()
+
+    def materialize(self) -> torch.Tensor:
+        return torch.tensor(self.value, dtype=self.shapes[0].dtype, device=self.device)
+
+
+def scalar_dtype(value) -> torch.dtype:
+    dtype = _SCALAR_DTYPES.get(type(value))
+    if dtype is not None:
+        return dtype
+    if isinstance(value, torch.SymInt):
+        return torch.int64
+    if isinstance(value, torch.SymFloat):
+        return torch.float64
+    if isinstance(value, torch.SymBool):
+        return torch.bool
+    raise TypeError(f"lazygen: not a scalar: {value!r} ({type(value).__name__})")

@@ -1,0 +1,10 @@
+"""``ir_cache.reset()``: forget reusable IR nodes (``config.set_reuse_ir``) and cached shapes."""
+
+from __future__ import annotations
+
+from . import kernel_support, shape_inference
+
+
+def reset() -> None:
+    kernel_support.reset_ir_cache()
+    shape_inference.clear_cache()

@@ -1,0 +1,155 @@
+"""What generated kernels call (imported as ``rt``); see docs/architecture.md, "Kernel support".
+
+Every function here is on the per-op hot path: keep them short.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import executor
+from .config import settings
+from .ir import DeviceData, Node, ScalarData, Shape, Value, scalar_dtype
+from .metrics import count
+from .shape_inference import infer_shapes
+from .tensor import LazyDevice, LazyTensor
+
+__all__ = [
+    "Shape",
+    "Value",
+    "count",
+    "device_of",
+    "infer_shapes",
+    "inplace",
+    "make_node",
+    "optional_scalar",
+    "optional_tensor",
+    "optional_tensor_list",
+    "scalar",
+    "symint",
+    "symint_list",
+    "tensor",
+    "tensor_list",
+    "wrap",
+    "wrap_list",
+    "wrap_tuple",
+]
+
+
+def device_of(*tensors) -> LazyDevice:
+    for t in tensors:
+        if type(t) is LazyTensor:
+            return t._device
+        if type(t) in (list, tuple):
+            for item in t:
+                if type(item) is LazyTensor:
+                    return item._device
+    from .devices import default_device
+
+    return default_device()
+
+
+def tensor(t, device: LazyDevice) -> Value:
+    if type(t) is LazyTensor:
+        return t._value
+    if isinstance(t, torch.Tensor):
+        if t.dim() == 0 and t.device.type == "cpu":
+            return Value(DeviceData(t.to(device.backing, copy=True)), 0)
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found {t.device} and "
+            f"{device.torch_device}"
+        )
+    # A Python number where a tensor is expected (e.g. a wrapped scalar operand).
+    return scalar(t, device)
+
+
+def optional_tensor(t, device: LazyDevice) -> Value | None:
+    return None if t is None else tensor(t, device)
+
+
+def tensor_list(ts, device: LazyDevice) -> tuple[Value, ...]:
+    return tuple([tensor(t, device) for t in ts])
+
+
+def optional_tensor_list(ts, device: LazyDevice) -> tuple[Value | None, ...]:
+    return tuple([None if t is None else tensor(t, device) for t in ts])
+
+
+def scalar(value, device: LazyDevice) -> Value:
+    if isinstance(value, torch.Tensor):
+        return tensor(value, device)
+    return Value(ScalarData(value, scalar_dtype(value), device.backing), 0)
+
+
+def optional_scalar(value, device: LazyDevice) -> Value | None:
+    return None if value is None else scalar(value, device)
+
+
+def symint(value, device: LazyDevice) -> Value:
+    return Value(ScalarData(int(value), torch.int64, device.backing), 0)
+
+
+def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
+    return tuple([symint(v, device) for v in values])
+
+
+_ir_cache: dict[int, Node] = {}
+_IR_CACHE_LIMIT = 100_000
+
+
+def make_node(cls, operands, attrs, shapes) -> Node:
+    if settings.reuse_ir:
+        return _reuse_or_make(cls, operands, attrs, shapes)
+    return cls(operands, attrs, shapes)
+
+
+def _reuse_or_make(cls, operands, attrs, shapes) -> Node:
+    node = cls(operands, attrs, shapes)
+    old = _ir_cache.get(node.hash)
+    if (
+        old is not None
+        and type(old) is cls
+        and old.shapes == shapes
+        and old.can_be_reused(operands, attrs)
+    ):
+        count("IrNodeReused")
+        return old
+    if len(_ir_cache) >= _IR_CACHE_LIMIT:
+        _ir_cache.clear()
+    _ir_cache[node.hash] = node
+    return node
+
+
+def reset_ir_cache() -> None:
+    _ir_cache.clear()
+
+
+def wrap(node: Node, device: LazyDevice) -> LazyTensor:
+    result = LazyTensor(Value(node, 0), device)
+    _traced(device)
+    return result
+
+
+def wrap_tuple(node: Node, device: LazyDevice) -> tuple[LazyTensor, ...]:
+    result = tuple([LazyTensor(Value(node, i), device) for i in range(len(node.shapes))])
+    _traced(device)
+    return result
+
+
+def wrap_list(node: Node, device: LazyDevice) -> list[LazyTensor]:
+    result = [LazyTensor(Value(node, i), device) for i in range(len(node.shapes))]
+    _traced(device)
+    return result
+
+
+def inplace(target: LazyTensor, node: Node) -> LazyTensor:
+    target._value = Value(node, 0)
+    _traced(target._device)
+    return target
+
+
+def _traced(device: LazyDevice) -> None:
+    device.pending_nodes += 1
+    if device.pending_nodes > settings.max_pending_nodes:
+        count("AutoGraphCut")
+        executor.mark_step(device)

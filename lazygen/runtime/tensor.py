@@ -1,0 +1,128 @@
+"""Lazy tensors: ``LazyTensor`` (the inner wrapper subclass) and its functional outer wrapper.
+
+Users hold the outer tensor, made by ``torch._to_functional_tensor``; functionalization turns
+views and in-place ops into functional ops on the inner ``LazyTensor``, whose
+``__torch_dispatch__`` routes each op to a lazy kernel or the eager fallback.
+An inner tensor holds one ``Value``: device data once materialised, IR otherwise.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import torch
+
+from .ir import DeviceData, Value
+
+DEVICE_TYPE = "lazygen"
+
+
+class LazyDevice:
+    """One lazy device: its torch device, backing device, live tensors and sync lock."""
+
+    def __init__(self, index: int, backing: torch.device) -> None:
+        self.index = index
+        self.torch_device = torch.device(DEVICE_TYPE, index)
+        self.backing = backing
+        self.lock = threading.RLock()  # held while syncing
+        self.live: weakref.WeakSet[LazyTensor] = weakref.WeakSet()
+        self.live_lock = threading.Lock()
+        self.pending_nodes = 0
+
+    def register(self, tensor: LazyTensor) -> None:
+        with self.live_lock:
+            self.live.add(tensor)
+
+    def live_tensors(self) -> list[LazyTensor]:
+        with self.live_lock:
+            return list(self.live)
+
+    def __repr__(self) -> str:
+        return f"LazyDevice({self.torch_device}, backing={self.backing})"
+
+
+class LazyTensor(torch.Tensor):
+    """The inner tensor: metadata of a contiguous tensor plus an IR ``Value``."""
+
+    __slots__ = ("_value", "_device", "_sizes")
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def __new__(cls, value: Value, device: LazyDevice):
+        shape = value.node.shapes[value.index]
+        tensor = torch.Tensor._make_wrapper_subclass(
+            cls, shape.sizes, dtype=shape.dtype, device=device.torch_device
+        )
+        tensor._value = value
+        tensor._device = device
+        tensor._sizes = shape.sizes
+        device.register(tensor)
+        return tensor
+
+    def __init__(self, value: Value, device: LazyDevice) -> None:
+        pass
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kernel = _active_kernels.get(func)
+        if kernel is not None:
+            if kwargs:
+                return kernel(*args, **kwargs)
+            return kernel(*args)
+        return _fallback(func, args, kwargs or {})
+
+    def __repr__(self) -> str:
+        node = self._value.node
+        state = "data" if node.is_input else f"ir:{node.op_name or node.op_kind}"
+        return (
+            f"LazyTensor({tuple(self._sizes)}, {self.dtype}, {self._device.torch_device}, {state})"
+        )
+
+    @property
+    def is_materialized(self) -> bool:
+        return self._value.node.is_input
+
+    def set_data(self, data: torch.Tensor) -> None:
+        """Point this tensor at freshly materialised ``data`` (same shape and dtype)."""
+        self._value = Value(DeviceData(data), 0)
+
+
+# Filled by registry.refresh(); the eager fallback is installed by fallback.py.
+_active_kernels: dict = {}
+
+
+def _fallback(func, args, kwargs):  # replaced at import of .fallback
+    raise NotImplementedError(func)
+
+
+def set_fallback(fn) -> None:
+    global _fallback
+    _fallback = fn
+
+
+def from_data(data: torch.Tensor, device: LazyDevice) -> LazyTensor:
+    """An inner lazy tensor holding ``data`` (moved to the backing device, made contiguous)."""
+    if data.device != device.backing:
+        data = data.to(device.backing)
+    if not data.is_contiguous():
+        data = data.contiguous()
+    return LazyTensor(Value(DeviceData(data), 0), device)
+
+
+def to_functional(tensor: LazyTensor) -> torch.Tensor:
+    return torch._to_functional_tensor(tensor)
+
+
+def inner(tensor: torch.Tensor) -> LazyTensor:
+    """The current inner ``LazyTensor`` of a user-facing lazy tensor (after pending views)."""
+    if type(tensor) is LazyTensor:
+        return tensor
+    if not torch._is_functional_tensor(tensor):
+        raise TypeError(f"lazygen: not a lazy tensor: {type(tensor).__name__} on {tensor.device}")
+    torch._sync(tensor)
+    return torch._from_functional_tensor(tensor)
+
+
+def is_lazy(tensor) -> bool:
+    return isinstance(tensor, torch.Tensor) and tensor.device.type == DEVICE_TYPE
