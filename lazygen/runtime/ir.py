@@ -37,13 +37,24 @@ def _operand_hash(operand) -> int:
 _SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
 
 
+def _is_internal(frame) -> bool:
+    module = frame.f_globals.get("__name__", "")
+    if module.startswith(("torch.", "lazygen.")) or module in ("torch", "lazygen"):
+        return True
+    filename = frame.f_code.co_filename
+    if filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen"):
+        return True
+    # Kernel modules (generated or hand-written) import the kernel support as ``rt``.
+    rt = frame.f_globals.get("rt")
+    return getattr(rt, "__name__", None) == "lazygen.runtime.kernel_support"
+
+
 def user_source() -> str | None:
-    """``file:line`` of the innermost frame outside torch and lazygen."""
+    """``file:line`` of the innermost frame outside torch, lazygen and kernel modules."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_SKIP_DIRS) and not filename.startswith("<frozen"):
-            return f"{filename}:{frame.f_lineno}"
+        if not _is_internal(frame):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 

@@ -21,3 +21,21 @@ def fresh_metrics():
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def handwritten():
+    """Register the hand-written nodes for one test (as a generated registration would)."""
+    from lazygen.runtime import registry
+
+    from . import handwritten_nodes
+
+    lr.mark_step()
+    registry.register_kernels(
+        handwritten_nodes.KERNELS, node_classes=handwritten_nodes.NODE_CLASSES
+    )
+    lr.metrics.reset()
+    yield handwritten_nodes
+    lr.mark_step()
+    registry.unregister_kernels(handwritten_nodes.KERNELS)
+    lr.config.set_force_fallback([])
