@@ -150,6 +150,13 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     run_step_closures()
 
 
+def cut(device: LazyDevice) -> None:
+    """Materialise a graph that grew too large without ``mark_step`` (no step closures)."""
+    metrics.count("AutoGraphCut")
+    device.pending_nodes = 0
+    sync(device.live_tensors())
+
+
 def add_step_closure(fn, args=()) -> None:
     _step_closures.append((fn, tuple(args)))
 

@@ -151,5 +151,4 @@ def inplace(target: LazyTensor, node: Node) -> LazyTensor:
 def _traced(device: LazyDevice) -> None:
     device.pending_nodes += 1
     if device.pending_nodes > settings.max_pending_nodes:
-        count("AutoGraphCut")
-        executor.mark_step(device)
+        executor.cut(device)

@@ -1,0 +1,94 @@
+import shutil
+
+import pytest
+import torch
+
+import lazygen.runtime as lr
+
+
+def test_step_closures_run_after_mark_step():
+    seen = []
+    x = torch.ones(2, device="lazygen") * 3
+    lr.add_step_closure(lambda t: seen.append(t.cpu().tolist()), (x,))
+    assert seen == []
+    lr.mark_step()
+    assert seen == [[3.0, 3.0]]
+
+
+def test_sync_and_to_cpu_and_wait():
+    a = torch.ones(2, device="lazygen") + 1
+    b = a * 2
+    lr.sync([a, b])
+    assert lr.inner(a).is_materialized and lr.inner(b).is_materialized
+    lr.wait_device_ops()
+    cpu = lr.to_cpu([a, b, 7])
+    assert cpu[0].device.type == "cpu" and cpu[1].tolist() == [4.0, 4.0] and cpu[2] == 7
+
+
+def test_metrics_report_and_mark_step_counter(fresh_metrics):
+    x = torch.ones(2, device="lazygen")
+    (x.nonzero()).cpu()
+    lr.mark_step()
+    assert fresh_metrics.counter_value("MarkStep") == 1
+    report = fresh_metrics.report()
+    assert "Counter: aten::nonzero" in report and "Counter: MarkStep" in report
+    fresh_metrics.reset()
+    assert fresh_metrics.counter_names() == []
+
+
+def test_auto_graph_cut(handwritten):
+    lr.config.set_max_pending_nodes(50)
+    try:
+        x = torch.zeros(4, device="lazygen")
+        one = torch.ones(4, device="lazygen")
+        for _ in range(120):
+            x = x + one
+    finally:
+        lr.config.set_max_pending_nodes(100_000)
+    assert lr.metrics.counter_value("AutoGraphCut") == 2
+    assert x.cpu().tolist() == [120.0] * 4
+
+
+def test_reuse_ir_and_reset(handwritten):
+    lr.config.set_reuse_ir(True)
+    try:
+        x = torch.ones(3, device="lazygen")
+        inner_x = lr.inner(x)
+        a, b = inner_x * inner_x, inner_x * inner_x
+        assert a._value.node is b._value.node
+        lr.ir_cache.reset()
+        c = inner_x * inner_x
+        assert c._value.node is not a._value.node
+    finally:
+        lr.config.set_reuse_ir(False)
+    assert (x * x).cpu().tolist() == [1.0] * 3
+
+
+def test_force_fallback_accepts_names():
+    lr.config.set_force_fallback("aten::add, mul.Tensor")
+    try:
+        assert lr.config.get_force_fallback() == frozenset({"add", "mul.Tensor"})
+    finally:
+        lr.config.set_force_fallback([])
+
+
+def test_render_ir(tmp_path):
+    x = torch.ones(2, device="lazygen") + 1
+    path = tmp_path / "graph.svg"
+    if shutil.which("dot") is None:
+        with pytest.raises(RuntimeError, match="Graphviz"):
+            lr.debug.render_ir([x], str(path))
+    else:
+        lr.debug.render_ir([x], str(path))
+        assert path.read_text().lstrip().startswith("<")
+
+
+def test_dump_ir_rejects_unknown_format():
+    with pytest.raises(ValueError, match="unknown IR format"):
+        lr.debug.dump_ir([torch.ones(1, device="lazygen")], "xml")
+
+
+def test_device_mismatch_is_an_error(handwritten):
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ones(3, device="lazygen") + torch.ones(3)
+    assert (torch.ones(3, device="lazygen") + torch.tensor(2.0)).cpu().tolist() == [3.0] * 3
