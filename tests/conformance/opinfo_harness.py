@@ -1,0 +1,195 @@
+"""OpInfo conformance: run torch's `op_db` lazily and eagerly, and classify every entry.
+
+    python tests/conformance/opinfo_harness.py [--samples N] [--only NAME ...] [--json FILE]
+
+Every `op_db` entry that supports float32 on CPU runs its sample inputs twice: eagerly on
+CPU, and on the `lazygen` device (inputs moved there, outputs moved back). Each entry is
+classified by its worst sample:
+
+* ``lazy``      correct, and no eager fallback ran (no ``aten::*`` counter moved);
+* ``fallback``  correct, but at least one op went through the eager fallback;
+* ``wrong``     the lazy result differs from eager;
+* ``error``     the lazy run raised where the eager run did not;
+* ``no_sample`` no sample input ran eagerly (nothing to compare; counted as correct,
+  since the lazy device then raises exactly what eager raises).
+
+Random ops are compared with the same seed for both runs. Ops that return uninitialised
+memory (`empty`, `new_empty`, ...) are compared by shape and dtype only, as PyTorch's own
+OpInfo tests do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+CLASSES = ("lazy", "fallback", "wrong", "error", "no_sample")
+CORRECT = frozenset({"lazy", "fallback", "no_sample"})
+_WORST_FIRST = ("error", "wrong", "fallback", "lazy")
+#: Entries whose values are uninitialised memory: only metadata is comparable.
+UNINITIALISED = frozenset(
+    {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_permuted", "empty_strided"}
+)
+
+
+@dataclass(frozen=True)
+class EntryResult:
+    name: str
+    outcome: str
+    samples: int
+    detail: str = ""
+    fallbacks: tuple[str, ...] = ()
+
+
+def entry_name(opinfo) -> str:
+    return f"{opinfo.name}.{opinfo.variant_test_name}" if opinfo.variant_test_name else opinfo.name
+
+
+def float32_cpu_entries():
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return [o for o in op_db if torch.float32 in o.supported_dtypes("cpu")]
+
+
+def _to_device(tree, device):
+    return tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, tree)
+
+
+def _to_cpu(tree):
+    leaves, _ = tree_flatten(tree)
+    if not any(isinstance(t, torch.Tensor) for t in leaves):
+        return tree  # keeps containers such as torch.Size as they are
+    return tree_map(lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, tree)
+
+
+def _compare(lazy, eager, metadata_only: bool = False) -> str:
+    """'' when equal, else a short description of the difference."""
+    lazy_leaves, lazy_spec = tree_flatten(lazy)
+    eager_leaves, eager_spec = tree_flatten(eager)
+    if lazy_spec != eager_spec:
+        return f"structure {lazy_spec} vs {eager_spec}"
+    for got, want in zip(lazy_leaves, eager_leaves, strict=True):
+        if isinstance(want, torch.Tensor):
+            if not isinstance(got, torch.Tensor):
+                return f"got {type(got).__name__}, expected a tensor"
+            if metadata_only:
+                if (got.shape, got.dtype) != (want.shape, want.dtype):
+                    return f"{tuple(got.shape)}/{got.dtype} vs {tuple(want.shape)}/{want.dtype}"
+                continue
+            try:
+                torch.testing.assert_close(
+                    got, want, equal_nan=True, check_device=False, check_stride=False
+                )
+            except AssertionError as exc:
+                return str(exc).splitlines()[0][:200]
+        elif got != want and not (got != got and want != want):  # NaN == NaN here
+            return f"{got!r} != {want!r}"
+    return ""
+
+
+def run_entry(opinfo, device, metrics, max_samples: int) -> EntryResult:
+    name = entry_name(opinfo)
+    outcomes: list[str] = []
+    details: list[str] = []
+    fallbacks: set[str] = set()
+    try:
+        samples = list(opinfo.sample_inputs("cpu", torch.float32, requires_grad=False))
+    except Exception as exc:  # the OpInfo itself cannot build samples here
+        return EntryResult(name, "no_sample", 0, f"sample_inputs failed: {exc}")
+    ran = 0
+    for sample in samples:
+        if ran >= max_samples:
+            break
+        args = (sample.input, *sample.args)
+        try:
+            torch.manual_seed(0)
+            eager = opinfo(*args, **sample.kwargs)
+        except Exception:
+            continue
+        ran += 1
+        try:
+            lazy_args, lazy_kwargs = _to_device((args, sample.kwargs), device)
+            metrics.reset()
+            torch.manual_seed(0)
+            lazy = _to_cpu(opinfo(*lazy_args, **lazy_kwargs))
+            used = [n for n in metrics.counter_names() if n.startswith("aten::")]
+        except Exception as exc:
+            outcomes.append("error")
+            details.append(
+                f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            )
+            continue
+        difference = _compare(lazy, eager, opinfo.name in UNINITIALISED)
+        if difference:
+            outcomes.append("wrong")
+            details.append(difference)
+        else:
+            outcomes.append("fallback" if used else "lazy")
+            fallbacks.update(used)
+    if not outcomes:
+        return EntryResult(name, "no_sample", 0, "no sample ran eagerly")
+    outcome = next(o for o in _WORST_FIRST if o in outcomes)
+    detail = details[0] if details else ""
+    return EntryResult(name, outcome, ran, detail, tuple(sorted(fallbacks)))
+
+
+def run_suite(max_samples: int = 100_000, only: set[str] | None = None) -> list[EntryResult]:
+    import lazygen.runtime as lr
+
+    lr.init()
+    device = lr.device()
+    results = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for opinfo in float32_cpu_entries():
+            name = entry_name(opinfo)
+            if only and name not in only and opinfo.name not in only:
+                continue
+            results.append(run_entry(opinfo, device, lr.metrics, max_samples))
+            lr.mark_step()
+    return results
+
+
+def summarise(results: list[EntryResult]) -> dict:
+    counts = Counter(r.outcome for r in results)
+    correct = sum(counts[c] for c in CORRECT)
+    return {
+        "entries": len(results),
+        "correct": correct,
+        "correct_pct": round(100.0 * correct / max(len(results), 1), 2),
+        **{c: counts[c] for c in CLASSES},
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="OpInfo conformance of the lazygen device")
+    parser.add_argument("--samples", type=int, default=100_000, help="max sample inputs per entry")
+    parser.add_argument("--only", nargs="*", help="entry names to run")
+    parser.add_argument("--json", help="write per-entry results here")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every entry")
+    args = parser.parse_args(argv)
+    results = run_suite(args.samples, set(args.only) if args.only else None)
+    for r in results:
+        if args.verbose or r.outcome in ("wrong", "error"):
+            print(f"{r.outcome:<9} {r.name:<40} {r.detail}")
+    summary = summarise(results)
+    print(json.dumps(summary))
+    fallback_ops = Counter(op for r in results for op in r.fallbacks)
+    print(
+        "most common fallbacks:", ", ".join(f"{op} ({n})" for op, n in fallback_ops.most_common(25))
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({r.name: r.outcome for r in results}, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
