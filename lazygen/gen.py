@@ -1,0 +1,197 @@
+"""The `lazygen gen` pipeline: inputs -> plan -> contexts -> templates -> black -> files.
+
+Steps, each a function: `input_hash` (cheap; decides whether anything needs doing, before
+jinja2, black or torch are imported), `generate` (load, plan, check hand-written pieces,
+render, format), `run` (compare with disk; write atomically or report staleness).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lazygen
+from lazygen.errors import Diagnostic, LazygenError
+
+STAMP = ".lazygen-stamp.json"
+DEFAULT_HAND_WRITTEN = "lazygen.runtime.ts_backend"
+_GENERATOR_PACKAGES = ("lazy", "render", "model", "loaders")
+
+
+@dataclass(frozen=True, slots=True)
+class GenConfig:
+    """Everything that determines one backend's generated output."""
+
+    backend_yaml: Path
+    output_dir: Path
+    native_functions: Path | None = None
+    tags: Path | None = None
+    templates: Path | None = None
+    hand_written: str = DEFAULT_HAND_WRITTEN
+    check_hand_written: bool = True
+    jobs: int = 2
+
+
+@dataclass(frozen=True)
+class GenResult:
+    """`status`: `skipped` (inputs unchanged), `current`, `written`, or `stale` (--check)."""
+
+    status: str
+    changes: tuple = ()
+    diff: str = ""
+    warnings: tuple[Diagnostic, ...] = ()
+    errors: tuple[Diagnostic, ...] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _sources(config: GenConfig):
+    from lazygen.loaders.native_yaml import NativeSources
+
+    if config.native_functions is None and config.tags is None:
+        return NativeSources.default()
+    default = NativeSources.default() if None in (config.native_functions, config.tags) else None
+    return NativeSources(
+        config.native_functions or default.native_functions,  # type: ignore[union-attr]
+        config.tags or default.tags,  # type: ignore[union-attr]
+    )
+
+
+def input_files(config: GenConfig) -> list[Path]:
+    """Every file whose content can change the output or the checks' verdict."""
+    from lazygen.lazy.hand_written import package_dir
+    from lazygen.render.environment import template_files
+
+    sources = _sources(config)
+    files = [config.backend_yaml, sources.native_functions, sources.tags]
+    files += template_files(config.templates)
+    root = Path(lazygen.__file__).parent
+    files.append(root / "gen.py")
+    for package in _GENERATOR_PACKAGES:
+        files += sorted((root / package).glob("*.py"))
+    if config.check_hand_written:
+        hand = package_dir(config.hand_written)
+        if hand is not None and hand.is_dir():
+            files += sorted(hand.glob("*.py"))
+    return files
+
+
+def input_hash(config: GenConfig) -> str:
+    """Content hash of inputs, templates, hand-written pieces, lazygen and torch versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    digest = hashlib.sha256()
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = "none"
+    options = (
+        f"{lazygen.__version__}|{torch_version}|{config.hand_written}|{config.check_hand_written}"
+    )
+    digest.update(options.encode())
+    for path in input_files(config):
+        digest.update(path.name.encode())
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except FileNotFoundError:
+            digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
+def _file_hash(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def stamp_current(config: GenConfig, inputs: str) -> bool:
+    """The stamp records `inputs` and every file it lists is unchanged on disk."""
+    try:
+        stamp = json.loads((config.output_dir / STAMP).read_text())
+    except (FileNotFoundError, ValueError):
+        return False
+    if stamp.get("inputs") != inputs:
+        return False
+    for name, digest in stamp.get("files", {}).items():
+        try:
+            if _file_hash((config.output_dir / name).read_bytes()) != digest:
+                return False
+        except FileNotFoundError:
+            return False
+    return True
+
+
+def _stamp_text(inputs: str, files: dict[str, str]) -> str:
+    body = {"inputs": inputs, "files": {n: _file_hash(files[n]) for n in sorted(files)}}
+    return json.dumps(body, indent=1, sort_keys=True) + "\n"
+
+
+@dataclass(frozen=True)
+class Generated:
+    files: dict[str, str]
+    warnings: tuple[Diagnostic, ...]
+    errors: tuple[Diagnostic, ...]
+    counts: dict[str, int]
+
+
+def generate(config: GenConfig) -> Generated:
+    """Render every output file in memory. Raises `LazygenError` for bad inputs."""
+    from lazygen.lazy.hand_written import check_hand_written
+    from lazygen.lazy.meta import TorchFacts
+    from lazygen.lazy.plan import build_plan
+    from lazygen.loaders.backend_yaml import load_backend
+    from lazygen.loaders.native_yaml import load_catalogue
+    from lazygen.render.contexts import build_contexts
+    from lazygen.render.environment import build_environment
+    from lazygen.render.formatting import FormatError, format_all
+
+    if not config.backend_yaml.is_file():
+        raise LazygenError.at(None, f"backend op list {config.backend_yaml} does not exist")
+    catalogue = load_catalogue(_sources(config))
+    ops = load_backend(config.backend_yaml, catalogue)
+    plan, errors, warnings = build_plan(ops, catalogue, TorchFacts())
+    if errors:
+        raise LazygenError(errors)
+    hand_errors: list[Diagnostic] = []
+    if config.check_hand_written:
+        hand_errors, hand_warnings = check_hand_written(plan, config.hand_written)
+        warnings += hand_warnings
+    env = build_environment(config.templates)
+    sources = {}
+    for name, context in build_contexts(plan, config.hand_written).items():
+        sources[name] = env.get_template(context.template).render(model=context)
+    try:
+        files = format_all(sources)
+    except FormatError as exc:
+        raise LazygenError.at(
+            None, f"a template produced invalid Python: {exc}", "check your template overrides"
+        ) from None
+    return Generated(files, tuple(warnings), tuple(hand_errors), plan.counts())
+
+
+def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> GenResult:
+    """Regenerate `config.output_dir` (or, with `check`/`dry_run`, only compare)."""
+    from lazygen.render.writer import apply_changes, plan_changes, unified_diff
+
+    inputs = input_hash(config)
+    if stamp_current(config, inputs):
+        return GenResult("skipped")
+    generated = generate(config)
+    files = dict(generated.files)
+    changes = plan_changes(config.output_dir, files)
+    common = dict(warnings=generated.warnings, errors=generated.errors, counts=generated.counts)
+    if check or dry_run:
+        status = "stale" if changes else "current"
+        diff = unified_diff(config.output_dir, changes)
+        return GenResult(status, tuple(changes), diff, **common)
+    apply_changes(config.output_dir, changes)
+    stamp_path = config.output_dir / STAMP
+    if not generated.errors:
+        stamp = _stamp_text(inputs, files)
+        if not stamp_path.exists() or stamp_path.read_text() != stamp:
+            from lazygen.render.writer import write_atomic
+
+            write_atomic(stamp_path, stamp)
+    elif stamp_path.exists():
+        stamp_path.unlink()
+    return GenResult("written" if changes else "current", tuple(changes), **common)

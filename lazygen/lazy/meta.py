@@ -1,0 +1,63 @@
+"""Does an op have a usable meta kernel? Asked of the running torch's dispatcher.
+
+Rule: an op gets its output shapes from the meta path when the dispatcher has a kernel
+for it under `Meta` (structured kernels, C++ and Python meta registrations) or under a
+composite key (`CompositeExplicitAutograd[NonFunctional]`, `CompositeImplicitAutograd`),
+which decompose into ops that do; and the op is not tagged `dynamic_output_shape` (its
+output size depends on tensor values, which meta tensors do not have). Every other op
+needs a hand-written `compute_shape_<op>`.
+"""
+
+from __future__ import annotations
+
+from lazygen.model.native_function import NativeFunction
+
+META_KEYS = (
+    "Meta",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeImplicitAutograd",
+)
+
+
+def has_meta_kernel(f: NativeFunction) -> bool:
+    """True when `f` runs on meta tensors in the installed torch."""
+    import torch
+
+    name = f"aten::{f.name}"
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    try:
+        return any(has_kernel(name, key) for key in META_KEYS)
+    except RuntimeError:  # not registered in this torch at all
+        return False
+
+
+def _category(text: str) -> tuple[bool, bool, bool]:
+    """(tensor-like, list, optional) of a type, in schema (`Tensor?[]`) or JIT spelling."""
+    optional = text.endswith("?") or text.startswith("Optional[")
+    inner = text.removesuffix("?").removeprefix("Optional[")
+    is_list = inner.startswith("List[") or (not inner.startswith("List") and "[" in inner)
+    return "Tensor" in text, is_list, optional
+
+
+def has_torchscript_builtin(kind: str, argument_types: tuple[str, ...]) -> bool:
+    """True when TorchScript has an operator `kind` taking arguments of these categories."""
+    import torch
+
+    wanted = tuple(_category(t) for t in argument_types)
+    for schema in torch._C._jit_get_schemas_for_operator(kind):
+        if tuple(_category(str(a.type)) for a in schema.arguments) == wanted:
+            return True
+    return False
+
+
+class TorchFacts:
+    """The questions the planner asks of the installed torch."""
+
+    @staticmethod
+    def has_meta(f: NativeFunction) -> bool:
+        return has_meta_kernel(f)
+
+    @staticmethod
+    def has_builtin(kind: str, argument_types: tuple[str, ...]) -> bool:
+        return has_torchscript_builtin(kind, argument_types)

@@ -1,0 +1,329 @@
+"""`BackendPlan`: every node class, kernel and hand-written piece a backend needs.
+
+Built from a validated `BackendOpList` and the `Catalogue` by pure functions; the one
+question that needs the running torch (does an op have a usable meta kernel?) arrives as
+a predicate, so this module never imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from lazygen.errors import Diagnostic, Location
+from lazygen.lazy.arguments import ArgKind, LazyArgument, UnsupportedArgument, python_name
+from lazygen.lazy.defaults import UnsupportedDefault, python_default
+from lazygen.lazy.ir_schema import (
+    NATIVE_DEFAULTS,
+    NON_NATIVE_DEFAULTS,
+    LazyIrSchema,
+    resolve_properties,
+    snake_name,
+)
+from lazygen.model.backend import BackendOpList
+from lazygen.model.native_function import Catalogue, NativeFunction
+from lazygen.model.schema import OperatorName, SchemaKind
+from lazygen.model.types import BaseTy, ListType, OptionalType
+
+#: Ops whose meta kernel cannot know the output shape (it depends on tensor values).
+DYNAMIC_SHAPE_TAG = "dynamic_output_shape"
+#: Base names whose output size depends on the *values* of Scalar/float arguments.
+_VALUE_SIZED = frozenset({"arange", "range", "linspace", "logspace"})
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One kernel / shape-function parameter: name, keyword-only, Python default text."""
+
+    name: str
+    keyword_only: bool
+    default: str | None
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """A generated kernel for one `full_codegen` op."""
+
+    function: NativeFunction
+    node: LazyIrSchema
+    params: tuple[Param, ...]
+    #: `functional`, `inplace` (writes `target`, node is the functional op) or `out`.
+    mode: str
+    target: str | None
+    shape_op: OperatorName
+    meta: bool
+    value_dependent: bool
+
+    @property
+    def name(self) -> str:
+        return snake_name(self.function.name)
+
+    @property
+    def op_name(self) -> str:
+        return str(self.function.name)
+
+    @property
+    def shape_function(self) -> str:
+        return f"compute_shape_{snake_name(self.shape_op)}"
+
+    @property
+    def device_args(self) -> tuple[LazyArgument, ...]:
+        """Tensor-like arguments the lazy device is looked for in."""
+        return tuple(a for a in self.node.arguments if a.type.is_tensor_like())
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeFunction:
+    """A `compute_shape_<op>` the backend must write by hand (no usable meta kernel)."""
+
+    name: str
+    op_name: str
+    params: tuple[Param, ...]
+    location: Location
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class HandWritten:
+    """A hand-written function the generated code refers to."""
+
+    name: str
+    op_name: str
+    location: Location | None
+    #: Parameter names it must accept (`None`: not checked).
+    params: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class BackendPlan:
+    backend: str
+    nodes: tuple[LazyIrSchema, ...]
+    non_native: tuple[LazyIrSchema, ...]
+    kernels: tuple[KernelPlan, ...]
+    supported: tuple[HandWritten, ...]
+    autograd: tuple[HandWritten, ...]
+    shape_functions: tuple[ShapeFunction, ...]
+    lowerings: tuple[HandWritten, ...]
+    reuse_checks: tuple[HandWritten, ...]
+    #: Ops whose shapes come from the meta kernel (for the declarations module).
+    meta_ops: tuple[str, ...]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "nodes": len(self.nodes),
+            "non_native": len(self.non_native),
+            "kernels": len(self.kernels),
+            "supported": len(self.supported),
+            "autograd": len(self.autograd),
+            "shape_functions": len(self.shape_functions),
+            "lowerings": len(self.lowerings),
+        }
+
+
+class _Problems(Exception):
+    pass
+
+
+class Facts(Protocol):
+    """What the planner needs to know about the installed torch (see `lazygen.lazy.meta`)."""
+
+    def has_meta(self, f: NativeFunction) -> bool: ...
+
+    def has_builtin(self, kind: str, argument_types: tuple[str, ...]) -> bool: ...
+
+
+def build_plan(
+    ops: BackendOpList, catalogue: Catalogue, facts: Facts
+) -> tuple[BackendPlan, list[Diagnostic], list[Diagnostic]]:
+    """Plan the backend; returns (plan, errors, warnings). The plan omits ops in error."""
+    problems: list[Diagnostic] = []
+    warnings: list[Diagnostic] = []
+    symint = ops.symint_names
+    nodes: dict[str, LazyIrSchema] = {}
+    kernels: list[KernelPlan] = []
+
+    def node_for(f: NativeFunction) -> LazyIrSchema:
+        schema = LazyIrSchema(f.func, NATIVE_DEFAULTS, symint=f.name in symint)
+        schema.arguments  # noqa: B018 - classify now, so unsupported types are reported here
+        nodes.setdefault(schema.op_name, schema)
+        return schema
+
+    for entry in ops.ir_gen:
+        f = catalogue[entry.name]
+        try:
+            _check_returns(f)
+            node_for(f)
+        except (UnsupportedArgument, _Problems) as exc:
+            problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}"))
+    for entry in ops.full_codegen:
+        f = catalogue[entry.name]
+        try:
+            kernels.append(_kernel(f, catalogue, node_for, facts.has_meta))
+        except (UnsupportedArgument, UnsupportedDefault, _Problems) as exc:
+            problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}"))
+
+    non_native: list[LazyIrSchema] = []
+    for item in ops.non_native:
+        props = resolve_properties(NON_NATIVE_DEFAULTS, item.properties)
+        schema = LazyIrSchema(item.func, props, symint=True, opkind=item.opkind, native=False)
+        try:
+            schema.arguments  # noqa: B018
+        except UnsupportedArgument as exc:
+            problems.append(Diagnostic(item.location, f"{item.func.name}: {exc}"))
+            continue
+        if "LowerDeclOnly" not in item.properties and _lowerable(schema, facts):
+            schema = replace(schema, properties=resolve_properties(props, frozenset({"Lower"})))
+        non_native.append(schema)
+
+    _check_names(list(nodes.values()) + non_native, ops, problems)
+    for n in nodes.values():
+        if not _lowerable(n, facts):
+            warnings.append(
+                Diagnostic(
+                    Location(ops.path),
+                    f"{n.op_name}: TorchScript has no {n.op_kind} taking these arguments; "
+                    "its generated lowering will fail when traced",
+                )
+            )
+    locations = {e.name: e.location for _, e in ops.entries()}
+    shape_functions = [
+        ShapeFunction(
+            k.shape_function,
+            str(k.shape_op),
+            k.params,
+            locations.get(k.function.name, Location(ops.path)),
+        )
+        for k in kernels
+        if not k.meta
+    ]
+    all_nodes = sorted(nodes.values(), key=lambda n: n.op_name)
+    non_native.sort(key=lambda n: n.op_name)
+    hand_lowered = [n for n in all_nodes + non_native if n.lowering_hand_written]
+    plan = BackendPlan(
+        backend=ops.backend,
+        nodes=tuple(all_nodes),
+        non_native=tuple(non_native),
+        kernels=tuple(sorted(kernels, key=lambda k: k.op_name)),
+        supported=tuple(
+            sorted(HandWritten(snake_name(e.name), str(e.name), e.location) for e in ops.supported)
+        ),
+        autograd=tuple(
+            sorted(HandWritten(snake_name(e.name), str(e.name), e.location) for e in ops.autograd)
+        ),
+        shape_functions=tuple(_dedupe(shape_functions)),
+        lowerings=tuple(
+            HandWritten(f"lower_{n.snake_name}", n.op_name, None, ("node", "ctx"))
+            for n in hand_lowered
+        ),
+        reuse_checks=tuple(
+            HandWritten(
+                f"can_be_reused_{n.snake_name}", n.op_name, None, ("node", "operands", "attrs")
+            )
+            for n in all_nodes + non_native
+            if n.reuse == "hand_written"
+        ),
+        meta_ops=tuple(sorted({str(k.shape_op) for k in kernels if k.meta})),
+    )
+    return plan, problems, warnings
+
+
+def _lowerable(node: LazyIrSchema, facts: Facts) -> bool:
+    """A non-`ltc_` node whose TorchScript builtin takes arguments like its schema's."""
+    if node.op_kind.startswith("ltc_"):
+        return False
+    return facts.has_builtin(node.op_kind, tuple(str(a.type) for a in node.func.arguments.all))
+
+
+def _dedupe(items: list[ShapeFunction]) -> list[ShapeFunction]:
+    seen: dict[str, ShapeFunction] = {}
+    for item in items:
+        seen.setdefault(item.name, item)
+    return sorted(seen.values(), key=lambda s: s.name)
+
+
+def _kernel(
+    f: NativeFunction,
+    catalogue: Catalogue,
+    node_for: Callable[[NativeFunction], LazyIrSchema],
+    has_meta: Callable[[NativeFunction], bool],
+) -> KernelPlan:
+    _check_returns(f)
+    if f.is_view_op:
+        raise _Problems("is a view (its result aliases an input); list its _copy variant instead")
+    kind = f.kind()
+    target: str | None = None
+    computed = f
+    if kind is SchemaKind.inplace:
+        target = _written(f)
+        functional = catalogue.group_of(f).functional
+        mode = "inplace"
+        if functional is not None:
+            computed = functional
+    elif kind is SchemaKind.out:
+        if len(f.func.arguments.out) != 1:
+            raise _Problems("out= ops with several outputs are not supported")
+        target, mode = f.func.arguments.out[0].name, "out"
+    elif kind is SchemaKind.functional:
+        mode = "functional"
+    else:
+        raise _Problems(f"{kind.value} ops (mutating inputs they do not return) are not supported")
+    node = node_for(computed)
+    params = tuple(_param(a) for a in _kernel_arguments(f))
+    base = computed.name.name.removeprefix("_")
+    value_dependent = base in _VALUE_SIZED or any(
+        str(a.type) in ("float[]", "float[]?") for a in computed.func.arguments.all
+    )
+    meta = DYNAMIC_SHAPE_TAG not in computed.tags and has_meta(computed)
+    return KernelPlan(f, node, params, mode, target, computed.name, meta, value_dependent)
+
+
+def _written(f: NativeFunction) -> str:
+    written = [a.name for a in f.func.arguments.all if a.is_write]
+    if len(written) != 1:
+        raise _Problems("in-place ops must write exactly one argument")
+    return written[0]
+
+
+def _kernel_arguments(f: NativeFunction):
+    args = f.func.arguments
+    return [(a, False) for a in args.positional] + [(a, True) for a in args.kwarg_only + args.out]
+
+
+def _param(item) -> Param:
+    arg, keyword_only = item
+    default = None if arg.default is None else python_default(arg.type, arg.default)
+    return Param(python_name(arg.name), keyword_only, default)
+
+
+def _check_returns(f: NativeFunction) -> None:
+    returns = f.func.returns
+    if not returns:
+        raise _Problems("returns nothing; lazy kernels need tensor results")
+    for r in returns:
+        t = r.type
+        if isinstance(t, OptionalType) or (
+            isinstance(t, ListType) and (len(returns) > 1 or str(t.elem) != "Tensor")
+        ):
+            raise _Problems(f"return type {t} is not supported (Tensor, tuple of Tensor, Tensor[])")
+        if not isinstance(t, ListType) and t.base().name is not BaseTy.Tensor:
+            raise _Problems(f"return type {t} is not a tensor")
+    for a in f.func.arguments.all:
+        if a.type.is_tensor_like() and isinstance(a.type, ListType) and a.is_write:
+            raise _Problems("writes a tensor list")
+
+
+def _check_names(nodes: list[LazyIrSchema], ops: BackendOpList, problems: list[Diagnostic]) -> None:
+    by_class: dict[str, str] = {}
+    for n in nodes:
+        other = by_class.setdefault(n.node_name, n.op_name)
+        if other != n.op_name:
+            problems.append(
+                Diagnostic(
+                    Location(ops.path),
+                    f"{n.op_name} and {other} both map to IR class {n.node_name}",
+                    "drop one of them from the op list",
+                )
+            )
+
+
+__all__ = ["ArgKind", "BackendPlan", "KernelPlan", "Param", "ShapeFunction", "build_plan"]

@@ -1,0 +1,1 @@
+"""Rendering: typed contexts -> Jinja templates -> black -> atomic, write-if-changed files."""

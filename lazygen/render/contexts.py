@@ -1,0 +1,236 @@
+"""One typed, frozen context per template; each names the template that renders it.
+
+Contexts are built from the `BackendPlan` by `build_contexts`; everything a template
+prints is decided here or in `lazygen.lazy`, so templates only lay text out.
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass
+from typing import ClassVar
+
+from lazygen.lazy.arguments import LazyArgument
+from lazygen.lazy.ir_schema import LazyIrSchema
+from lazygen.lazy.plan import BackendPlan, KernelPlan, Param
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The `@generated` banner: template name and backend, never paths or times."""
+
+    template: str
+    backend: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelView:
+    """A kernel plus the local names its body uses (chosen not to clash with parameters)."""
+
+    plan: KernelPlan
+    node_module: str
+    device_var: str
+    operands_var: str
+    attrs_var: str
+    shapes_var: str
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        return self.plan.params
+
+    @property
+    def operands(self) -> tuple[LazyArgument, ...]:
+        return self.plan.node.operands
+
+    @property
+    def attributes(self) -> tuple[LazyArgument, ...]:
+        return self.plan.node.attributes
+
+    @property
+    def positional(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.plan.params if not p.keyword_only)
+
+    @property
+    def keyword(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.plan.params if p.keyword_only)
+
+    @property
+    def aten_overload(self) -> str:
+        return aten_ref(str(self.plan.shape_op))
+
+    @property
+    def result(self) -> str:
+        """`wrap`, `wrap_tuple`, `wrap_list` or `inplace`."""
+        if self.plan.mode != "functional":
+            return "inplace"
+        if self.plan.node.returns_list:
+            return "wrap_list"
+        return "wrap_tuple" if self.plan.node.num_outputs > 1 else "wrap"
+
+
+@dataclass(frozen=True, slots=True)
+class IrContext:
+    template: ClassVar[str] = "ir.py.jinja"
+    header: Header
+    nodes: tuple[LazyIrSchema, ...]
+    hand_written: str
+    needs_lowerings: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NonNativeIrContext:
+    template: ClassVar[str] = "non_native_ir.py.jinja"
+    header: Header
+    nodes: tuple[LazyIrSchema, ...]
+    hand_written: str
+    needs_lowerings: bool
+
+
+@dataclass(frozen=True, slots=True)
+class KernelsContext:
+    template: ClassVar[str] = "kernels.py.jinja"
+    header: Header
+    kernels: tuple[KernelView, ...]
+    hand_written: str
+    needs_shape_functions: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeInferenceContext:
+    template: ClassVar[str] = "shape_inference.py.jinja"
+    header: Header
+    shape_functions: tuple  # tuple[ShapeFunction, ...]
+    meta_ops: tuple[str, ...]
+    hand_written: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationEntry:
+    overload: str  # `aten.add.Tensor`, `aten.abs.default`, `getattr(aten.random, "from")`
+    module: str  # the module alias holding the function
+    function: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationContext:
+    template: ClassVar[str] = "registration.py.jinja"
+    header: Header
+    kernels: tuple[RegistrationEntry, ...]
+    autograd: tuple[RegistrationEntry, ...]
+    node_classes: tuple[tuple[str, str], ...]  # (op_name, "module.Class")
+    hand_written: str
+    needs_kernels: bool
+    needs_autograd: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InitContext:
+    template: ClassVar[str] = "__init__.py.jinja"
+    header: Header
+    modules: tuple[str, ...]
+
+
+Context = (
+    IrContext
+    | NonNativeIrContext
+    | KernelsContext
+    | ShapeInferenceContext
+    | RegistrationContext
+    | InitContext
+)
+
+
+def _local(preferred: str, taken: set[str]) -> str:
+    name = preferred
+    while name in taken:
+        name = f"lazy_{name}"
+    return name
+
+
+def _kernel_view(plan: KernelPlan) -> KernelView:
+    taken = {p.name for p in plan.params}
+    module = "non_native_ir" if not plan.node.native else "ir"
+    return KernelView(
+        plan,
+        module,
+        _local("device", taken),
+        _local("operands", taken),
+        _local("attrs", taken),
+        _local("shapes", taken),
+    )
+
+
+def aten_ref(op_name: str) -> str:
+    """The `torch.ops.aten` overload of `op_name` as a Python expression (`aten.add.Tensor`)."""
+    name, _, overload = op_name.partition(".")
+    overload = overload or "default"
+    if keyword.iskeyword(overload):
+        return f'getattr(aten.{name}, "{overload}")'
+    return f"aten.{name}.{overload}"
+
+
+_overload = aten_ref
+
+
+def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
+    """Output file name -> the context of the template that produces it."""
+
+    def header(template: str) -> Header:
+        return Header(template, plan.backend)
+
+    kernels = (
+        *(RegistrationEntry(_overload(k.op_name), "kernels", k.name) for k in plan.kernels),
+        *(RegistrationEntry(_overload(s.op_name), "handwritten", s.name) for s in plan.supported),
+    )
+    contexts: dict[str, Context] = {
+        "ir.py": IrContext(
+            header(IrContext.template),
+            plan.nodes,
+            hand_written,
+            any(n.lowering_hand_written or n.reuse == "hand_written" for n in plan.nodes),
+        ),
+        "non_native_ir.py": NonNativeIrContext(
+            header(NonNativeIrContext.template),
+            plan.non_native,
+            hand_written,
+            any(n.lowering_hand_written or n.reuse == "hand_written" for n in plan.non_native),
+        ),
+        "kernels.py": KernelsContext(
+            header(KernelsContext.template),
+            tuple(_kernel_view(k) for k in plan.kernels),
+            hand_written,
+            any(not k.meta for k in plan.kernels),
+        ),
+        "shape_inference.py": ShapeInferenceContext(
+            header(ShapeInferenceContext.template),
+            plan.shape_functions,
+            plan.meta_ops,
+            hand_written,
+        ),
+        "registration.py": RegistrationContext(
+            header(RegistrationContext.template),
+            tuple(sorted(kernels, key=lambda e: e.overload)),
+            tuple(
+                sorted(
+                    (
+                        RegistrationEntry(_overload(a.op_name), "autograd", a.name)
+                        for a in plan.autograd
+                    ),
+                    key=lambda e: e.overload,
+                )
+            ),
+            tuple(
+                sorted(
+                    [(n.op_name, f"ir.{n.node_name}") for n in plan.nodes]
+                    + [(n.op_name, f"non_native_ir.{n.node_name}") for n in plan.non_native]
+                )
+            ),
+            hand_written,
+            bool(plan.supported),
+            bool(plan.autograd),
+        ),
+    }
+    contexts["__init__.py"] = InitContext(
+        header(InitContext.template), tuple(sorted(n[:-3] for n in contexts))
+    )
+    return contexts

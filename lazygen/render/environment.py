@@ -1,0 +1,54 @@
+"""The one Jinja environment, used by `lazygen gen`, the build hook and the tests alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from lazygen.lazy.defaults import double_quoted
+
+#: The built-in templates: `templates/` at the repository / installed-package root.
+BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+def _py_repr(value: object) -> str:
+    """A Python literal; strings double-quoted as black prints them."""
+    return double_quoted(value) if isinstance(value, str) else repr(value)
+
+
+def _tuple_display(items) -> str:
+    """`()`, `(a,)` or `(a, b)` from item texts."""
+    items = list(items)
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return "(" + ", ".join(items) + ")"
+
+
+FILTERS = {"py": _py_repr, "tuple": _tuple_display}
+
+
+def build_environment(override_dir: Path | None = None) -> jinja2.Environment:
+    """Templates in `override_dir` (if given) shadow the built-in ones of the same name."""
+    loaders: list[jinja2.BaseLoader] = []
+    if override_dir is not None:
+        loaders.append(jinja2.FileSystemLoader(str(override_dir)))
+    loaders.append(jinja2.FileSystemLoader(str(BUILTIN_TEMPLATES)))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def template_files(override_dir: Path | None = None) -> list[Path]:
+    """Every template file that can affect the output (for the input hash)."""
+    files = sorted(BUILTIN_TEMPLATES.glob("*.jinja"))
+    if override_dir is not None:
+        files += sorted(Path(override_dir).glob("*.jinja"))
+    return files
