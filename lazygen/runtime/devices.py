@@ -255,6 +255,29 @@ def _backend_fallback_impl(op, args, kwargs, under_functionalize):
     return wrap(result)
 
 
+# Factories whose composite kernels fill an empty ``out=`` tensor after resizing it; a lazy
+# tensor's sizes cannot change, so these run on the backing device and upload the result.
+HOST_FACTORIES = (
+    "arange",
+    "arange.start",
+    "arange.start_step",
+    "range.step",
+    "linspace",
+    "logspace",
+    "randperm",
+    "randperm.generator",
+)
+
+
+def _host_factory(op):
+    def kernel(*args, **kwargs):
+        device = device_from(kwargs.get("device"))
+        kwargs["device"] = device.backing
+        return _lazy_result(from_data(op(*args, **kwargs), device))
+
+    return kernel
+
+
 def _register_device_kernels() -> None:
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("empty.memory_format", _empty_memory_format, "PrivateUse1")
@@ -262,6 +285,10 @@ def _register_device_kernels() -> None:
     lib.impl("_to_copy", _to_copy, "PrivateUse1")
     lib.impl("_copy_from", _copy_from, "PrivateUse1")
     lib.impl("_copy_from_and_resize", _copy_from_and_resize, "PrivateUse1")
+    for name in HOST_FACTORIES:
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+        lib.impl(name, _host_factory(op), "PrivateUse1")
     _libraries.append(lib)
     fallback_lib = torch.library.Library("_", "IMPL")
     fallback_lib.fallback(_backend_fallback, "PrivateUse1")

@@ -143,6 +143,11 @@ def wrap_list(node: Node, device: LazyDevice) -> list[LazyTensor]:
 
 
 def inplace(target: LazyTensor, node: Node) -> LazyTensor:
+    if node.shapes[0].sizes != target._sizes:
+        raise RuntimeError(
+            f"lazygen: {node.op_name} would resize a lazy tensor from {list(target._sizes)} to "
+            f"{list(node.shapes[0].sizes)}; lazy tensors cannot be resized in place"
+        )
     target._value = Value(node, 0)
     _traced(target._device)
     return target

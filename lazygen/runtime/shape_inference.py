@@ -54,6 +54,8 @@ def _shapes_of(result) -> tuple[Shape, ...]:
 
 
 def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tuple[Shape, ...]:
+    if compute_fn is not None and getattr(compute_fn, "data_dependent", False):
+        return compute_shapes(op, args, kwargs, compute_fn)
     key = (
         op,
         tuple([_key(a, value_dependent) for a in args]),

@@ -14,3 +14,121 @@ def lower_to_copy(node, ctx) -> list:
         [ctx.tensor(self_), ctx.constant(dtype), none, none, none, ctx.constant(False), none],
         1,
     )
+
+
+# Non-native view ops (LTC's ltc_* opkinds). The runtime traces functional ops, so these
+# only run when a backend chooses to build them; semantics follow their schemas.
+
+
+def _none(ctx):
+    return ctx.constant(None)
+
+
+def lower_as_strided(node, ctx) -> list:
+    (input_,) = node.operands
+    size, stride, storage_offset = node.attrs
+    args = [ctx.tensor(input_), ctx.constant(size), ctx.constant(stride)]
+    return ctx.call("aten::as_strided", args + [ctx.constant(storage_offset)], 1)
+
+
+def lower_as_strided_view_update(node, ctx) -> list:
+    target, input_ = node.operands
+    size, stride, storage_offset = node.attrs
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
+    (view,) = ctx.call(
+        "aten::as_strided",
+        [clone, ctx.constant(size), ctx.constant(stride), ctx.constant(storage_offset)],
+        1,
+    )
+    ctx.call("aten::copy_", [view, ctx.tensor(input_), ctx.constant(False)], 1)
+    return [clone]
+
+
+def lower_cast(node, ctx) -> list:
+    (input_,) = node.operands
+    dtype, _ = node.attrs
+    none = _none(ctx)
+    args = [ctx.tensor(input_), ctx.constant(dtype), none, none, none, ctx.constant(False), none]
+    return ctx.call("aten::_to_copy", args, 1)
+
+
+def lower_diagonal_view_update(node, ctx) -> list:
+    target, input_ = node.operands
+    offset, dim1, dim2 = node.attrs
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
+    (view,) = ctx.call(
+        "aten::diagonal",
+        [clone, ctx.constant(offset), ctx.constant(dim1), ctx.constant(dim2)],
+        1,
+    )
+    ctx.call("aten::copy_", [view, ctx.tensor(input_), ctx.constant(False)], 1)
+    return [clone]
+
+
+def _narrowed(ctx, value, base_indices, sizes):
+    for dim, (start, length) in enumerate(zip(base_indices, sizes, strict=True)):
+        (value,) = ctx.call(
+            "aten::narrow",
+            [value, ctx.constant(dim), ctx.constant(start), ctx.constant(length)],
+            1,
+        )
+    return value
+
+
+def lower_narrow(node, ctx) -> list:
+    (input_,) = node.operands
+    base_indices, sizes = node.attrs
+    return [_narrowed(ctx, ctx.tensor(input_), base_indices, sizes)]
+
+
+def lower_narrow_view_update(node, ctx) -> list:
+    input_, source = node.operands
+    (base_indices,) = node.attrs
+    sizes = source.node.shapes[source.index].sizes
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(input_), _none(ctx)], 1)
+    view = _narrowed(ctx, clone, base_indices, sizes)
+    ctx.call("aten::copy_", [view, ctx.tensor(source), ctx.constant(False)], 1)
+    return [clone]
+
+
+def lower_resize(node, ctx) -> list:
+    (input_,) = node.operands
+    (size,) = node.attrs
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(input_), _none(ctx)], 1)
+    return ctx.call("aten::resize_", [clone, ctx.constant(size), _none(ctx)], 1)
+
+
+def lower_scalar(node, ctx) -> list:
+    (value,) = node.operands
+    (dtype,) = node.attrs
+    none = _none(ctx)
+    scalar = ctx.scalar(value) if value is not None else ctx.constant(0)
+    args = [scalar, ctx.constant(dtype), none, ctx.constant(ctx.backing), none]
+    return ctx.call("aten::scalar_tensor", args, 1)
+
+
+def can_be_reused_scalar(node, operands, attrs) -> bool:
+    """Wrapped scalars are graph inputs, so equal attrs suffice; the value is data."""
+    return node.attrs == attrs and len(node.operands) == len(operands)
+
+
+def _select(ctx, value, dim, start, end, stride):
+    (value,) = ctx.call(
+        "aten::slice",
+        [value, ctx.constant(dim), ctx.constant(start), ctx.constant(end), ctx.constant(stride)],
+        1,
+    )
+    return value
+
+
+def lower_select(node, ctx) -> list:
+    (input_,) = node.operands
+    return [_select(ctx, ctx.tensor(input_), *node.attrs)]
+
+
+def lower_select_view_update(node, ctx) -> list:
+    target, source = node.operands
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
+    view = _select(ctx, clone, *node.attrs)
+    ctx.call("aten::copy_", [view, ctx.tensor(source), ctx.constant(False)], 1)
+    return [clone]
