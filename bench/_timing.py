@@ -39,3 +39,33 @@ def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
     print("|---|---:|---|")
     for name, value, note in rows:
         print(f"| {name} | {value * 1000:.1f} ms | {note} |")
+
+
+def run_workload(workload: str, impl: str, *options: str) -> dict:
+    """Run one workload of bench/_workloads.py in a fresh process and return its JSON."""
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).with_name("_workloads.py")
+    result = subprocess.run(
+        [python(), str(script), workload, impl, *options], capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{workload} {impl} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def alternate_workload(
+    workload: str, impls: Sequence[str], repeats: int, *options: str
+) -> dict[str, list[dict]]:
+    """Each implementation `repeats` times, interleaved; all results kept per implementation."""
+    results: dict[str, list[dict]] = {impl: [] for impl in impls}
+    for round_ in range(repeats):
+        order = list(impls) if round_ % 2 == 0 else list(reversed(impls))
+        for impl in order:
+            results[impl].append(run_workload(workload, impl, *options))
+    return results
+
+
+def median_of(results: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in results)
