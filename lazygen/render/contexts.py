@@ -23,6 +23,20 @@ class Header:
     backend: str
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Import:
+    """`from <module> import <name> [as <alias>]`."""
+
+    module: str
+    name: str
+    alias: str | None = None
+
+
+def imports(*items: Import | None) -> tuple[Import, ...]:
+    """Absolute imports, sorted as isort/ruff would (by module, then name)."""
+    return tuple(sorted(i for i in items if i is not None))
+
+
 @dataclass(frozen=True, slots=True)
 class KernelView:
     """A kernel plus the local names its body uses (chosen not to clash with parameters)."""
@@ -72,27 +86,24 @@ class KernelView:
 class IrContext:
     template: ClassVar[str] = "ir.py.jinja"
     header: Header
+    imports: tuple[Import, ...]
     nodes: tuple[LazyIrSchema, ...]
-    hand_written: str
-    needs_lowerings: bool
 
 
 @dataclass(frozen=True, slots=True)
 class NonNativeIrContext:
     template: ClassVar[str] = "non_native_ir.py.jinja"
     header: Header
+    imports: tuple[Import, ...]
     nodes: tuple[LazyIrSchema, ...]
-    hand_written: str
-    needs_lowerings: bool
 
 
 @dataclass(frozen=True, slots=True)
 class KernelsContext:
     template: ClassVar[str] = "kernels.py.jinja"
     header: Header
+    imports: tuple[Import, ...]
     kernels: tuple[KernelView, ...]
-    hand_written: str
-    needs_shape_functions: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +126,10 @@ class RegistrationEntry:
 class RegistrationContext:
     template: ClassVar[str] = "registration.py.jinja"
     header: Header
+    imports: tuple[Import, ...]
     kernels: tuple[RegistrationEntry, ...]
     autograd: tuple[RegistrationEntry, ...]
     node_classes: tuple[tuple[str, str], ...]  # (op_name, "module.Class")
-    hand_written: str
-    needs_kernels: bool
-    needs_autograd: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,12 +181,20 @@ def aten_ref(op_name: str) -> str:
 _overload = aten_ref
 
 
+def _hand_lowered(nodes: tuple[LazyIrSchema, ...]) -> bool:
+    return any(n.lowering_hand_written or n.reuse == "hand_written" for n in nodes)
+
+
 def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
     """Output file name -> the context of the template that produces it."""
 
     def header(template: str) -> Header:
         return Header(template, plan.backend)
 
+    def hand(module: str, alias: str | None, needed: bool) -> Import | None:
+        return Import(hand_written, module, alias) if needed else None
+
+    node_import = Import("lazygen.runtime.ir", "Node")
     kernels = (
         *(RegistrationEntry(_overload(k.op_name), "kernels", k.name) for k in plan.kernels),
         *(RegistrationEntry(_overload(s.op_name), "handwritten", s.name) for s in plan.supported),
@@ -185,21 +202,21 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
     contexts: dict[str, Context] = {
         "ir.py": IrContext(
             header(IrContext.template),
+            imports(node_import, hand("lowerings", "hand_written", _hand_lowered(plan.nodes))),
             plan.nodes,
-            hand_written,
-            any(n.lowering_hand_written or n.reuse == "hand_written" for n in plan.nodes),
         ),
         "non_native_ir.py": NonNativeIrContext(
             header(NonNativeIrContext.template),
+            imports(node_import, hand("lowerings", "hand_written", _hand_lowered(plan.non_native))),
             plan.non_native,
-            hand_written,
-            any(n.lowering_hand_written or n.reuse == "hand_written" for n in plan.non_native),
         ),
         "kernels.py": KernelsContext(
             header(KernelsContext.template),
+            imports(
+                Import("lazygen.runtime", "kernel_support", "rt"),
+                hand("shape_functions", None, any(not k.meta for k in plan.kernels)),
+            ),
             tuple(_kernel_view(k) for k in plan.kernels),
-            hand_written,
-            any(not k.meta for k in plan.kernels),
         ),
         "shape_inference.py": ShapeInferenceContext(
             header(ShapeInferenceContext.template),
@@ -209,6 +226,10 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
         ),
         "registration.py": RegistrationContext(
             header(RegistrationContext.template),
+            imports(
+                hand("autograd", None, bool(plan.autograd)),
+                hand("kernels", "handwritten", bool(plan.supported)),
+            ),
             tuple(sorted(kernels, key=lambda e: e.overload)),
             tuple(
                 sorted(
@@ -225,9 +246,6 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
                     + [(n.op_name, f"non_native_ir.{n.node_name}") for n in plan.non_native]
                 )
             ),
-            hand_written,
-            bool(plan.supported),
-            bool(plan.autograd),
         ),
     }
     contexts["__init__.py"] = InitContext(

@@ -1,0 +1,5 @@
+"""Hand-written autograd kernels."""
+
+
+def gelu(self, *, approximate="none"):
+    return self
