@@ -1,0 +1,91 @@
+"""Regenerate a backend's lazy sources while a package builds (setuptools command classes).
+
+In a backend's setup.py::
+
+    from lazygen.build_hook import lazygen_cmdclass
+
+    setup(..., cmdclass=lazygen_cmdclass(backend_yaml="my_backend.yaml",
+                                         output_dir="my_backend/generated"))
+
+`egg_info` and `build_py` then run `lazygen_gen` first. Generation is skipped when the content hash of
+every input is unchanged (the stamp file in the output directory), so rebuilding costs
+nothing. Paths are relative to the directory holding setup.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setuptools import Command
+from setuptools.command.build_py import build_py
+from setuptools.command.egg_info import egg_info
+
+
+class LazygenGen(Command):
+    """`python setup.py lazygen_gen`: regenerate the lazy backend sources if stale."""
+
+    description = "generate lazy-tensor backend sources with lazygen"
+    user_options = [
+        ("backend-yaml=", None, "backend op list"),
+        ("output-dir=", None, "directory of the generated modules"),
+        ("templates=", None, "template override directory"),
+        ("hand-written=", None, "package holding the hand-written pieces"),
+        ("native-functions=", None, "native_functions.yaml (default: the installed torch's)"),
+        ("tags=", None, "tags.yaml (default: the installed torch's)"),
+    ]
+    #: Defaults set by `lazygen_cmdclass`.
+    defaults: dict[str, str | None] = {}
+
+    def initialize_options(self) -> None:
+        for option, _, _ in self.user_options:
+            name = option.rstrip("=").replace("-", "_")
+            setattr(self, name, self.defaults.get(name))
+
+    def finalize_options(self) -> None:
+        if not self.backend_yaml or not self.output_dir:
+            raise ValueError("lazygen_gen needs backend_yaml and output_dir")
+
+    def run(self) -> None:
+        from lazygen.errors import LazygenError
+        from lazygen.gen import DEFAULT_HAND_WRITTEN, GenConfig, run
+
+        def path(value: str | None) -> Path | None:
+            return None if value is None else Path(value)
+
+        config = GenConfig(
+            backend_yaml=Path(self.backend_yaml),
+            output_dir=Path(self.output_dir),
+            native_functions=path(self.native_functions),
+            tags=path(self.tags),
+            templates=path(self.templates),
+            hand_written=self.hand_written or DEFAULT_HAND_WRITTEN,
+        )
+        try:
+            result = run(config)
+        except LazygenError as exc:
+            raise SystemExit("lazygen: " + "\n".join(str(d) for d in exc.diagnostics)) from None
+        if result.errors:
+            raise SystemExit("lazygen: " + "\n".join(str(d) for d in result.errors))
+        self.announce(f"lazygen: {config.output_dir}: {result.status}", level=2)
+
+
+class BuildPyWithLazygen(build_py):
+    """`build_py` that regenerates the lazy sources first."""
+
+    def run(self) -> None:
+        self.run_command("lazygen_gen")
+        super().run()
+
+
+class EggInfoWithLazygen(egg_info):
+    """`egg_info` lists package files, so the generated package must exist by then."""
+
+    def run(self) -> None:
+        self.run_command("lazygen_gen")
+        super().run()
+
+
+def lazygen_cmdclass(**defaults: str) -> dict[str, type[Command]]:
+    """The `cmdclass` mapping for setup(); keyword arguments are `lazygen_gen` options."""
+    gen = type("LazygenGen", (LazygenGen,), {"defaults": dict(defaults)})
+    return {"lazygen_gen": gen, "build_py": BuildPyWithLazygen, "egg_info": EggInfoWithLazygen}
