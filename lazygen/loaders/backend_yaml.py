@@ -71,7 +71,8 @@ def load_backend(path: str | Path, catalogue: Catalogue) -> BackendOpList:
     if namespace is not None and not (isinstance(namespace, str) and _NAMESPACE.match(namespace)):
         out.error(
             doc.key_lines.get("cpp_namespace", 0),
-            f"cpp_namespace {namespace!r} is not a namespace like 'torch::lazy'",
+            f"cpp_namespace {namespace!r} is not a namespace",
+            "write it like 'torch::lazy' or leave it out",
         )
     sections = {name: _op_section(name, data, catalogue, out) for name in OP_SECTIONS}
     _check_membership(sections, out)
@@ -122,7 +123,11 @@ def _op_section(
         if op is None:
             continue
         if op in seen:
-            out.error(line, f"{op} is listed twice in '{name}' (first at line {seen[op]})")
+            out.error(
+                line,
+                f"{op} is listed twice in '{name}' (first at line {seen[op]})",
+                "delete one of the two entries",
+            )
             continue
         seen[op] = line
         entries.append(OpEntry(op, out.doc.location(line)))
@@ -133,7 +138,11 @@ def _resolve(
     item: Any, catalogue: Catalogue, out: _Collector, line: int, section: str
 ) -> OperatorName | None:
     if not isinstance(item, str):
-        out.error(line, f"entry in '{section}' is not an operator name: {item!r}")
+        out.error(
+            line,
+            f"entry in '{section}' is not an operator name: {item!r}",
+            "write '- name' or '- name.overload'",
+        )
         return None
     try:
         op = OperatorName.parse(item.strip())
@@ -151,7 +160,10 @@ def _resolve(
         return None
     pool = sorted({str(n) for n in catalogue.names()} | {n.name for n in catalogue.names()})
     near = difflib.get_close_matches(str(op), pool, n=3, cutoff=0.75)
-    hint = "did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else ""
+    if near:
+        hint = "did you mean " + " or ".join(f"'{n}'" for n in near) + "?"
+    else:
+        hint = f"search the catalogue with `lazygen ops --grep {op.name}`"
     where = Path(catalogue.source).name
     out.error(line, f"unknown operator '{op}' (not in {where})", hint)
     return None
@@ -183,7 +195,11 @@ def _non_native_section(data: dict, out: _Collector) -> tuple[NonNativeEntry, ..
         return ()
     key_line = out.doc.key_lines.get("non_native", 0)
     if not isinstance(raw, list):
-        out.error(key_line, "section 'non_native' must be a list of '- func: <schema>' entries")
+        out.error(
+            key_line,
+            "section 'non_native' must be a list",
+            "write one '- func: <schema>' entry per operator",
+        )
         return ()
     lines = out.doc.nested_item_lines.get("non_native", ())
     entries: list[NonNativeEntry] = []
@@ -205,7 +221,7 @@ def _non_native_section(data: dict, out: _Collector) -> tuple[NonNativeEntry, ..
 
 def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry | None:
     if not isinstance(item, dict):
-        out.error(line, "non_native entry must be a mapping with 'func: <schema>'")
+        out.error(line, "non_native entry is not a mapping", "write '- func: <schema>'")
         return None
     unknown = sorted(str(k) for k in item if k not in _NON_NATIVE_KEYS)
     if unknown:
@@ -216,7 +232,7 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
         )
     func_text = item.get("func")
     if not isinstance(func_text, str):
-        out.error(line, "non_native entry needs 'func: <schema>'")
+        out.error(line, "non_native entry has no schema", "add 'func: <schema>'")
         return None
     try:
         func = FunctionSchema.parse(func_text.strip())
@@ -225,11 +241,15 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
         return None
     opkind = item.get("opkind")
     if opkind is not None and not (isinstance(opkind, str) and _OPKIND.match(opkind)):
-        out.error(line, f"opkind {opkind!r} is not a symbol like 'ltc_cast' or 'aten::expand'")
+        out.error(
+            line,
+            f"opkind {opkind!r} is not a symbol",
+            "use a name like 'ltc_cast' or 'aten::expand'",
+        )
         return None
     raw_props = item.get("properties") or []
     if not isinstance(raw_props, list):
-        out.error(line, "'properties' must be a list of property names")
+        out.error(line, "'properties' is not a list", "write one '- PropertyName' per line")
         return None
     props = []
     for prop in raw_props:

@@ -62,10 +62,12 @@ def read_text(path: str | Path, what: str) -> str:
         ) from None
     except IsADirectoryError:
         raise LazygenError.at(
-            Location(str(path)), f"{what} is a directory, expected a YAML file"
+            Location(str(path)), f"{what} is a directory", "pass the path of the YAML file"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise LazygenError.at(Location(str(path)), f"cannot read {what}: {exc}") from None
+        raise LazygenError.at(
+            Location(str(path)), f"cannot read {what}: {exc}", "check the file's permissions"
+        ) from None
 
 
 def load_located(path: str | Path, what: str, text: str | None = None) -> LocatedDocument:

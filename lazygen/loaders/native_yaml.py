@@ -73,12 +73,16 @@ def load_tags(path: str | Path) -> frozenset[str]:
     """The tag names declared in tags.yaml."""
     doc = load_located(path, "tags.yaml")
     if not isinstance(doc.data, list):
-        raise LazygenError.at(doc.location(1), "tags.yaml must be a list of '- tag: name' entries")
+        raise LazygenError.at(
+            doc.location(1), "tags.yaml is not a list", "write one '- tag: <name>' entry per tag"
+        )
     tags: set[str] = set()
     problems = []
     for line, entry in zip(doc.item_lines, doc.data, strict=True):
         if not isinstance(entry, dict) or not isinstance(entry.get("tag"), str):
-            problems.append(Diagnostic(doc.location(line), "entry is not '- tag: <name>'"))
+            problems.append(
+                Diagnostic(doc.location(line), "entry is not a tag", "write '- tag: <name>'")
+            )
             continue
         tags.add(entry["tag"])
     if problems:
@@ -93,7 +97,9 @@ def load_catalogue(sources: NativeSources | None = None) -> Catalogue:
     tags = load_tags(sources.tags)
     if not isinstance(doc.data, list):
         raise LazygenError.at(
-            doc.location(1), "native_functions.yaml must be a list of '- func: ...' entries"
+            doc.location(1),
+            "native_functions.yaml is not a list",
+            "write one '- func: <schema>' entry per operator",
         )
     functions: list[NativeFunction] = []
     problems: list[Diagnostic] = []
@@ -106,7 +112,11 @@ def load_catalogue(sources: NativeSources | None = None) -> Catalogue:
     for f in functions:
         if f.name in seen:
             problems.append(
-                Diagnostic(f.location, f"operator {f.name} declared twice (also at {seen[f.name]})")
+                Diagnostic(
+                    f.location,
+                    f"operator {f.name} declared twice (also at {seen[f.name]})",
+                    "delete or rename one of them",
+                )
             )
         seen[f.name] = f.location
     functions += _autogen_functions(functions, seen, problems)
@@ -126,24 +136,29 @@ def _parse_entry(entry: Any, location: Location, known_tags: frozenset[str]) -> 
         raise _EntryError("entry is not a mapping", "each entry starts with '- func: <schema>'")
     unknown = sorted(set(entry) - _KNOWN_KEYS)
     if unknown:
-        raise _EntryError(f"unknown key(s) {', '.join(map(str, unknown))}")
+        raise _EntryError(
+            f"unknown key(s) {', '.join(map(str, unknown))}",
+            "allowed: " + ", ".join(sorted(_KNOWN_KEYS)),
+        )
     func_text = entry.get("func")
     if not isinstance(func_text, str):
-        raise _EntryError("missing 'func: <schema>'")
+        raise _EntryError("entry has no schema", "add 'func: <schema>'")
     try:
         func = FunctionSchema.parse(func_text)
     except SchemaParseError as exc:
         raise _EntryError(f"schema does not parse: {exc}", "fix the schema text") from None
     variants = frozenset(v.strip() for v in str(entry.get("variants", "function")).split(","))
     if not variants <= _VARIANTS:
-        raise _EntryError(f"unknown variant(s) {sorted(variants - _VARIANTS)}")
+        raise _EntryError(
+            f"unknown variant(s) {sorted(variants - _VARIANTS)}", "use function and/or method"
+        )
     tags = _as_list(entry.get("tags", []))
     bad_tags = sorted(set(tags) - known_tags)
     if bad_tags:
         raise _EntryError(f"unknown tag(s) {', '.join(bad_tags)}", "declare them in tags.yaml")
     dispatch = entry.get("dispatch") or {}
     if not isinstance(dispatch, dict):
-        raise _EntryError("'dispatch' must map dispatch keys to kernel names")
+        raise _EntryError("'dispatch' is not a mapping", "map dispatch keys to kernel names")
     pairs = tuple(
         (key.strip(), str(kernel))
         for keys, kernel in dispatch.items()
@@ -168,7 +183,7 @@ def _parse_entry(entry: Any, location: Location, known_tags: frozenset[str]) -> 
             device_guard=bool(entry.get("device_guard", True)),
         )
     except SchemaParseError as exc:
-        raise _EntryError(str(exc)) from None
+        raise _EntryError(str(exc), "fix the operator name") from None
 
 
 def _as_list(value: Any) -> list[str]:
@@ -178,7 +193,7 @@ def _as_list(value: Any) -> list[str]:
         return [v.strip() for v in value.split(",") if v.strip()]
     if isinstance(value, list):
         return [str(v) for v in value]
-    raise _EntryError(f"expected a list or comma-separated string, got {value!r}")
+    raise _EntryError(f"expected a list, got {value!r}", "write a list or a comma-separated string")
 
 
 def _autogen_functions(
@@ -193,7 +208,9 @@ def _autogen_functions(
             try:
                 func = derive_schema(parent.func, name)
             except SchemaParseError as exc:
-                problems.append(Diagnostic(parent.location, f"autogen {name}: {exc}"))
+                problems.append(
+                    Diagnostic(parent.location, f"autogen {name}: {exc}", "fix the autogen list")
+                )
                 continue
             seen[name] = parent.location
             inherited = parent.tags & {"nondeterministic_seeded", "view_copy", "pt2_compliant_tag"}

@@ -95,4 +95,4 @@ def test_missing_files(tmp_path):
 
 def test_bad_tags_file(tmp_path):
     errors = errors_of(write(tmp_path, "- func: a() -> Tensor\n", tags="- nottag: 1\n"))
-    assert "tags.yaml:1: error: entry is not '- tag: <name>'" in errors[0]
+    assert "tags.yaml:1: error: entry is not a tag (write '- tag: <name>')" in errors[0]
