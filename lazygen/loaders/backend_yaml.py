@@ -211,7 +211,9 @@ def _non_native_section(data: dict, out: _Collector) -> tuple[NonNativeEntry, ..
             continue
         if entry.func.name in seen:
             out.error(
-                line, f"non_native {entry.func.name} declared twice (line {seen[entry.func.name]})"
+                line,
+                f"non_native {entry.func.name} declared twice (first at line {seen[entry.func.name]})",
+                "delete or rename one of them",
             )
             continue
         seen[entry.func.name] = line
@@ -253,7 +255,7 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
         return None
     props = []
     for prop in raw_props:
-        if prop not in NODE_PROPERTIES:
+        if not isinstance(prop, str) or prop not in NODE_PROPERTIES:
             near = difflib.get_close_matches(str(prop), sorted(NODE_PROPERTIES), n=1)
             hint = (
                 f"did you mean '{near[0]}'?"

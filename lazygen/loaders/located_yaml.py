@@ -24,6 +24,15 @@ class _StrictLoader(_Loader):  # type: ignore[misc, valid-type]
         seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"a mapping key must be a plain value, not {key!r}",
+                    key_node.start_mark,
+                ) from None
             if key in seen:
                 mark = key_node.start_mark
                 raise yaml.constructor.ConstructorError(
