@@ -8,22 +8,44 @@ from lazygen.runtime.ir import Node
 __all__ = [
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool2dBackward",
+    "AdaptiveAvgPool3d",
+    "CdistForward",
+    "LinalgDet",
+    "LinalgSlogdet",
     "LogSoftmax",
     "LogSoftmaxBackwardData",
+    "PreluKernel",
     "ReshapeAliasCopy",
     "Softmax",
     "SoftmaxBackwardData",
     "Abs",
+    "Acos",
+    "Acosh",
+    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool2dBackward",
     "AddTensor",
+    "Addbmm",
     "Addcdiv",
     "Addcmul",
     "Addmm",
+    "Addmv",
     "AliasCopy",
     "All",
+    "AllDim",
+    "AllDims",
     "Any",
+    "AnyDim",
+    "AnyDims",
     "ArangeStartOut",
+    "Argmax",
+    "Argmin",
     "AsStridedCopy",
     "AsStridedScatter",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atan2",
+    "Atanh",
     "AvgPool2d",
     "AvgPool2dBackward",
     "Baddbmm",
@@ -31,33 +53,68 @@ __all__ = [
     "BernoulliP",
     "BinaryCrossEntropy",
     "BinaryCrossEntropyBackward",
+    "BitwiseAndScalar",
     "BitwiseAndTensor",
+    "BitwiseNot",
+    "BitwiseOrScalar",
     "BitwiseOrTensor",
+    "BitwiseXorScalar",
+    "BitwiseXorTensor",
     "Bmm",
+    "BucketizeTensor",
     "Cat",
+    "Ceil",
     "Clamp",
+    "ClampTensor",
+    "ClampMax",
+    "ClampMaxTensor",
     "ClampMin",
+    "ClampMinTensor",
+    "Col2im",
     "ConstantPadNd",
     "Convolution",
     "ConvolutionBackward",
+    "CopysignTensor",
     "Cos",
+    "Cosh",
+    "CountNonzeroDimIntlist",
+    "Cummax",
+    "Cummin",
+    "Cumprod",
     "Cumsum",
+    "Deg2rad",
     "DetachCopy",
+    "DiagEmbed",
     "DiagonalCopy",
     "DiagonalScatter",
+    "Digamma",
     "DivTensor",
     "DivTensorMode",
+    "Dot",
     "Elu",
     "EluBackward",
     "Embedding",
     "EmbeddingDenseBackward",
     "EqScalar",
     "EqTensor",
+    "Erf",
+    "Erfc",
+    "Erfinv",
     "Exp",
+    "Exp2",
     "ExpandCopy",
+    "Expm1",
+    "FillScalar",
+    "FillTensor",
     "Flip",
     "Floor",
+    "FloorDivide",
+    "Fmax",
+    "Fmin",
+    "FmodScalar",
+    "FmodTensor",
     "Frac",
+    "FullLike",
     "Gather",
     "GeScalar",
     "GeTensor",
@@ -70,21 +127,60 @@ __all__ = [
     "GridSampler2dBackward",
     "GtScalar",
     "GtTensor",
+    "Hardshrink",
     "Hardsigmoid",
+    "Hardswish",
+    "HardswishBackward",
+    "Hardtanh",
+    "HardtanhBackward",
+    "Heaviside",
+    "Histc",
+    "HuberLoss",
+    "HuberLossBackward",
+    "Hypot",
+    "I0",
+    "Im2col",
+    "IndexAdd",
+    "IndexCopy",
+    "IndexFillIntScalar",
+    "IndexPut",
     "IndexSelect",
+    "IsinTensorTensor",
+    "Isnan",
+    "Kthvalue",
     "LeScalar",
     "LeTensor",
     "LeakyRelu",
     "LeakyReluBackward",
+    "LerpScalar",
+    "LerpTensor",
+    "Lgamma",
+    "LinalgCholeskyEx",
+    "LinalgCross",
+    "LinalgInvEx",
+    "LinalgVectorNorm",
     "Log",
+    "Log10",
+    "Log1p",
     "Log2",
     "LogSigmoidBackward",
     "LogSigmoidForward",
+    "Logaddexp",
+    "Logaddexp2",
+    "Logcumsumexp",
     "Logdet",
+    "LogicalAnd",
+    "LogicalNot",
+    "LogicalOr",
+    "LogicalXor",
+    "Logit",
+    "LogitBackward",
+    "Logsumexp",
     "LtScalar",
     "LtTensor",
     "MaskedFillScalar",
     "MaskedFillTensor",
+    "MaskedScatter",
     "Max",
     "MaxDim",
     "MaxPool2dWithIndices",
@@ -92,11 +188,19 @@ __all__ = [
     "Maximum",
     "Mean",
     "MeanDim",
+    "Median",
+    "MedianDim",
     "Min",
+    "MinDim",
     "Minimum",
+    "Mish",
     "Mm",
+    "Mode",
+    "MseLoss",
+    "MseLossBackward",
     "MulTensor",
     "Mv",
+    "NanToNum",
     "NativeBatchNorm",
     "NativeBatchNormBackward",
     "NativeDropout",
@@ -106,49 +210,83 @@ __all__ = [
     "NeScalar",
     "NeTensor",
     "Neg",
+    "Nextafter",
     "NllLoss2dBackward",
     "NllLoss2dForward",
     "NllLossBackward",
     "NllLossForward",
     "Nonzero",
+    "NonzeroStatic",
     "NormScalaroptDim",
+    "OnesLike",
     "PermuteCopy",
+    "Polygamma",
+    "PowScalar",
     "PowTensorScalar",
     "PowTensorTensor",
+    "Prod",
+    "ProdDimInt",
+    "Rad2deg",
     "Random",
     "RandomFrom",
     "RandomTo",
     "Reciprocal",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
     "Relu",
+    "RemainderScalar",
     "RemainderTensor",
+    "Renorm",
     "Repeat",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "Round",
+    "RoundDecimals",
     "Rsqrt",
+    "RsubScalar",
+    "RsubTensor",
+    "ScatterSrc",
+    "ScatterValue",
     "ScatterAdd",
+    "ScatterReduceTwo",
+    "SearchsortedTensor",
     "SelectCopyInt",
     "SelectScatter",
     "Selu",
     "Sgn",
     "Sigmoid",
     "SigmoidBackward",
+    "Sign",
     "Silu",
+    "Sin",
+    "Sinc",
+    "Sinh",
     "SliceCopyTensor",
     "SliceScatter",
     "SmoothL1Loss",
     "SmoothL1LossBackward",
     "Softplus",
     "SoftplusBackward",
+    "Softshrink",
     "Sort",
+    "SortStable",
+    "SpecialErfcx",
+    "SplitCopyTensor",
+    "SplitWithSizesCopy",
     "Sqrt",
     "SqueezeCopy",
     "SqueezeCopyDim",
+    "SqueezeCopyDims",
     "Stack",
     "Std",
     "StdCorrection",
     "StdDim",
+    "StdMeanCorrection",
     "SubTensor",
     "Sum",
     "SumDimIntlist",
     "TCopy",
+    "Tan",
     "Tanh",
     "TanhBackward",
     "Threshold",
@@ -157,16 +295,23 @@ __all__ = [
     "Trace",
     "TransposeCopyInt",
     "Tril",
+    "TrilIndices",
     "Triu",
+    "TriuIndices",
     "Trunc",
+    "UnbindCopyInt",
     "UnfoldCopy",
     "UnsqueezeCopy",
     "UpsampleBilinear2d",
     "UpsampleBilinear2dBackward",
     "UpsampleNearest2d",
     "UpsampleNearest2dBackward",
+    "VarCorrection",
+    "VarMeanCorrection",
     "ViewCopy",
     "ViewCopyDtype",
+    "WhereSelf",
+    "XlogyTensor",
     "Zero",
 ]
 
@@ -199,6 +344,69 @@ class AdaptiveAvgPool2dBackward(Node):
         return ctx.call(
             "aten::_adaptive_avg_pool2d_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1
         )
+
+
+class AdaptiveAvgPool3d(Node):
+    """aten::_adaptive_avg_pool3d: _adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_adaptive_avg_pool3d"
+    op_name = "_adaptive_avg_pool3d"
+    schema = "_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_adaptive_avg_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class CdistForward(Node):
+    """aten::_cdist_forward: _cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_cdist_forward"
+    op_name = "_cdist_forward"
+    schema = "_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"
+
+    def lower(self, ctx):
+        x1, x2 = self.operands
+        return ctx.call(
+            "aten::_cdist_forward",
+            [
+                ctx.tensor(x1),
+                ctx.tensor(x2),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
+class LinalgDet(Node):
+    """aten::_linalg_det: _linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)"""
+
+    __slots__ = ()
+    op_kind = "aten::_linalg_det"
+    op_name = "_linalg_det"
+    schema = "_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)"
+
+    def lower(self, ctx):
+        (A,) = self.operands
+        return ctx.call("aten::_linalg_det", [ctx.tensor(A)], 3)
+
+
+class LinalgSlogdet(Node):
+    """aten::_linalg_slogdet: _linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"""
+
+    __slots__ = ()
+    op_kind = "aten::_linalg_slogdet"
+    op_name = "_linalg_slogdet"
+    schema = "_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"
+
+    def lower(self, ctx):
+        (A,) = self.operands
+        return ctx.call("aten::_linalg_slogdet", [ctx.tensor(A)], 4)
 
 
 class LogSoftmax(Node):
@@ -238,6 +446,19 @@ class LogSoftmaxBackwardData(Node):
             ],
             1,
         )
+
+
+class PreluKernel(Node):
+    """aten::_prelu_kernel: _prelu_kernel(Tensor self, Tensor weight) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_prelu_kernel"
+    op_name = "_prelu_kernel"
+    schema = "_prelu_kernel(Tensor self, Tensor weight) -> Tensor"
+
+    def lower(self, ctx):
+        self_, weight = self.operands
+        return ctx.call("aten::_prelu_kernel", [ctx.tensor(self_), ctx.tensor(weight)], 1)
 
 
 class ReshapeAliasCopy(Node):
@@ -309,6 +530,66 @@ class Abs(Node):
         return ctx.call("aten::abs", [ctx.tensor(self_)], 1)
 
 
+class Acos(Node):
+    """aten::acos: acos(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::acos"
+    op_name = "acos"
+    schema = "acos(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::acos", [ctx.tensor(self_)], 1)
+
+
+class Acosh(Node):
+    """aten::acosh: acosh(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::acosh"
+    op_name = "acosh"
+    schema = "acosh(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::acosh", [ctx.tensor(self_)], 1)
+
+
+class AdaptiveMaxPool2d(Node):
+    """aten::adaptive_max_pool2d: adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::adaptive_max_pool2d"
+    op_name = "adaptive_max_pool2d"
+    schema = "adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::adaptive_max_pool2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2
+        )
+
+
+class AdaptiveMaxPool2dBackward(Node):
+    """aten::adaptive_max_pool2d_backward: adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::adaptive_max_pool2d_backward"
+    op_name = "adaptive_max_pool2d_backward"
+    schema = (
+        "adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_, indices = self.operands
+        return ctx.call(
+            "aten::adaptive_max_pool2d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(indices)],
+            1,
+        )
+
+
 class AddTensor(Node):
     """aten::add: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
 
@@ -320,6 +601,29 @@ class AddTensor(Node):
     def lower(self, ctx):
         self_, other, alpha = self.operands
         return ctx.call("aten::add", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
+
+
+class Addbmm(Node):
+    """aten::addbmm: addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::addbmm"
+    op_name = "addbmm"
+    schema = "addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
+
+    def lower(self, ctx):
+        self_, batch1, batch2, beta, alpha = self.operands
+        return ctx.call(
+            "aten::addbmm",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(batch1),
+                ctx.tensor(batch2),
+                ctx.scalar(beta),
+                ctx.scalar(alpha),
+            ],
+            1,
+        )
 
 
 class Addcdiv(Node):
@@ -381,6 +685,31 @@ class Addmm(Node):
         )
 
 
+class Addmv(Node):
+    """aten::addmv: addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::addmv"
+    op_name = "addmv"
+    schema = (
+        "addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, mat, vec, beta, alpha = self.operands
+        return ctx.call(
+            "aten::addmv",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(mat),
+                ctx.tensor(vec),
+                ctx.scalar(beta),
+                ctx.scalar(alpha),
+            ],
+            1,
+        )
+
+
 class AliasCopy(Node):
     """aten::alias_copy: alias_copy(Tensor self) -> Tensor"""
 
@@ -407,6 +736,40 @@ class All(Node):
         return ctx.call("aten::all", [ctx.tensor(self_)], 1)
 
 
+class AllDim(Node):
+    """aten::all: all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::all"
+    op_name = "all.dim"
+    schema = "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::all",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
+class AllDims(Node):
+    """aten::all: all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::all"
+    op_name = "all.dims"
+    schema = "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::all",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
 class Any(Node):
     """aten::any: any(Tensor self) -> Tensor"""
 
@@ -418,6 +781,40 @@ class Any(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::any", [ctx.tensor(self_)], 1)
+
+
+class AnyDim(Node):
+    """aten::any: any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::any"
+    op_name = "any.dim"
+    schema = "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::any",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
+class AnyDims(Node):
+    """aten::any: any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::any"
+    op_name = "any.dims"
+    schema = "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::any",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
 
 
 class ArangeStartOut(Node):
@@ -435,6 +832,40 @@ class ArangeStartOut(Node):
         return ctx.call(
             "aten::arange",
             [ctx.scalar(start), ctx.scalar(end), ctx.scalar(step), ctx.tensor(out)],
+            1,
+        )
+
+
+class Argmax(Node):
+    """aten::argmax: argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::argmax"
+    op_name = "argmax"
+    schema = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::argmax",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
+class Argmin(Node):
+    """aten::argmin: argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::argmin"
+    op_name = "argmin"
+    schema = "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::argmin",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
             1,
         )
 
@@ -482,6 +913,71 @@ class AsStridedScatter(Node):
             ],
             1,
         )
+
+
+class Asin(Node):
+    """aten::asin: asin(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::asin"
+    op_name = "asin"
+    schema = "asin(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::asin", [ctx.tensor(self_)], 1)
+
+
+class Asinh(Node):
+    """aten::asinh: asinh(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::asinh"
+    op_name = "asinh"
+    schema = "asinh(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::asinh", [ctx.tensor(self_)], 1)
+
+
+class Atan(Node):
+    """aten::atan: atan(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::atan"
+    op_name = "atan"
+    schema = "atan(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::atan", [ctx.tensor(self_)], 1)
+
+
+class Atan2(Node):
+    """aten::atan2: atan2(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::atan2"
+    op_name = "atan2"
+    schema = "atan2(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::atan2", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class Atanh(Node):
+    """aten::atanh: atanh(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::atanh"
+    op_name = "atanh"
+    schema = "atanh(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::atanh", [ctx.tensor(self_)], 1)
 
 
 class AvgPool2d(Node):
@@ -633,6 +1129,19 @@ class BinaryCrossEntropyBackward(Node):
         )
 
 
+class BitwiseAndScalar(Node):
+    """aten::bitwise_and: bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::bitwise_and"
+    op_name = "bitwise_and.Scalar"
+    schema = "bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::bitwise_and", [ctx.tensor(self_), ctx.scalar(other)], 1)
+
+
 class BitwiseAndTensor(Node):
     """aten::bitwise_and: bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor"""
 
@@ -644,6 +1153,32 @@ class BitwiseAndTensor(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call("aten::bitwise_and", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class BitwiseNot(Node):
+    """aten::bitwise_not: bitwise_not(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::bitwise_not"
+    op_name = "bitwise_not"
+    schema = "bitwise_not(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::bitwise_not", [ctx.tensor(self_)], 1)
+
+
+class BitwiseOrScalar(Node):
+    """aten::bitwise_or: bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::bitwise_or"
+    op_name = "bitwise_or.Scalar"
+    schema = "bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::bitwise_or", [ctx.tensor(self_), ctx.scalar(other)], 1)
 
 
 class BitwiseOrTensor(Node):
@@ -659,6 +1194,32 @@ class BitwiseOrTensor(Node):
         return ctx.call("aten::bitwise_or", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
+class BitwiseXorScalar(Node):
+    """aten::bitwise_xor: bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::bitwise_xor"
+    op_name = "bitwise_xor.Scalar"
+    schema = "bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::bitwise_xor", [ctx.tensor(self_), ctx.scalar(other)], 1)
+
+
+class BitwiseXorTensor(Node):
+    """aten::bitwise_xor: bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::bitwise_xor"
+    op_name = "bitwise_xor.Tensor"
+    schema = "bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::bitwise_xor", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
 class Bmm(Node):
     """aten::bmm: bmm(Tensor self, Tensor mat2) -> Tensor"""
 
@@ -672,6 +1233,28 @@ class Bmm(Node):
         return ctx.call("aten::bmm", [ctx.tensor(self_), ctx.tensor(mat2)], 1)
 
 
+class BucketizeTensor(Node):
+    """aten::bucketize: bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::bucketize"
+    op_name = "bucketize.Tensor"
+    schema = "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"
+
+    def lower(self, ctx):
+        self_, boundaries = self.operands
+        return ctx.call(
+            "aten::bucketize",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(boundaries),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
 class Cat(Node):
     """aten::cat: cat(Tensor[] tensors, int dim=0) -> Tensor"""
 
@@ -683,6 +1266,19 @@ class Cat(Node):
     def lower(self, ctx):
         (tensors,) = self.operands
         return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], 1)
+
+
+class Ceil(Node):
+    """aten::ceil: ceil(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::ceil"
+    op_name = "ceil"
+    schema = "ceil(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::ceil", [ctx.tensor(self_)], 1)
 
 
 class Clamp(Node):
@@ -702,6 +1298,49 @@ class Clamp(Node):
         )
 
 
+class ClampTensor(Node):
+    """aten::clamp: clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::clamp"
+    op_name = "clamp.Tensor"
+    schema = "clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor"
+
+    def lower(self, ctx):
+        self_, min, max = self.operands
+        return ctx.call(
+            "aten::clamp",
+            [ctx.tensor(self_), ctx.optional_tensor(min), ctx.optional_tensor(max)],
+            1,
+        )
+
+
+class ClampMax(Node):
+    """aten::clamp_max: clamp_max(Tensor self, Scalar max) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::clamp_max"
+    op_name = "clamp_max"
+    schema = "clamp_max(Tensor self, Scalar max) -> Tensor"
+
+    def lower(self, ctx):
+        self_, max = self.operands
+        return ctx.call("aten::clamp_max", [ctx.tensor(self_), ctx.scalar(max)], 1)
+
+
+class ClampMaxTensor(Node):
+    """aten::clamp_max: clamp_max.Tensor(Tensor self, Tensor max) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::clamp_max"
+    op_name = "clamp_max.Tensor"
+    schema = "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor"
+
+    def lower(self, ctx):
+        self_, max = self.operands
+        return ctx.call("aten::clamp_max", [ctx.tensor(self_), ctx.tensor(max)], 1)
+
+
 class ClampMin(Node):
     """aten::clamp_min: clamp_min(Tensor self, Scalar min) -> Tensor"""
 
@@ -713,6 +1352,43 @@ class ClampMin(Node):
     def lower(self, ctx):
         self_, min = self.operands
         return ctx.call("aten::clamp_min", [ctx.tensor(self_), ctx.scalar(min)], 1)
+
+
+class ClampMinTensor(Node):
+    """aten::clamp_min: clamp_min.Tensor(Tensor self, Tensor min) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::clamp_min"
+    op_name = "clamp_min.Tensor"
+    schema = "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor"
+
+    def lower(self, ctx):
+        self_, min = self.operands
+        return ctx.call("aten::clamp_min", [ctx.tensor(self_), ctx.tensor(min)], 1)
+
+
+class Col2im(Node):
+    """aten::col2im: col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::col2im"
+    op_name = "col2im"
+    schema = "col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::col2im",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
 
 
 class ConstantPadNd(Node):
@@ -788,6 +1464,19 @@ class ConvolutionBackward(Node):
         )
 
 
+class CopysignTensor(Node):
+    """aten::copysign: copysign.Tensor(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::copysign"
+    op_name = "copysign.Tensor"
+    schema = "copysign.Tensor(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::copysign", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
 class Cos(Node):
     """aten::cos: cos(Tensor self) -> Tensor"""
 
@@ -799,6 +1488,75 @@ class Cos(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::cos", [ctx.tensor(self_)], 1)
+
+
+class Cosh(Node):
+    """aten::cosh: cosh(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::cosh"
+    op_name = "cosh"
+    schema = "cosh(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::cosh", [ctx.tensor(self_)], 1)
+
+
+class CountNonzeroDimIntlist(Node):
+    """aten::count_nonzero: count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::count_nonzero"
+    op_name = "count_nonzero.dim_IntList"
+    schema = "count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::count_nonzero", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class Cummax(Node):
+    """aten::cummax: cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::cummax"
+    op_name = "cummax"
+    schema = "cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::cummax", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2)
+
+
+class Cummin(Node):
+    """aten::cummin: cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::cummin"
+    op_name = "cummin"
+    schema = "cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::cummin", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2)
+
+
+class Cumprod(Node):
+    """aten::cumprod: cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::cumprod"
+    op_name = "cumprod"
+    schema = "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::cumprod",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
 
 
 class Cumsum(Node):
@@ -818,6 +1576,19 @@ class Cumsum(Node):
         )
 
 
+class Deg2rad(Node):
+    """aten::deg2rad: deg2rad(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::deg2rad"
+    op_name = "deg2rad"
+    schema = "deg2rad(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::deg2rad", [ctx.tensor(self_)], 1)
+
+
 class DetachCopy(Node):
     """aten::detach_copy: detach_copy(Tensor self) -> Tensor"""
 
@@ -829,6 +1600,28 @@ class DetachCopy(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::detach_copy", [ctx.tensor(self_)], 1)
+
+
+class DiagEmbed(Node):
+    """aten::diag_embed: diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::diag_embed"
+    op_name = "diag_embed"
+    schema = "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::diag_embed",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
 
 
 class DiagonalCopy(Node):
@@ -878,6 +1671,19 @@ class DiagonalScatter(Node):
         )
 
 
+class Digamma(Node):
+    """aten::digamma: digamma(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::digamma"
+    op_name = "digamma"
+    schema = "digamma(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::digamma", [ctx.tensor(self_)], 1)
+
+
 class DivTensor(Node):
     """aten::div: div.Tensor(Tensor self, Tensor other) -> Tensor"""
 
@@ -904,6 +1710,19 @@ class DivTensorMode(Node):
         return ctx.call(
             "aten::div", [ctx.tensor(self_), ctx.tensor(other), ctx.constant(self.attrs[0])], 1
         )
+
+
+class Dot(Node):
+    """aten::dot: dot(Tensor self, Tensor tensor) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::dot"
+    op_name = "dot"
+    schema = "dot(Tensor self, Tensor tensor) -> Tensor"
+
+    def lower(self, ctx):
+        self_, tensor = self.operands
+        return ctx.call("aten::dot", [ctx.tensor(self_), ctx.tensor(tensor)], 1)
 
 
 class Elu(Node):
@@ -1019,6 +1838,45 @@ class EqTensor(Node):
         return ctx.call("aten::eq", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
+class Erf(Node):
+    """aten::erf: erf(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::erf"
+    op_name = "erf"
+    schema = "erf(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::erf", [ctx.tensor(self_)], 1)
+
+
+class Erfc(Node):
+    """aten::erfc: erfc(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::erfc"
+    op_name = "erfc"
+    schema = "erfc(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::erfc", [ctx.tensor(self_)], 1)
+
+
+class Erfinv(Node):
+    """aten::erfinv: erfinv(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::erfinv"
+    op_name = "erfinv"
+    schema = "erfinv(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::erfinv", [ctx.tensor(self_)], 1)
+
+
 class Exp(Node):
     """aten::exp: exp(Tensor self) -> Tensor"""
 
@@ -1030,6 +1888,19 @@ class Exp(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::exp", [ctx.tensor(self_)], 1)
+
+
+class Exp2(Node):
+    """aten::exp2: exp2(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::exp2"
+    op_name = "exp2"
+    schema = "exp2(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::exp2", [ctx.tensor(self_)], 1)
 
 
 class ExpandCopy(Node):
@@ -1047,6 +1918,45 @@ class ExpandCopy(Node):
             [ctx.tensor(self_), ctx.symint_list(size), ctx.constant(self.attrs[0])],
             1,
         )
+
+
+class Expm1(Node):
+    """aten::expm1: expm1(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::expm1"
+    op_name = "expm1"
+    schema = "expm1(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::expm1", [ctx.tensor(self_)], 1)
+
+
+class FillScalar(Node):
+    """aten::fill: fill.Scalar(Tensor self, Scalar value) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::fill"
+    op_name = "fill.Scalar"
+    schema = "fill.Scalar(Tensor self, Scalar value) -> Tensor"
+
+    def lower(self, ctx):
+        self_, value = self.operands
+        return ctx.call("aten::fill", [ctx.tensor(self_), ctx.scalar(value)], 1)
+
+
+class FillTensor(Node):
+    """aten::fill: fill.Tensor(Tensor self, Tensor value) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::fill"
+    op_name = "fill.Tensor"
+    schema = "fill.Tensor(Tensor self, Tensor value) -> Tensor"
+
+    def lower(self, ctx):
+        self_, value = self.operands
+        return ctx.call("aten::fill", [ctx.tensor(self_), ctx.tensor(value)], 1)
 
 
 class Flip(Node):
@@ -1075,6 +1985,71 @@ class Floor(Node):
         return ctx.call("aten::floor", [ctx.tensor(self_)], 1)
 
 
+class FloorDivide(Node):
+    """aten::floor_divide: floor_divide(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::floor_divide"
+    op_name = "floor_divide"
+    schema = "floor_divide(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::floor_divide", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class Fmax(Node):
+    """aten::fmax: fmax(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::fmax"
+    op_name = "fmax"
+    schema = "fmax(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::fmax", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class Fmin(Node):
+    """aten::fmin: fmin(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::fmin"
+    op_name = "fmin"
+    schema = "fmin(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::fmin", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class FmodScalar(Node):
+    """aten::fmod: fmod.Scalar(Tensor self, Scalar other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::fmod"
+    op_name = "fmod.Scalar"
+    schema = "fmod.Scalar(Tensor self, Scalar other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::fmod", [ctx.tensor(self_), ctx.scalar(other)], 1)
+
+
+class FmodTensor(Node):
+    """aten::fmod: fmod.Tensor(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::fmod"
+    op_name = "fmod.Tensor"
+    schema = "fmod.Tensor(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::fmod", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
 class Frac(Node):
     """aten::frac: frac(Tensor self) -> Tensor"""
 
@@ -1086,6 +2061,31 @@ class Frac(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::frac", [ctx.tensor(self_)], 1)
+
+
+class FullLike(Node):
+    """aten::full_like: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::full_like"
+    op_name = "full_like"
+    schema = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+
+    def lower(self, ctx):
+        self_, fill_value = self.operands
+        return ctx.call(
+            "aten::full_like",
+            [
+                ctx.tensor(self_),
+                ctx.scalar(fill_value),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
 
 
 class Gather(Node):
@@ -1287,6 +2287,19 @@ class GtTensor(Node):
         return ctx.call("aten::gt", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
+class Hardshrink(Node):
+    """aten::hardshrink: hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hardshrink"
+    op_name = "hardshrink"
+    schema = "hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor"
+
+    def lower(self, ctx):
+        self_, lambd = self.operands
+        return ctx.call("aten::hardshrink", [ctx.tensor(self_), ctx.scalar(lambd)], 1)
+
+
 class Hardsigmoid(Node):
     """aten::hardsigmoid: hardsigmoid(Tensor self) -> Tensor"""
 
@@ -1298,6 +2311,271 @@ class Hardsigmoid(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::hardsigmoid", [ctx.tensor(self_)], 1)
+
+
+class Hardswish(Node):
+    """aten::hardswish: hardswish(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hardswish"
+    op_name = "hardswish"
+    schema = "hardswish(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::hardswish", [ctx.tensor(self_)], 1)
+
+
+class HardswishBackward(Node):
+    """aten::hardswish_backward: hardswish_backward(Tensor grad_output, Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hardswish_backward"
+    op_name = "hardswish_backward"
+    schema = "hardswish_backward(Tensor grad_output, Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call("aten::hardswish_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1)
+
+
+class Hardtanh(Node):
+    """aten::hardtanh: hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hardtanh"
+    op_name = "hardtanh"
+    schema = "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"
+
+    def lower(self, ctx):
+        self_, min_val, max_val = self.operands
+        return ctx.call(
+            "aten::hardtanh", [ctx.tensor(self_), ctx.scalar(min_val), ctx.scalar(max_val)], 1
+        )
+
+
+class HardtanhBackward(Node):
+    """aten::hardtanh_backward: hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hardtanh_backward"
+    op_name = "hardtanh_backward"
+    schema = "hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_, min_val, max_val = self.operands
+        return ctx.call(
+            "aten::hardtanh_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.scalar(min_val), ctx.scalar(max_val)],
+            1,
+        )
+
+
+class Heaviside(Node):
+    """aten::heaviside: heaviside(Tensor self, Tensor values) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::heaviside"
+    op_name = "heaviside"
+    schema = "heaviside(Tensor self, Tensor values) -> Tensor"
+
+    def lower(self, ctx):
+        self_, values = self.operands
+        return ctx.call("aten::heaviside", [ctx.tensor(self_), ctx.tensor(values)], 1)
+
+
+class Histc(Node):
+    """aten::histc: histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::histc"
+    op_name = "histc"
+    schema = "histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor"
+
+    def lower(self, ctx):
+        self_, min, max = self.operands
+        return ctx.call(
+            "aten::histc",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.scalar(min), ctx.scalar(max)],
+            1,
+        )
+
+
+class HuberLoss(Node):
+    """aten::huber_loss: huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::huber_loss"
+    op_name = "huber_loss"
+    schema = "huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor"
+
+    def lower(self, ctx):
+        self_, target = self.operands
+        return ctx.call(
+            "aten::huber_loss",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(target),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
+class HuberLossBackward(Node):
+    """aten::huber_loss_backward: huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::huber_loss_backward"
+    op_name = "huber_loss_backward"
+    schema = "huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_, target = self.operands
+        return ctx.call(
+            "aten::huber_loss_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.tensor(self_),
+                ctx.tensor(target),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
+class Hypot(Node):
+    """aten::hypot: hypot(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hypot"
+    op_name = "hypot"
+    schema = "hypot(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::hypot", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class I0(Node):
+    """aten::i0: i0(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::i0"
+    op_name = "i0"
+    schema = "i0(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::i0", [ctx.tensor(self_)], 1)
+
+
+class Im2col(Node):
+    """aten::im2col: im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::im2col"
+    op_name = "im2col"
+    schema = "im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::im2col",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class IndexAdd(Node):
+    """aten::index_add: index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::index_add"
+    op_name = "index_add"
+    schema = (
+        "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, index, source, alpha = self.operands
+        return ctx.call(
+            "aten::index_add",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.tensor(index),
+                ctx.tensor(source),
+                ctx.scalar(alpha),
+            ],
+            1,
+        )
+
+
+class IndexCopy(Node):
+    """aten::index_copy: index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::index_copy"
+    op_name = "index_copy"
+    schema = "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, source = self.operands
+        return ctx.call(
+            "aten::index_copy",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(source)],
+            1,
+        )
+
+
+class IndexFillIntScalar(Node):
+    """aten::index_fill: index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::index_fill"
+    op_name = "index_fill.int_Scalar"
+    schema = "index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, value = self.operands
+        return ctx.call(
+            "aten::index_fill",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.scalar(value)],
+            1,
+        )
+
+
+class IndexPut(Node):
+    """aten::index_put: index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::index_put"
+    op_name = "index_put"
+    schema = (
+        "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, indices, values = self.operands
+        return ctx.call(
+            "aten::index_put",
+            [
+                ctx.tensor(self_),
+                ctx.optional_tensor_list(indices),
+                ctx.tensor(values),
+                ctx.constant(self.attrs[0]),
+            ],
+            1,
+        )
 
 
 class IndexSelect(Node):
@@ -1314,6 +2592,63 @@ class IndexSelect(Node):
             "aten::index_select",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index)],
             1,
+        )
+
+
+class IsinTensorTensor(Node):
+    """aten::isin: isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::isin"
+    op_name = "isin.Tensor_Tensor"
+    schema = "isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor"
+
+    def lower(self, ctx):
+        elements, test_elements = self.operands
+        return ctx.call(
+            "aten::isin",
+            [
+                ctx.tensor(elements),
+                ctx.tensor(test_elements),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
+class Isnan(Node):
+    """aten::isnan: isnan(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::isnan"
+    op_name = "isnan"
+    schema = "isnan(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::isnan", [ctx.tensor(self_)], 1)
+
+
+class Kthvalue(Node):
+    """aten::kthvalue: kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::kthvalue"
+    op_name = "kthvalue"
+    schema = "kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::kthvalue",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            2,
         )
 
 
@@ -1378,6 +2713,115 @@ class LeakyReluBackward(Node):
         )
 
 
+class LerpScalar(Node):
+    """aten::lerp: lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::lerp"
+    op_name = "lerp.Scalar"
+    schema = "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor"
+
+    def lower(self, ctx):
+        self_, end, weight = self.operands
+        return ctx.call("aten::lerp", [ctx.tensor(self_), ctx.tensor(end), ctx.scalar(weight)], 1)
+
+
+class LerpTensor(Node):
+    """aten::lerp: lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::lerp"
+    op_name = "lerp.Tensor"
+    schema = "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor"
+
+    def lower(self, ctx):
+        self_, end, weight = self.operands
+        return ctx.call("aten::lerp", [ctx.tensor(self_), ctx.tensor(end), ctx.tensor(weight)], 1)
+
+
+class Lgamma(Node):
+    """aten::lgamma: lgamma(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::lgamma"
+    op_name = "lgamma"
+    schema = "lgamma(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::lgamma", [ctx.tensor(self_)], 1)
+
+
+class LinalgCholeskyEx(Node):
+    """aten::linalg_cholesky_ex: linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_cholesky_ex"
+    op_name = "linalg_cholesky_ex"
+    schema = "linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::linalg_cholesky_ex",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            2,
+        )
+
+
+class LinalgCross(Node):
+    """aten::linalg_cross: linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_cross"
+    op_name = "linalg_cross"
+    schema = "linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call(
+            "aten::linalg_cross",
+            [ctx.tensor(self_), ctx.tensor(other), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
+class LinalgInvEx(Node):
+    """aten::linalg_inv_ex: linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_inv_ex"
+    op_name = "linalg_inv_ex"
+    schema = "linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"
+
+    def lower(self, ctx):
+        (A,) = self.operands
+        return ctx.call("aten::linalg_inv_ex", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
+
+
+class LinalgVectorNorm(Node):
+    """aten::linalg_vector_norm: linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_vector_norm"
+    op_name = "linalg_vector_norm"
+    schema = "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+
+    def lower(self, ctx):
+        self_, ord = self.operands
+        return ctx.call(
+            "aten::linalg_vector_norm",
+            [
+                ctx.tensor(self_),
+                ctx.scalar(ord),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
 class Log(Node):
     """aten::log: log(Tensor self) -> Tensor"""
 
@@ -1389,6 +2833,32 @@ class Log(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::log", [ctx.tensor(self_)], 1)
+
+
+class Log10(Node):
+    """aten::log10: log10(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::log10"
+    op_name = "log10"
+    schema = "log10(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::log10", [ctx.tensor(self_)], 1)
+
+
+class Log1p(Node):
+    """aten::log1p: log1p(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::log1p"
+    op_name = "log1p"
+    schema = "log1p(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::log1p", [ctx.tensor(self_)], 1)
 
 
 class Log2(Node):
@@ -1434,6 +2904,45 @@ class LogSigmoidForward(Node):
         return ctx.call("aten::log_sigmoid_forward", [ctx.tensor(self_)], 2)
 
 
+class Logaddexp(Node):
+    """aten::logaddexp: logaddexp(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logaddexp"
+    op_name = "logaddexp"
+    schema = "logaddexp(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::logaddexp", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class Logaddexp2(Node):
+    """aten::logaddexp2: logaddexp2(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logaddexp2"
+    op_name = "logaddexp2"
+    schema = "logaddexp2(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::logaddexp2", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class Logcumsumexp(Node):
+    """aten::logcumsumexp: logcumsumexp(Tensor self, int dim) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logcumsumexp"
+    op_name = "logcumsumexp"
+    schema = "logcumsumexp(Tensor self, int dim) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::logcumsumexp", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
 class Logdet(Node):
     """aten::logdet: logdet(Tensor self) -> Tensor"""
 
@@ -1445,6 +2954,105 @@ class Logdet(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::logdet", [ctx.tensor(self_)], 1)
+
+
+class LogicalAnd(Node):
+    """aten::logical_and: logical_and(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logical_and"
+    op_name = "logical_and"
+    schema = "logical_and(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::logical_and", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class LogicalNot(Node):
+    """aten::logical_not: logical_not(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logical_not"
+    op_name = "logical_not"
+    schema = "logical_not(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::logical_not", [ctx.tensor(self_)], 1)
+
+
+class LogicalOr(Node):
+    """aten::logical_or: logical_or(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logical_or"
+    op_name = "logical_or"
+    schema = "logical_or(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::logical_or", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class LogicalXor(Node):
+    """aten::logical_xor: logical_xor(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logical_xor"
+    op_name = "logical_xor"
+    schema = "logical_xor(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::logical_xor", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class Logit(Node):
+    """aten::logit: logit(Tensor self, float? eps=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logit"
+    op_name = "logit"
+    schema = "logit(Tensor self, float? eps=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::logit", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class LogitBackward(Node):
+    """aten::logit_backward: logit_backward(Tensor grad_output, Tensor self, float? eps=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logit_backward"
+    op_name = "logit_backward"
+    schema = "logit_backward(Tensor grad_output, Tensor self, float? eps=None) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::logit_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
+class Logsumexp(Node):
+    """aten::logsumexp: logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::logsumexp"
+    op_name = "logsumexp"
+    schema = "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::logsumexp",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
 
 
 class LtScalar(Node):
@@ -1500,6 +3108,21 @@ class MaskedFillTensor(Node):
         self_, mask, value = self.operands
         return ctx.call(
             "aten::masked_fill", [ctx.tensor(self_), ctx.tensor(mask), ctx.tensor(value)], 1
+        )
+
+
+class MaskedScatter(Node):
+    """aten::masked_scatter: masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::masked_scatter"
+    op_name = "masked_scatter"
+    schema = "masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"
+
+    def lower(self, ctx):
+        self_, mask, source = self.operands
+        return ctx.call(
+            "aten::masked_scatter", [ctx.tensor(self_), ctx.tensor(mask), ctx.tensor(source)], 1
         )
 
 
@@ -1631,6 +3254,38 @@ class MeanDim(Node):
         )
 
 
+class Median(Node):
+    """aten::median: median(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::median"
+    op_name = "median"
+    schema = "median(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::median", [ctx.tensor(self_)], 1)
+
+
+class MedianDim(Node):
+    """aten::median: median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::median"
+    op_name = "median.dim"
+    schema = (
+        "median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
+    )
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::median",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            2,
+        )
+
+
 class Min(Node):
     """aten::min: min(Tensor self) -> Tensor"""
 
@@ -1642,6 +3297,23 @@ class Min(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::min", [ctx.tensor(self_)], 1)
+
+
+class MinDim(Node):
+    """aten::min: min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::min"
+    op_name = "min.dim"
+    schema = "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::min",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            2,
+        )
 
 
 class Minimum(Node):
@@ -1657,6 +3329,19 @@ class Minimum(Node):
         return ctx.call("aten::minimum", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
+class Mish(Node):
+    """aten::mish: mish(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::mish"
+    op_name = "mish"
+    schema = "mish(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::mish", [ctx.tensor(self_)], 1)
+
+
 class Mm(Node):
     """aten::mm: mm(Tensor self, Tensor mat2) -> Tensor"""
 
@@ -1668,6 +3353,64 @@ class Mm(Node):
     def lower(self, ctx):
         self_, mat2 = self.operands
         return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(mat2)], 1)
+
+
+class Mode(Node):
+    """aten::mode: mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::mode"
+    op_name = "mode"
+    schema = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::mode",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            2,
+        )
+
+
+class MseLoss(Node):
+    """aten::mse_loss: mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::mse_loss"
+    op_name = "mse_loss"
+    schema = "mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"
+
+    def lower(self, ctx):
+        self_, target = self.operands
+        return ctx.call(
+            "aten::mse_loss",
+            [ctx.tensor(self_), ctx.tensor(target), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
+class MseLossBackward(Node):
+    """aten::mse_loss_backward: mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::mse_loss_backward"
+    op_name = "mse_loss_backward"
+    schema = (
+        "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_, target = self.operands
+        return ctx.call(
+            "aten::mse_loss_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.tensor(self_),
+                ctx.tensor(target),
+                ctx.constant(self.attrs[0]),
+            ],
+            1,
+        )
 
 
 class MulTensor(Node):
@@ -1694,6 +3437,30 @@ class Mv(Node):
     def lower(self, ctx):
         self_, vec = self.operands
         return ctx.call("aten::mv", [ctx.tensor(self_), ctx.tensor(vec)], 1)
+
+
+class NanToNum(Node):
+    """aten::nan_to_num: nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::nan_to_num"
+    op_name = "nan_to_num"
+    schema = (
+        "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::nan_to_num",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
 
 
 class NativeBatchNorm(Node):
@@ -1872,6 +3639,19 @@ class Neg(Node):
         return ctx.call("aten::neg", [ctx.tensor(self_)], 1)
 
 
+class Nextafter(Node):
+    """aten::nextafter: nextafter(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::nextafter"
+    op_name = "nextafter"
+    schema = "nextafter(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::nextafter", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
 class NllLoss2dBackward(Node):
     """aten::nll_loss2d_backward: nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor"""
 
@@ -1981,6 +3761,23 @@ class Nonzero(Node):
         return ctx.call("aten::nonzero", [ctx.tensor(self_)], 1)
 
 
+class NonzeroStatic(Node):
+    """aten::nonzero_static: nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::nonzero_static"
+    op_name = "nonzero_static"
+    schema = "nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::nonzero_static",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
 class NormScalaroptDim(Node):
     """aten::norm: norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor"""
 
@@ -2003,6 +3800,30 @@ class NormScalaroptDim(Node):
         )
 
 
+class OnesLike(Node):
+    """aten::ones_like: ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::ones_like"
+    op_name = "ones_like"
+    schema = "ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::ones_like",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
 class PermuteCopy(Node):
     """aten::permute_copy: permute_copy(Tensor self, int[] dims) -> Tensor"""
 
@@ -2014,6 +3835,32 @@ class PermuteCopy(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::permute_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class Polygamma(Node):
+    """aten::polygamma: polygamma(int n, Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::polygamma"
+    op_name = "polygamma"
+    schema = "polygamma(int n, Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::polygamma", [ctx.constant(self.attrs[0]), ctx.tensor(self_)], 1)
+
+
+class PowScalar(Node):
+    """aten::pow: pow.Scalar(Scalar self, Tensor exponent) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::pow"
+    op_name = "pow.Scalar"
+    schema = "pow.Scalar(Scalar self, Tensor exponent) -> Tensor"
+
+    def lower(self, ctx):
+        self_, exponent = self.operands
+        return ctx.call("aten::pow", [ctx.scalar(self_), ctx.tensor(exponent)], 1)
 
 
 class PowTensorScalar(Node):
@@ -2040,6 +3887,54 @@ class PowTensorTensor(Node):
     def lower(self, ctx):
         self_, exponent = self.operands
         return ctx.call("aten::pow", [ctx.tensor(self_), ctx.tensor(exponent)], 1)
+
+
+class Prod(Node):
+    """aten::prod: prod(Tensor self, *, ScalarType? dtype=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::prod"
+    op_name = "prod"
+    schema = "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::prod", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class ProdDimInt(Node):
+    """aten::prod: prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::prod"
+    op_name = "prod.dim_int"
+    schema = "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::prod",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class Rad2deg(Node):
+    """aten::rad2deg: rad2deg(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::rad2deg"
+    op_name = "rad2deg"
+    schema = "rad2deg(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::rad2deg", [ctx.tensor(self_)], 1)
 
 
 class Random(Node):
@@ -2105,6 +4000,36 @@ class Reciprocal(Node):
         return ctx.call("aten::reciprocal", [ctx.tensor(self_)], 1)
 
 
+class ReflectionPad1d(Node):
+    """aten::reflection_pad1d: reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::reflection_pad1d"
+    op_name = "reflection_pad1d"
+    schema = "reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::reflection_pad1d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class ReflectionPad2d(Node):
+    """aten::reflection_pad2d: reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::reflection_pad2d"
+    op_name = "reflection_pad2d"
+    schema = "reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::reflection_pad2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
 class Relu(Node):
     """aten::relu: relu(Tensor self) -> Tensor"""
 
@@ -2116,6 +4041,19 @@ class Relu(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::relu", [ctx.tensor(self_)], 1)
+
+
+class RemainderScalar(Node):
+    """aten::remainder: remainder.Scalar(Tensor self, Scalar other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::remainder"
+    op_name = "remainder.Scalar"
+    schema = "remainder.Scalar(Tensor self, Scalar other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::remainder", [ctx.tensor(self_), ctx.scalar(other)], 1)
 
 
 class RemainderTensor(Node):
@@ -2131,6 +4069,23 @@ class RemainderTensor(Node):
         return ctx.call("aten::remainder", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
+class Renorm(Node):
+    """aten::renorm: renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::renorm"
+    op_name = "renorm"
+    schema = "renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor"
+
+    def lower(self, ctx):
+        self_, p, maxnorm = self.operands
+        return ctx.call(
+            "aten::renorm",
+            [ctx.tensor(self_), ctx.scalar(p), ctx.constant(self.attrs[0]), ctx.scalar(maxnorm)],
+            1,
+        )
+
+
 class Repeat(Node):
     """aten::repeat: repeat(Tensor self, SymInt[] repeats) -> Tensor"""
 
@@ -2142,6 +4097,62 @@ class Repeat(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::repeat", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class ReplicationPad1d(Node):
+    """aten::replication_pad1d: replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::replication_pad1d"
+    op_name = "replication_pad1d"
+    schema = "replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::replication_pad1d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class ReplicationPad2d(Node):
+    """aten::replication_pad2d: replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::replication_pad2d"
+    op_name = "replication_pad2d"
+    schema = "replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::replication_pad2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class Round(Node):
+    """aten::round: round(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::round"
+    op_name = "round"
+    schema = "round(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::round", [ctx.tensor(self_)], 1)
+
+
+class RoundDecimals(Node):
+    """aten::round: round.decimals(Tensor self, *, int decimals) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::round"
+    op_name = "round.decimals"
+    schema = "round.decimals(Tensor self, *, int decimals) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::round", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
 
 
 class Rsqrt(Node):
@@ -2157,6 +4168,66 @@ class Rsqrt(Node):
         return ctx.call("aten::rsqrt", [ctx.tensor(self_)], 1)
 
 
+class RsubScalar(Node):
+    """aten::rsub: rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::rsub"
+    op_name = "rsub.Scalar"
+    schema = "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other, alpha = self.operands
+        return ctx.call("aten::rsub", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], 1)
+
+
+class RsubTensor(Node):
+    """aten::rsub: rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::rsub"
+    op_name = "rsub.Tensor"
+    schema = "rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other, alpha = self.operands
+        return ctx.call("aten::rsub", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
+
+
+class ScatterSrc(Node):
+    """aten::scatter: scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::scatter"
+    op_name = "scatter.src"
+    schema = "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, src = self.operands
+        return ctx.call(
+            "aten::scatter",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(src)],
+            1,
+        )
+
+
+class ScatterValue(Node):
+    """aten::scatter: scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::scatter"
+    op_name = "scatter.value"
+    schema = "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, value = self.operands
+        return ctx.call(
+            "aten::scatter",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.scalar(value)],
+            1,
+        )
+
+
 class ScatterAdd(Node):
     """aten::scatter_add: scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
 
@@ -2170,6 +4241,54 @@ class ScatterAdd(Node):
         return ctx.call(
             "aten::scatter_add",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(src)],
+            1,
+        )
+
+
+class ScatterReduceTwo(Node):
+    """aten::scatter_reduce: scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::scatter_reduce"
+    op_name = "scatter_reduce.two"
+    schema = "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, src = self.operands
+        return ctx.call(
+            "aten::scatter_reduce",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.tensor(index),
+                ctx.tensor(src),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class SearchsortedTensor(Node):
+    """aten::searchsorted: searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::searchsorted"
+    op_name = "searchsorted.Tensor"
+    schema = "searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"
+
+    def lower(self, ctx):
+        sorted_sequence, self_, sorter = self.operands
+        return ctx.call(
+            "aten::searchsorted",
+            [
+                ctx.tensor(sorted_sequence),
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.optional_tensor(sorter),
+            ],
             1,
         )
 
@@ -2265,6 +4384,19 @@ class SigmoidBackward(Node):
         return ctx.call("aten::sigmoid_backward", [ctx.tensor(grad_output), ctx.tensor(output)], 1)
 
 
+class Sign(Node):
+    """aten::sign: sign(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::sign"
+    op_name = "sign"
+    schema = "sign(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::sign", [ctx.tensor(self_)], 1)
+
+
 class Silu(Node):
     """aten::silu: silu(Tensor self) -> Tensor"""
 
@@ -2276,6 +4408,45 @@ class Silu(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::silu", [ctx.tensor(self_)], 1)
+
+
+class Sin(Node):
+    """aten::sin: sin(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::sin"
+    op_name = "sin"
+    schema = "sin(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::sin", [ctx.tensor(self_)], 1)
+
+
+class Sinc(Node):
+    """aten::sinc: sinc(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::sinc"
+    op_name = "sinc"
+    schema = "sinc(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::sinc", [ctx.tensor(self_)], 1)
+
+
+class Sinh(Node):
+    """aten::sinh: sinh(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::sinh"
+    op_name = "sinh"
+    schema = "sinh(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::sinh", [ctx.tensor(self_)], 1)
 
 
 class SliceCopyTensor(Node):
@@ -2404,6 +4575,19 @@ class SoftplusBackward(Node):
         )
 
 
+class Softshrink(Node):
+    """aten::softshrink: softshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::softshrink"
+    op_name = "softshrink"
+    schema = "softshrink(Tensor self, Scalar lambd=0.5) -> Tensor"
+
+    def lower(self, ctx):
+        self_, lambd = self.operands
+        return ctx.call("aten::softshrink", [ctx.tensor(self_), ctx.scalar(lambd)], 1)
+
+
 class Sort(Node):
     """aten::sort: sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
 
@@ -2421,6 +4605,77 @@ class Sort(Node):
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
             2,
         )
+
+
+class SortStable(Node):
+    """aten::sort: sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::sort"
+    op_name = "sort.stable"
+    schema = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::sort",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            2,
+        )
+
+
+class SpecialErfcx(Node):
+    """aten::special_erfcx: special_erfcx(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_erfcx"
+    op_name = "special_erfcx"
+    schema = "special_erfcx(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_erfcx", [ctx.tensor(self_)], 1)
+
+
+class SplitCopyTensor(Node):
+    """aten::split_copy: split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]"""
+
+    __slots__ = ()
+    op_kind = "aten::split_copy"
+    op_name = "split_copy.Tensor"
+    schema = "split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        (result,) = ctx.call(
+            "aten::split_copy",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+        return ctx.call("prim::ListUnpack", [result], len(self.shapes))
+
+
+class SplitWithSizesCopy(Node):
+    """aten::split_with_sizes_copy: split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]"""
+
+    __slots__ = ()
+    op_kind = "aten::split_with_sizes_copy"
+    op_name = "split_with_sizes_copy"
+    schema = "split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        (result,) = ctx.call(
+            "aten::split_with_sizes_copy",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+        return ctx.call("prim::ListUnpack", [result], len(self.shapes))
 
 
 class Sqrt(Node):
@@ -2456,6 +4711,19 @@ class SqueezeCopyDim(Node):
     op_kind = "aten::squeeze_copy"
     op_name = "squeeze_copy.dim"
     schema = "squeeze_copy.dim(Tensor self, int dim) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::squeeze_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class SqueezeCopyDims(Node):
+    """aten::squeeze_copy: squeeze_copy.dims(Tensor self, int[] dim) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::squeeze_copy"
+    op_name = "squeeze_copy.dims"
+    schema = "squeeze_copy.dims(Tensor self, int[] dim) -> Tensor"
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2532,6 +4800,28 @@ class StdDim(Node):
         )
 
 
+class StdMeanCorrection(Node):
+    """aten::std_mean: std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::std_mean"
+    op_name = "std_mean.correction"
+    schema = "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        self_, correction = self.operands
+        return ctx.call(
+            "aten::std_mean",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.optional_scalar(correction),
+                ctx.constant(self.attrs[1]),
+            ],
+            2,
+        )
+
+
 class SubTensor(Node):
     """aten::sub: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
 
@@ -2591,6 +4881,19 @@ class TCopy(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::t_copy", [ctx.tensor(self_)], 1)
+
+
+class Tan(Node):
+    """aten::tan: tan(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::tan"
+    op_name = "tan"
+    schema = "tan(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::tan", [ctx.tensor(self_)], 1)
 
 
 class Tanh(Node):
@@ -2717,6 +5020,30 @@ class Tril(Node):
         return ctx.call("aten::tril", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
 
 
+class TrilIndices(Node):
+    """aten::tril_indices: tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::tril_indices"
+    op_name = "tril_indices"
+    schema = "tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+
+    def lower(self, ctx):
+        return ctx.call(
+            "aten::tril_indices",
+            [
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+                ctx.constant(self.attrs[5]),
+                ctx.constant(self.attrs[6]),
+            ],
+            1,
+        )
+
+
 class Triu(Node):
     """aten::triu: triu(Tensor self, SymInt diagonal=0) -> Tensor"""
 
@@ -2730,6 +5057,30 @@ class Triu(Node):
         return ctx.call("aten::triu", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
 
 
+class TriuIndices(Node):
+    """aten::triu_indices: triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::triu_indices"
+    op_name = "triu_indices"
+    schema = "triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+
+    def lower(self, ctx):
+        return ctx.call(
+            "aten::triu_indices",
+            [
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+                ctx.constant(self.attrs[5]),
+                ctx.constant(self.attrs[6]),
+            ],
+            1,
+        )
+
+
 class Trunc(Node):
     """aten::trunc: trunc(Tensor self) -> Tensor"""
 
@@ -2741,6 +5092,22 @@ class Trunc(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::trunc", [ctx.tensor(self_)], 1)
+
+
+class UnbindCopyInt(Node):
+    """aten::unbind_copy: unbind_copy.int(Tensor self, int dim=0) -> Tensor[]"""
+
+    __slots__ = ()
+    op_kind = "aten::unbind_copy"
+    op_name = "unbind_copy.int"
+    schema = "unbind_copy.int(Tensor self, int dim=0) -> Tensor[]"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        (result,) = ctx.call(
+            "aten::unbind_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+        return ctx.call("prim::ListUnpack", [result], len(self.shapes))
 
 
 class UnfoldCopy(Node):
@@ -2870,6 +5237,50 @@ class UpsampleNearest2dBackward(Node):
         )
 
 
+class VarCorrection(Node):
+    """aten::var: var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::var"
+    op_name = "var.correction"
+    schema = "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        self_, correction = self.operands
+        return ctx.call(
+            "aten::var",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.optional_scalar(correction),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
+class VarMeanCorrection(Node):
+    """aten::var_mean: var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::var_mean"
+    op_name = "var_mean.correction"
+    schema = "var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        self_, correction = self.operands
+        return ctx.call(
+            "aten::var_mean",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.optional_scalar(correction),
+                ctx.constant(self.attrs[1]),
+            ],
+            2,
+        )
+
+
 class ViewCopy(Node):
     """aten::view_copy: view_copy(Tensor self, SymInt[] size) -> Tensor"""
 
@@ -2894,6 +5305,34 @@ class ViewCopyDtype(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::view_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class WhereSelf(Node):
+    """aten::where: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::where"
+    op_name = "where.self"
+    schema = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        condition, self_, other = self.operands
+        return ctx.call(
+            "aten::where", [ctx.tensor(condition), ctx.tensor(self_), ctx.tensor(other)], 1
+        )
+
+
+class XlogyTensor(Node):
+    """aten::xlogy: xlogy.Tensor(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::xlogy"
+    op_name = "xlogy.Tensor"
+    schema = "xlogy.Tensor(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::xlogy", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
 class Zero(Node):

@@ -33,6 +33,46 @@ def _adaptive_avg_pool2d_backward(grad_output, self):
     return rt.wrap(node, device)
 
 
+def _adaptive_avg_pool3d(self, output_size):
+    rt.count("lazy::_adaptive_avg_pool3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size),)
+    shapes = rt.infer_shapes(aten._adaptive_avg_pool3d.default, (self, output_size), {})
+    node = rt.make_node(ir.AdaptiveAvgPool3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _cdist_forward(x1, x2, p, compute_mode):
+    rt.count("lazy::_cdist_forward")
+    device = rt.device_of(x1, x2)
+    operands = (rt.tensor(x1, device), rt.tensor(x2, device))
+    attrs = (p, compute_mode)
+    shapes = rt.infer_shapes(aten._cdist_forward.default, (x1, x2, p, compute_mode), {})
+    node = rt.make_node(ir.CdistForward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _linalg_det(A):
+    rt.count("lazy::_linalg_det")
+    device = rt.device_of(A)
+    operands = (rt.tensor(A, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten._linalg_det.default, (A,), {})
+    node = rt.make_node(ir.LinalgDet, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _linalg_slogdet(A):
+    rt.count("lazy::_linalg_slogdet")
+    device = rt.device_of(A)
+    operands = (rt.tensor(A, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten._linalg_slogdet.default, (A,), {})
+    node = rt.make_node(ir.LinalgSlogdet, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def _log_softmax(self, dim, half_to_float):
     rt.count("lazy::_log_softmax")
     device = rt.device_of(self)
@@ -52,6 +92,16 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
         aten._log_softmax_backward_data.default, (grad_output, output, dim, input_dtype), {}
     )
     node = rt.make_node(ir.LogSoftmaxBackwardData, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _prelu_kernel(self, weight):
+    rt.count("lazy::_prelu_kernel")
+    device = rt.device_of(self, weight)
+    operands = (rt.tensor(self, device), rt.tensor(weight, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten._prelu_kernel.default, (self, weight), {})
+    node = rt.make_node(ir.PreluKernel, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -101,6 +151,48 @@ def abs(self):
     return rt.wrap(node, device)
 
 
+def acos(self):
+    rt.count("lazy::acos")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.acos.default, (self,), {})
+    node = rt.make_node(ir.Acos, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def acosh(self):
+    rt.count("lazy::acosh")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.acosh.default, (self,), {})
+    node = rt.make_node(ir.Acosh, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def adaptive_max_pool2d(self, output_size):
+    rt.count("lazy::adaptive_max_pool2d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size),)
+    shapes = rt.infer_shapes(aten.adaptive_max_pool2d.default, (self, output_size), {})
+    node = rt.make_node(ir.AdaptiveMaxPool2d, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def adaptive_max_pool2d_backward(grad_output, self, indices):
+    rt.count("lazy::adaptive_max_pool2d_backward")
+    device = rt.device_of(grad_output, self, indices)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(indices, device))
+    attrs = ()
+    shapes = rt.infer_shapes(
+        aten.adaptive_max_pool2d_backward.default, (grad_output, self, indices), {}
+    )
+    node = rt.make_node(ir.AdaptiveMaxPool2dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def add_tensor(self, other, *, alpha=1):
     rt.count("lazy::add.Tensor")
     device = rt.device_of(self, other)
@@ -108,6 +200,24 @@ def add_tensor(self, other, *, alpha=1):
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Tensor, (self, other), {"alpha": alpha})
     node = rt.make_node(ir.AddTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    rt.count("lazy::addbmm")
+    device = rt.device_of(self, batch1, batch2)
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(batch1, device),
+        rt.tensor(batch2, device),
+        rt.scalar(beta, device),
+        rt.scalar(alpha, device),
+    )
+    attrs = ()
+    shapes = rt.infer_shapes(
+        aten.addbmm.default, (self, batch1, batch2), {"beta": beta, "alpha": alpha}
+    )
+    node = rt.make_node(ir.Addbmm, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -157,6 +267,22 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     return rt.wrap(node, device)
 
 
+def addmv(self, mat, vec, *, beta=1, alpha=1):
+    rt.count("lazy::addmv")
+    device = rt.device_of(self, mat, vec)
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(mat, device),
+        rt.tensor(vec, device),
+        rt.scalar(beta, device),
+        rt.scalar(alpha, device),
+    )
+    attrs = ()
+    shapes = rt.infer_shapes(aten.addmv.default, (self, mat, vec), {"beta": beta, "alpha": alpha})
+    node = rt.make_node(ir.Addmv, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def alias_copy(self):
     rt.count("lazy::alias_copy")
     device = rt.device_of(self)
@@ -177,6 +303,26 @@ def all(self):
     return rt.wrap(node, device)
 
 
+def all_dim(self, dim, keepdim=False):
+    rt.count("lazy::all.dim")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.all.dim, (self, dim, keepdim), {})
+    node = rt.make_node(ir.AllDim, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def all_dims(self, dim=None, keepdim=False):
+    rt.count("lazy::all.dims")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (None if dim is None else tuple(dim), keepdim)
+    shapes = rt.infer_shapes(aten.all.dims, (self, dim, keepdim), {})
+    node = rt.make_node(ir.AllDims, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def any(self):
     rt.count("lazy::any")
     device = rt.device_of(self)
@@ -184,6 +330,26 @@ def any(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.any.default, (self,), {})
     node = rt.make_node(ir.Any, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def any_dim(self, dim, keepdim=False):
+    rt.count("lazy::any.dim")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.any.dim, (self, dim, keepdim), {})
+    node = rt.make_node(ir.AnyDim, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def any_dims(self, dim=None, keepdim=False):
+    rt.count("lazy::any.dims")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (None if dim is None else tuple(dim), keepdim)
+    shapes = rt.infer_shapes(aten.any.dims, (self, dim, keepdim), {})
+    node = rt.make_node(ir.AnyDims, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -202,6 +368,26 @@ def arange_start_out(start, end, step=1, *, out):
     )
     node = rt.make_node(ir.ArangeStartOut, operands, attrs, shapes)
     return rt.inplace(out, node)
+
+
+def argmax(self, dim=None, keepdim=False):
+    rt.count("lazy::argmax")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.argmax.default, (self, dim, keepdim), {})
+    node = rt.make_node(ir.Argmax, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def argmin(self, dim=None, keepdim=False):
+    rt.count("lazy::argmin")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.argmin.default, (self, dim, keepdim), {})
+    node = rt.make_node(ir.Argmin, operands, attrs, shapes)
+    return rt.wrap(node, device)
 
 
 def as_strided_copy(self, size, stride, storage_offset=None):
@@ -232,6 +418,56 @@ def as_strided_scatter(self, src, size, stride, storage_offset=None):
         aten.as_strided_scatter.default, (self, src, size, stride, storage_offset), {}
     )
     node = rt.make_node(ir.AsStridedScatter, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def asin(self):
+    rt.count("lazy::asin")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.asin.default, (self,), {})
+    node = rt.make_node(ir.Asin, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def asinh(self):
+    rt.count("lazy::asinh")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.asinh.default, (self,), {})
+    node = rt.make_node(ir.Asinh, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def atan(self):
+    rt.count("lazy::atan")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.atan.default, (self,), {})
+    node = rt.make_node(ir.Atan, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def atan2(self, other):
+    rt.count("lazy::atan2")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.atan2.default, (self, other), {})
+    node = rt.make_node(ir.Atan2, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def atanh(self):
+    rt.count("lazy::atanh")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.atanh.default, (self,), {})
+    node = rt.make_node(ir.Atanh, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -369,6 +605,16 @@ def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduct
     return rt.wrap(node, device)
 
 
+def bitwise_and_scalar(self, other):
+    rt.count("lazy::bitwise_and.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.bitwise_and.Scalar, (self, other), {})
+    node = rt.make_node(ir.BitwiseAndScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def bitwise_and_tensor(self, other):
     rt.count("lazy::bitwise_and.Tensor")
     device = rt.device_of(self, other)
@@ -376,6 +622,26 @@ def bitwise_and_tensor(self, other):
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_and.Tensor, (self, other), {})
     node = rt.make_node(ir.BitwiseAndTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def bitwise_not(self):
+    rt.count("lazy::bitwise_not")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.bitwise_not.default, (self,), {})
+    node = rt.make_node(ir.BitwiseNot, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def bitwise_or_scalar(self, other):
+    rt.count("lazy::bitwise_or.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.bitwise_or.Scalar, (self, other), {})
+    node = rt.make_node(ir.BitwiseOrScalar, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -389,6 +655,26 @@ def bitwise_or_tensor(self, other):
     return rt.wrap(node, device)
 
 
+def bitwise_xor_scalar(self, other):
+    rt.count("lazy::bitwise_xor.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.bitwise_xor.Scalar, (self, other), {})
+    node = rt.make_node(ir.BitwiseXorScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def bitwise_xor_tensor(self, other):
+    rt.count("lazy::bitwise_xor.Tensor")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.bitwise_xor.Tensor, (self, other), {})
+    node = rt.make_node(ir.BitwiseXorTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def bmm(self, mat2):
     rt.count("lazy::bmm")
     device = rt.device_of(self, mat2)
@@ -399,6 +685,18 @@ def bmm(self, mat2):
     return rt.wrap(node, device)
 
 
+def bucketize_tensor(self, boundaries, *, out_int32=False, right=False):
+    rt.count("lazy::bucketize.Tensor")
+    device = rt.device_of(self, boundaries)
+    operands = (rt.tensor(self, device), rt.tensor(boundaries, device))
+    attrs = (out_int32, right)
+    shapes = rt.infer_shapes(
+        aten.bucketize.Tensor, (self, boundaries), {"out_int32": out_int32, "right": right}
+    )
+    node = rt.make_node(ir.BucketizeTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def cat(tensors, dim=0):
     rt.count("lazy::cat")
     device = rt.device_of(tensors)
@@ -406,6 +704,16 @@ def cat(tensors, dim=0):
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.cat.default, (tensors, dim), {})
     node = rt.make_node(ir.Cat, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def ceil(self):
+    rt.count("lazy::ceil")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.ceil.default, (self,), {})
+    node = rt.make_node(ir.Ceil, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -423,6 +731,40 @@ def clamp(self, min=None, max=None):
     return rt.wrap(node, device)
 
 
+def clamp_tensor(self, min=None, max=None):
+    rt.count("lazy::clamp.Tensor")
+    device = rt.device_of(self, min, max)
+    operands = (
+        rt.tensor(self, device),
+        rt.optional_tensor(min, device),
+        rt.optional_tensor(max, device),
+    )
+    attrs = ()
+    shapes = rt.infer_shapes(aten.clamp.Tensor, (self, min, max), {})
+    node = rt.make_node(ir.ClampTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def clamp_max(self, max):
+    rt.count("lazy::clamp_max")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(max, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.clamp_max.default, (self, max), {})
+    node = rt.make_node(ir.ClampMax, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def clamp_max_tensor(self, max):
+    rt.count("lazy::clamp_max.Tensor")
+    device = rt.device_of(self, max)
+    operands = (rt.tensor(self, device), rt.tensor(max, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.clamp_max.Tensor, (self, max), {})
+    node = rt.make_node(ir.ClampMaxTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def clamp_min(self, min):
     rt.count("lazy::clamp_min")
     device = rt.device_of(self)
@@ -430,6 +772,28 @@ def clamp_min(self, min):
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp_min.default, (self, min), {})
     node = rt.make_node(ir.ClampMin, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def clamp_min_tensor(self, min):
+    rt.count("lazy::clamp_min.Tensor")
+    device = rt.device_of(self, min)
+    operands = (rt.tensor(self, device), rt.tensor(min, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.clamp_min.Tensor, (self, min), {})
+    node = rt.make_node(ir.ClampMinTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def col2im(self, output_size, kernel_size, dilation, padding, stride):
+    rt.count("lazy::col2im")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), tuple(kernel_size), tuple(dilation), tuple(padding), tuple(stride))
+    shapes = rt.infer_shapes(
+        aten.col2im.default, (self, output_size, kernel_size, dilation, padding, stride), {}
+    )
+    node = rt.make_node(ir.Col2im, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -515,6 +879,16 @@ def convolution_backward(
     return rt.wrap_tuple(node, device)
 
 
+def copysign_tensor(self, other):
+    rt.count("lazy::copysign.Tensor")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.copysign.Tensor, (self, other), {})
+    node = rt.make_node(ir.CopysignTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def cos(self):
     rt.count("lazy::cos")
     device = rt.device_of(self)
@@ -522,6 +896,56 @@ def cos(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.cos.default, (self,), {})
     node = rt.make_node(ir.Cos, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def cosh(self):
+    rt.count("lazy::cosh")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.cosh.default, (self,), {})
+    node = rt.make_node(ir.Cosh, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def count_nonzero_dim_intlist(self, dim):
+    rt.count("lazy::count_nonzero.dim_IntList")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim),)
+    shapes = rt.infer_shapes(aten.count_nonzero.dim_IntList, (self, dim), {})
+    node = rt.make_node(ir.CountNonzeroDimIntlist, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def cummax(self, dim):
+    rt.count("lazy::cummax")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.cummax.default, (self, dim), {})
+    node = rt.make_node(ir.Cummax, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def cummin(self, dim):
+    rt.count("lazy::cummin")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.cummin.default, (self, dim), {})
+    node = rt.make_node(ir.Cummin, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def cumprod(self, dim, *, dtype=None):
+    rt.count("lazy::cumprod")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, dtype)
+    shapes = rt.infer_shapes(aten.cumprod.default, (self, dim), {"dtype": dtype})
+    node = rt.make_node(ir.Cumprod, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -535,6 +959,16 @@ def cumsum(self, dim, *, dtype=None):
     return rt.wrap(node, device)
 
 
+def deg2rad(self):
+    rt.count("lazy::deg2rad")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.deg2rad.default, (self,), {})
+    node = rt.make_node(ir.Deg2rad, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def detach_copy(self):
     rt.count("lazy::detach_copy")
     device = rt.device_of(self)
@@ -542,6 +976,16 @@ def detach_copy(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.detach_copy.default, (self,), {})
     node = rt.make_node(ir.DetachCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+    rt.count("lazy::diag_embed")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (offset, dim1, dim2)
+    shapes = rt.infer_shapes(aten.diag_embed.default, (self, offset, dim1, dim2), {})
+    node = rt.make_node(ir.DiagEmbed, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -565,6 +1009,16 @@ def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
     return rt.wrap(node, device)
 
 
+def digamma(self):
+    rt.count("lazy::digamma")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.digamma.default, (self,), {})
+    node = rt.make_node(ir.Digamma, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def div_tensor(self, other):
     rt.count("lazy::div.Tensor")
     device = rt.device_of(self, other)
@@ -582,6 +1036,16 @@ def div_tensor_mode(self, other, *, rounding_mode):
     attrs = (rounding_mode,)
     shapes = rt.infer_shapes(aten.div.Tensor_mode, (self, other), {"rounding_mode": rounding_mode})
     node = rt.make_node(ir.DivTensorMode, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def dot(self, tensor):
+    rt.count("lazy::dot")
+    device = rt.device_of(self, tensor)
+    operands = (rt.tensor(self, device), rt.tensor(tensor, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.dot.default, (self, tensor), {})
+    node = rt.make_node(ir.Dot, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -666,6 +1130,36 @@ def eq_tensor(self, other):
     return rt.wrap(node, device)
 
 
+def erf(self):
+    rt.count("lazy::erf")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.erf.default, (self,), {})
+    node = rt.make_node(ir.Erf, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def erfc(self):
+    rt.count("lazy::erfc")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.erfc.default, (self,), {})
+    node = rt.make_node(ir.Erfc, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def erfinv(self):
+    rt.count("lazy::erfinv")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.erfinv.default, (self,), {})
+    node = rt.make_node(ir.Erfinv, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def exp(self):
     rt.count("lazy::exp")
     device = rt.device_of(self)
@@ -676,6 +1170,16 @@ def exp(self):
     return rt.wrap(node, device)
 
 
+def exp2(self):
+    rt.count("lazy::exp2")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.exp2.default, (self,), {})
+    node = rt.make_node(ir.Exp2, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def expand_copy(self, size, *, implicit=False):
     rt.count("lazy::expand_copy")
     device = rt.device_of(self)
@@ -683,6 +1187,36 @@ def expand_copy(self, size, *, implicit=False):
     attrs = (implicit,)
     shapes = rt.infer_shapes(aten.expand_copy.default, (self, size), {"implicit": implicit})
     node = rt.make_node(ir.ExpandCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def expm1(self):
+    rt.count("lazy::expm1")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.expm1.default, (self,), {})
+    node = rt.make_node(ir.Expm1, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def fill_scalar(self, value):
+    rt.count("lazy::fill.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(value, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.fill.Scalar, (self, value), {})
+    node = rt.make_node(ir.FillScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def fill_tensor(self, value):
+    rt.count("lazy::fill.Tensor")
+    device = rt.device_of(self, value)
+    operands = (rt.tensor(self, device), rt.tensor(value, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.fill.Tensor, (self, value), {})
+    node = rt.make_node(ir.FillTensor, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -706,6 +1240,56 @@ def floor(self):
     return rt.wrap(node, device)
 
 
+def floor_divide(self, other):
+    rt.count("lazy::floor_divide")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.floor_divide.default, (self, other), {})
+    node = rt.make_node(ir.FloorDivide, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def fmax(self, other):
+    rt.count("lazy::fmax")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.fmax.default, (self, other), {})
+    node = rt.make_node(ir.Fmax, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def fmin(self, other):
+    rt.count("lazy::fmin")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.fmin.default, (self, other), {})
+    node = rt.make_node(ir.Fmin, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def fmod_scalar(self, other):
+    rt.count("lazy::fmod.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.fmod.Scalar, (self, other), {})
+    node = rt.make_node(ir.FmodScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def fmod_tensor(self, other):
+    rt.count("lazy::fmod.Tensor")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.fmod.Tensor, (self, other), {})
+    node = rt.make_node(ir.FmodTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def frac(self):
     rt.count("lazy::frac")
     device = rt.device_of(self)
@@ -714,6 +1298,28 @@ def frac(self):
     shapes = rt.infer_shapes(aten.frac.default, (self,), {})
     node = rt.make_node(ir.Frac, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def full_like(
+    self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
+):
+    rt.count("lazy::full_like")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device), rt.scalar(fill_value, lazy_device))
+    attrs = (dtype, layout, device, pin_memory, memory_format)
+    shapes = rt.infer_shapes(
+        aten.full_like.default,
+        (self, fill_value),
+        {
+            "dtype": dtype,
+            "layout": layout,
+            "device": device,
+            "pin_memory": pin_memory,
+            "memory_format": memory_format,
+        },
+    )
+    node = rt.make_node(ir.FullLike, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
 
 
 def gather(self, dim, index, *, sparse_grad=False):
@@ -853,6 +1459,16 @@ def gt_tensor(self, other):
     return rt.wrap(node, device)
 
 
+def hardshrink(self, lambd=0.5):
+    rt.count("lazy::hardshrink")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(lambd, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.hardshrink.default, (self, lambd), {})
+    node = rt.make_node(ir.Hardshrink, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def hardsigmoid(self):
     rt.count("lazy::hardsigmoid")
     device = rt.device_of(self)
@@ -860,6 +1476,176 @@ def hardsigmoid(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.hardsigmoid.default, (self,), {})
     node = rt.make_node(ir.Hardsigmoid, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def hardswish(self):
+    rt.count("lazy::hardswish")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.hardswish.default, (self,), {})
+    node = rt.make_node(ir.Hardswish, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def hardswish_backward(grad_output, self):
+    rt.count("lazy::hardswish_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.hardswish_backward.default, (grad_output, self), {})
+    node = rt.make_node(ir.HardswishBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def hardtanh(self, min_val=-1, max_val=1):
+    rt.count("lazy::hardtanh")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(min_val, device), rt.scalar(max_val, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.hardtanh.default, (self, min_val, max_val), {})
+    node = rt.make_node(ir.Hardtanh, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def hardtanh_backward(grad_output, self, min_val, max_val):
+    rt.count("lazy::hardtanh_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (
+        rt.tensor(grad_output, device),
+        rt.tensor(self, device),
+        rt.scalar(min_val, device),
+        rt.scalar(max_val, device),
+    )
+    attrs = ()
+    shapes = rt.infer_shapes(
+        aten.hardtanh_backward.default, (grad_output, self, min_val, max_val), {}
+    )
+    node = rt.make_node(ir.HardtanhBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def heaviside(self, values):
+    rt.count("lazy::heaviside")
+    device = rt.device_of(self, values)
+    operands = (rt.tensor(self, device), rt.tensor(values, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.heaviside.default, (self, values), {})
+    node = rt.make_node(ir.Heaviside, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def histc(self, bins=100, min=0, max=0):
+    rt.count("lazy::histc")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(min, device), rt.scalar(max, device))
+    attrs = (bins,)
+    shapes = rt.infer_shapes(aten.histc.default, (self, bins, min, max), {})
+    node = rt.make_node(ir.Histc, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def huber_loss(self, target, reduction=1, delta=1.0):
+    rt.count("lazy::huber_loss")
+    device = rt.device_of(self, target)
+    operands = (rt.tensor(self, device), rt.tensor(target, device))
+    attrs = (reduction, delta)
+    shapes = rt.infer_shapes(aten.huber_loss.default, (self, target, reduction, delta), {})
+    node = rt.make_node(ir.HuberLoss, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def huber_loss_backward(grad_output, self, target, reduction, delta):
+    rt.count("lazy::huber_loss_backward")
+    device = rt.device_of(grad_output, self, target)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(target, device))
+    attrs = (reduction, delta)
+    shapes = rt.infer_shapes(
+        aten.huber_loss_backward.default, (grad_output, self, target, reduction, delta), {}
+    )
+    node = rt.make_node(ir.HuberLossBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def hypot(self, other):
+    rt.count("lazy::hypot")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.hypot.default, (self, other), {})
+    node = rt.make_node(ir.Hypot, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def i0(self):
+    rt.count("lazy::i0")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.i0.default, (self,), {})
+    node = rt.make_node(ir.I0, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def im2col(self, kernel_size, dilation, padding, stride):
+    rt.count("lazy::im2col")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(kernel_size), tuple(dilation), tuple(padding), tuple(stride))
+    shapes = rt.infer_shapes(
+        aten.im2col.default, (self, kernel_size, dilation, padding, stride), {}
+    )
+    node = rt.make_node(ir.Im2col, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def index_add(self, dim, index, source, *, alpha=1):
+    rt.count("lazy::index_add")
+    device = rt.device_of(self, index, source)
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(index, device),
+        rt.tensor(source, device),
+        rt.scalar(alpha, device),
+    )
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.index_add.default, (self, dim, index, source), {"alpha": alpha})
+    node = rt.make_node(ir.IndexAdd, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def index_copy(self, dim, index, source):
+    rt.count("lazy::index_copy")
+    device = rt.device_of(self, index, source)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(source, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.index_copy.default, (self, dim, index, source), {})
+    node = rt.make_node(ir.IndexCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def index_fill_int_scalar(self, dim, index, value):
+    rt.count("lazy::index_fill.int_Scalar")
+    device = rt.device_of(self, index)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.scalar(value, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.index_fill.int_Scalar, (self, dim, index, value), {})
+    node = rt.make_node(ir.IndexFillIntScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def index_put(self, indices, values, accumulate=False):
+    rt.count("lazy::index_put")
+    device = rt.device_of(self, indices, values)
+    operands = (
+        rt.tensor(self, device),
+        rt.optional_tensor_list(indices, device),
+        rt.tensor(values, device),
+    )
+    attrs = (accumulate,)
+    shapes = rt.infer_shapes(aten.index_put.default, (self, indices, values, accumulate), {})
+    node = rt.make_node(ir.IndexPut, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -871,6 +1657,40 @@ def index_select(self, dim, index):
     shapes = rt.infer_shapes(aten.index_select.default, (self, dim, index), {})
     node = rt.make_node(ir.IndexSelect, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def isin_tensor_tensor(elements, test_elements, *, assume_unique=False, invert=False):
+    rt.count("lazy::isin.Tensor_Tensor")
+    device = rt.device_of(elements, test_elements)
+    operands = (rt.tensor(elements, device), rt.tensor(test_elements, device))
+    attrs = (assume_unique, invert)
+    shapes = rt.infer_shapes(
+        aten.isin.Tensor_Tensor,
+        (elements, test_elements),
+        {"assume_unique": assume_unique, "invert": invert},
+    )
+    node = rt.make_node(ir.IsinTensorTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def isnan(self):
+    rt.count("lazy::isnan")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.isnan.default, (self,), {})
+    node = rt.make_node(ir.Isnan, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def kthvalue(self, k, dim=-1, keepdim=False):
+    rt.count("lazy::kthvalue")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (k, dim, keepdim)
+    shapes = rt.infer_shapes(aten.kthvalue.default, (self, k, dim, keepdim), {})
+    node = rt.make_node(ir.Kthvalue, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def le_scalar(self, other):
@@ -919,6 +1739,80 @@ def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
     return rt.wrap(node, device)
 
 
+def lerp_scalar(self, end, weight):
+    rt.count("lazy::lerp.Scalar")
+    device = rt.device_of(self, end)
+    operands = (rt.tensor(self, device), rt.tensor(end, device), rt.scalar(weight, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.lerp.Scalar, (self, end, weight), {})
+    node = rt.make_node(ir.LerpScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def lerp_tensor(self, end, weight):
+    rt.count("lazy::lerp.Tensor")
+    device = rt.device_of(self, end, weight)
+    operands = (rt.tensor(self, device), rt.tensor(end, device), rt.tensor(weight, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.lerp.Tensor, (self, end, weight), {})
+    node = rt.make_node(ir.LerpTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def lgamma(self):
+    rt.count("lazy::lgamma")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.lgamma.default, (self,), {})
+    node = rt.make_node(ir.Lgamma, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
+    rt.count("lazy::linalg_cholesky_ex")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (upper, check_errors)
+    shapes = rt.infer_shapes(
+        aten.linalg_cholesky_ex.default, (self,), {"upper": upper, "check_errors": check_errors}
+    )
+    node = rt.make_node(ir.LinalgCholeskyEx, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def linalg_cross(self, other, *, dim=-1):
+    rt.count("lazy::linalg_cross")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.linalg_cross.default, (self, other), {"dim": dim})
+    node = rt.make_node(ir.LinalgCross, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def linalg_inv_ex(A, *, check_errors=False):
+    rt.count("lazy::linalg_inv_ex")
+    device = rt.device_of(A)
+    operands = (rt.tensor(A, device),)
+    attrs = (check_errors,)
+    shapes = rt.infer_shapes(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
+    node = rt.make_node(ir.LinalgInvEx, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
+    rt.count("lazy::linalg_vector_norm")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(ord, device))
+    attrs = (None if dim is None else tuple(dim), keepdim, dtype)
+    shapes = rt.infer_shapes(
+        aten.linalg_vector_norm.default, (self, ord, dim, keepdim), {"dtype": dtype}
+    )
+    node = rt.make_node(ir.LinalgVectorNorm, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def log(self):
     rt.count("lazy::log")
     device = rt.device_of(self)
@@ -926,6 +1820,26 @@ def log(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.log.default, (self,), {})
     node = rt.make_node(ir.Log, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def log10(self):
+    rt.count("lazy::log10")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.log10.default, (self,), {})
+    node = rt.make_node(ir.Log10, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def log1p(self):
+    rt.count("lazy::log1p")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.log1p.default, (self,), {})
+    node = rt.make_node(ir.Log1p, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -959,6 +1873,36 @@ def log_sigmoid_forward(self):
     return rt.wrap_tuple(node, device)
 
 
+def logaddexp(self, other):
+    rt.count("lazy::logaddexp")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.logaddexp.default, (self, other), {})
+    node = rt.make_node(ir.Logaddexp, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logaddexp2(self, other):
+    rt.count("lazy::logaddexp2")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.logaddexp2.default, (self, other), {})
+    node = rt.make_node(ir.Logaddexp2, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logcumsumexp(self, dim):
+    rt.count("lazy::logcumsumexp")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.logcumsumexp.default, (self, dim), {})
+    node = rt.make_node(ir.Logcumsumexp, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def logdet(self):
     rt.count("lazy::logdet")
     device = rt.device_of(self)
@@ -966,6 +1910,76 @@ def logdet(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.logdet.default, (self,), {})
     node = rt.make_node(ir.Logdet, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logical_and(self, other):
+    rt.count("lazy::logical_and")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.logical_and.default, (self, other), {})
+    node = rt.make_node(ir.LogicalAnd, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logical_not(self):
+    rt.count("lazy::logical_not")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.logical_not.default, (self,), {})
+    node = rt.make_node(ir.LogicalNot, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logical_or(self, other):
+    rt.count("lazy::logical_or")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.logical_or.default, (self, other), {})
+    node = rt.make_node(ir.LogicalOr, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logical_xor(self, other):
+    rt.count("lazy::logical_xor")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.logical_xor.default, (self, other), {})
+    node = rt.make_node(ir.LogicalXor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logit(self, eps=None):
+    rt.count("lazy::logit")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (eps,)
+    shapes = rt.infer_shapes(aten.logit.default, (self, eps), {})
+    node = rt.make_node(ir.Logit, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logit_backward(grad_output, self, eps=None):
+    rt.count("lazy::logit_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (eps,)
+    shapes = rt.infer_shapes(aten.logit_backward.default, (grad_output, self, eps), {})
+    node = rt.make_node(ir.LogitBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def logsumexp(self, dim, keepdim=False):
+    rt.count("lazy::logsumexp")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim), keepdim)
+    shapes = rt.infer_shapes(aten.logsumexp.default, (self, dim, keepdim), {})
+    node = rt.make_node(ir.Logsumexp, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1006,6 +2020,16 @@ def masked_fill_tensor(self, mask, value):
     attrs = ()
     shapes = rt.infer_shapes(aten.masked_fill.Tensor, (self, mask, value), {})
     node = rt.make_node(ir.MaskedFillTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def masked_scatter(self, mask, source):
+    rt.count("lazy::masked_scatter")
+    device = rt.device_of(self, mask, source)
+    operands = (rt.tensor(self, device), rt.tensor(mask, device), rt.tensor(source, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.masked_scatter.default, (self, mask, source), {})
+    node = rt.make_node(ir.MaskedScatter, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1091,6 +2115,26 @@ def mean_dim(self, dim, keepdim=False, *, dtype=None):
     return rt.wrap(node, device)
 
 
+def median(self):
+    rt.count("lazy::median")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.median.default, (self,), {})
+    node = rt.make_node(ir.Median, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def median_dim(self, dim, keepdim=False):
+    rt.count("lazy::median.dim")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.median.dim, (self, dim, keepdim), {})
+    node = rt.make_node(ir.MedianDim, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def min(self):
     rt.count("lazy::min")
     device = rt.device_of(self)
@@ -1099,6 +2143,16 @@ def min(self):
     shapes = rt.infer_shapes(aten.min.default, (self,), {})
     node = rt.make_node(ir.Min, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def min_dim(self, dim, keepdim=False):
+    rt.count("lazy::min.dim")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.min.dim, (self, dim, keepdim), {})
+    node = rt.make_node(ir.MinDim, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def minimum(self, other):
@@ -1111,6 +2165,16 @@ def minimum(self, other):
     return rt.wrap(node, device)
 
 
+def mish(self):
+    rt.count("lazy::mish")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.mish.default, (self,), {})
+    node = rt.make_node(ir.Mish, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def mm(self, mat2):
     rt.count("lazy::mm")
     device = rt.device_of(self, mat2)
@@ -1118,6 +2182,38 @@ def mm(self, mat2):
     attrs = ()
     shapes = rt.infer_shapes(aten.mm.default, (self, mat2), {})
     node = rt.make_node(ir.Mm, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def mode(self, dim=-1, keepdim=False):
+    rt.count("lazy::mode")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.mode.default, (self, dim, keepdim), {})
+    node = rt.make_node(ir.Mode, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def mse_loss(self, target, reduction=1):
+    rt.count("lazy::mse_loss")
+    device = rt.device_of(self, target)
+    operands = (rt.tensor(self, device), rt.tensor(target, device))
+    attrs = (reduction,)
+    shapes = rt.infer_shapes(aten.mse_loss.default, (self, target, reduction), {})
+    node = rt.make_node(ir.MseLoss, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def mse_loss_backward(grad_output, self, target, reduction):
+    rt.count("lazy::mse_loss_backward")
+    device = rt.device_of(grad_output, self, target)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(target, device))
+    attrs = (reduction,)
+    shapes = rt.infer_shapes(
+        aten.mse_loss_backward.default, (grad_output, self, target, reduction), {}
+    )
+    node = rt.make_node(ir.MseLossBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1138,6 +2234,16 @@ def mv(self, vec):
     attrs = ()
     shapes = rt.infer_shapes(aten.mv.default, (self, vec), {})
     node = rt.make_node(ir.Mv, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def nan_to_num(self, nan=None, posinf=None, neginf=None):
+    rt.count("lazy::nan_to_num")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (nan, posinf, neginf)
+    shapes = rt.infer_shapes(aten.nan_to_num.default, (self, nan, posinf, neginf), {})
+    node = rt.make_node(ir.NanToNum, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1296,6 +2402,16 @@ def neg(self):
     return rt.wrap(node, device)
 
 
+def nextafter(self, other):
+    rt.count("lazy::nextafter")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.nextafter.default, (self, other), {})
+    node = rt.make_node(ir.Nextafter, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
     rt.count("lazy::nll_loss2d_backward")
     device = rt.device_of(grad_output, self, target, weight, total_weight)
@@ -1380,6 +2496,18 @@ def nonzero(self):
     return rt.wrap(node, device)
 
 
+def nonzero_static(self, *, size, fill_value=-1):
+    rt.count("lazy::nonzero_static")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (size, fill_value)
+    shapes = rt.infer_shapes(
+        aten.nonzero_static.default, (self,), {"size": size, "fill_value": fill_value}
+    )
+    node = rt.make_node(ir.NonzeroStatic, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def norm_scalaropt_dim(self, p, dim, keepdim=False):
     rt.count("lazy::norm.ScalarOpt_dim")
     device = rt.device_of(self)
@@ -1390,6 +2518,26 @@ def norm_scalaropt_dim(self, p, dim, keepdim=False):
     return rt.wrap(node, device)
 
 
+def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    rt.count("lazy::ones_like")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device),)
+    attrs = (dtype, layout, device, pin_memory, memory_format)
+    shapes = rt.infer_shapes(
+        aten.ones_like.default,
+        (self,),
+        {
+            "dtype": dtype,
+            "layout": layout,
+            "device": device,
+            "pin_memory": pin_memory,
+            "memory_format": memory_format,
+        },
+    )
+    node = rt.make_node(ir.OnesLike, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
 def permute_copy(self, dims):
     rt.count("lazy::permute_copy")
     device = rt.device_of(self)
@@ -1397,6 +2545,26 @@ def permute_copy(self, dims):
     attrs = (tuple(dims),)
     shapes = rt.infer_shapes(aten.permute_copy.default, (self, dims), {})
     node = rt.make_node(ir.PermuteCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def polygamma(n, self):
+    rt.count("lazy::polygamma")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (n,)
+    shapes = rt.infer_shapes(aten.polygamma.default, (n, self), {})
+    node = rt.make_node(ir.Polygamma, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def pow_scalar(self, exponent):
+    rt.count("lazy::pow.Scalar")
+    device = rt.device_of(exponent)
+    operands = (rt.scalar(self, device), rt.tensor(exponent, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.pow.Scalar, (self, exponent), {})
+    node = rt.make_node(ir.PowScalar, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1417,6 +2585,36 @@ def pow_tensor_tensor(self, exponent):
     attrs = ()
     shapes = rt.infer_shapes(aten.pow.Tensor_Tensor, (self, exponent), {})
     node = rt.make_node(ir.PowTensorTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def prod(self, *, dtype=None):
+    rt.count("lazy::prod")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dtype,)
+    shapes = rt.infer_shapes(aten.prod.default, (self,), {"dtype": dtype})
+    node = rt.make_node(ir.Prod, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def prod_dim_int(self, dim, keepdim=False, *, dtype=None):
+    rt.count("lazy::prod.dim_int")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim, dtype)
+    shapes = rt.infer_shapes(aten.prod.dim_int, (self, dim, keepdim), {"dtype": dtype})
+    node = rt.make_node(ir.ProdDimInt, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def rad2deg(self):
+    rt.count("lazy::rad2deg")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.rad2deg.default, (self,), {})
+    node = rt.make_node(ir.Rad2deg, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1462,6 +2660,26 @@ def reciprocal(self):
     return rt.wrap(node, device)
 
 
+def reflection_pad1d(self, padding):
+    rt.count("lazy::reflection_pad1d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(aten.reflection_pad1d.default, (self, padding), {})
+    node = rt.make_node(ir.ReflectionPad1d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def reflection_pad2d(self, padding):
+    rt.count("lazy::reflection_pad2d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(aten.reflection_pad2d.default, (self, padding), {})
+    node = rt.make_node(ir.ReflectionPad2d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def relu(self):
     rt.count("lazy::relu")
     device = rt.device_of(self)
@@ -1469,6 +2687,16 @@ def relu(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.relu.default, (self,), {})
     node = rt.make_node(ir.Relu, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def remainder_scalar(self, other):
+    rt.count("lazy::remainder.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.remainder.Scalar, (self, other), {})
+    node = rt.make_node(ir.RemainderScalar, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1482,6 +2710,16 @@ def remainder_tensor(self, other):
     return rt.wrap(node, device)
 
 
+def renorm(self, p, dim, maxnorm):
+    rt.count("lazy::renorm")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(p, device), rt.scalar(maxnorm, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.renorm.default, (self, p, dim, maxnorm), {})
+    node = rt.make_node(ir.Renorm, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def repeat(self, repeats):
     rt.count("lazy::repeat")
     device = rt.device_of(self)
@@ -1489,6 +2727,46 @@ def repeat(self, repeats):
     attrs = (tuple(repeats),)
     shapes = rt.infer_shapes(aten.repeat.default, (self, repeats), {})
     node = rt.make_node(ir.Repeat, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def replication_pad1d(self, padding):
+    rt.count("lazy::replication_pad1d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(aten.replication_pad1d.default, (self, padding), {})
+    node = rt.make_node(ir.ReplicationPad1d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def replication_pad2d(self, padding):
+    rt.count("lazy::replication_pad2d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(aten.replication_pad2d.default, (self, padding), {})
+    node = rt.make_node(ir.ReplicationPad2d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def round(self):
+    rt.count("lazy::round")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.round.default, (self,), {})
+    node = rt.make_node(ir.Round, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def round_decimals(self, *, decimals):
+    rt.count("lazy::round.decimals")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (decimals,)
+    shapes = rt.infer_shapes(aten.round.decimals, (self,), {"decimals": decimals})
+    node = rt.make_node(ir.RoundDecimals, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1502,6 +2780,46 @@ def rsqrt(self):
     return rt.wrap(node, device)
 
 
+def rsub_scalar(self, other, alpha=1):
+    rt.count("lazy::rsub.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.rsub.Scalar, (self, other, alpha), {})
+    node = rt.make_node(ir.RsubScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def rsub_tensor(self, other, *, alpha=1):
+    rt.count("lazy::rsub.Tensor")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.rsub.Tensor, (self, other), {"alpha": alpha})
+    node = rt.make_node(ir.RsubTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def scatter_src(self, dim, index, src):
+    rt.count("lazy::scatter.src")
+    device = rt.device_of(self, index, src)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(src, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.scatter.src, (self, dim, index, src), {})
+    node = rt.make_node(ir.ScatterSrc, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def scatter_value(self, dim, index, value):
+    rt.count("lazy::scatter.value")
+    device = rt.device_of(self, index)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.scalar(value, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.scatter.value, (self, dim, index, value), {})
+    node = rt.make_node(ir.ScatterValue, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def scatter_add(self, dim, index, src):
     rt.count("lazy::scatter_add")
     device = rt.device_of(self, index, src)
@@ -1509,6 +2827,38 @@ def scatter_add(self, dim, index, src):
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.scatter_add.default, (self, dim, index, src), {})
     node = rt.make_node(ir.ScatterAdd, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def scatter_reduce_two(self, dim, index, src, reduce, *, include_self=True):
+    rt.count("lazy::scatter_reduce.two")
+    device = rt.device_of(self, index, src)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(src, device))
+    attrs = (dim, reduce, include_self)
+    shapes = rt.infer_shapes(
+        aten.scatter_reduce.two, (self, dim, index, src, reduce), {"include_self": include_self}
+    )
+    node = rt.make_node(ir.ScatterReduceTwo, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def searchsorted_tensor(
+    sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None
+):
+    rt.count("lazy::searchsorted.Tensor")
+    device = rt.device_of(sorted_sequence, self, sorter)
+    operands = (
+        rt.tensor(sorted_sequence, device),
+        rt.tensor(self, device),
+        rt.optional_tensor(sorter, device),
+    )
+    attrs = (out_int32, right, side)
+    shapes = rt.infer_shapes(
+        aten.searchsorted.Tensor,
+        (sorted_sequence, self),
+        {"out_int32": out_int32, "right": right, "side": side, "sorter": sorter},
+    )
+    node = rt.make_node(ir.SearchsortedTensor, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1562,6 +2912,16 @@ def sigmoid_backward(grad_output, output):
     return rt.wrap(node, device)
 
 
+def sign(self):
+    rt.count("lazy::sign")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.sign.default, (self,), {})
+    node = rt.make_node(ir.Sign, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def silu(self):
     rt.count("lazy::silu")
     device = rt.device_of(self)
@@ -1569,6 +2929,36 @@ def silu(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.silu.default, (self,), {})
     node = rt.make_node(ir.Silu, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def sin(self):
+    rt.count("lazy::sin")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.sin.default, (self,), {})
+    node = rt.make_node(ir.Sin, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def sinc(self):
+    rt.count("lazy::sinc")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.sinc.default, (self,), {})
+    node = rt.make_node(ir.Sinc, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def sinh(self):
+    rt.count("lazy::sinh")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.sinh.default, (self,), {})
+    node = rt.make_node(ir.Sinh, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1641,6 +3031,16 @@ def softplus_backward(grad_output, self, beta, threshold):
     return rt.wrap(node, device)
 
 
+def softshrink(self, lambd=0.5):
+    rt.count("lazy::softshrink")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(lambd, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.softshrink.default, (self, lambd), {})
+    node = rt.make_node(ir.Softshrink, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def sort(self, dim=-1, descending=False):
     rt.count("lazy::sort")
     device = rt.device_of(self)
@@ -1649,6 +3049,48 @@ def sort(self, dim=-1, descending=False):
     shapes = rt.infer_shapes(aten.sort.default, (self, dim, descending), {})
     node = rt.make_node(ir.Sort, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
+
+
+def sort_stable(self, *, stable, dim=-1, descending=False):
+    rt.count("lazy::sort.stable")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (stable, dim, descending)
+    shapes = rt.infer_shapes(
+        aten.sort.stable, (self,), {"stable": stable, "dim": dim, "descending": descending}
+    )
+    node = rt.make_node(ir.SortStable, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def special_erfcx(self):
+    rt.count("lazy::special_erfcx")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_erfcx.default, (self,), {})
+    node = rt.make_node(ir.SpecialErfcx, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def split_copy_tensor(self, split_size, dim=0):
+    rt.count("lazy::split_copy.Tensor")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (split_size, dim)
+    shapes = rt.infer_shapes(aten.split_copy.Tensor, (self, split_size, dim), {})
+    node = rt.make_node(ir.SplitCopyTensor, operands, attrs, shapes)
+    return rt.wrap_list(node, device)
+
+
+def split_with_sizes_copy(self, split_sizes, dim=0):
+    rt.count("lazy::split_with_sizes_copy")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(split_sizes), dim)
+    shapes = rt.infer_shapes(aten.split_with_sizes_copy.default, (self, split_sizes, dim), {})
+    node = rt.make_node(ir.SplitWithSizesCopy, operands, attrs, shapes)
+    return rt.wrap_list(node, device)
 
 
 def sqrt(self):
@@ -1678,6 +3120,16 @@ def squeeze_copy_dim(self, dim):
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.squeeze_copy.dim, (self, dim), {})
     node = rt.make_node(ir.SqueezeCopyDim, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def squeeze_copy_dims(self, dim):
+    rt.count("lazy::squeeze_copy.dims")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim),)
+    shapes = rt.infer_shapes(aten.squeeze_copy.dims, (self, dim), {})
+    node = rt.make_node(ir.SqueezeCopyDims, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1723,6 +3175,18 @@ def std_dim(self, dim, unbiased=True, keepdim=False):
     return rt.wrap(node, device)
 
 
+def std_mean_correction(self, dim=None, *, correction=None, keepdim=False):
+    rt.count("lazy::std_mean.correction")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.optional_scalar(correction, device))
+    attrs = (None if dim is None else tuple(dim), keepdim)
+    shapes = rt.infer_shapes(
+        aten.std_mean.correction, (self, dim), {"correction": correction, "keepdim": keepdim}
+    )
+    node = rt.make_node(ir.StdMeanCorrection, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def sub_tensor(self, other, *, alpha=1):
     rt.count("lazy::sub.Tensor")
     device = rt.device_of(self, other)
@@ -1760,6 +3224,16 @@ def t_copy(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.t_copy.default, (self,), {})
     node = rt.make_node(ir.TCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def tan(self):
+    rt.count("lazy::tan")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.tan.default, (self,), {})
+    node = rt.make_node(ir.Tan, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1847,6 +3321,22 @@ def tril(self, diagonal=0):
     return rt.wrap(node, device)
 
 
+def tril_indices(
+    row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None
+):
+    rt.count("lazy::tril_indices")
+    lazy_device = rt.device_of()
+    operands = ()
+    attrs = (row, col, offset, dtype, layout, device, pin_memory)
+    shapes = rt.infer_shapes(
+        aten.tril_indices.default,
+        (row, col, offset),
+        {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+    )
+    node = rt.make_node(ir.TrilIndices, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
 def triu(self, diagonal=0):
     rt.count("lazy::triu")
     device = rt.device_of(self)
@@ -1857,6 +3347,22 @@ def triu(self, diagonal=0):
     return rt.wrap(node, device)
 
 
+def triu_indices(
+    row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None
+):
+    rt.count("lazy::triu_indices")
+    lazy_device = rt.device_of()
+    operands = ()
+    attrs = (row, col, offset, dtype, layout, device, pin_memory)
+    shapes = rt.infer_shapes(
+        aten.triu_indices.default,
+        (row, col, offset),
+        {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+    )
+    node = rt.make_node(ir.TriuIndices, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
 def trunc(self):
     rt.count("lazy::trunc")
     device = rt.device_of(self)
@@ -1865,6 +3371,16 @@ def trunc(self):
     shapes = rt.infer_shapes(aten.trunc.default, (self,), {})
     node = rt.make_node(ir.Trunc, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def unbind_copy_int(self, dim=0):
+    rt.count("lazy::unbind_copy.int")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.unbind_copy.int, (self, dim), {})
+    node = rt.make_node(ir.UnbindCopyInt, operands, attrs, shapes)
+    return rt.wrap_list(node, device)
 
 
 def unfold_copy(self, dimension, size, step):
@@ -1941,6 +3457,30 @@ def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=N
     return rt.wrap(node, device)
 
 
+def var_correction(self, dim=None, *, correction=None, keepdim=False):
+    rt.count("lazy::var.correction")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.optional_scalar(correction, device))
+    attrs = (None if dim is None else tuple(dim), keepdim)
+    shapes = rt.infer_shapes(
+        aten.var.correction, (self, dim), {"correction": correction, "keepdim": keepdim}
+    )
+    node = rt.make_node(ir.VarCorrection, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def var_mean_correction(self, dim=None, *, correction=None, keepdim=False):
+    rt.count("lazy::var_mean.correction")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.optional_scalar(correction, device))
+    attrs = (None if dim is None else tuple(dim), keepdim)
+    shapes = rt.infer_shapes(
+        aten.var_mean.correction, (self, dim), {"correction": correction, "keepdim": keepdim}
+    )
+    node = rt.make_node(ir.VarMeanCorrection, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def view_copy(self, size):
     rt.count("lazy::view_copy")
     device = rt.device_of(self)
@@ -1958,6 +3498,26 @@ def view_copy_dtype(self, dtype):
     attrs = (dtype,)
     shapes = rt.infer_shapes(aten.view_copy.dtype, (self, dtype), {})
     node = rt.make_node(ir.ViewCopyDtype, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def where_self(condition, self, other):
+    rt.count("lazy::where.self")
+    device = rt.device_of(condition, self, other)
+    operands = (rt.tensor(condition, device), rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.where.self, (condition, self, other), {})
+    node = rt.make_node(ir.WhereSelf, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def xlogy_tensor(self, other):
+    rt.count("lazy::xlogy.Tensor")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.xlogy.Tensor, (self, other), {})
+    node = rt.make_node(ir.XlogyTensor, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 

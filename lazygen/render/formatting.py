@@ -14,6 +14,9 @@ import re
 
 LINE_LENGTH = 100
 _TOP_LEVEL = re.compile(r"\n\n\n(?=\S)")
+#: Long lines black leaves alone: a lone string literal, possibly assigned to a name
+#: (docstrings, `schema = "..."`); black cannot split a string without its preview style.
+_UNSPLITTABLE = re.compile(r'^\s*(?:\w+ = )?(?:"""[^"]*"""|"[^"\\]*")$')
 
 
 class FormatError(ValueError):
@@ -37,7 +40,9 @@ def format_source(text: str) -> str:
 
 
 def _needs_black(block: str) -> bool:
-    return any(len(line) > LINE_LENGTH for line in block.split("\n"))
+    return any(
+        len(line) > LINE_LENGTH and not _UNSPLITTABLE.match(line) for line in block.split("\n")
+    )
 
 
 def format_module(text: str) -> str:
