@@ -1,13 +1,23 @@
 """Packaging glue that pyproject.toml cannot express.
 
-`generated/` is a source folder, not a top-level import name: it is installed as the
-`lazygen.generated` sub-package so nobody's site-packages gains a module called
-`generated`.
+* `generated/` is a source folder, not a top-level import name: it is installed as the
+  `lazygen.generated` sub-package so nobody's site-packages gains a module called
+  `generated`.
+* The TS backend is regenerated at build time through lazygen's own build hook (the same
+  one any backend's setup.py can use). In an isolated build environment without torch the
+  hook says so and the committed `generated/` sources are used.
 """
+
+import sys
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
+ROOT = Path(__file__).resolve().parent
 GENERATED_DIR = "generated"
+sys.path.insert(0, str(ROOT))  # the hook comes from this source tree, not an installed lazygen
+
+from lazygen.build_hook import lazygen_cmdclass  # noqa: E402
 
 packages = find_packages(include=["lazygen", "lazygen.*"])
 packages += ["lazygen.generated"] + [
@@ -17,4 +27,9 @@ packages += ["lazygen.generated"] + [
 setup(
     packages=packages,
     package_dir={"lazygen.generated": GENERATED_DIR},
+    cmdclass=lazygen_cmdclass(
+        backend_yaml="yaml/ts_backend.yaml",
+        output_dir=f"{GENERATED_DIR}/ts_backend",
+        optional="yes",
+    ),
 )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import lazygen
-from lazygen.errors import Diagnostic, LazygenError
+from lazygen.errors import Diagnostic, LazygenError, Location
 
 STAMP = ".lazygen-stamp.json"
 DEFAULT_HAND_WRITTEN = "lazygen.runtime.ts_backend"
@@ -42,7 +42,6 @@ class GenResult:
     changes: tuple = ()
     diff: str = ""
     warnings: tuple[Diagnostic, ...] = ()
-    errors: tuple[Diagnostic, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -159,7 +158,7 @@ def generate(config: GenConfig) -> Generated:
     env = build_environment(config.templates)
     sources = {}
     for name, context in build_contexts(plan, config.hand_written).items():
-        sources[name] = env.get_template(context.template).render(model=context)
+        sources[name] = render_template(env, context)
     try:
         files = format_all(sources)
     except FormatError as exc:
@@ -171,27 +170,83 @@ def generate(config: GenConfig) -> Generated:
 
 def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> GenResult:
     """Regenerate `config.output_dir` (or, with `check`/`dry_run`, only compare)."""
-    from lazygen.render.writer import apply_changes, plan_changes, unified_diff
+    from lazygen.render.writer import (
+        apply_changes,
+        plan_changes,
+        probe_writable,
+        unified_diff,
+        write_atomic,
+    )
 
+    check_output_dir(config.output_dir)
     inputs = input_hash(config)
     if stamp_current(config, inputs):
         return GenResult("skipped")
     generated = generate(config)
+    if generated.errors:  # nothing is written when hand-written pieces are missing
+        raise LazygenError(generated.errors)
     files = dict(generated.files)
     changes = plan_changes(config.output_dir, files)
-    common = dict(warnings=generated.warnings, errors=generated.errors, counts=generated.counts)
+    common = dict(warnings=generated.warnings, counts=generated.counts)
     if check or dry_run:
         status = "stale" if changes else "current"
         diff = unified_diff(config.output_dir, changes)
         return GenResult(status, tuple(changes), diff, **common)
-    apply_changes(config.output_dir, changes)
     stamp_path = config.output_dir / STAMP
-    if not generated.errors:
-        stamp = _stamp_text(inputs, files)
+    stamp = _stamp_text(inputs, files)
+    try:
+        probe_writable(config.output_dir)
+        apply_changes(config.output_dir, changes)
         if not stamp_path.exists() or stamp_path.read_text() != stamp:
-            from lazygen.render.writer import write_atomic
-
             write_atomic(stamp_path, stamp)
-    elif stamp_path.exists():
-        stamp_path.unlink()
+    except OSError as exc:
+        raise LazygenError.at(
+            Location(str(config.output_dir)),
+            f"cannot write {exc.filename or config.output_dir}: {exc.strerror or exc}",
+            "check the directory's permissions and free space, or pass another --output-dir",
+        ) from None
     return GenResult("written" if changes else "current", tuple(changes), **common)
+
+
+def check_output_dir(output_dir: Path) -> None:
+    """The output path must be a directory (or not exist yet) and have a directory parent."""
+    for path in (output_dir, *output_dir.parents):
+        if path.exists() and not path.is_dir():
+            raise LazygenError.at(
+                Location(str(path)),
+                f"output path {path} is a file, not a directory",
+                "pass a directory to --output-dir",
+            )
+        if path.exists():
+            return
+
+
+def render_template(env, context) -> str:
+    """Render one context; template mistakes become errors located in the template file."""
+    import jinja2
+
+    try:
+        return env.get_template(context.template).render(model=context)
+    except jinja2.TemplateSyntaxError as exc:
+        where = Location(exc.filename or exc.name or context.template, exc.lineno or 0)
+        raise LazygenError.at(
+            where, f"template syntax error: {exc.message}", "fix the template"
+        ) from None
+    except jinja2.TemplateError as exc:
+        raise LazygenError.at(
+            _template_location(exc, context.template),
+            f"template failed: {exc.message or exc}",
+            f"templates receive one `model` ({type(context).__name__}); use only its fields",
+        ) from None
+
+
+def _template_location(exc: BaseException, template: str) -> Location:
+    """The innermost template file and line in a rendering traceback (Jinja maps them)."""
+    found = Location(template)
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(".jinja"):
+            found = Location(filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found

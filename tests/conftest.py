@@ -1,11 +1,21 @@
-"""Shared pytest options. `--update-golden` (or LAZYGEN_UPDATE_GOLDEN=1) rewrites the
-expected trees under tests/golden/ instead of comparing with them."""
+"""Shared pytest options.
+
+* `--update-golden` (or LAZYGEN_UPDATE_GOLDEN=1) rewrites tests/golden/*/expected;
+* `--update-baseline` (or LAZYGEN_UPDATE_BASELINE=1) rewrites the OpInfo conformance
+  baseline;
+* tests marked `slow` run only with `--slow`, LAZYGEN_SLOW=1 or CI=true, so the default
+  local run stays fast while CI runs everything.
+"""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() not in ("", "0", "false")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -15,10 +25,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="regenerate tests/golden/*/expected instead of comparing",
     )
+    parser.addoption(
+        "--update-baseline",
+        action="store_true",
+        default=False,
+        help="rewrite tests/conformance/baseline.json from this run",
+    )
+    parser.addoption("--slow", action="store_true", default=False, help="run slow suites too")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--update-baseline"):
+        os.environ["LAZYGEN_UPDATE_BASELINE"] = "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--slow") or _env_flag("LAZYGEN_SLOW") or _env_flag("CI"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow, LAZYGEN_SLOW=1 or CI=true")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
 def update_golden(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--update-golden")) or os.environ.get(
-        "LAZYGEN_UPDATE_GOLDEN", ""
-    ) not in ("", "0")
+    return bool(request.config.getoption("--update-golden")) or _env_flag("LAZYGEN_UPDATE_GOLDEN")

@@ -79,7 +79,6 @@ def _warn(diagnostics) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lazygen.errors import LazygenError
     from lazygen.gen import STAMP, run
 
     config = config_from_args(args)
@@ -101,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_STALE
     if args.dry_run and result.diff:
         print(result.diff, end="")
-    if result.errors:
-        raise LazygenError(result.errors)
     if not args.quiet:
         counts = ", ".join(f"{k} {v}" for k, v in result.counts.items())
         print(f"lazygen gen: {config.output_dir}: {result.status} ({counts})")

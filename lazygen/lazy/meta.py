@@ -51,8 +51,34 @@ def has_torchscript_builtin(kind: str, argument_types: tuple[str, ...]) -> bool:
     return False
 
 
+def registered_schema(f: NativeFunction) -> str | None:
+    """The running torch's schema of `f` (normalised by torch's own parser), or None."""
+    import torch
+
+    try:
+        return str(torch._C._get_schema(f"aten::{f.name.name}", f.name.overload))
+    except RuntimeError:
+        return None
+
+
+def normalised_schema(f: NativeFunction) -> str:
+    """`f`'s schema as torch's parser prints it, to compare with `registered_schema`."""
+    import torch
+
+    return str(torch._C.parse_schema(f"aten::{f.func}"))
+
+
 class TorchFacts:
     """The questions the planner asks of the installed torch."""
+
+    @staticmethod
+    def registered(f: NativeFunction) -> str | None:
+        """The running torch's schema of `f`, or None when it lacks the operator."""
+        return registered_schema(f)
+
+    @staticmethod
+    def normalised(f: NativeFunction) -> str:
+        return normalised_schema(f)
 
     @staticmethod
     def has_meta(f: NativeFunction) -> bool:

@@ -131,6 +131,50 @@ class Facts(Protocol):
 
     def has_builtin(self, kind: str, argument_types: tuple[str, ...]) -> bool: ...
 
+    def registered(self, f: NativeFunction) -> str | None: ...
+
+    def normalised(self, f: NativeFunction) -> str: ...
+
+
+_OTHER_TORCH_HINT = (
+    "this native_functions.yaml seems to come from another torch version: omit "
+    "--native-functions to use the installed torch's copy, or install the matching torch"
+)
+_UNSUPPORTED_HINT = "move the op to 'supported' and write its kernel by hand"
+
+
+def _check_running_torch(
+    ops: BackendOpList,
+    catalogue: Catalogue,
+    facts: Facts,
+    problems: list[Diagnostic],
+    warnings: list[Diagnostic],
+) -> set[OperatorName]:
+    """Ops the running torch lacks (errors) or declares differently (warnings).
+
+    Both are reported at the operator's line in native_functions.yaml; the generated
+    kernels follow that file, so a differing schema is usable but worth knowing about.
+    """
+    missing: set[OperatorName] = set()
+    for _, entry in ops.entries():
+        f = catalogue[entry.name]
+        registered = facts.registered(f)
+        if registered is None:
+            if f.name not in missing:
+                problems.append(
+                    Diagnostic(
+                        f.location,
+                        f"{f.name} is not an operator of the running torch",
+                        _OTHER_TORCH_HINT,
+                    )
+                )
+            missing.add(f.name)
+        elif registered != facts.normalised(f):
+            warnings.append(
+                Diagnostic(f.location, f"{f.name} differs from the running torch's {registered}")
+            )
+    return missing
+
 
 def build_plan(
     ops: BackendOpList, catalogue: Catalogue, facts: Facts
@@ -148,19 +192,24 @@ def build_plan(
         nodes.setdefault(schema.op_name, schema)
         return schema
 
+    foreign = _check_running_torch(ops, catalogue, facts, problems, warnings)
     for entry in ops.ir_gen:
         f = catalogue[entry.name]
+        if f.name in foreign:
+            continue
         try:
             _check_returns(f)
             node_for(f)
         except (UnsupportedArgument, _Problems) as exc:
-            problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}"))
+            problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}", _UNSUPPORTED_HINT))
     for entry in ops.full_codegen:
         f = catalogue[entry.name]
+        if f.name in foreign:
+            continue
         try:
             kernels.append(_kernel(f, catalogue, node_for, facts.has_meta))
         except (UnsupportedArgument, UnsupportedDefault, _Problems) as exc:
-            problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}"))
+            problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}", _UNSUPPORTED_HINT))
 
     non_native: list[LazyIrSchema] = []
     for item in ops.non_native:
@@ -169,7 +218,13 @@ def build_plan(
         try:
             schema.arguments  # noqa: B018
         except UnsupportedArgument as exc:
-            problems.append(Diagnostic(item.location, f"{item.func.name}: {exc}"))
+            problems.append(
+                Diagnostic(
+                    item.location,
+                    f"{item.func.name}: {exc}",
+                    "use only argument types the IR supports in non_native schemas",
+                )
+            )
             continue
         if "LowerDeclOnly" not in item.properties and _lowerable(schema, facts):
             schema = replace(schema, properties=resolve_properties(props, frozenset({"Lower"})))

@@ -81,7 +81,22 @@ def _umask() -> int:
     return mask
 
 
+def probe_writable(out_dir: Path) -> None:
+    """Fail (OSError) before anything changes when `out_dir` cannot take new files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".lazygen-probe.", suffix=".tmp", dir=out_dir)
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def remove_leftovers(out_dir: Path) -> None:
+    """Temporary files of an interrupted run (killed between write and rename)."""
+    for path in out_dir.glob(".*.tmp"):
+        path.unlink(missing_ok=True)
+
+
 def apply_changes(out_dir: Path, changes: list[FileChange]) -> None:
+    remove_leftovers(out_dir)
     for change in changes:
         path = out_dir / change.name
         if change.new is None:
