@@ -171,6 +171,7 @@ def generate(config: GenConfig) -> Generated:
 def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> GenResult:
     """Regenerate `config.output_dir` (or, with `check`/`dry_run`, only compare)."""
     from lazygen.render.writer import (
+        UnsafeOutputName,
         apply_changes,
         plan_changes,
         probe_writable,
@@ -186,7 +187,14 @@ def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> Gen
     if generated.errors:  # nothing is written when hand-written pieces are missing
         raise LazygenError(generated.errors)
     files = dict(generated.files)
-    changes = plan_changes(config.output_dir, files)
+    try:
+        changes = plan_changes(config.output_dir, files)
+    except UnsafeOutputName as exc:
+        raise LazygenError.at(
+            Location(str(config.output_dir)),
+            f"generated file name {str(exc)!r} would leave the output directory",
+            "output files must be plain names; report this as a lazygen bug",
+        ) from None
     common = dict(warnings=generated.warnings, counts=generated.counts)
     if check or dry_run:
         status = "stale" if changes else "current"

@@ -8,6 +8,7 @@ template.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from pathlib import Path
@@ -241,6 +242,14 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
     except SchemaParseError as exc:
         out.error(line, f"non_native schema does not parse: {exc}", "fix the schema text")
         return None
+    for arg in func.arguments.all:
+        if arg.default is not None and not _is_plain_default(arg.default):
+            out.error(
+                line,
+                f"default {arg.default!r} of {func.name}'s argument {arg.name} is not a literal",
+                "defaults must be literals (1, 0.5, [0, 1], 'mean') or names such as None, Mean",
+            )
+            return None
     opkind = item.get("opkind")
     if opkind is not None and not (isinstance(opkind, str) and _OPKIND.match(opkind)):
         out.error(
@@ -266,6 +275,17 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
             continue
         props.append(prop)
     return NonNativeEntry(func, out.doc.location(line), opkind, frozenset(props))
+
+
+def _is_plain_default(text: str) -> bool:
+    """A literal or a bare named constant: nothing that could run when generated code loads."""
+    if _IDENTIFIER.match(text):
+        return True
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def location_of(entry: OpEntry | NonNativeEntry) -> Location:

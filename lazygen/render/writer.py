@@ -46,8 +46,20 @@ def _read(path: Path) -> str | None:
         return None
 
 
+class UnsafeOutputName(ValueError):
+    """A generated file name that would land outside the output directory."""
+
+
+def check_name(name: str) -> None:
+    """Generated files are plain names inside the output directory: no paths, no `..`."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UnsafeOutputName(name)
+
+
 def plan_changes(out_dir: Path, files: dict[str, str]) -> list[FileChange]:
     """What writing `files` into `out_dir` would change, in name order."""
+    for name in files:
+        check_name(name)
     changes = []
     for name in sorted(files):
         old = _read(out_dir / name)
@@ -98,6 +110,7 @@ def remove_leftovers(out_dir: Path) -> None:
 def apply_changes(out_dir: Path, changes: list[FileChange]) -> None:
     remove_leftovers(out_dir)
     for change in changes:
+        check_name(change.name)
         path = out_dir / change.name
         if change.new is None:
             path.unlink(missing_ok=True)
