@@ -47,7 +47,7 @@ def gen_errors(tmp_path: Path, backend: str) -> list[str]:
         ),
         (
             "backend: Lazy\nnon_native:\n  - func: 'x(Tensor a, int b=__import__(\"os\").getpid()) -> Tensor'\n",
-            "backend.yaml:3:",
+            "backend.yaml:3: error: default '__import__(\"os\").getpid()'",
         ),
         (
             "backend: Lazy\nnon_native:\n  - func: 'x(Tensor a, int b) -> Tensor'\n    properties: ['Lower; import os']\n",
