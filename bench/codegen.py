@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-OP_LIST = Path("/work/shared/reference/pytorch_ts_op_list.yaml")
+OP_LIST = REPO.parent / "shared" / "reference" / "pytorch_ts_op_list.yaml"
 
 TORCHGEN = """
 import importlib.util, os, sys
