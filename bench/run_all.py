@@ -45,6 +45,12 @@ def capture(fn, argv: list[str]) -> str:
     return text
 
 
+def as_markdown(section: str) -> str:
+    """Tables stay tables; plain-text reports go in a code block."""
+    text = section.strip()
+    return f"\n{text}\n" if text.startswith("#") else f"\n```\n{text}\n```\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -66,17 +72,7 @@ def main() -> None:
         f"{torch.get_num_threads()} threads available, torch {torch.__version__}, "
         f"Python {platform.python_version()}). Every anchor was measured in the same run.\n"
     )
-    args.output.write_text(
-        header
-        + "".join(
-            (
-                "\n```\n" + s.strip() + "\n```\n"
-                if not s.lstrip().startswith("#")
-                else "\n" + s.strip() + "\n"
-            )
-            for s in sections
-        )
-    )
+    args.output.write_text(header + "".join(as_markdown(s) for s in sections))
     print(f"\nwrote {args.output}")
 
 
