@@ -33,7 +33,10 @@ def _label(node: Node) -> str:
 
 
 def _shapes_text(node: Node) -> str:
-    return ", ".join(f"{s.dtype}{list(s.sizes)}".replace("torch.", "") for s in node.shapes)
+    return ", ".join(
+        "undefined" if s is None else f"{s.dtype}{list(s.sizes)}".replace("torch.", "")
+        for s in node.shapes
+    )
 
 
 def to_text(order, position, outputs) -> str:

@@ -120,7 +120,8 @@ def sync(tensors, device: LazyDevice | None = None) -> None:
 
 def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
     with device.lock:
-        tensors = pending(tensors)  # another thread may have synced them meanwhile
+        # Another thread may have synced some meanwhile; a tensor may be listed twice.
+        tensors = list(dict.fromkeys(pending(tensors)))
         if not tensors:
             return
         outputs = list(dict.fromkeys(t._value for t in tensors))
@@ -130,6 +131,10 @@ def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
         results = execute(executable, order)
         data_of = {}
         for value, result in zip(outputs, results, strict=True):
+            shape = value.node.shapes[value.index]
+            if result.dtype != shape.dtype:  # a lowering disagreeing with shape inference
+                metrics.count("OutputDtypeMismatch")
+                result = result.to(shape.dtype)
             if not result.is_contiguous():
                 result = result.contiguous()
             data_of[value] = Value(DeviceData(result), 0)

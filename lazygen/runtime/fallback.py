@@ -96,4 +96,28 @@ def eager_fallback(func, args, kwargs):
     return _wrap(result, device, aliases)
 
 
-_tensor.set_fallback(eager_fallback)
+def kernel_for(func):
+    """The active kernel of ``func``, or one the runtime builds (cached), or None."""
+    kernel = _tensor._active_kernels.get(func)
+    if kernel is None and func not in _no_decomposition:
+        from . import decompositions, registry
+
+        kernel = None if registry.forced(func) else decompositions.lookup(func)
+        if kernel is None:
+            _no_decomposition.add(func)
+        else:
+            _tensor._active_kernels[func] = kernel
+    return kernel
+
+
+def dispatch_missing(func, args, kwargs):
+    """An op without an active kernel: a runtime-built kernel if one applies, else eager."""
+    kernel = kernel_for(func)
+    if kernel is None:
+        return eager_fallback(func, args, kwargs)
+    return kernel(*args, **kwargs)
+
+
+_no_decomposition: set = set()  # cleared by registry.refresh()
+
+_tensor.set_fallback(dispatch_missing)

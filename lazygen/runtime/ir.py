@@ -161,3 +161,32 @@ def scalar_dtype(value) -> torch.dtype:
     if isinstance(value, torch.SymBool):
         return torch.bool
     raise TypeError(f"lazygen: not a scalar: {value!r} ({type(value).__name__})")
+
+
+def _category(dtype: torch.dtype) -> int:
+    if dtype.is_complex:
+        return 3
+    if dtype.is_floating_point:
+        return 2
+    return 0 if dtype is torch.bool else 1
+
+
+def wrapped_number_dtype(number: torch.dtype, others) -> torch.dtype:
+    """The dtype a Python number in a tensor argument must have as a 0-dim tensor so that type
+    promotion treats it as eager treats a wrapped number (lowest priority). ``number`` is its
+    natural dtype (float64, int64, complex128, bool); ``others`` are the ``(dtype, dim)`` of
+    the op's other tensor arguments."""
+    if not others:
+        return number
+    category = _category(number)
+    common = others[0][0]
+    for dtype, _ in others[1:]:
+        common = torch.promote_types(common, dtype)
+    if category > _category(common):  # the number lifts the category: default dtype of it
+        default = torch.get_default_dtype()
+        if category == 3:
+            return torch.complex128 if default is torch.float64 else torch.complex64
+        return default if category == 2 else number
+    if any(dim for _, dim in others):
+        return number  # a 0-dim tensor of the same category loses to dimensioned tensors
+    return common  # among 0-dim tensors only: take theirs

@@ -130,8 +130,14 @@ def wrap(node: Node, device: LazyDevice) -> LazyTensor:
     return result
 
 
-def wrap_tuple(node: Node, device: LazyDevice) -> tuple[LazyTensor, ...]:
-    result = tuple([LazyTensor(Value(node, i), device) for i in range(len(node.shapes))])
+def wrap_tuple(node: Node, device: LazyDevice) -> tuple[LazyTensor | None, ...]:
+    """One tensor per output; None for an output the op left undefined (shape None)."""
+    result = tuple(
+        [
+            None if shape is None else LazyTensor(Value(node, i), device)
+            for i, shape in enumerate(node.shapes)
+        ]
+    )
     _traced(device)
     return result
 

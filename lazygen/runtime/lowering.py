@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .ir import Value
+from .ir import ScalarData, Value, wrapped_number_dtype
 
 _TENSOR = torch._C.TensorType.get()
 _NUMBER = torch._C.NumberType.get()
@@ -24,6 +24,8 @@ class LoweringContext:
         self._scalars: dict[Value, torch._C.Value] = {}
         self._ints: dict[Value, torch._C.Value] = {}
         self.parameters: list = []  # input nodes, in graph input order
+        self.node = None  # the node being lowered
+        self._numbers: dict = {}
 
     # Inputs and results ------------------------------------------------------------------
 
@@ -46,6 +48,8 @@ class LoweringContext:
     # One method per argument kind ---------------------------------------------------------
 
     def tensor(self, v: Value) -> torch._C.Value:
+        if type(v.node) is ScalarData:
+            return self._number_as_tensor(v)
         return self.values[v]
 
     def optional_tensor(self, v: Value | None) -> torch._C.Value:
@@ -81,11 +85,16 @@ class LoweringContext:
         return self._list([self.symint(v) for v in vs], _INT_LIST)
 
     def constant(self, value) -> torch._C.Value:
-        if isinstance(value, tuple):
-            value = list(value)
-        if isinstance(value, list) and any(isinstance(v, (torch.dtype, tuple)) for v in value):
-            value = [_plain(v) for v in value]
-        if isinstance(value, torch.device) and value.type == "lazygen":
+        """A TorchScript constant for any attribute value the contract allows: None, bool,
+        int, float, complex, str, ``torch.dtype``/``layout``/``memory_format``/``device``,
+        and lists or tuples of them (nested too)."""
+        value = _plain(value)
+        if type(value) is list:
+            if not value:  # attributes' empty lists are int[] (dims, sizes, padding)
+                return self._list([], _INT_LIST)
+            if all(type(v) in (int, float) for v in value) and float in map(type, value):
+                value = [float(v) for v in value]  # float[] given as a mix of ints and floats
+        elif type(value) is torch.device and value.type == "lazygen":
             value = self.backing  # the graph runs on the backing device
         return self.graph.insertConstant(value)
 
@@ -96,6 +105,27 @@ class LoweringContext:
 
     # Helpers --------------------------------------------------------------------------
 
+    def _number_as_tensor(self, v: Value) -> torch._C.Value:
+        """A Python number given for a ``Tensor`` argument (eager's wrapped number): a 0-dim
+        tensor input, cast where its dtype would otherwise win type promotion."""
+        natural = v.node.shapes[0].dtype
+        others = []
+        if self.node is not None:
+            for operand in self.node.inputs():
+                if type(operand.node) is not ScalarData:
+                    shape = operand.node.shapes[operand.index]
+                    others.append((shape.dtype, len(shape.sizes)))
+        dtype = wrapped_number_dtype(natural, others)
+        if dtype == natural:
+            return self.values[v]
+        value = self._numbers.get((v, dtype))
+        if value is None:
+            none = self.constant(None)
+            args = [self.values[v], self.constant(dtype), none, none, none]
+            (value,) = self.call("aten::_to_copy", args + [self.constant(False), none], 1)
+            self._numbers[(v, dtype)] = value
+        return value
+
     def _list(self, items: list, list_type) -> torch._C.Value:
         node = self.graph.create("prim::ListConstruct", items, 1)
         self.graph.insertNode(node)
@@ -104,7 +134,31 @@ class LoweringContext:
         return output
 
 
+_MEMORY_FORMATS = {
+    torch.contiguous_format: 0,
+    torch.preserve_format: 1,
+    torch.channels_last: 2,
+    torch.channels_last_3d: 3,
+}
+_ENUM_INTS: dict = {}  # torch.dtype / torch.layout -> the int TorchScript stores
+
+
+def _enum_int(value) -> int:
+    number = _ENUM_INTS.get(value)
+    if number is None:
+        graph = torch._C.Graph()  # kept alive while its constant is read
+        number = graph.insertConstant(value).toIValue()
+        _ENUM_INTS[value] = number
+    return number
+
+
 def _plain(value):
-    if isinstance(value, tuple):
+    """Tuples become lists and enums ints, recursively, as TorchScript constants hold them."""
+    kind = type(value)
+    if kind is tuple or kind is list or kind is torch.Size:
         return [_plain(v) for v in value]
+    if kind is torch.dtype or kind is torch.layout:
+        return _enum_int(value)
+    if kind is torch.memory_format:
+        return _MEMORY_FORMATS[value]
     return value

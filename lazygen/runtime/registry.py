@@ -40,7 +40,7 @@ def unregister_kernels(ops) -> None:
     refresh()
 
 
-def _forced(op) -> bool:
+def forced(op) -> bool:
     forced = settings.force_fallback
     if not forced:
         return False
@@ -52,9 +52,12 @@ def _forced(op) -> bool:
 
 def refresh() -> None:
     """Rebuild the table ``__torch_dispatch__`` reads."""
-    active = {op: fn for op, fn in KERNELS.items() if not _forced(op)}
+    active = {op: fn for op, fn in KERNELS.items() if not forced(op)}
     _tensor._active_kernels.clear()
     _tensor._active_kernels.update(active)
+    from . import fallback
+
+    fallback._no_decomposition.clear()
 
 
 def load_generated(module_name: str = GENERATED_MODULE) -> bool:
@@ -78,3 +81,5 @@ def load_defaults() -> None:
 
     register_kernels(kernels.SUPPORTED, autograd.AUTOGRAD, {})
     load_generated()
+    wrapped = {op: wrap(KERNELS[op]) for op, wrap in kernels.WRAPPERS.items() if op in KERNELS}
+    register_kernels(wrapped)

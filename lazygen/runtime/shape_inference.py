@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .ir import Shape
+from .ir import Shape, scalar_dtype, wrapped_number_dtype
 from .tensor import DEVICE_TYPE, LazyTensor
 
 _cache: dict = {}
@@ -42,13 +42,18 @@ def _to_meta(arg):
     return arg
 
 
-def _shapes_of(result) -> tuple[Shape, ...]:
+def _shapes_of(result, top: bool = True) -> tuple[Shape | None, ...]:
+    """One shape per tensor output; ``None`` where a multi-output op left an output undefined
+    (``convolution_backward`` with an ``output_mask`` entry off)."""
     if isinstance(result, torch.Tensor):
         return (Shape(result.dtype, tuple(result.shape)),)
     if isinstance(result, (tuple, list)):
         shapes = []
         for item in result:
-            shapes.extend(_shapes_of(item))
+            if item is None and top and type(result) is tuple:
+                shapes.append(None)
+            else:
+                shapes.extend(_shapes_of(item, False))
         return tuple(shapes)
     return ()
 
@@ -74,9 +79,50 @@ def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     """Shapes without the cache: ``compute_fn`` when given, else the meta kernel."""
     if compute_fn is not None:
         return tuple(Shape(s.dtype, tuple(s.sizes)) for s in compute_fn(*args, **kwargs))
+    meta_args = list(_to_meta(tuple(args)))
+    meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
+    _numbers_to_tensors(op, meta_args, meta_kwargs)
     with torch.utils._python_dispatch._disable_current_modes():
-        result = op(*_to_meta(tuple(args)), **{k: _to_meta(v) for k, v in kwargs.items()})
+        result = op(*meta_args, **meta_kwargs)
     return _shapes_of(result)
+
+
+_NUMBER_TYPES = (bool, int, float, complex)
+_tensor_slots: dict = {}  # op -> (positions, names) of its ``Tensor`` arguments
+
+
+def _numbers_to_tensors(op, args: list, kwargs: dict) -> None:
+    """A wrapped number reaches ``__torch_dispatch__`` as a Python number, which most ops do
+    not accept for a ``Tensor``: give it the 0-dim dtype with which promotion treats it as
+    eager treats a wrapped number."""
+    slots = _tensor_slots.get(op)
+    if slots is None:
+        tensor_args = [
+            (i, a.name) for i, a in enumerate(op._schema.arguments) if str(a.type) == "Tensor"
+        ]
+        slots = _tensor_slots[op] = (
+            tuple(i for i, _ in tensor_args),
+            tuple(n for _, n in tensor_args),
+        )
+    positions, names = slots
+    numbers = [i for i in positions if i < len(args) and type(args[i]) in _NUMBER_TYPES]
+    named = [n for n in names if type(kwargs.get(n)) in _NUMBER_TYPES]
+    if not numbers and not named:
+        return
+    others = [
+        (t.dtype, t.dim())
+        for t in list(args) + list(kwargs.values())
+        if isinstance(t, torch.Tensor)
+    ]
+
+    def as_tensor(value):
+        dtype = wrapped_number_dtype(scalar_dtype(value), others)
+        return torch.empty((), dtype=dtype, device=_META)
+
+    for i in numbers:
+        args[i] = as_tensor(args[i])
+    for name in named:
+        kwargs[name] = as_tensor(kwargs[name])
 
 
 def clear_cache() -> None:

@@ -26,17 +26,22 @@ class LazyDevice:
         self.torch_device = torch.device(DEVICE_TYPE, index)
         self.backing = backing
         self.lock = threading.RLock()  # held while syncing
-        self.live: weakref.WeakSet[LazyTensor] = weakref.WeakSet()
-        self.live_lock = threading.Lock()
+        # Weak references to live tensors in creation order (a dict keeps insertion order):
+        # a graph's outputs, hence its structure and hash, must not depend on set iteration
+        # order, or every step compiles anew. Single dict operations are atomic.
+        self.live: dict[weakref.ref, None] = {}
         self.pending_nodes = 0
 
     def register(self, tensor: LazyTensor) -> None:
-        with self.live_lock:
-            self.live.add(tensor)
+        self.live[weakref.ref(tensor, self._forget)] = None
+
+    def _forget(self, ref: weakref.ref) -> None:
+        self.live.pop(ref, None)
 
     def live_tensors(self) -> list[LazyTensor]:
-        with self.live_lock:
-            return list(self.live)
+        """Live tensors, oldest first."""
+        tensors = [ref() for ref in list(self.live)]
+        return [t for t in tensors if t is not None]
 
     def __repr__(self) -> str:
         return f"LazyDevice({self.torch_device}, backing={self.backing})"

@@ -31,11 +31,13 @@ def handwritten():
     from . import handwritten_nodes
 
     lr.mark_step()
+    saved = dict(registry.KERNELS)  # the hand-written nodes replace generated kernels
     registry.register_kernels(
         handwritten_nodes.KERNELS, node_classes=handwritten_nodes.NODE_CLASSES
     )
     lr.metrics.reset()
     yield handwritten_nodes
     lr.mark_step()
-    registry.unregister_kernels(handwritten_nodes.KERNELS)
+    registry.KERNELS.clear()
+    registry.register_kernels(saved)
     lr.config.set_force_fallback([])

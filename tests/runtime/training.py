@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 
 import torch
 
@@ -25,20 +26,84 @@ def make_mlp(seed: int = 0, sizes=(20, 32, 16, 4)) -> torch.nn.Module:
     return torch.nn.Sequential(*layers)
 
 
-def make_batches(steps: int, batch: int = 8, features: int = 20, classes: int = 4, seed: int = 1):
-    generator = torch.Generator().manual_seed(seed)
-    return [
-        (
-            torch.randn(batch, features, generator=generator),
-            torch.randint(0, classes, (batch,), generator=generator),
+class SmallCNN(torch.nn.Module):
+    """conv2d, batch norm (train mode), max-pool, dropout (kept in eval mode), linear."""
+
+    def __init__(self, classes: int = 4) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 6, 3, padding=1, bias=False)  # batch norm follows
+        self.norm = torch.nn.BatchNorm2d(6)
+        self.conv2 = torch.nn.Conv2d(6, 8, 3)
+        self.dropout = torch.nn.Dropout(0.5)
+        self.head = torch.nn.Linear(8 * 2 * 2, classes)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(torch.relu(self.norm(self.conv(x))), 2)
+        x = torch.nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
+        return self.head(self.dropout(torch.flatten(x, 1)))
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.dropout.eval()  # random masks would differ between devices
+        return self
+
+
+class TinyEncoder(torch.nn.Module):
+    """One ``nn.TransformerEncoderLayer`` over a short sequence, mean-pooled, classified."""
+
+    def __init__(self, d_model: int = 16, classes: int = 4) -> None:
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(
+            d_model, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True
         )
-        for _ in range(steps)
-    ]
+        self.head = torch.nn.Linear(d_model, classes)
+        # The key bias's gradient is zero up to rounding (softmax ignores a constant shift);
+        # Adam would turn that rounding noise into full-size steps of either sign.
+        self.layer.self_attn.in_proj_bias.requires_grad_(False)
+
+    def forward(self, x):
+        return self.head(self.layer(x).mean(dim=1))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model and the shape of its inputs."""
+
+    make_model: object
+    input_shape: tuple[int, ...]
+    classes: int = 4
+    extra: dict = field(default_factory=dict)
+
+    def model(self, seed: int = 0) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return self.make_model()
+
+    def batches(self, steps: int, seed: int = 1):
+        generator = torch.Generator().manual_seed(seed)
+        return [
+            (
+                torch.randn(*self.input_shape, generator=generator),
+                torch.randint(0, self.classes, (self.input_shape[0],), generator=generator),
+            )
+            for _ in range(steps)
+        ]
+
+
+WORKLOADS = {
+    "mlp": Workload(make_mlp, (8, 20)),
+    "cnn": Workload(SmallCNN, (4, 3, 12, 12)),
+    "transformer": Workload(TinyEncoder, (4, 5, 16)),
+}
+
+
+def make_batches(steps: int, batch: int = 8, features: int = 20, classes: int = 4, seed: int = 1):
+    return Workload(make_mlp, (batch, features), classes).batches(steps, seed)
 
 
 def train(model, optimizer_name: str, batches, device: str, step_fn=None):
-    """Train ``model`` on ``device``; returns (losses, final parameters on CPU)."""
+    """Train ``model`` on ``device``; returns (losses, final parameters and buffers on CPU)."""
     model = model.to(device)
+    model.train()
     optimizer = OPTIMIZERS[optimizer_name](model.parameters())
     losses = []
     for inputs, targets in batches:
@@ -50,18 +115,29 @@ def train(model, optimizer_name: str, batches, device: str, step_fn=None):
         if step_fn is not None:
             step_fn()
         losses.append(loss.detach())
-    return [float(loss.cpu()) for loss in losses], [p.detach().cpu() for p in model.parameters()]
+    state = [t.detach().cpu() for t in model.state_dict().values()]
+    return [float(loss.cpu()) for loss in losses], state
 
 
-def compare_training(optimizer_name: str, steps: int = 5, atol: float = 1e-5, model=None):
-    """Train the same MLP eagerly and lazily; assert losses and parameters agree."""
-    model = model if model is not None else make_mlp()
-    batches = make_batches(steps)
-    eager_losses, eager_params = train(copy.deepcopy(model), optimizer_name, batches, "cpu")
-    lazy_losses, lazy_params = train(
-        copy.deepcopy(model), optimizer_name, batches, "lazygen", step_fn=lr.mark_step
+def compare_training(
+    optimizer_name: str, steps: int = 5, atol: float = 1e-5, model=None, workload: str = "mlp"
+) -> list[int]:
+    """Train the same model eagerly and lazily (``mark_step`` after each step); assert losses,
+    parameters and buffers agree. Returns the ``UncachedCompile`` count after each step."""
+    spec = WORKLOADS[workload]
+    model = model if model is not None else spec.model()
+    batches = spec.batches(steps)
+    eager_losses, eager_state = train(copy.deepcopy(model), optimizer_name, batches, "cpu")
+    uncached = []
+
+    def step_fn():
+        lr.mark_step()
+        uncached.append(lr.metrics.counter_value("UncachedCompile") or 0)
+
+    lazy_losses, lazy_state = train(
+        copy.deepcopy(model), optimizer_name, batches, "lazygen", step_fn=step_fn
     )
     torch.testing.assert_close(lazy_losses, eager_losses, atol=atol, rtol=0)
-    for lazy, eager in zip(lazy_params, eager_params, strict=True):
+    for lazy, eager in zip(lazy_state, eager_state, strict=True):
         torch.testing.assert_close(lazy, eager, atol=atol, rtol=0)
-    return lazy_losses
+    return uncached

@@ -52,6 +52,7 @@ class TSBackend:
             if node.is_input:
                 ctx.add_parameter(node)
             else:
+                ctx.node = node
                 ctx.set_outputs(node, node.lower(ctx))
         for value in outputs:
             ctx.graph.registerOutput(ctx.values[value])

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import executor
+from .. import decompositions, executor
 from .. import kernel_support as rt
-from ..fallback import eager_fallback
+from ..fallback import eager_fallback, kernel_for
 from ..ir import Node, Shape
 from ..tensor import DEVICE_TYPE, LazyTensor, from_data
 from . import lowerings
@@ -123,6 +123,67 @@ def lift_fresh(self):
     return lift(self)
 
 
+class NativeBatchNormUpdate(Node):
+    """``native_batch_norm`` in training mode, with the updated running statistics as outputs
+    3 and 4. The aten op updates ``running_mean``/``running_var`` in place although its schema
+    does not say so, so functionalization cannot see the update (and a graph would mutate
+    its input data); this node computes the new statistics as values instead."""
+
+    __slots__ = ()
+    op_kind = "aten::native_batch_norm"
+    op_name = "native_batch_norm"
+    schema = (
+        "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
+        "Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, "
+        "Tensor, Tensor running_mean_out, Tensor running_var_out)"
+    )
+
+    def lower(self, ctx):
+        return lowerings.lower_native_batch_norm_update(self, ctx)
+
+
+def with_running_stats_update(kernel):
+    """Wrap the ``native_batch_norm`` kernel: in training mode with running statistics, the
+    statistics' lazy tensors are pointed at their updated values, as eager updates them."""
+
+    def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+        if (
+            not training
+            or type(running_mean) is not LazyTensor
+            or type(running_var) is not LazyTensor
+        ):
+            return kernel(input, weight, bias, running_mean, running_var, training, momentum, eps)
+        rt.count("lazy::native_batch_norm")
+        device = rt.device_of(input)
+        operands = (
+            rt.tensor(input, device),
+            rt.optional_tensor(weight, device),
+            rt.optional_tensor(bias, device),
+            rt.tensor(running_mean, device),
+            rt.tensor(running_var, device),
+        )
+        shapes = rt.infer_shapes(
+            aten.native_batch_norm.default,
+            (input, weight, bias, running_mean, running_var, training, momentum, eps),
+            {},
+        )
+        shapes += (
+            Shape(running_mean.dtype, running_mean._sizes),
+            Shape(running_var.dtype, running_var._sizes),
+        )
+        node = rt.make_node(NativeBatchNormUpdate, operands, (momentum, eps), shapes)
+        out, mean, invstd, new_mean, new_var = rt.wrap_tuple(node, device)
+        running_mean._value = new_mean._value
+        running_var._value = new_var._value
+        return out, mean, invstd
+
+    return native_batch_norm
+
+
+#: Kernels the runtime wraps around whatever kernel is registered for the op.
+WRAPPERS = {aten.native_batch_norm.default: with_running_stats_update}
+
+
 def _eager(op):
     def kernel(*args, **kwargs):
         return eager_fallback(op, args, kwargs)
@@ -130,20 +191,70 @@ def _eager(op):
     return kernel
 
 
-fill__scalar = _eager(aten.fill_.Scalar)
-normal_ = _eager(aten.normal_.default)
-_unsafe_view = _eager(aten._unsafe_view.default)
+def _composite(op):
+    """The op's composite kernel (under functionalization, reaching lazy kernels), built at
+    the first call; the eager fallback when it has none."""
+    built = []
+
+    def kernel(*args, **kwargs):
+        if not built:
+            built.append(decompositions.composite_kernel(op, with_cpu_kernel=True) or _eager(op))
+        return built[0](*args, **kwargs)
+
+    return kernel
+
+
+def _kernel(op):
+    return kernel_for(op) or _eager(op)
+
+
+def copy(self, src, non_blocking=False):
+    """``copy`` (functionalization's form of ``copy_``): ``src`` cast to ``self``'s dtype and
+    broadcast to its sizes."""
+    device = self._device
+    if type(src) is not LazyTensor:  # a host tensor
+        data = src.to(device=device.backing, dtype=self.dtype).expand(self._sizes)
+        return from_data(data.contiguous(), device)
+    value = src
+    if value.dtype != self.dtype:
+        value = _to_copy(value, dtype=self.dtype)
+    if value._sizes != self._sizes:
+        return _kernel(aten.expand_copy.default)(value, list(self._sizes))
+    return clone(value)
+
+
+def fill__scalar(self, value):
+    return rt.inplace(self, _kernel(aten.fill.Scalar)(self, value)._value.node)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Random numbers come from the backing device's generator, as eager draws them; only
+    ``self``'s metadata is read, so its pending IR is not synced."""
+    data = torch.empty(self._sizes, dtype=self.dtype, device=self._device.backing)
+    self.set_data(data.normal_(mean, std, generator=generator))
+    return self
+
+
+def _unsafe_view(self, size):
+    return _kernel(aten.view_copy.default)(self, size)
+
+
+def narrow_copy(self, dim, start, length):
+    if start < 0:
+        start += self._sizes[dim]
+    return _kernel(aten.slice_copy.Tensor)(self, dim, start, start + length, 1)
+
+
 max_pool3d_with_indices = _eager(aten.max_pool3d_with_indices.default)
 max_pool3d_with_indices_backward = _eager(aten.max_pool3d_with_indices_backward.default)
-block_diag = _eager(aten.block_diag.default)
-diagonal_backward = _eager(aten.diagonal_backward.default)
-slice_backward = _eager(aten.slice_backward.default)
-narrow_copy = _eager(aten.narrow_copy.default)
-pixel_shuffle = _eager(aten.pixel_shuffle.default)
-pixel_unshuffle = _eager(aten.pixel_unshuffle.default)
-select_backward = _eager(aten.select_backward.default)
-_trilinear = _eager(aten._trilinear.default)
-linalg_pinv_atol_rtol_tensor = _eager(aten.linalg_pinv.atol_rtol_tensor)
+block_diag = _composite(aten.block_diag.default)
+diagonal_backward = _composite(aten.diagonal_backward.default)
+slice_backward = _composite(aten.slice_backward.default)
+pixel_shuffle = _composite(aten.pixel_shuffle.default)
+pixel_unshuffle = _composite(aten.pixel_unshuffle.default)
+select_backward = _composite(aten.select_backward.default)
+_trilinear = _composite(aten._trilinear.default)
+linalg_pinv_atol_rtol_tensor = _composite(aten.linalg_pinv.atol_rtol_tensor)
 logsumexp_out = _eager(aten.logsumexp.out)
 
 SUPPORTED = {
@@ -154,6 +265,7 @@ SUPPORTED = {
     aten.empty_strided.default: empty_strided,
     aten.new_empty_strided.default: new_empty_strided,
     aten.clone.default: clone,
+    aten.copy.default: copy,
     aten.lift.default: lift,
     aten.lift_fresh.default: lift_fresh,
 }

@@ -1,0 +1,238 @@
+"""Kernels the runtime builds for ops without a lazy kernel, tried before the eager fallback.
+
+* ``_foreach_*`` ops (what ``torch.optim`` uses on the lazy device) run as one lazy op per
+  list element, so an optimizer step stays in the graph (the eager fallback would sync
+  every parameter and gradient mid-step).
+* Ops that read only their tensor argument's metadata (``ones_like``, ``new_zeros``, ...)
+  run eagerly on an uninitialised stand-in, so they never sync the argument's IR.
+* Ops without a CPU kernel but with a composite one (``mul.Scalar``, ``_safe_softmax``,
+  ``_unsafe_view``, ``softmax.int``, ...) run that kernel, as they would on any backend
+  without its own kernel: under functionalization, so that the ops it calls (views and
+  in-place ones included) reach the lazy kernels.
+
+``lookup(op)`` returns the kernel or None; ``fallback.kernel_for`` caches it in the active
+table (``registry.refresh`` forgets both the kernels and the misses).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from torch.utils._pytree import tree_map
+
+from .tensor import LazyTensor, from_data
+
+aten = torch.ops.aten
+_KEY = torch._C.DispatchKey
+
+_FOREACH = "aten::_foreach_"
+
+#: Element op of a ``_foreach_`` op when the names differ.
+_ELEMENT_NAMES = {"norm": "linalg_vector_norm"}
+
+#: Ops whose result depends on their (first) tensor argument's dtype and sizes only.
+METADATA_ONLY = frozenset(
+    {
+        "empty_like",
+        "full_like",
+        "new_empty",
+        "new_full",
+        "new_ones",
+        "new_zeros",
+        "ones_like",
+        "rand_like",
+        "randint_like",
+        "randn_like",
+        "zeros_like",
+    }
+)
+
+
+def lookup(op):
+    """A kernel for ``op`` built from lazy kernels, or None."""
+    name = op._schema.name
+    kernel = None
+    if name.startswith(_FOREACH):
+        kernel = _foreach_kernel(op)
+    elif name.startswith("aten::") and name[6:] in METADATA_ONLY:
+        kernel = _metadata_only_kernel(op)
+    if kernel is None:
+        kernel = composite_kernel(op)
+    return kernel
+
+
+# _foreach_* ------------------------------------------------------------------------------
+
+
+def _element_type(arg) -> str:
+    """The type an argument has in the element op: a list's element, else the same."""
+    text = str(arg.type)
+    if text.startswith("List[") and text.endswith("]"):
+        return text[5:-1]
+    if arg.name == "scalars" and text == "Tensor":  # a tensor of per-element scalars
+        return "number"
+    return text
+
+
+def _matches(foreach_args, element_schema) -> bool:
+    args = element_schema.arguments
+    if len(args) < len(foreach_args) or any(
+        a.alias_info is not None and a.alias_info.is_write for a in args
+    ):
+        return False
+    if any(not a.has_default_value() for a in args[len(foreach_args) :]):
+        return False
+    return all(_element_type(f) == str(e.type) for f, e in zip(foreach_args, args, strict=False))
+
+
+def _element_kernel(op):
+    """``(element op, its kernel)`` for a functional ``_foreach_`` op, or None."""
+    from .fallback import kernel_for
+
+    schema = op._schema
+    if schema.returns and str(schema.returns[0].type) != "List[Tensor]":
+        return None
+    if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+        return None  # in-place and out= variants: functionalization gives us functional ones
+    base = schema.name[len(_FOREACH) :]
+    packet = getattr(aten, _ELEMENT_NAMES.get(base, base), None)
+    if packet is None:
+        return None
+    for overload in packet.overloads():
+        element = getattr(packet, overload)
+        if _matches(schema.arguments, element._schema):
+            kernel = kernel_for(element)
+            if kernel is not None:
+                return element, kernel
+    return None
+
+
+def _foreach_kernel(op):
+    found = _element_kernel(op)
+    if found is None:
+        return None
+    element, kernel = found
+    # Per foreach argument: (name, taken per element, element keyword name | None, default).
+    plan = tuple(
+        (
+            f.name,
+            _element_type(f) != str(f.type),
+            e.name if e.kwarg_only else None,
+            f.default_value if f.has_default_value() else None,
+        )
+        for f, e in zip(op._schema.arguments, element._schema.arguments, strict=False)
+    )
+
+    def foreach(*args, **kwargs):
+        values = list(args)
+        for name, _, _, default in plan[len(args) :]:
+            values.append(kwargs.get(name, default))
+        lists = [
+            v.tolist() if isinstance(v, torch.Tensor) else v
+            for v, step in zip(values, plan, strict=True)
+            if step[1]
+        ]
+        results = []
+        for i in range(len(lists[0])):
+            positional, keywords, n = [], {}, 0
+            for value, (_, listed, keyword, _) in zip(values, plan, strict=True):
+                if listed:
+                    value = lists[n][i]
+                    n += 1
+                if keyword is None:
+                    positional.append(value)
+                else:
+                    keywords[keyword] = value
+            results.append(kernel(*positional, **keywords))
+        return results
+
+    foreach.__name__ = f"foreach_{element._schema.name.split('::')[-1]}"
+    return foreach
+
+
+# Metadata-only ops --------------------------------------------------------------------------
+
+
+def _stand_in(arg):
+    if type(arg) is LazyTensor:
+        return torch.empty(arg._sizes, dtype=arg.dtype, device=arg._device.backing)
+    return arg
+
+
+def _metadata_only_kernel(op):
+    from . import fallback
+
+    def kernel(*args, **kwargs):
+        device = next((a._device for a in args if type(a) is LazyTensor), None)
+        if device is None or kwargs.get("device") is not None:
+            return fallback.eager_fallback(op, args, kwargs)
+        stand_ins = [_stand_in(a) for a in args]
+        result = fallback.eager_fallback(op, stand_ins, {**kwargs, "device": device.torch_device})
+        return result if type(result) is LazyTensor else from_data(result, device)
+
+    return kernel
+
+
+# CompositeExplicitAutograd kernels ------------------------------------------------------------
+
+
+def _composite_call(op, with_cpu_kernel: bool):
+    """How to call ``op``'s composite kernel, or None (no composite one, or a CPU kernel and
+    not ``with_cpu_kernel``: for most such ops the composite kernel wraps their out= form)."""
+    if op.has_kernel_for_dispatch_key(_KEY.CompositeImplicitAutograd):
+        return op.decompose
+    if op.has_kernel_for_dispatch_key(_KEY.CPU) and not with_cpu_kernel:
+        return None
+    if op.has_kernel_for_dispatch_key(
+        _KEY.CompositeExplicitAutograd
+    ) or op.has_kernel_for_dispatch_key(_KEY.CompositeExplicitAutogradNonFunctional):
+        return lambda *args, **kwargs: op.redispatch(_BACKEND, *args, **kwargs)
+    return None
+
+
+_BACKEND = torch._C.DispatchKeySet(_KEY.PrivateUse1)
+_REENABLED = torch._C.DispatchKeySet(_KEY.Functionalize) | torch._C.DispatchKeySet(
+    _KEY.ADInplaceOrView
+)
+_running = threading.local()  # composite ops running on this thread (re-entry goes eager)
+
+
+def _to_functional(obj):
+    return torch._to_functional_tensor(obj) if type(obj) is LazyTensor else obj
+
+
+def _from_functional(obj):
+    if isinstance(obj, torch.Tensor) and torch._is_functional_tensor(obj):
+        torch._sync(obj)
+        return torch._from_functional_tensor(obj)
+    return obj
+
+
+def composite_kernel(op, with_cpu_kernel: bool = False):
+    """A kernel running ``op``'s composite kernel under functionalization, or None."""
+    from . import fallback
+
+    call = _composite_call(op, with_cpu_kernel)
+    if call is None:
+        return None
+
+    def kernel(*args, **kwargs):
+        running = getattr(_running, "ops", None)
+        if running is None:
+            running = _running.ops = set()
+        if op in running:  # the composite kernel calls the op itself
+            return fallback.eager_fallback(op, args, kwargs)
+        args, kwargs = tree_map(_to_functional, (args, kwargs))
+        include = torch._C._dispatch_tls_local_include_set()
+        exclude = torch._C._dispatch_tls_local_exclude_set()
+        running.add(op)
+        try:
+            with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):
+                result = call(*args, **kwargs)
+        finally:
+            running.discard(op)
+        return tree_map(_from_functional, result)
+
+    kernel.__name__ = f"composite_{op._schema.name.split('::')[-1]}"
+    return kernel
