@@ -14,9 +14,11 @@ import torch
 
 from . import config, debug, executor, ir_cache, metrics
 from .devices import init
+from .errors import LazyGraphError
 from .tensor import DEVICE_TYPE, inner
 
 __all__ = [
+    "LazyGraphError",
     "add_step_closure",
     "config",
     "debug",

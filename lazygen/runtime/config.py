@@ -29,6 +29,7 @@ class _Settings:
         "force_fallback",
         "max_pending_nodes",
         "compile_cache_size",
+        "shape_cache_size",
         "backing_device",
     )
 
@@ -39,6 +40,7 @@ class _Settings:
         self.force_fallback: frozenset[str] = frozenset()
         self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)
         self.compile_cache_size = _env_int("LAZYGEN_COMPILE_CACHE_SIZE", 1024)
+        self.shape_cache_size = _env_int("LAZYGEN_SHAPE_CACHE_SIZE", 50_000)
         self.backing_device = os.environ.get("LAZYGEN_BACKING_DEVICE", "cpu")
 
 
@@ -90,6 +92,30 @@ def get_force_fallback() -> frozenset[str]:
 def set_max_pending_nodes(count: int) -> None:
     """Cut the graph (as ``mark_step`` would) once this many nodes were traced since the last."""
     settings.max_pending_nodes = int(count)
+
+
+def set_compile_cache_size(entries: int) -> None:
+    """Keep at most this many compiled graphs (least recently used go first)."""
+    settings.compile_cache_size = max(0, int(entries))
+    from . import executor
+
+    executor.trim_compile_cache()
+
+
+def get_compile_cache_size() -> int:
+    return settings.compile_cache_size
+
+
+def set_shape_cache_size(entries: int) -> None:
+    """Keep at most this many cached shape inferences (least recently used go first)."""
+    settings.shape_cache_size = max(0, int(entries))
+    from . import shape_inference
+
+    shape_inference.trim_cache()
+
+
+def get_shape_cache_size() -> int:
+    return settings.shape_cache_size
 
 
 def set_backing_device(device: str) -> None:

@@ -12,6 +12,7 @@ import torch
 
 from . import metrics
 from .config import log, settings
+from .errors import LazyGraphError
 from .ir import DeviceData, Node, Value
 from .tensor import LazyDevice, LazyTensor
 
@@ -88,21 +89,50 @@ def compile_cached(key, order: list[Node], outputs: list[Value]):
         return executable
     metrics.count("UncachedCompile")
     start = time.perf_counter()
-    executable = backend().compile(order, outputs)
+    try:
+        executable = backend().compile(order, outputs)
+    except LazyGraphError:
+        raise
+    except Exception as error:
+        raise LazyGraphError("compilation", None, error) from error
     metrics.add_time("CompileTime", time.perf_counter() - start)
     log(2, f"compiled a graph of {len(order)} nodes, {len(outputs)} outputs")
     _compile_cache[key] = executable
+    trim_compile_cache()
+    return executable
+
+
+def trim_compile_cache() -> None:
+    """Drop least recently used graphs beyond ``config.set_compile_cache_size``."""
     while len(_compile_cache) > settings.compile_cache_size:
         _compile_cache.popitem(last=False)
-    return executable
 
 
 def execute(executable, order: list[Node]) -> list[torch.Tensor]:
     inputs = [n.materialize() for n in order if n.is_input]
     start = time.perf_counter()
-    results = backend().execute(executable, inputs)
+    try:
+        results = backend().execute(executable, inputs)
+    except Exception as error:
+        raise _execution_error(order, inputs, error) from error
     metrics.add_time("ExecuteTime", time.perf_counter() - start)
     return results
+
+
+def _execution_error(order: list[Node], inputs: list, error: Exception) -> LazyGraphError:
+    """Name the node that failed (the backend re-runs the graph node by node when it can)."""
+    metrics.count("ExecutionError")
+    locate = getattr(backend(), "locate_failure", None)
+    found = None
+    if locate is not None:
+        try:
+            found = locate(order, inputs)
+        except Exception:  # diagnosis is best effort; report the original error
+            found = None
+    if found is None:
+        return LazyGraphError("execution", None, error)
+    node, cause = found
+    return LazyGraphError("execution", node, cause)
 
 
 # Entry points --------------------------------------------------------------------------
@@ -124,11 +154,16 @@ def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
         tensors = list(dict.fromkeys(pending(tensors)))
         if not tensors:
             return
-        outputs = list(dict.fromkeys(t._value for t in tensors))
+        values = [t._value for t in tensors]
+        outputs = list(dict.fromkeys(values))
         order, position = post_order(outputs)
         key = graph_key(order, position, outputs)
         executable = compile_cached(key, order, outputs)
-        results = execute(executable, order)
+        try:
+            results = execute(executable, order)
+        except LazyGraphError:
+            _compile_cache.pop(key, None)  # a later, fixed lowering must not reuse it
+            raise
         data_of = {}
         for value, result in zip(outputs, results, strict=True):
             shape = value.node.shapes[value.index]
@@ -138,8 +173,9 @@ def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
             if not result.is_contiguous():
                 result = result.contiguous()
             data_of[value] = Value(DeviceData(result), 0)
-        for t in tensors:
-            t._value = data_of[t._value]
+        for t, value in zip(tensors, values, strict=True):
+            if t._value is value:  # unless another thread re-pointed it meanwhile
+                t._value = data_of[value]
         metrics.count("SyncedTensors", len(tensors))
 
 

@@ -5,6 +5,8 @@ Every function here is on the per-op hot path: keep them short.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from . import executor
@@ -93,8 +95,8 @@ def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
     return tuple([symint(v, device) for v in values])
 
 
-_ir_cache: dict[int, Node] = {}
-_IR_CACHE_LIMIT = 100_000
+# Reusable nodes by hash, held weakly: the cache never keeps a graph (or its data) alive.
+_ir_cache: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()
 
 
 def make_node(cls, operands, attrs, shapes) -> Node:
@@ -114,8 +116,6 @@ def _reuse_or_make(cls, operands, attrs, shapes) -> Node:
     ):
         count("IrNodeReused")
         return old
-    if len(_ir_cache) >= _IR_CACHE_LIMIT:
-        _ir_cache.clear()
     _ir_cache[node.hash] = node
     return node
 

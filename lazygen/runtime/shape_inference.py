@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import torch
 
+from .config import settings
 from .ir import Shape, scalar_dtype, wrapped_number_dtype
 from .tensor import DEVICE_TYPE, LazyTensor
 
-_cache: dict = {}
-_MAX_ENTRIES = 50_000
+_cache: OrderedDict = OrderedDict()  # least recently used first
 _META = torch.device("meta")
 
 
@@ -69,9 +71,11 @@ def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tu
     shapes = _cache.get(key)
     if shapes is None:
         shapes = compute_shapes(op, args, kwargs, compute_fn)
-        if len(_cache) >= _MAX_ENTRIES:
-            _cache.clear()
         _cache[key] = shapes
+        if len(_cache) > settings.shape_cache_size:
+            trim_cache()
+    else:
+        _cache.move_to_end(key)
     return shapes
 
 
@@ -127,3 +131,16 @@ def _numbers_to_tensors(op, args: list, kwargs: dict) -> None:
 
 def clear_cache() -> None:
     _cache.clear()
+
+
+def trim_cache() -> None:
+    """Drop least recently used entries beyond ``config.set_shape_cache_size``."""
+    while len(_cache) > settings.shape_cache_size:
+        try:
+            _cache.popitem(last=False)
+        except KeyError:  # emptied by another thread
+            break
+
+
+def cache_size() -> int:
+    return len(_cache)

@@ -191,6 +191,30 @@ def split_copy_tensor(self, split_size, dim=0):
     return rt.wrap_list(node, device)
 
 
+class FaultyNeg(Node):
+    """``neg`` whose lowering can be told to raise, or to build a graph that fails to run."""
+
+    __slots__ = ()
+    op_kind = "aten::neg"
+    op_name = "neg"
+    schema = "neg(Tensor self) -> Tensor"
+    mode = "ok"  # "ok" | "lowering" | "execution"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        if FaultyNeg.mode == "lowering":
+            raise ValueError("injected lowering failure")
+        if FaultyNeg.mode == "execution":  # [n] @ [n] as matrices: fails when run
+            return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(self_)], 1)
+        return ctx.call("aten::neg", [ctx.tensor(self_)], 1)
+
+
+def faulty_neg(self):
+    device = rt.device_of(self)
+    shapes = rt.infer_shapes(aten.neg.default, (self,), {})
+    return rt.wrap(rt.make_node(FaultyNeg, (rt.tensor(self, device),), (), shapes), device)
+
+
 KERNELS = {
     aten.add.Tensor: add_tensor,
     aten.mul.Tensor: mul_tensor,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..config import settings
+from ..errors import LazyGraphError
 from ..ir import Node, Value
 from ..lowering import LoweringContext
 
@@ -52,8 +53,7 @@ class TSBackend:
             if node.is_input:
                 ctx.add_parameter(node)
             else:
-                ctx.node = node
-                ctx.set_outputs(node, node.lower(ctx))
+                _lower_node(ctx, node)
         for value in outputs:
             ctx.graph.registerOutput(ctx.values[value])
         if len(outputs) > 1:
@@ -76,3 +76,45 @@ class TSBackend:
 
     def dump(self, order: list[Node], outputs: list[Value]) -> str:
         return str(self.lower(order, outputs).graph)
+
+    def locate_failure(self, order: list[Node], inputs: list) -> tuple[Node, Exception] | None:
+        """Run a graph that failed one node at a time: the first node that fails, and why."""
+        _configure_executor()
+        feed = iter(inputs)
+        results: dict[Value, object] = {}
+        for node in order:
+            if node.is_input:
+                results[Value(node, 0)] = next(feed)
+                continue
+            ctx = LoweringContext(backing=settings.backing_device)
+            operands = list(dict.fromkeys(node.inputs()))
+            for value in operands:
+                ctx.values[value] = ctx.graph.addInput()
+                ctx.values[value].setType(torch._C.TensorType.get())
+            try:
+                _lower_node(ctx, node)
+                for index in range(len(node.shapes)):
+                    ctx.graph.registerOutput(ctx.values[Value(node, index)])
+                if len(node.shapes) > 1:
+                    ctx.graph.makeMultiOutputIntoTuple()
+                function = torch._C._create_function_from_graph("lazygen_node", ctx.graph)
+                with torch.no_grad():
+                    outputs = function(*[results[v] for v in operands])
+            except Exception as error:  # the node that fails
+                cause = error.__cause__ or error
+                # Without its traceback: its frames would keep this graph (and, through
+                # the callers' frames, the tensors being synced) alive in a cycle.
+                return node, cause.with_traceback(None)
+            outputs = outputs if len(node.shapes) > 1 else (outputs,)
+            for index, output in enumerate(outputs):
+                results[Value(node, index)] = output
+        return None
+
+
+def _lower_node(ctx: LoweringContext, node: Node) -> None:
+    ctx.node = node
+    try:
+        outputs = node.lower(ctx)
+    except Exception as error:
+        raise LazyGraphError("lowering", node, error) from error
+    ctx.set_outputs(node, outputs)

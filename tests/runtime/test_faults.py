@@ -1,0 +1,81 @@
+"""Failures while lowering or running a graph: a clear error naming the op and the traced
+line; the tensors keep their IR, no broken graph is cached, and a later step works."""
+
+import pytest
+import torch
+
+import lazygen.runtime as lr
+from lazygen.runtime import executor, registry
+
+from .handwritten_nodes import FaultyNeg, faulty_neg
+
+aten = torch.ops.aten
+
+
+@pytest.fixture
+def faulty():
+    lr.mark_step()
+    saved = dict(registry.KERNELS)
+    registry.register_kernels({aten.neg.default: faulty_neg})
+    executor.clear_compile_cache()  # graphs lowered with another mode
+    lr.config.set_debug(1)  # record the traced lines
+    yield FaultyNeg
+    FaultyNeg.mode = "ok"
+    lr.config.set_debug(0)
+    lr.mark_step()
+    registry.KERNELS.clear()
+    registry.register_kernels(saved)
+
+
+def _traced(x):
+    return (x * 2).neg() + 1  # the line the error names
+
+
+def _check_recovery(x, y, cached_before):
+    inner = lr.inner(y)
+    assert not inner.is_materialized  # the tensor kept its IR
+    assert executor.compile_cache_size() == cached_before  # nothing half-built was kept
+    FaultyNeg.mode = "ok"
+    lr.mark_step()
+    assert inner.is_materialized
+    assert y.cpu().tolist() == [1.0, -1.0, -3.0]
+
+
+@pytest.mark.parametrize("mode", ["lowering", "execution"])
+def test_failure_names_op_and_line_and_recovers(faulty, mode):
+    x = torch.arange(3.0, device="lazygen")  # device data
+    y = _traced(x)
+    cached = executor.compile_cache_size()
+    faulty.mode = mode
+    with pytest.raises(lr.LazyGraphError) as info:
+        lr.mark_step()
+    error = info.value
+    assert error.stage == mode and error.op_name == "neg"
+    assert "test_faults.py:" in error.source and "neg" in str(error)
+    assert error.source in str(error)
+    if mode == "lowering":
+        assert isinstance(error.__cause__, ValueError)
+    else:
+        assert "mat1" in str(error) or "2D" in str(error) or "matrix" in str(error)
+    _check_recovery(x, y, cached)
+
+
+def test_failure_without_recorded_line_says_how_to_get_it(faulty):
+    lr.config.set_debug(0)
+    y = torch.ones(2, device="lazygen").neg()
+    faulty.mode = "lowering"
+    with pytest.raises(lr.LazyGraphError, match="LAZYGEN_DEBUG=1"):
+        y.cpu()
+    faulty.mode = "ok"
+    assert y.cpu().tolist() == [-1.0, -1.0]
+
+
+def test_failed_sync_leaves_other_tensors_usable(faulty):
+    good = torch.ones(2, device="lazygen") * 3
+    bad = torch.ones(2, device="lazygen").neg()
+    faulty.mode = "execution"
+    with pytest.raises(lr.LazyGraphError):
+        lr.mark_step()  # both in one graph
+    assert good.cpu().tolist() == [3.0, 3.0]  # its own graph now
+    del bad
+    lr.mark_step()  # the cause is gone

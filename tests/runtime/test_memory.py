@@ -1,0 +1,80 @@
+"""Long runs do not grow: live IR nodes, compile and shape caches, tracked tensors."""
+
+import gc
+import sys
+
+import torch
+
+import lazygen.runtime as lr
+from lazygen.runtime import devices, executor, shape_inference
+from lazygen.runtime.ir import Node
+
+
+def _snapshot() -> dict:
+    gc.collect()
+    return {
+        "nodes": sum(1 for o in gc.get_objects() if issubclass(type(o), Node)),
+        "compiled": executor.compile_cache_size(),
+        "shapes": shape_inference.cache_size(),
+        "tracked": len(devices.get_device(0).live),
+        "blocks": sys.getallocatedblocks(),
+    }
+
+
+def test_thousand_steps_stay_flat():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(
+        "lazygen"
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    data, target = torch.randn(4, 8).to("lazygen"), torch.randint(0, 2, (4,)).to("lazygen")
+
+    def step():
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(data), target).backward()
+        optimizer.step()
+        lr.mark_step()
+
+    for _ in range(50):
+        step()
+    before = _snapshot()
+    for _ in range(1000):
+        step()
+    after = _snapshot()
+    for key in ("nodes", "compiled", "shapes", "tracked"):
+        assert after[key] <= before[key], (key, before, after)
+    assert after["blocks"] - before["blocks"] < 20_000, (before, after)
+
+
+def test_cache_bounds_are_configurable():
+    compile_size, shape_size = lr.config.get_compile_cache_size(), lr.config.get_shape_cache_size()
+    try:
+        x = torch.ones(3, device="lazygen")
+        for n in range(1, 8):
+            (x.sum(dim=0, keepdim=True).expand(n) * float(n)).cpu()  # a new graph and shapes
+        lr.config.set_compile_cache_size(2)
+        lr.config.set_shape_cache_size(5)
+        assert executor.compile_cache_size() <= 2
+        assert shape_inference.cache_size() <= 5
+        for n in range(8, 12):
+            (x.sum(dim=0, keepdim=True).expand(n) * float(n)).cpu()
+        assert executor.compile_cache_size() <= 2
+        assert shape_inference.cache_size() <= 5
+    finally:
+        lr.config.set_compile_cache_size(compile_size)
+        lr.config.set_shape_cache_size(shape_size)
+
+
+def test_reusable_ir_is_held_weakly():
+    lr.config.set_reuse_ir(True)
+    try:
+        x = torch.ones(4, device="lazygen")
+        y = (x + 1) * 2
+        lr.mark_step()
+        del y
+        gc.collect()
+        from lazygen.runtime import kernel_support
+
+        assert len(kernel_support._ir_cache) == 0
+    finally:
+        lr.config.set_reuse_ir(False)
