@@ -7,13 +7,19 @@ render, format), `run` (compare with disk; write atomically or report staleness)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lazygen
 from lazygen.errors import Diagnostic, LazygenError, Location
+
+if TYPE_CHECKING:
+    from lazygen.lazy.worker import TorchWorker
 
 STAMP = ".lazygen-stamp.json"
 DEFAULT_HAND_WRITTEN = "lazygen.runtime.ts_backend"
@@ -133,39 +139,108 @@ class Generated:
     counts: dict[str, int]
 
 
-def generate(config: GenConfig) -> Generated:
-    """Render every output file in memory. Raises `LazygenError` for bad inputs."""
+def generate(
+    config: GenConfig, *, worker: bool | None = None, child: TorchWorker | None = None
+) -> Generated:
+    """Render every output file in memory. Raises `LazygenError` for bad inputs.
+
+    Torch is asked in a child process started first (`lazygen.lazy.worker`), so its import
+    overlaps loading the catalogue; `worker=False` asks in-process, `None` (the default)
+    uses the child unless torch is already imported here or `config.jobs` is 1. `child`:
+    one already started by `start_worker` (taken over and closed here).
+    """
+    if not config.backend_yaml.is_file():
+        if child is not None:
+            child.close()
+        raise LazygenError.at(None, f"backend op list {config.backend_yaml} does not exist")
+    if child is None and (worker if worker is not None else _worker_helps(config)):
+        child = start_worker(config)
+    try:
+        return _generate(config, child)
+    finally:
+        if child is not None:
+            child.close()
+
+
+def _worker_helps(config: GenConfig) -> bool:
+    return config.jobs > 1 and "torch" not in sys.modules
+
+
+def start_worker(config: GenConfig) -> TorchWorker | None:
+    """The child process that imports torch and answers the planner's questions."""
+    from lazygen.lazy.worker import TorchWorker
+
+    return TorchWorker.start(config.hand_written if config.check_hand_written else None)
+
+
+def _generate(config: GenConfig, child) -> Generated:
     from lazygen.lazy.hand_written import check_hand_written
     from lazygen.lazy.meta import TorchFacts
     from lazygen.lazy.plan import build_plan
     from lazygen.loaders.backend_yaml import load_backend
     from lazygen.loaders.native_yaml import load_catalogue
-    from lazygen.render.contexts import build_contexts
     from lazygen.render.environment import build_environment
-    from lazygen.render.formatting import FormatError, format_all
 
-    if not config.backend_yaml.is_file():
-        raise LazygenError.at(None, f"backend op list {config.backend_yaml} does not exist")
     catalogue = load_catalogue(_sources(config))
     ops = load_backend(config.backend_yaml, catalogue)
-    plan, errors, warnings = build_plan(ops, catalogue, TorchFacts())
+    env = build_environment(config.templates)
+    facts = _prefetch(child, ops, catalogue, env) if child is not None else None
+    plan, errors, warnings = build_plan(ops, catalogue, facts or TorchFacts())
     if errors:
         raise LazygenError(errors)
     hand_errors: list[Diagnostic] = []
+    asked = False
     if config.check_hand_written:
-        hand_errors, hand_warnings = check_hand_written(plan, config.hand_written)
+        if facts is not None:  # the child checks while this process renders
+            asked = child.ask_hand_written(plan)
+        if not asked:
+            hand_errors, hand_warnings = check_hand_written(plan, config.hand_written)
+            warnings += hand_warnings
+    try:
+        files = _render(env, plan, config.hand_written)
+    except LazygenError:
+        if asked and child.hand_written_result() is None:
+            check_hand_written(plan, config.hand_written)  # raises first, as in-process
+        raise
+    if asked:
+        result = child.hand_written_result()
+        hand_errors, hand_warnings = result or check_hand_written(plan, config.hand_written)
         warnings += hand_warnings
-    env = build_environment(config.templates)
+    return Generated(files, tuple(warnings), tuple(hand_errors), plan.counts())
+
+
+def _prefetch(child, ops, catalogue, env):
+    """Record the planner's questions, warm the templates, then take the child's answers."""
+    from typing import get_args
+
+    from lazygen.lazy.plan import build_plan
+    from lazygen.lazy.worker import RecordingFacts
+    from lazygen.render.contexts import Context
+
+    recording = RecordingFacts()
+    try:
+        build_plan(ops, catalogue, recording)
+    except Exception:  # noqa: BLE001 - the real planning pass reports it
+        return None
+    for context in get_args(Context):
+        with contextlib.suppress(Exception):  # rendering reports template errors, in order
+            env.get_template(context.template)
+    return child.facts(recording.request())
+
+
+def _render(env, plan, hand_written: str) -> dict[str, str]:
+    from lazygen.render.contexts import build_contexts
+    from lazygen.render.formatting import FormatError, format_all
+
     sources = {}
-    for name, context in build_contexts(plan, config.hand_written).items():
+    for name, context in build_contexts(plan, hand_written).items():
         sources[name] = render_template(env, context)
     try:
-        files = format_all(sources)
+        return format_all(sources)
     except FormatError as exc:
         raise LazygenError.at(
             None, f"a template produced invalid Python: {exc}", "check your template overrides"
         ) from None
-    return Generated(files, tuple(warnings), tuple(hand_errors), plan.counts())
 
 
 def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> GenResult:
@@ -180,10 +255,21 @@ def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> Gen
     )
 
     check_output_dir(config.output_dir)
-    inputs = input_hash(config)
-    if stamp_current(config, inputs):
+    child = None
+    if _worker_helps(config) and not (config.output_dir / STAMP).exists():
+        child = start_worker(config)  # cannot be skipped: start torch's import at once
+    try:
+        inputs = input_hash(config)
+        skipped = stamp_current(config, inputs)
+    except BaseException:
+        if child is not None:
+            child.close()
+        raise
+    if skipped:
+        if child is not None:
+            child.close()
         return GenResult("skipped")
-    generated = generate(config)
+    generated = generate(config, child=child)
     if generated.errors:  # nothing is written when hand-written pieces are missing
         raise LazygenError(generated.errors)
     files = dict(generated.files)

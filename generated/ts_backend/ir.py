@@ -402,7 +402,9 @@ class LinalgSlogdet(Node):
     __slots__ = ()
     op_kind = "aten::_linalg_slogdet"
     op_name = "_linalg_slogdet"
-    schema = "_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"
+    schema = (
+        "_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"
+    )
 
     def lower(self, ctx):
         (A,) = self.operands

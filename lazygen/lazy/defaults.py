@@ -8,6 +8,7 @@ expanded, as ATen does. Unknown default spellings are reported, never guessed.
 from __future__ import annotations
 
 import ast
+import re
 
 from lazygen.model.types import BaseTy, ListType, OptionalType, Type
 
@@ -47,11 +48,26 @@ def python_default(t: Type, text: str) -> str:
 
 
 def double_quoted(value: str) -> str:
-    """A string literal as black prints it (double quotes unless that needs escapes)."""
+    """A string literal as black prints it: `repr`, then black's quote normalisation
+    (double quotes unless they need more escapes than single quotes)."""
     text = repr(value)
-    if text.startswith("'") and '"' not in value:
-        text = '"' + text[1:-1].replace("\\'", "'") + '"'
-    return text
+    if text.startswith('"'):
+        return text  # repr chose double quotes: the value has ' and no "
+    body = text[1:-1]
+    new_body = _sub_twice(_ESCAPED_SINGLE, r"\1\2'", body)
+    new_body = _sub_twice(_UNESCAPED_DOUBLE, r'\1\\"', new_body)
+    if new_body.count("\\") > body.count("\\"):
+        return text
+    return f'"{new_body}"'
+
+
+_ESCAPED_SINGLE = re.compile(r"([^\\]|^)\\((?:\\\\)*)'")
+_UNESCAPED_DOUBLE = re.compile(r'(([^\\]|^)(\\\\)*)"')
+
+
+def _sub_twice(regex: re.Pattern[str], replacement: str, text: str) -> str:
+    """`regex.sub` applied twice: matches may overlap (black's `sub_twice`)."""
+    return regex.sub(replacement, regex.sub(replacement, text))
 
 
 def _list_default(t: ListType, text: str) -> str:

@@ -11,11 +11,24 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from lazygen.errors import Diagnostic, Location
 from lazygen.lazy.plan import BackendPlan, HandWritten, Param, ShapeFunction
+
+
+@dataclass(frozen=True)
+class Needs:
+    """The hand-written part of a `BackendPlan` (what `check_hand_written` reads)."""
+
+    supported: tuple[HandWritten, ...]
+    autograd: tuple[HandWritten, ...]
+    lowerings: tuple[HandWritten, ...]
+    reuse_checks: tuple[HandWritten, ...]
+    shape_functions: tuple[ShapeFunction, ...]
+
 
 _KIND = {False: inspect.Parameter.POSITIONAL_OR_KEYWORD, True: inspect.Parameter.KEYWORD_ONLY}
 
@@ -88,7 +101,7 @@ def _where(module: str, package: str) -> str:
 
 
 def check_hand_written(
-    plan: BackendPlan, package: str
+    plan: BackendPlan | Needs, package: str
 ) -> tuple[list[Diagnostic], list[Diagnostic]]:
     """(errors, warnings) about the hand-written pieces of `plan` in `package`."""
     errors: list[Diagnostic] = []

@@ -6,6 +6,9 @@ composite key (`CompositeExplicitAutograd[NonFunctional]`, `CompositeImplicitAut
 which decompose into ops that do; and the op is not tagged `dynamic_output_shape` (its
 output size depends on tensor values, which meta tensors do not have). Every other op
 needs a hand-written `compute_shape_<op>`.
+
+The questions take plain strings (`*_named`, `*_of_text`) so that `lazygen.lazy.worker`
+can ask them in a child process; the `NativeFunction` forms are what the planner uses.
 """
 
 from __future__ import annotations
@@ -20,16 +23,21 @@ META_KEYS = (
 )
 
 
-def has_meta_kernel(f: NativeFunction) -> bool:
-    """True when `f` runs on meta tensors in the installed torch."""
+def has_meta_kernel_named(op_name: str) -> bool:
+    """True when `aten::<op_name>` (`add.Tensor`) runs on meta tensors in the installed torch."""
     import torch
 
-    name = f"aten::{f.name}"
+    name = f"aten::{op_name}"
     has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
     try:
         return any(has_kernel(name, key) for key in META_KEYS)
     except RuntimeError:  # not registered in this torch at all
         return False
+
+
+def has_meta_kernel(f: NativeFunction) -> bool:
+    """True when `f` runs on meta tensors in the installed torch."""
+    return has_meta_kernel_named(str(f.name))
 
 
 def _category(text: str) -> tuple[bool, bool, bool]:
@@ -51,21 +59,31 @@ def has_torchscript_builtin(kind: str, argument_types: tuple[str, ...]) -> bool:
     return False
 
 
-def registered_schema(f: NativeFunction) -> str | None:
-    """The running torch's schema of `f` (normalised by torch's own parser), or None."""
+def registered_schema_named(name: str, overload: str) -> str | None:
+    """The running torch's schema of `aten::<name>.<overload>`, or None."""
     import torch
 
     try:
-        return str(torch._C._get_schema(f"aten::{f.name.name}", f.name.overload))
+        return str(torch._C._get_schema(f"aten::{name}", overload))
     except RuntimeError:
         return None
 
 
-def normalised_schema(f: NativeFunction) -> str:
-    """`f`'s schema as torch's parser prints it, to compare with `registered_schema`."""
+def registered_schema(f: NativeFunction) -> str | None:
+    """The running torch's schema of `f` (normalised by torch's own parser), or None."""
+    return registered_schema_named(f.name.name, f.name.overload)
+
+
+def normalised_schema_of_text(func: str) -> str:
+    """Schema text `func` (without namespace) as torch's parser prints it."""
     import torch
 
-    return str(torch._C.parse_schema(f"aten::{f.func}"))
+    return str(torch._C.parse_schema(f"aten::{func}"))
+
+
+def normalised_schema(f: NativeFunction) -> str:
+    """`f`'s schema as torch's parser prints it, to compare with `registered_schema`."""
+    return normalised_schema_of_text(str(f.func))
 
 
 class TorchFacts:

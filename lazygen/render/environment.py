@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from lazygen.lazy.defaults import double_quoted
+
+if TYPE_CHECKING:
+    import jinja2
 
 #: The built-in templates: `templates/` at the repository / installed-package root.
 BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -30,6 +32,8 @@ FILTERS = {"py": _py_repr, "tuple": _tuple_display}
 
 def build_environment(override_dir: Path | None = None) -> jinja2.Environment:
     """Templates in `override_dir` (if given) shadow the built-in ones of the same name."""
+    import jinja2  # here, so the input hash (which lists templates) need not import it
+
     loaders: list[jinja2.BaseLoader] = []
     if override_dir is not None:
         loaders.append(jinja2.FileSystemLoader(str(override_dir)))

@@ -14,9 +14,10 @@ import re
 
 LINE_LENGTH = 100
 _TOP_LEVEL = re.compile(r"\n\n\n(?=\S)")
-#: Long lines black leaves alone: a lone string literal, possibly assigned to a name
-#: (docstrings, `schema = "..."`); black cannot split a string without its preview style.
-_UNSPLITTABLE = re.compile(r'^\s*(?:\w+ = )?(?:"""[^"]*"""|"[^"\\]*")$')
+#: Long lines black leaves alone: a lone string literal (docstrings), or one assigned to a
+#: name (`schema = "..."`) when it would not fit on its own line in parentheses either;
+#: black cannot split a string without its preview style.
+_UNSPLITTABLE = re.compile(r'^(\s*)(\w+ = )?("""[^"]*"""|"[^"\\]*")$')
 
 
 class FormatError(ValueError):
@@ -39,10 +40,16 @@ def format_source(text: str) -> str:
         raise FormatError(str(exc).splitlines()[0]) from None
 
 
+def _unsplittable(line: str) -> bool:
+    match = _UNSPLITTABLE.match(line)
+    if match is None:
+        return False
+    indent, assigned, string = match.groups()
+    return not assigned or len(indent) + 4 + len(string) > LINE_LENGTH
+
+
 def _needs_black(block: str) -> bool:
-    return any(
-        len(line) > LINE_LENGTH and not _UNSPLITTABLE.match(line) for line in block.split("\n")
-    )
+    return any(len(line) > LINE_LENGTH and not _unsplittable(line) for line in block.split("\n"))
 
 
 def format_module(text: str) -> str:
