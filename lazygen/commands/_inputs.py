@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lazygen.loaders.native_yaml import NativeSources
-from lazygen.model.native_function import Catalogue
+if TYPE_CHECKING:  # imported lazily: `lazygen --version` and stamp-skipped gens stay fast
+    from lazygen.loaders.native_yaml import NativeSources
+    from lazygen.model.native_function import Catalogue
 
 DEFAULT_BACKEND_YAML = Path("yaml/ts_backend.yaml")
 
@@ -25,6 +27,8 @@ def add_catalogue_arguments(parser: argparse.ArgumentParser) -> None:
 
 def sources_from(args: argparse.Namespace) -> NativeSources:
     """The native_functions/tags pair the options name, defaulting to the installed torch."""
+    from lazygen.loaders.native_yaml import NativeSources
+
     if args.native_functions is None and args.tags is None:
         return NativeSources.default()
     default = NativeSources.default() if args.native_functions is None else None
