@@ -21,7 +21,7 @@ import threading
 import torch
 from torch.utils._pytree import tree_map
 
-from .tensor import LazyTensor, from_data
+from .tensor import DEVICE_TYPE, LazyTensor, from_data
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey
@@ -162,14 +162,24 @@ def _stand_in(arg):
 
 def _metadata_only_kernel(op):
     from . import fallback
+    from .devices import get_device
+    from .metrics import count
+
+    name = f"lazy::{op._schema.name.split('::')[-1]}"
 
     def kernel(*args, **kwargs):
         device = next((a._device for a in args if type(a) is LazyTensor), None)
-        if device is None or kwargs.get("device") is not None:
+        target = kwargs.get("device")
+        if target is not None:
+            target = torch.device(target)
+            if target.type != DEVICE_TYPE:  # the result goes elsewhere
+                return fallback.eager_fallback(op, args, kwargs)
+            device = get_device(target.index or 0)
+        if device is None:
             return fallback.eager_fallback(op, args, kwargs)
-        stand_ins = [_stand_in(a) for a in args]
-        result = fallback.eager_fallback(op, stand_ins, {**kwargs, "device": device.torch_device})
-        return result if type(result) is LazyTensor else from_data(result, device)
+        count(name)
+        result = op(*[_stand_in(a) for a in args], **{**kwargs, "device": device.backing})
+        return from_data(result, device)
 
     return kernel
 
@@ -202,6 +212,13 @@ def _to_functional(obj):
     return torch._to_functional_tensor(obj) if type(obj) is LazyTensor else obj
 
 
+def _resolved(obj):
+    """Lazy tensors carry no conjugate or negative bit: apply them."""
+    if isinstance(obj, torch.Tensor) and (obj.is_conj() or obj.is_neg()):
+        return obj.resolve_conj().resolve_neg()
+    return obj
+
+
 def _from_functional(obj):
     if isinstance(obj, torch.Tensor) and torch._is_functional_tensor(obj):
         torch._sync(obj)
@@ -217,19 +234,28 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
     if call is None:
         return None
 
+    unusable = []  # set once the composite kernel proved unusable here: eager from then on
+
     def kernel(*args, **kwargs):
         running = getattr(_running, "ops", None)
         if running is None:
             running = _running.ops = set()
-        if op in running:  # the composite kernel calls the op itself
+        if unusable or op in running:  # op in running: its composite kernel calls the op
             return fallback.eager_fallback(op, args, kwargs)
-        args, kwargs = tree_map(_to_functional, (args, kwargs))
+        functional_args, functional_kwargs = tree_map(_to_functional, (args, kwargs))
         include = torch._C._dispatch_tls_local_include_set()
         exclude = torch._C._dispatch_tls_local_exclude_set()
         running.add(op)
         try:
             with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):
-                result = call(*args, **kwargs)
+                result = tree_map(_resolved, call(*functional_args, **functional_kwargs))
+        except Exception:
+            # Some composite kernels call ops functionalization refuses (``__iand__``...).
+            # Nothing escaped the functional wrappers; eager raises the user's error if
+            # it was one, else the composite kernel is not for this device.
+            result = fallback.eager_fallback(op, args, kwargs)
+            unusable.append(True)
+            return result
         finally:
             running.discard(op)
         return tree_map(_from_functional, result)

@@ -8,7 +8,15 @@ import threading
 import torch
 
 from .config import settings
-from .tensor import DEVICE_TYPE, LazyDevice, LazyTensor, from_data, inner, to_functional
+from .tensor import (
+    DEVICE_TYPE,
+    LazyDevice,
+    LazyTensor,
+    from_data,
+    inner,
+    to_functional,
+    unsupported_layout,
+)
 
 _devices: dict[int, LazyDevice] = {}
 _devices_lock = threading.Lock()
@@ -128,11 +136,17 @@ def _below_functionalization() -> bool:
     )
 
 
+def _check_layout(layout) -> None:
+    if layout is not None and layout != torch.strided:
+        raise unsupported_layout(layout)
+
+
 def _empty_memory_format(
     size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
 ):
     from .ts_backend import kernels
 
+    _check_layout(layout)
     dev = device_from(device)
     return _lazy_result(kernels.empty_memory_format(size, dtype=dtype, device=dev.torch_device))
 
@@ -140,6 +154,7 @@ def _empty_memory_format(
 def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     from .ts_backend import kernels
 
+    _check_layout(layout)
     dev = device_from(device)
     return _lazy_result(kernels.empty_strided(size, stride, dtype=dtype, device=dev.torch_device))
 
@@ -155,9 +170,43 @@ def _to_copy(
 ):
     from .ts_backend import kernels
 
+    _check_layout(layout)
     source = inner(self) if torch._is_functional_tensor(self) else self
     result = kernels._to_copy(source, dtype=dtype, device=device)
     return _lazy_result(result) if type(result) is LazyTensor else result
+
+
+_TO_COPY = torch.ops.aten._to_copy.default
+_SPARSE_KEYS = ("SparseCPU", "SparseCsrCPU")  # sparse sources moved to lazygen
+
+
+def _sparse_to_copy(
+    self,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=None,
+    non_blocking=False,
+    memory_format=None,
+):
+    """``_to_copy`` of a sparse CPU tensor: refused for the lazygen device (which would
+    otherwise build a sparse tensor of lazy parts that no op can use), else as before."""
+    if device is not None and torch.device(device).type == DEVICE_TYPE:
+        raise unsupported_layout(layout if layout not in (None, torch.strided) else self.layout)
+    return _TO_COPY._op_dk(
+        torch._C.DispatchKey.CompositeExplicitAutograd,
+        self,
+        dtype=dtype,
+        layout=layout,
+        device=device,
+        pin_memory=pin_memory,
+        non_blocking=non_blocking,
+        memory_format=memory_format,
+    )
+
+
+def _sparse_empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    raise unsupported_layout(layout)
 
 
 def _copy_from(self, dst, non_blocking=False):
@@ -266,6 +315,11 @@ HOST_FACTORIES = (
     "logspace",
     "randperm",
     "randperm.generator",
+    "eye",
+    "eye.m",
+    "kaiser_window",
+    "kaiser_window.periodic",
+    "kaiser_window.beta",
 )
 
 
@@ -285,6 +339,11 @@ def _register_device_kernels() -> None:
     lib.impl("_to_copy", _to_copy, "PrivateUse1")
     lib.impl("_copy_from", _copy_from, "PrivateUse1")
     lib.impl("_copy_from_and_resize", _copy_from_and_resize, "PrivateUse1")
+    for key in _SPARSE_KEYS:
+        lib.impl("_to_copy", _sparse_to_copy, key)
+    for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):  # sparse layouts on lazygen
+        lib.impl("_to_copy", _sparse_to_copy, key)
+        lib.impl("empty.memory_format", _sparse_empty, key)
     for name in HOST_FACTORIES:
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload or "default")

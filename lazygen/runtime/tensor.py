@@ -106,8 +106,17 @@ def set_fallback(fn) -> None:
     _fallback = fn
 
 
+def unsupported_layout(layout) -> RuntimeError:
+    return RuntimeError(
+        f"lazygen: {layout} tensors cannot live on the lazygen device, which holds strided "
+        "(dense) tensors only; keep them on the CPU, or convert with .to_dense() first"
+    )
+
+
 def from_data(data: torch.Tensor, device: LazyDevice) -> LazyTensor:
     """An inner lazy tensor holding ``data`` (moved to the backing device, made contiguous)."""
+    if data.layout != torch.strided:
+        raise unsupported_layout(data.layout)
     if data.device != device.backing:
         data = data.to(device.backing)
     if not data.is_contiguous():

@@ -23,6 +23,21 @@ def _configure_executor() -> None:
         _executor_configured = True
 
 
+class _unoptimized:
+    """Run graphs without the graph executor's optimisation passes (a thread-local switch):
+    lazy graphs are already minimal, and its shape propagation fails on valid graphs
+    (``aten::sum(<0-dim>, dim=None)`` asserts)."""
+
+    __slots__ = ("previous",)
+
+    def __enter__(self):
+        self.previous = torch._C._get_graph_executor_optimize()
+        torch._C._set_graph_executor_optimize(False)
+
+    def __exit__(self, *exc_info):
+        torch._C._set_graph_executor_optimize(self.previous)
+
+
 class TSExecutable:
     __slots__ = ("function", "num_outputs", "graph")
 
@@ -68,7 +83,7 @@ class TSBackend:
         return TSExecutable(function, len(outputs), ctx.graph)
 
     def execute(self, executable: TSExecutable, inputs: list[torch.Tensor]) -> list:
-        with torch.no_grad():
+        with torch.no_grad(), _unoptimized():
             result = executable.function(*inputs)
         if executable.num_outputs == 1:
             return [result]
@@ -98,7 +113,7 @@ class TSBackend:
                 if len(node.shapes) > 1:
                     ctx.graph.makeMultiOutputIntoTuple()
                 function = torch._C._create_function_from_graph("lazygen_node", ctx.graph)
-                with torch.no_grad():
+                with torch.no_grad(), _unoptimized():
                     outputs = function(*[results[v] for v in operands])
             except Exception as error:  # the node that fails
                 cause = error.__cause__ or error

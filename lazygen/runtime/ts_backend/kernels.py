@@ -223,6 +223,44 @@ def copy(self, src, non_blocking=False):
     return clone(value)
 
 
+def _dispatch(op, *args):
+    """``op`` through its lazy (or runtime-built) kernel, else the eager fallback."""
+    kernel = kernel_for(op)
+    return kernel(*args) if kernel is not None else eager_fallback(op, args, {})
+
+
+class ConjPhysical(Node):
+    """aten::conj_physical: what the conjugate view of a lazy tensor lowers to."""
+
+    __slots__ = ()
+    op_kind = "aten::conj_physical"
+    op_name = "conj_physical"
+    schema = "conj_physical(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::conj_physical", [ctx.tensor(self_)], 1)
+
+
+def _conj(self):
+    """Lazy tensors carry no conjugate bit: the conjugate view is a conjugated value."""
+    if not self.dtype.is_complex:
+        return clone(self)
+    rt.count("lazy::_conj")
+    device = self._device
+    shapes = (Shape(self.dtype, self._sizes),)
+    return rt.wrap(rt.make_node(ConjPhysical, (rt.tensor(self, device),), (), shapes), device)
+
+
+def _conj_copy(self):
+    return _conj(self)
+
+
+def _neg_view(self):
+    """Lazy tensors carry no negative bit: the negative view is a negated value."""
+    return _dispatch(aten.neg.default, self)
+
+
 def fill__scalar(self, value):
     return rt.inplace(self, _kernel(aten.fill.Scalar)(self, value)._value.node)
 
@@ -266,6 +304,10 @@ SUPPORTED = {
     aten.new_empty_strided.default: new_empty_strided,
     aten.clone.default: clone,
     aten.copy.default: copy,
+    aten._conj.default: _conj,
+    aten._conj_copy.default: _conj_copy,
+    aten.conj_physical.default: _conj_copy,
+    aten._neg_view.default: _neg_view,
     aten.lift.default: lift,
     aten.lift_fresh.default: lift_fresh,
 }
