@@ -28,10 +28,26 @@ class Value(NamedTuple):
 
 def _operand_hash(operand) -> int:
     if type(operand) is Value:
-        return operand.node.hash + operand.index
+        return operand.node._hash + operand.index
     if operand is None:
         return 0
     return hash(tuple(_operand_hash(o) for o in operand))
+
+
+def _compute_hashes(root: Node) -> int:
+    """Hash ``root`` and every operand not hashed yet, operands first (no recursion: chains
+    of IR are as deep as the program that traced them)."""
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        missing = [v.node for v in node.inputs() if v.node._hash is None]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        if node._hash is None:
+            node._hash = node._own_hash()
+    return root._hash
 
 
 _SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
@@ -62,7 +78,7 @@ def user_source() -> str | None:
 class Node:
     """Base of every IR node; generated subclasses set ``op_kind``, ``op_name``, ``schema``."""
 
-    __slots__ = ("operands", "attrs", "shapes", "hash", "source", "__weakref__")
+    __slots__ = ("operands", "attrs", "shapes", "_hash", "source", "__weakref__")
     op_kind: str = ""
     op_name: str = ""
     schema: str = ""
@@ -72,10 +88,18 @@ class Node:
         self.operands = operands
         self.attrs = attrs
         self.shapes = shapes
-        self.hash = hash(
-            (type(self).__qualname__, attrs, shapes, tuple(map(_operand_hash, operands)))
-        )
+        self._hash = None  # computed when first asked for (IR reuse), off the hot path
         self.source = user_source() if settings.record_source else None
+
+    @property
+    def hash(self) -> int:
+        """Node hash: class, attrs, shapes and operand hashes (never data values)."""
+        value = self._hash
+        return value if value is not None else _compute_hashes(self)
+
+    def _own_hash(self) -> int:
+        operands = tuple(map(_operand_hash, self.operands))
+        return hash((type(self).__qualname__, self.attrs, self.shapes, operands))
 
     def lower(self, ctx) -> list:
         raise NotImplementedError(f"{type(self).__name__} ({self.op_name}) has no lowering")
@@ -110,8 +134,11 @@ class DeviceData(Node):
         self.attrs = ()
         self.data = data
         self.shapes = (Shape(data.dtype, tuple(data.shape)),)
-        self.hash = hash(("DeviceData", self.shapes))
+        self._hash = None
         self.source = None
+
+    def _own_hash(self) -> int:
+        return hash(("DeviceData", self.shapes))
 
     def materialize(self) -> torch.Tensor:
         return self.data
@@ -123,6 +150,9 @@ _SCALAR_DTYPES = {
     bool: torch.bool,
     complex: torch.complex128,
 }
+
+
+_SCALAR_SHAPES: dict = {}  # dtype -> (Shape(dtype, ()),)
 
 
 class ScalarData(Node):
@@ -138,9 +168,15 @@ class ScalarData(Node):
         self.attrs = ()
         self.value = value
         self.device = device
-        self.shapes = (Shape(dtype, ()),)
-        self.hash = hash(("ScalarData", dtype))
+        shapes = _SCALAR_SHAPES.get(dtype)
+        if shapes is None:
+            shapes = _SCALAR_SHAPES[dtype] = (Shape(dtype, ()),)
+        self.shapes = shapes
+        self._hash = None
         self.source = None
+
+    def _own_hash(self) -> int:
+        return hash(("ScalarData", self.shapes[0].dtype))
 
     @property
     def data(self) -> torch.Tensor:

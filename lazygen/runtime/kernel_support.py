@@ -11,10 +11,10 @@ import torch
 
 from . import executor
 from .config import settings
-from .ir import DeviceData, Node, ScalarData, Shape, Value, scalar_dtype
+from .ir import _SCALAR_DTYPES, DeviceData, Node, ScalarData, Shape, Value, scalar_dtype
 from .metrics import count
 from .shape_inference import infer_shapes
-from .tensor import LazyDevice, LazyTensor
+from .tensor import LazyDevice, LazyTensor, new_lazy
 
 __all__ = [
     "Shape",
@@ -36,6 +36,9 @@ __all__ = [
     "wrap_list",
     "wrap_tuple",
 ]
+
+
+_new_value = tuple.__new__  # Value(node, i) without the NamedTuple's Python-level __new__
 
 
 def device_of(*tensors) -> LazyDevice:
@@ -78,9 +81,12 @@ def optional_tensor_list(ts, device: LazyDevice) -> tuple[Value | None, ...]:
 
 
 def scalar(value, device: LazyDevice) -> Value:
-    if isinstance(value, torch.Tensor):
-        return tensor(value, device)
-    return Value(ScalarData(value, scalar_dtype(value), device.backing), 0)
+    dtype = _SCALAR_DTYPES.get(type(value))
+    if dtype is None:
+        if isinstance(value, torch.Tensor):
+            return tensor(value, device)
+        dtype = scalar_dtype(value)
+    return _new_value(Value, (ScalarData(value, dtype, device.backing), 0))
 
 
 def optional_scalar(value, device: LazyDevice) -> Value | None:
@@ -125,8 +131,10 @@ def reset_ir_cache() -> None:
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:
-    result = LazyTensor(Value(node, 0), device)
-    _traced(device)
+    result = new_lazy(_new_value(Value, (node, 0)), device)
+    device.pending_nodes += 1
+    if device.pending_nodes > settings.max_pending_nodes:
+        executor.cut(device)
     return result
 
 
@@ -134,7 +142,7 @@ def wrap_tuple(node: Node, device: LazyDevice) -> tuple[LazyTensor | None, ...]:
     """One tensor per output; None for an output the op left undefined (shape None)."""
     result = tuple(
         [
-            None if shape is None else LazyTensor(Value(node, i), device)
+            None if shape is None else new_lazy(Value(node, i), device)
             for i, shape in enumerate(node.shapes)
         ]
     )
@@ -143,7 +151,7 @@ def wrap_tuple(node: Node, device: LazyDevice) -> tuple[LazyTensor | None, ...]:
 
 
 def wrap_list(node: Node, device: LazyDevice) -> list[LazyTensor]:
-    result = [LazyTensor(Value(node, i), device) for i in range(len(node.shapes))]
+    result = [new_lazy(Value(node, i), device) for i in range(len(node.shapes))]
     _traced(device)
     return result
 

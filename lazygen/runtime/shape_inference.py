@@ -3,22 +3,25 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import torch
 
 from .config import settings
 from .ir import Shape, scalar_dtype, wrapped_number_dtype
 from .tensor import DEVICE_TYPE, LazyTensor
 
-_cache: OrderedDict = OrderedDict()  # least recently used first
+# Two generations approximate an LRU without bookkeeping on hits: a miss moves an entry
+# into ``_recent``; once that holds half the bound it becomes ``_old`` (and the previous
+# ``_old``, whatever was not used since, goes).
+_recent: dict = {}
+_old: dict = {}
+_KEYWORDS = object()  # separates positional from keyword arguments in a key
 _META = torch.device("meta")
 
 
 def _key(arg, value_dependent: bool):
     kind = type(arg)
     if kind is LazyTensor:
-        return (arg.dtype, arg._sizes)
+        return arg._shape
     if kind is float or kind is complex:
         return arg if value_dependent else kind
     if kind is int or arg is None or kind is str:
@@ -63,19 +66,30 @@ def _shapes_of(result, top: bool = True) -> tuple[Shape | None, ...]:
 def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tuple[Shape, ...]:
     if compute_fn is not None and getattr(compute_fn, "data_dependent", False):
         return compute_shapes(op, args, kwargs, compute_fn)
-    key = (
-        op,
-        tuple([_key(a, value_dependent) for a in args]),
-        tuple([(k, _key(v, value_dependent)) for k, v in kwargs.items()]) if kwargs else (),
-    )
-    shapes = _cache.get(key)
+    # A flat tuple: the op, then one entry per argument (a lazy tensor's (dtype, sizes)).
+    parts = [id(op), value_dependent]  # OpOverload hashes in Python; torch keeps ops alive
+    for arg in args:
+        parts.append(arg._shape if type(arg) is LazyTensor else _key(arg, value_dependent))
+    if kwargs:
+        parts.append(_KEYWORDS)
+        for name, arg in kwargs.items():
+            parts.append(name)
+            parts.append(_key(arg, value_dependent))
+    key = tuple(parts)
+    shapes = _recent.get(key)
+    if shapes is None:
+        shapes = _miss(key, op, args, kwargs, compute_fn)
+    return shapes
+
+
+def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
+    global _recent, _old
+    shapes = _old.get(key)
     if shapes is None:
         shapes = compute_shapes(op, args, kwargs, compute_fn)
-        _cache[key] = shapes
-        if len(_cache) > settings.shape_cache_size:
-            trim_cache()
-    else:
-        _cache.move_to_end(key)
+    _recent[key] = shapes
+    if len(_recent) >= max(1, settings.shape_cache_size // 2):
+        _old, _recent = _recent, {}
     return shapes
 
 
@@ -130,17 +144,19 @@ def _numbers_to_tensors(op, args: list, kwargs: dict) -> None:
 
 
 def clear_cache() -> None:
-    _cache.clear()
+    global _recent, _old
+    _recent, _old = {}, {}
 
 
 def trim_cache() -> None:
-    """Drop least recently used entries beyond ``config.set_shape_cache_size``."""
-    while len(_cache) > settings.shape_cache_size:
-        try:
-            _cache.popitem(last=False)
-        except KeyError:  # emptied by another thread
-            break
+    """Drop entries beyond ``config.set_shape_cache_size``, least recently used first."""
+    global _recent, _old
+    bound = max(1, settings.shape_cache_size)
+    if len(_recent) + len(_old) > bound:
+        _old = {}
+        if len(_recent) > bound // 2:
+            _old, _recent = dict(list(_recent.items())[-(bound // 2 or 1) :]), {}
 
 
 def cache_size() -> int:
-    return len(_cache)
+    return len(_recent) + len(_old)

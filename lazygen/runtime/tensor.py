@@ -30,10 +30,11 @@ class LazyDevice:
         # a graph's outputs, hence its structure and hash, must not depend on set iteration
         # order, or every step compiles anew. Single dict operations are atomic.
         self.live: dict[weakref.ref, None] = {}
+        self.forget = self._forget  # the weak references' callback, bound once
         self.pending_nodes = 0
 
     def register(self, tensor: LazyTensor) -> None:
-        self.live[weakref.ref(tensor, self._forget)] = None
+        self.live[_ref(tensor, self.forget)] = None
 
     def _forget(self, ref: weakref.ref) -> None:
         self.live.pop(ref, None)
@@ -50,20 +51,12 @@ class LazyDevice:
 class LazyTensor(torch.Tensor):
     """The inner tensor: metadata of a contiguous tensor plus an IR ``Value``."""
 
-    __slots__ = ("_value", "_device", "_sizes")
+    __slots__ = ("_value", "_device", "_sizes", "_shape")
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @staticmethod
     def __new__(cls, value: Value, device: LazyDevice):
-        shape = value.node.shapes[value.index]
-        tensor = torch.Tensor._make_wrapper_subclass(
-            cls, shape.sizes, dtype=shape.dtype, device=device.torch_device
-        )
-        tensor._value = value
-        tensor._device = device
-        tensor._sizes = shape.sizes
-        device.register(tensor)
-        return tensor
+        return new_lazy(value, device, cls)
 
     def __init__(self, value: Value, device: LazyDevice) -> None:
         pass
@@ -91,6 +84,25 @@ class LazyTensor(torch.Tensor):
     def set_data(self, data: torch.Tensor) -> None:
         """Point this tensor at freshly materialised ``data`` (same shape and dtype)."""
         self._value = Value(DeviceData(data), 0)
+        self._shape = self._value.node.shapes[0]
+
+
+_make_wrapper_subclass = torch.Tensor._make_wrapper_subclass
+_ref = weakref.ref
+
+
+def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
+    """A new inner tensor for ``value`` (the hot path: ``LazyTensor(...)`` without ``__init__``)."""
+    shape = value.node.shapes[value.index]
+    tensor = _make_wrapper_subclass(
+        cls or LazyTensor, shape[1], dtype=shape[0], device=device.torch_device
+    )
+    tensor._value = value
+    tensor._device = device
+    tensor._sizes = shape[1]
+    tensor._shape = shape  # (dtype, sizes): the shape cache's key for this tensor
+    device.live[_ref(tensor, device.forget)] = None
+    return tensor
 
 
 # Filled by registry.refresh(); the eager fallback is installed by fallback.py.
