@@ -96,7 +96,10 @@ def compile_cached(key, order: list[Node], outputs: list[Value]):
     except Exception as error:
         raise LazyGraphError("compilation", None, error) from error
     metrics.add_time("CompileTime", time.perf_counter() - start)
-    log(2, f"compiled a graph of {len(order)} nodes, {len(outputs)} outputs")
+    log(
+        2,
+        f"compiled graph {hash(key) & 0xFFFFFFFF:08x}: {len(order)} nodes, {len(outputs)} outputs",
+    )
     _compile_cache[key] = executable
     trim_compile_cache()
     return executable
