@@ -82,13 +82,36 @@ class _DeviceModule:
         global _current_index
         _current_index = torch.device(DEVICE_TYPE, index).index if isinstance(index, int) else 0
 
+    # Random numbers of lazy tensors come from the backing device's generator (fallback
+    # ops and compiled graphs both run there), so the RNG API forwards to it. torch's own
+    # helpers (e.g. `torch.testing._utils.freeze_rng_state`) call these for PrivateUse1.
     @staticmethod
-    def manual_seed_all(seed: int) -> None:
-        pass
+    def _backing_rng():
+        backing = settings.backing_device
+        return torch.cuda if backing.startswith("cuda") else torch.random
+
+    @staticmethod
+    def get_rng_state(device=None) -> torch.Tensor:
+        return _DeviceModule._backing_rng().get_rng_state()
+
+    @staticmethod
+    def set_rng_state(state: torch.Tensor, device=None) -> None:
+        _DeviceModule._backing_rng().set_rng_state(state)
 
     @staticmethod
     def manual_seed(seed: int) -> None:
-        pass
+        # torch.manual_seed seeds the CPU generator and then calls this; a CPU backing
+        # device is therefore already seeded (and calling back would recurse).
+        if settings.backing_device.startswith("cuda"):
+            torch.cuda.manual_seed(seed)
+
+    @staticmethod
+    def manual_seed_all(seed: int) -> None:
+        _DeviceModule.manual_seed(seed)
+
+    @staticmethod
+    def initial_seed() -> int:
+        return _DeviceModule._backing_rng().initial_seed()
 
     @staticmethod
     def synchronize(device=None) -> None:

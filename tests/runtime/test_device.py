@@ -153,3 +153,19 @@ def test_concurrent_syncs_from_threads():
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
 def test_training_matches_eager(optimizer):
     compare_training(optimizer, steps=5)
+
+
+def test_rng_api_forwards_to_the_backing_generator():
+    """torch helpers such as freeze_rng_state call the device module's RNG API."""
+    from torch.testing._utils import freeze_rng_state
+
+    lr.init()
+    state = torch.lazygen.get_rng_state()
+    assert torch.equal(state, torch.get_rng_state())
+    with freeze_rng_state():
+        torch.rand(3)
+    assert torch.equal(torch.lazygen.get_rng_state(), state)
+    torch.manual_seed(7)
+    first = torch.bernoulli(torch.full((64,), 0.5, device="lazygen")).cpu()
+    torch.manual_seed(7)
+    assert torch.equal(torch.bernoulli(torch.full((64,), 0.5)), first)
