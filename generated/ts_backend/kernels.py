@@ -1303,6 +1303,18 @@ def frac(self):
 def full_like(
     self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
 ):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.full_like.default,
+            (self, fill_value),
+            {
+                "dtype": dtype,
+                "layout": layout,
+                "device": device,
+                "pin_memory": pin_memory,
+                "memory_format": memory_format,
+            },
+        )
     rt.count("lazy::full_like")
     lazy_device = rt.device_of(self)
     operands = (rt.tensor(self, lazy_device), rt.scalar(fill_value, lazy_device))
@@ -2519,6 +2531,18 @@ def norm_scalaropt_dim(self, p, dim, keepdim=False):
 
 
 def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.ones_like.default,
+            (self,),
+            {
+                "dtype": dtype,
+                "layout": layout,
+                "device": device,
+                "pin_memory": pin_memory,
+                "memory_format": memory_format,
+            },
+        )
     rt.count("lazy::ones_like")
     lazy_device = rt.device_of(self)
     operands = (rt.tensor(self, lazy_device),)
@@ -3324,6 +3348,12 @@ def tril(self, diagonal=0):
 def tril_indices(
     row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None
 ):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.tril_indices.default,
+            (row, col, offset),
+            {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+        )
     rt.count("lazy::tril_indices")
     lazy_device = rt.device_of()
     operands = ()
@@ -3350,6 +3380,12 @@ def triu(self, diagonal=0):
 def triu_indices(
     row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None
 ):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.triu_indices.default,
+            (row, col, offset),
+            {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+        )
     rt.count("lazy::triu_indices")
     lazy_device = rt.device_of()
     operands = ()

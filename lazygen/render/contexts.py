@@ -13,6 +13,7 @@ from typing import ClassVar
 from lazygen.lazy.arguments import LazyArgument
 from lazygen.lazy.ir_schema import LazyIrSchema
 from lazygen.lazy.plan import BackendPlan, KernelPlan, Param
+from lazygen.model.types import BaseTy
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,15 @@ class KernelView:
     @property
     def keyword(self) -> tuple[Param, ...]:
         return tuple(p for p in self.plan.params if p.keyword_only)
+
+    @property
+    def device_option(self) -> str | None:
+        """The `device=` option of factory-like ops (`ones_like`): another device runs the
+        op eagerly there instead of lazily."""
+        for arg in self.plan.function.func.arguments.kwarg_only:
+            if arg.name == "device" and arg.type.base().name is BaseTy.Device:
+                return next(p.name for p in self.plan.params if p.name == "device")
+        return None
 
     @property
     def aten_overload(self) -> str:

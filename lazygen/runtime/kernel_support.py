@@ -14,7 +14,7 @@ from .config import settings
 from .ir import _SCALAR_DTYPES, DeviceData, Node, ScalarData, Shape, Value, scalar_dtype
 from .metrics import count
 from .shape_inference import infer_shapes
-from .tensor import LazyDevice, LazyTensor, new_lazy
+from .tensor import DEVICE_TYPE, LazyDevice, LazyTensor, new_lazy
 
 __all__ = [
     "Shape",
@@ -39,6 +39,18 @@ __all__ = [
 
 
 _new_value = tuple.__new__  # Value(node, i) without the NamedTuple's Python-level __new__
+
+
+def elsewhere(device) -> bool:
+    """True when a `device=` option names another device than the lazy one."""
+    return device is not None and torch.device(device).type != DEVICE_TYPE
+
+
+def eager(op, args, kwargs):
+    """Run `op` through the eager fallback (counted as `aten::<op>`); used for `elsewhere`."""
+    from .fallback import eager_fallback
+
+    return eager_fallback(op, args, kwargs)
 
 
 def device_of(*tensors) -> LazyDevice:

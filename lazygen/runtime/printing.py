@@ -31,6 +31,13 @@ def _str(self, *, tensor_contents=None):
         self
     ):
         return _lazy_str(self, tensor_contents=tensor_contents)
+    if torch._is_functional_tensor(self) and not torch._C._functorch.is_functorch_wrapped_tensor(
+        self
+    ):
+        # A result a lazy op put on another device (`ones_like(x, device="cpu")`) still
+        # carries functionalization's wrapper; print what it wraps, as any CPU tensor.
+        torch._sync(self)
+        return _original_str(torch._from_functional_tensor(self), tensor_contents=tensor_contents)
     return _original_str(self, tensor_contents=tensor_contents)
 
 

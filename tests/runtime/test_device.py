@@ -169,3 +169,16 @@ def test_rng_api_forwards_to_the_backing_generator():
     first = torch.bernoulli(torch.full((64,), 0.5, device="lazygen")).cpu()
     torch.manual_seed(7)
     assert torch.equal(torch.bernoulli(torch.full((64,), 0.5)), first)
+
+
+def test_device_option_of_generated_factory_kernels_is_honoured():
+    """Regression: generated `*_like` kernels ignored `device=` and stayed lazy."""
+    lr.init()
+    x = torch.ones(3, device="lazygen")
+    for make in (torch.ones_like, torch.zeros_like):
+        y = make(x, device="cpu")
+        assert y.device.type == "cpu"
+        assert repr(y) == repr(make(torch.ones(3)))
+    assert torch.full_like(x, 2.0, device="cpu").sum().item() == 6.0
+    assert torch.ones_like(x).device.type == "lazygen"
+    assert torch.zeros_like(x, dtype=torch.float64).device.type == "lazygen"

@@ -23,6 +23,19 @@ def _to_copy(
     non_blocking=False,
     memory_format=None,
 ):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten._to_copy.default,
+            (self,),
+            {
+                "dtype": dtype,
+                "layout": layout,
+                "device": device,
+                "pin_memory": pin_memory,
+                "non_blocking": non_blocking,
+                "memory_format": memory_format,
+            },
+        )
     rt.count("lazy::_to_copy")
     lazy_device = rt.device_of(self)
     operands = (rt.tensor(self, lazy_device),)
