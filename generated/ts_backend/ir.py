@@ -9,30 +9,42 @@ __all__ = [
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool2dBackward",
     "AdaptiveAvgPool3d",
+    "BatchNormWithUpdateFunctional",
     "CdistForward",
     "LinalgDet",
     "LinalgSlogdet",
     "LogSoftmax",
     "LogSoftmaxBackwardData",
+    "NativeBatchNormLegitNoStats",
+    "NativeBatchNormLegitFunctional",
+    "PdistForward",
     "PreluKernel",
     "ReshapeAliasCopy",
     "Softmax",
     "SoftmaxBackwardData",
+    "UpsampleBilinear2dAa",
     "Abs",
     "Acos",
     "Acosh",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool2dBackward",
+    "AdaptiveMaxPool3d",
+    "AddScalar",
     "AddTensor",
     "Addbmm",
     "Addcdiv",
     "Addcmul",
     "Addmm",
     "Addmv",
+    "Addr",
     "AliasCopy",
     "All",
     "AllDim",
     "AllDims",
+    "Amax",
+    "Amin",
+    "Aminmax",
+    "Angle",
     "Any",
     "AnyDim",
     "AnyDims",
@@ -48,6 +60,8 @@ __all__ = [
     "Atanh",
     "AvgPool2d",
     "AvgPool2dBackward",
+    "AvgPool3d",
+    "AvgPool3dBackward",
     "Baddbmm",
     "Bernoulli",
     "BernoulliP",
@@ -64,6 +78,8 @@ __all__ = [
     "BucketizeTensor",
     "Cat",
     "Ceil",
+    "ChannelShuffle",
+    "CholeskyInverse",
     "Clamp",
     "ClampTensor",
     "ClampMax",
@@ -88,6 +104,8 @@ __all__ = [
     "DiagonalCopy",
     "DiagonalScatter",
     "Digamma",
+    "DivScalar",
+    "DivScalarMode",
     "DivTensor",
     "DivTensorMode",
     "Dot",
@@ -95,6 +113,7 @@ __all__ = [
     "EluBackward",
     "Embedding",
     "EmbeddingDenseBackward",
+    "EmbeddingRenorm",
     "EqScalar",
     "EqTensor",
     "Erf",
@@ -114,6 +133,7 @@ __all__ = [
     "FmodScalar",
     "FmodTensor",
     "Frac",
+    "FrexpTensor",
     "FullLike",
     "Gather",
     "GeScalar",
@@ -125,6 +145,7 @@ __all__ = [
     "GluJvp",
     "GridSampler2d",
     "GridSampler2dBackward",
+    "GridSampler3d",
     "GtScalar",
     "GtTensor",
     "Hardshrink",
@@ -133,20 +154,28 @@ __all__ = [
     "HardswishBackward",
     "Hardtanh",
     "HardtanhBackward",
+    "HashTensor",
     "Heaviside",
     "Histc",
     "HuberLoss",
     "HuberLossBackward",
     "Hypot",
     "I0",
+    "Igamma",
+    "Igammac",
     "Im2col",
     "IndexAdd",
     "IndexCopy",
     "IndexFillIntScalar",
+    "IndexFillIntTensor",
     "IndexPut",
+    "IndexReduce",
     "IndexSelect",
+    "Isclose",
     "IsinTensorTensor",
     "Isnan",
+    "Isneginf",
+    "Isposinf",
     "Kthvalue",
     "LeScalar",
     "LeTensor",
@@ -157,7 +186,9 @@ __all__ = [
     "Lgamma",
     "LinalgCholeskyEx",
     "LinalgCross",
+    "LinalgHouseholderProduct",
     "LinalgInvEx",
+    "LinalgMatrixExp",
     "LinalgVectorNorm",
     "Log",
     "Log10",
@@ -185,6 +216,8 @@ __all__ = [
     "MaxDim",
     "MaxPool2dWithIndices",
     "MaxPool2dWithIndicesBackward",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "Maximum",
     "Mean",
     "MeanDim",
@@ -198,9 +231,15 @@ __all__ = [
     "Mode",
     "MseLoss",
     "MseLossBackward",
+    "MulScalar",
     "MulTensor",
+    "MultiMarginLoss",
+    "MultilabelMarginLossForward",
     "Mv",
     "NanToNum",
+    "Nanmedian",
+    "NanmedianDim",
+    "Nansum",
     "NativeBatchNorm",
     "NativeBatchNormBackward",
     "NativeDropout",
@@ -210,6 +249,9 @@ __all__ = [
     "NeScalar",
     "NeTensor",
     "Neg",
+    "NewFull",
+    "NewOnes",
+    "NewZeros",
     "Nextafter",
     "NllLoss2dBackward",
     "NllLoss2dForward",
@@ -226,6 +268,7 @@ __all__ = [
     "PowTensorTensor",
     "Prod",
     "ProdDimInt",
+    "Put",
     "Rad2deg",
     "Random",
     "RandomFrom",
@@ -233,6 +276,7 @@ __all__ = [
     "Reciprocal",
     "ReflectionPad1d",
     "ReflectionPad2d",
+    "ReflectionPad3d",
     "Relu",
     "RemainderScalar",
     "RemainderTensor",
@@ -240,15 +284,20 @@ __all__ = [
     "Repeat",
     "ReplicationPad1d",
     "ReplicationPad2d",
+    "ReplicationPad3d",
+    "Roll",
     "Round",
     "RoundDecimals",
     "Rsqrt",
     "RsubScalar",
     "RsubTensor",
+    "ScatterReduce",
     "ScatterSrc",
     "ScatterValue",
+    "ScatterValueReduce",
     "ScatterAdd",
     "ScatterReduceTwo",
+    "SearchsortedScalar",
     "SearchsortedTensor",
     "SelectCopyInt",
     "SelectScatter",
@@ -257,6 +306,7 @@ __all__ = [
     "Sigmoid",
     "SigmoidBackward",
     "Sign",
+    "Signbit",
     "Silu",
     "Sin",
     "Sinc",
@@ -265,12 +315,45 @@ __all__ = [
     "SliceScatter",
     "SmoothL1Loss",
     "SmoothL1LossBackward",
+    "SoftMarginLoss",
     "Softplus",
     "SoftplusBackward",
     "Softshrink",
     "Sort",
     "SortStable",
+    "SpecialAiryAi",
+    "SpecialBesselJ0",
+    "SpecialBesselJ1",
+    "SpecialBesselY0",
+    "SpecialBesselY1",
+    "SpecialChebyshevPolynomialT",
+    "SpecialChebyshevPolynomialU",
+    "SpecialChebyshevPolynomialV",
+    "SpecialChebyshevPolynomialW",
+    "SpecialEntr",
     "SpecialErfcx",
+    "SpecialHermitePolynomialH",
+    "SpecialHermitePolynomialHe",
+    "SpecialI0e",
+    "SpecialI1",
+    "SpecialI1e",
+    "SpecialLaguerrePolynomialL",
+    "SpecialLegendrePolynomialP",
+    "SpecialLogNdtr",
+    "SpecialModifiedBesselI0",
+    "SpecialModifiedBesselI1",
+    "SpecialModifiedBesselK0",
+    "SpecialModifiedBesselK1",
+    "SpecialNdtri",
+    "SpecialScaledModifiedBesselK0",
+    "SpecialScaledModifiedBesselK1",
+    "SpecialShiftedChebyshevPolynomialT",
+    "SpecialShiftedChebyshevPolynomialU",
+    "SpecialShiftedChebyshevPolynomialV",
+    "SpecialShiftedChebyshevPolynomialW",
+    "SpecialSphericalBesselJ0",
+    "SpecialXlog1py",
+    "SpecialZeta",
     "SplitCopyTensor",
     "SplitWithSizesCopy",
     "Sqrt",
@@ -282,10 +365,12 @@ __all__ = [
     "StdCorrection",
     "StdDim",
     "StdMeanCorrection",
+    "SubScalar",
     "SubTensor",
     "Sum",
     "SumDimIntlist",
     "TCopy",
+    "Take",
     "Tan",
     "Tanh",
     "TanhBackward",
@@ -302,17 +387,22 @@ __all__ = [
     "UnbindCopyInt",
     "UnfoldCopy",
     "UnsqueezeCopy",
+    "UpsampleBicubic2d",
     "UpsampleBilinear2d",
     "UpsampleBilinear2dBackward",
+    "UpsampleLinear1d",
     "UpsampleNearest2d",
     "UpsampleNearest2dBackward",
+    "UpsampleTrilinear3d",
     "VarCorrection",
     "VarMeanCorrection",
+    "Vdot",
     "ViewCopy",
     "ViewCopyDtype",
     "WhereSelf",
     "XlogyTensor",
     "Zero",
+    "ZerosLike",
 ]
 
 
@@ -358,6 +448,31 @@ class AdaptiveAvgPool3d(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::_adaptive_avg_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class BatchNormWithUpdateFunctional(Node):
+    """aten::_batch_norm_with_update_functional: _batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
+
+    __slots__ = ()
+    op_kind = "aten::_batch_norm_with_update_functional"
+    op_name = "_batch_norm_with_update_functional"
+    schema = "_batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"
+
+    def lower(self, ctx):
+        input, weight, bias, running_mean, running_var = self.operands
+        return ctx.call(
+            "aten::_batch_norm_with_update_functional",
+            [
+                ctx.tensor(input),
+                ctx.optional_tensor(weight),
+                ctx.optional_tensor(bias),
+                ctx.tensor(running_mean),
+                ctx.tensor(running_var),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            6,
         )
 
 
@@ -450,6 +565,69 @@ class LogSoftmaxBackwardData(Node):
         )
 
 
+class NativeBatchNormLegitNoStats(Node):
+    """aten::_native_batch_norm_legit: _native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::_native_batch_norm_legit"
+    op_name = "_native_batch_norm_legit.no_stats"
+    schema = "_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
+
+    def lower(self, ctx):
+        input, weight, bias = self.operands
+        return ctx.call(
+            "aten::_native_batch_norm_legit",
+            [
+                ctx.tensor(input),
+                ctx.optional_tensor(weight),
+                ctx.optional_tensor(bias),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            3,
+        )
+
+
+class NativeBatchNormLegitFunctional(Node):
+    """aten::_native_batch_norm_legit_functional: _native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
+
+    __slots__ = ()
+    op_kind = "aten::_native_batch_norm_legit_functional"
+    op_name = "_native_batch_norm_legit_functional"
+    schema = "_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"
+
+    def lower(self, ctx):
+        input, weight, bias, running_mean, running_var = self.operands
+        return ctx.call(
+            "aten::_native_batch_norm_legit_functional",
+            [
+                ctx.tensor(input),
+                ctx.optional_tensor(weight),
+                ctx.optional_tensor(bias),
+                ctx.tensor(running_mean),
+                ctx.tensor(running_var),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            5,
+        )
+
+
+class PdistForward(Node):
+    """aten::_pdist_forward: _pdist_forward(Tensor self, float p=2) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_pdist_forward"
+    op_name = "_pdist_forward"
+    schema = "_pdist_forward(Tensor self, float p=2) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::_pdist_forward", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
 class PreluKernel(Node):
     """aten::_prelu_kernel: _prelu_kernel(Tensor self, Tensor weight) -> Tensor"""
 
@@ -514,6 +692,29 @@ class SoftmaxBackwardData(Node):
                 ctx.tensor(output),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
+class UpsampleBilinear2dAa(Node):
+    """aten::_upsample_bilinear2d_aa: _upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_bilinear2d_aa"
+    op_name = "_upsample_bilinear2d_aa"
+    schema = "_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_upsample_bilinear2d_aa",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
             ],
             1,
         )
@@ -590,6 +791,34 @@ class AdaptiveMaxPool2dBackward(Node):
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(indices)],
             1,
         )
+
+
+class AdaptiveMaxPool3d(Node):
+    """aten::adaptive_max_pool3d: adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::adaptive_max_pool3d"
+    op_name = "adaptive_max_pool3d"
+    schema = "adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::adaptive_max_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2
+        )
+
+
+class AddScalar(Node):
+    """aten::add: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::add"
+    op_name = "add.Scalar"
+    schema = "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other, alpha = self.operands
+        return ctx.call("aten::add", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], 1)
 
 
 class AddTensor(Node):
@@ -712,6 +941,31 @@ class Addmv(Node):
         )
 
 
+class Addr(Node):
+    """aten::addr: addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::addr"
+    op_name = "addr"
+    schema = (
+        "addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, vec1, vec2, beta, alpha = self.operands
+        return ctx.call(
+            "aten::addr",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(vec1),
+                ctx.tensor(vec2),
+                ctx.scalar(beta),
+                ctx.scalar(alpha),
+            ],
+            1,
+        )
+
+
 class AliasCopy(Node):
     """aten::alias_copy: alias_copy(Tensor self) -> Tensor"""
 
@@ -770,6 +1024,72 @@ class AllDims(Node):
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
             1,
         )
+
+
+class Amax(Node):
+    """aten::amax: amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::amax"
+    op_name = "amax"
+    schema = "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::amax",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
+class Amin(Node):
+    """aten::amin: amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::amin"
+    op_name = "amin"
+    schema = "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::amin",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
+class Aminmax(Node):
+    """aten::aminmax: aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)"""
+
+    __slots__ = ()
+    op_kind = "aten::aminmax"
+    op_name = "aminmax"
+    schema = (
+        "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)"
+    )
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::aminmax",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            2,
+        )
+
+
+class Angle(Node):
+    """aten::angle: angle(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::angle"
+    op_name = "angle"
+    schema = "angle(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::angle", [ctx.tensor(self_)], 1)
 
 
 class Any(Node):
@@ -1033,6 +1353,57 @@ class AvgPool2dBackward(Node):
         )
 
 
+class AvgPool3d(Node):
+    """aten::avg_pool3d: avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::avg_pool3d"
+    op_name = "avg_pool3d"
+    schema = "avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::avg_pool3d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+                ctx.constant(self.attrs[5]),
+            ],
+            1,
+        )
+
+
+class AvgPool3dBackward(Node):
+    """aten::avg_pool3d_backward: avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::avg_pool3d_backward"
+    op_name = "avg_pool3d_backward"
+    schema = "avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::avg_pool3d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+                ctx.constant(self.attrs[5]),
+            ],
+            1,
+        )
+
+
 class Baddbmm(Node):
     """aten::baddbmm: baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
 
@@ -1281,6 +1652,36 @@ class Ceil(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::ceil", [ctx.tensor(self_)], 1)
+
+
+class ChannelShuffle(Node):
+    """aten::channel_shuffle: channel_shuffle(Tensor self, SymInt groups) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::channel_shuffle"
+    op_name = "channel_shuffle"
+    schema = "channel_shuffle(Tensor self, SymInt groups) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::channel_shuffle", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class CholeskyInverse(Node):
+    """aten::cholesky_inverse: cholesky_inverse(Tensor self, bool upper=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::cholesky_inverse"
+    op_name = "cholesky_inverse"
+    schema = "cholesky_inverse(Tensor self, bool upper=False) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::cholesky_inverse", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
 
 
 class Clamp(Node):
@@ -1686,6 +2087,34 @@ class Digamma(Node):
         return ctx.call("aten::digamma", [ctx.tensor(self_)], 1)
 
 
+class DivScalar(Node):
+    """aten::div: div.Scalar(Tensor self, Scalar other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::div"
+    op_name = "div.Scalar"
+    schema = "div.Scalar(Tensor self, Scalar other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::div", [ctx.tensor(self_), ctx.scalar(other)], 1)
+
+
+class DivScalarMode(Node):
+    """aten::div: div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::div"
+    op_name = "div.Scalar_mode"
+    schema = "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call(
+            "aten::div", [ctx.tensor(self_), ctx.scalar(other), ctx.constant(self.attrs[0])], 1
+        )
+
+
 class DivTensor(Node):
     """aten::div: div.Tensor(Tensor self, Tensor other) -> Tensor"""
 
@@ -1809,6 +2238,30 @@ class EmbeddingDenseBackward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class EmbeddingRenorm(Node):
+    """aten::embedding_renorm: embedding_renorm(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::embedding_renorm"
+    op_name = "embedding_renorm"
+    schema = (
+        "embedding_renorm(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, indices = self.operands
+        return ctx.call(
+            "aten::embedding_renorm",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(indices),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
             ],
             1,
         )
@@ -2065,6 +2518,19 @@ class Frac(Node):
         return ctx.call("aten::frac", [ctx.tensor(self_)], 1)
 
 
+class FrexpTensor(Node):
+    """aten::frexp: frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)"""
+
+    __slots__ = ()
+    op_kind = "aten::frexp"
+    op_name = "frexp.Tensor"
+    schema = "frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::frexp", [ctx.tensor(self_)], 2)
+
+
 class FullLike(Node):
     """aten::full_like: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
 
@@ -2263,6 +2729,29 @@ class GridSampler2dBackward(Node):
         )
 
 
+class GridSampler3d(Node):
+    """aten::grid_sampler_3d: grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::grid_sampler_3d"
+    op_name = "grid_sampler_3d"
+    schema = "grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"
+
+    def lower(self, ctx):
+        input, grid = self.operands
+        return ctx.call(
+            "aten::grid_sampler_3d",
+            [
+                ctx.tensor(input),
+                ctx.tensor(grid),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
 class GtScalar(Node):
     """aten::gt: gt.Scalar(Tensor self, Scalar other) -> Tensor"""
 
@@ -2373,6 +2862,28 @@ class HardtanhBackward(Node):
         )
 
 
+class HashTensor(Node):
+    """aten::hash_tensor: hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hash_tensor"
+    op_name = "hash_tensor"
+    schema = "hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::hash_tensor",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
 class Heaviside(Node):
     """aten::heaviside: heaviside(Tensor self, Tensor values) -> Tensor"""
 
@@ -2474,6 +2985,32 @@ class I0(Node):
         return ctx.call("aten::i0", [ctx.tensor(self_)], 1)
 
 
+class Igamma(Node):
+    """aten::igamma: igamma(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::igamma"
+    op_name = "igamma"
+    schema = "igamma(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::igamma", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class Igammac(Node):
+    """aten::igammac: igammac(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::igammac"
+    op_name = "igammac"
+    schema = "igammac(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::igammac", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
 class Im2col(Node):
     """aten::im2col: im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"""
 
@@ -2556,6 +3093,23 @@ class IndexFillIntScalar(Node):
         )
 
 
+class IndexFillIntTensor(Node):
+    """aten::index_fill: index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::index_fill"
+    op_name = "index_fill.int_Tensor"
+    schema = "index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, value = self.operands
+        return ctx.call(
+            "aten::index_fill",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(value)],
+            1,
+        )
+
+
 class IndexPut(Node):
     """aten::index_put: index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
 
@@ -2580,6 +3134,30 @@ class IndexPut(Node):
         )
 
 
+class IndexReduce(Node):
+    """aten::index_reduce: index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::index_reduce"
+    op_name = "index_reduce"
+    schema = "index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, source = self.operands
+        return ctx.call(
+            "aten::index_reduce",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.tensor(index),
+                ctx.tensor(source),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
 class IndexSelect(Node):
     """aten::index_select: index_select(Tensor self, int dim, Tensor index) -> Tensor"""
 
@@ -2593,6 +3171,29 @@ class IndexSelect(Node):
         return ctx.call(
             "aten::index_select",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index)],
+            1,
+        )
+
+
+class Isclose(Node):
+    """aten::isclose: isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::isclose"
+    op_name = "isclose"
+    schema = "isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call(
+            "aten::isclose",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(other),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
             1,
         )
 
@@ -2630,6 +3231,32 @@ class Isnan(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::isnan", [ctx.tensor(self_)], 1)
+
+
+class Isneginf(Node):
+    """aten::isneginf: isneginf(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::isneginf"
+    op_name = "isneginf"
+    schema = "isneginf(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::isneginf", [ctx.tensor(self_)], 1)
+
+
+class Isposinf(Node):
+    """aten::isposinf: isposinf(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::isposinf"
+    op_name = "isposinf"
+    schema = "isposinf(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::isposinf", [ctx.tensor(self_)], 1)
 
 
 class Kthvalue(Node):
@@ -2788,6 +3415,19 @@ class LinalgCross(Node):
         )
 
 
+class LinalgHouseholderProduct(Node):
+    """aten::linalg_householder_product: linalg_householder_product(Tensor input, Tensor tau) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_householder_product"
+    op_name = "linalg_householder_product"
+    schema = "linalg_householder_product(Tensor input, Tensor tau) -> Tensor"
+
+    def lower(self, ctx):
+        input, tau = self.operands
+        return ctx.call("aten::linalg_householder_product", [ctx.tensor(input), ctx.tensor(tau)], 1)
+
+
 class LinalgInvEx(Node):
     """aten::linalg_inv_ex: linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"""
 
@@ -2799,6 +3439,19 @@ class LinalgInvEx(Node):
     def lower(self, ctx):
         (A,) = self.operands
         return ctx.call("aten::linalg_inv_ex", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
+
+
+class LinalgMatrixExp(Node):
+    """aten::linalg_matrix_exp: linalg_matrix_exp(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_matrix_exp"
+    op_name = "linalg_matrix_exp"
+    schema = "linalg_matrix_exp(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::linalg_matrix_exp", [ctx.tensor(self_)], 1)
 
 
 class LinalgVectorNorm(Node):
@@ -3208,6 +3861,46 @@ class MaxPool2dWithIndicesBackward(Node):
         )
 
 
+class MaxUnpool2d(Node):
+    """aten::max_unpool2d: max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::max_unpool2d"
+    op_name = "max_unpool2d"
+    schema = "max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor"
+
+    def lower(self, ctx):
+        self_, indices = self.operands
+        return ctx.call(
+            "aten::max_unpool2d",
+            [ctx.tensor(self_), ctx.tensor(indices), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
+class MaxUnpool3d(Node):
+    """aten::max_unpool3d: max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::max_unpool3d"
+    op_name = "max_unpool3d"
+    schema = "max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"
+
+    def lower(self, ctx):
+        self_, indices = self.operands
+        return ctx.call(
+            "aten::max_unpool3d",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(indices),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
 class Maximum(Node):
     """aten::maximum: maximum(Tensor self, Tensor other) -> Tensor"""
 
@@ -3415,6 +4108,19 @@ class MseLossBackward(Node):
         )
 
 
+class MulScalar(Node):
+    """aten::mul: mul.Scalar(Tensor self, Scalar other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::mul"
+    op_name = "mul.Scalar"
+    schema = "mul.Scalar(Tensor self, Scalar other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::mul", [ctx.tensor(self_), ctx.scalar(other)], 1)
+
+
 class MulTensor(Node):
     """aten::mul: mul.Tensor(Tensor self, Tensor other) -> Tensor"""
 
@@ -3426,6 +4132,47 @@ class MulTensor(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call("aten::mul", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class MultiMarginLoss(Node):
+    """aten::multi_margin_loss: multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::multi_margin_loss"
+    op_name = "multi_margin_loss"
+    schema = "multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor"
+
+    def lower(self, ctx):
+        self_, target, p, margin, weight = self.operands
+        return ctx.call(
+            "aten::multi_margin_loss",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(target),
+                ctx.scalar(p),
+                ctx.scalar(margin),
+                ctx.optional_tensor(weight),
+                ctx.constant(self.attrs[0]),
+            ],
+            1,
+        )
+
+
+class MultilabelMarginLossForward(Node):
+    """aten::multilabel_margin_loss_forward: multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)"""
+
+    __slots__ = ()
+    op_kind = "aten::multilabel_margin_loss_forward"
+    op_name = "multilabel_margin_loss_forward"
+    schema = "multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)"
+
+    def lower(self, ctx):
+        self_, target = self.operands
+        return ctx.call(
+            "aten::multilabel_margin_loss_forward",
+            [ctx.tensor(self_), ctx.tensor(target), ctx.constant(self.attrs[0])],
+            2,
+        )
 
 
 class Mv(Node):
@@ -3455,6 +4202,60 @@ class NanToNum(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::nan_to_num",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class Nanmedian(Node):
+    """aten::nanmedian: nanmedian(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::nanmedian"
+    op_name = "nanmedian"
+    schema = "nanmedian(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::nanmedian", [ctx.tensor(self_)], 1)
+
+
+class NanmedianDim(Node):
+    """aten::nanmedian: nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+
+    __slots__ = ()
+    op_kind = "aten::nanmedian"
+    op_name = "nanmedian.dim"
+    schema = (
+        "nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
+    )
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::nanmedian",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            2,
+        )
+
+
+class Nansum(Node):
+    """aten::nansum: nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::nansum"
+    op_name = "nansum"
+    schema = "nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::nansum",
             [
                 ctx.tensor(self_),
                 ctx.constant(self.attrs[0]),
@@ -3639,6 +4440,79 @@ class Neg(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::neg", [ctx.tensor(self_)], 1)
+
+
+class NewFull(Node):
+    """aten::new_full: new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::new_full"
+    op_name = "new_full"
+    schema = "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+
+    def lower(self, ctx):
+        self_, fill_value = self.operands
+        return ctx.call(
+            "aten::new_full",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.scalar(fill_value),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
+class NewOnes(Node):
+    """aten::new_ones: new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::new_ones"
+    op_name = "new_ones"
+    schema = "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::new_ones",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
+class NewZeros(Node):
+    """aten::new_zeros: new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::new_zeros"
+    op_name = "new_zeros"
+    schema = "new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::new_zeros",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
 
 
 class Nextafter(Node):
@@ -3926,6 +4800,23 @@ class ProdDimInt(Node):
         )
 
 
+class Put(Node):
+    """aten::put: put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::put"
+    op_name = "put"
+    schema = "put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, source = self.operands
+        return ctx.call(
+            "aten::put",
+            [ctx.tensor(self_), ctx.tensor(index), ctx.tensor(source), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
 class Rad2deg(Node):
     """aten::rad2deg: rad2deg(Tensor self) -> Tensor"""
 
@@ -4032,6 +4923,21 @@ class ReflectionPad2d(Node):
         )
 
 
+class ReflectionPad3d(Node):
+    """aten::reflection_pad3d: reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::reflection_pad3d"
+    op_name = "reflection_pad3d"
+    schema = "reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::reflection_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
 class Relu(Node):
     """aten::relu: relu(Tensor self) -> Tensor"""
 
@@ -4131,6 +5037,38 @@ class ReplicationPad2d(Node):
         )
 
 
+class ReplicationPad3d(Node):
+    """aten::replication_pad3d: replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::replication_pad3d"
+    op_name = "replication_pad3d"
+    schema = "replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::replication_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class Roll(Node):
+    """aten::roll: roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::roll"
+    op_name = "roll"
+    schema = "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::roll",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
 class Round(Node):
     """aten::round: round(Tensor self) -> Tensor"""
 
@@ -4196,6 +5134,31 @@ class RsubTensor(Node):
         return ctx.call("aten::rsub", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
 
 
+class ScatterReduce(Node):
+    """aten::scatter: scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::scatter"
+    op_name = "scatter.reduce"
+    schema = (
+        "scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, index, src = self.operands
+        return ctx.call(
+            "aten::scatter",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.tensor(index),
+                ctx.tensor(src),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
 class ScatterSrc(Node):
     """aten::scatter: scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
 
@@ -4226,6 +5189,29 @@ class ScatterValue(Node):
         return ctx.call(
             "aten::scatter",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.scalar(value)],
+            1,
+        )
+
+
+class ScatterValueReduce(Node):
+    """aten::scatter: scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::scatter"
+    op_name = "scatter.value_reduce"
+    schema = "scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index, value = self.operands
+        return ctx.call(
+            "aten::scatter",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.tensor(index),
+                ctx.scalar(value),
+                ctx.constant(self.attrs[1]),
+            ],
             1,
         )
 
@@ -4266,6 +5252,30 @@ class ScatterReduceTwo(Node):
                 ctx.tensor(src),
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class SearchsortedScalar(Node):
+    """aten::searchsorted: searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::searchsorted"
+    op_name = "searchsorted.Scalar"
+    schema = "searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"
+
+    def lower(self, ctx):
+        sorted_sequence, self_, sorter = self.operands
+        return ctx.call(
+            "aten::searchsorted",
+            [
+                ctx.tensor(sorted_sequence),
+                ctx.scalar(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.optional_tensor(sorter),
             ],
             1,
         )
@@ -4397,6 +5407,19 @@ class Sign(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::sign", [ctx.tensor(self_)], 1)
+
+
+class Signbit(Node):
+    """aten::signbit: signbit(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::signbit"
+    op_name = "signbit"
+    schema = "signbit(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::signbit", [ctx.tensor(self_)], 1)
 
 
 class Silu(Node):
@@ -4545,6 +5568,23 @@ class SmoothL1LossBackward(Node):
         )
 
 
+class SoftMarginLoss(Node):
+    """aten::soft_margin_loss: soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::soft_margin_loss"
+    op_name = "soft_margin_loss"
+    schema = "soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"
+
+    def lower(self, ctx):
+        self_, target = self.operands
+        return ctx.call(
+            "aten::soft_margin_loss",
+            [ctx.tensor(self_), ctx.tensor(target), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
 class Softplus(Node):
     """aten::softplus: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor"""
 
@@ -4631,6 +5671,136 @@ class SortStable(Node):
         )
 
 
+class SpecialAiryAi(Node):
+    """aten::special_airy_ai: special_airy_ai(Tensor x) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_airy_ai"
+    op_name = "special_airy_ai"
+    schema = "special_airy_ai(Tensor x) -> Tensor"
+
+    def lower(self, ctx):
+        (x,) = self.operands
+        return ctx.call("aten::special_airy_ai", [ctx.tensor(x)], 1)
+
+
+class SpecialBesselJ0(Node):
+    """aten::special_bessel_j0: special_bessel_j0(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_bessel_j0"
+    op_name = "special_bessel_j0"
+    schema = "special_bessel_j0(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_bessel_j0", [ctx.tensor(self_)], 1)
+
+
+class SpecialBesselJ1(Node):
+    """aten::special_bessel_j1: special_bessel_j1(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_bessel_j1"
+    op_name = "special_bessel_j1"
+    schema = "special_bessel_j1(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_bessel_j1", [ctx.tensor(self_)], 1)
+
+
+class SpecialBesselY0(Node):
+    """aten::special_bessel_y0: special_bessel_y0(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_bessel_y0"
+    op_name = "special_bessel_y0"
+    schema = "special_bessel_y0(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_bessel_y0", [ctx.tensor(self_)], 1)
+
+
+class SpecialBesselY1(Node):
+    """aten::special_bessel_y1: special_bessel_y1(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_bessel_y1"
+    op_name = "special_bessel_y1"
+    schema = "special_bessel_y1(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_bessel_y1", [ctx.tensor(self_)], 1)
+
+
+class SpecialChebyshevPolynomialT(Node):
+    """aten::special_chebyshev_polynomial_t: special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_chebyshev_polynomial_t"
+    op_name = "special_chebyshev_polynomial_t"
+    schema = "special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_chebyshev_polynomial_t", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialChebyshevPolynomialU(Node):
+    """aten::special_chebyshev_polynomial_u: special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_chebyshev_polynomial_u"
+    op_name = "special_chebyshev_polynomial_u"
+    schema = "special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_chebyshev_polynomial_u", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialChebyshevPolynomialV(Node):
+    """aten::special_chebyshev_polynomial_v: special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_chebyshev_polynomial_v"
+    op_name = "special_chebyshev_polynomial_v"
+    schema = "special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_chebyshev_polynomial_v", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialChebyshevPolynomialW(Node):
+    """aten::special_chebyshev_polynomial_w: special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_chebyshev_polynomial_w"
+    op_name = "special_chebyshev_polynomial_w"
+    schema = "special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_chebyshev_polynomial_w", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialEntr(Node):
+    """aten::special_entr: special_entr(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_entr"
+    op_name = "special_entr"
+    schema = "special_entr(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_entr", [ctx.tensor(self_)], 1)
+
+
 class SpecialErfcx(Node):
     """aten::special_erfcx: special_erfcx(Tensor self) -> Tensor"""
 
@@ -4642,6 +5812,300 @@ class SpecialErfcx(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::special_erfcx", [ctx.tensor(self_)], 1)
+
+
+class SpecialHermitePolynomialH(Node):
+    """aten::special_hermite_polynomial_h: special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_hermite_polynomial_h"
+    op_name = "special_hermite_polynomial_h"
+    schema = "special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_hermite_polynomial_h", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialHermitePolynomialHe(Node):
+    """aten::special_hermite_polynomial_he: special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_hermite_polynomial_he"
+    op_name = "special_hermite_polynomial_he"
+    schema = "special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_hermite_polynomial_he", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialI0e(Node):
+    """aten::special_i0e: special_i0e(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_i0e"
+    op_name = "special_i0e"
+    schema = "special_i0e(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_i0e", [ctx.tensor(self_)], 1)
+
+
+class SpecialI1(Node):
+    """aten::special_i1: special_i1(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_i1"
+    op_name = "special_i1"
+    schema = "special_i1(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_i1", [ctx.tensor(self_)], 1)
+
+
+class SpecialI1e(Node):
+    """aten::special_i1e: special_i1e(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_i1e"
+    op_name = "special_i1e"
+    schema = "special_i1e(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_i1e", [ctx.tensor(self_)], 1)
+
+
+class SpecialLaguerrePolynomialL(Node):
+    """aten::special_laguerre_polynomial_l: special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_laguerre_polynomial_l"
+    op_name = "special_laguerre_polynomial_l"
+    schema = "special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_laguerre_polynomial_l", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialLegendrePolynomialP(Node):
+    """aten::special_legendre_polynomial_p: special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_legendre_polynomial_p"
+    op_name = "special_legendre_polynomial_p"
+    schema = "special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call("aten::special_legendre_polynomial_p", [ctx.tensor(x), ctx.tensor(n)], 1)
+
+
+class SpecialLogNdtr(Node):
+    """aten::special_log_ndtr: special_log_ndtr(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_log_ndtr"
+    op_name = "special_log_ndtr"
+    schema = "special_log_ndtr(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_log_ndtr", [ctx.tensor(self_)], 1)
+
+
+class SpecialModifiedBesselI0(Node):
+    """aten::special_modified_bessel_i0: special_modified_bessel_i0(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_modified_bessel_i0"
+    op_name = "special_modified_bessel_i0"
+    schema = "special_modified_bessel_i0(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_modified_bessel_i0", [ctx.tensor(self_)], 1)
+
+
+class SpecialModifiedBesselI1(Node):
+    """aten::special_modified_bessel_i1: special_modified_bessel_i1(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_modified_bessel_i1"
+    op_name = "special_modified_bessel_i1"
+    schema = "special_modified_bessel_i1(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_modified_bessel_i1", [ctx.tensor(self_)], 1)
+
+
+class SpecialModifiedBesselK0(Node):
+    """aten::special_modified_bessel_k0: special_modified_bessel_k0(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_modified_bessel_k0"
+    op_name = "special_modified_bessel_k0"
+    schema = "special_modified_bessel_k0(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_modified_bessel_k0", [ctx.tensor(self_)], 1)
+
+
+class SpecialModifiedBesselK1(Node):
+    """aten::special_modified_bessel_k1: special_modified_bessel_k1(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_modified_bessel_k1"
+    op_name = "special_modified_bessel_k1"
+    schema = "special_modified_bessel_k1(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_modified_bessel_k1", [ctx.tensor(self_)], 1)
+
+
+class SpecialNdtri(Node):
+    """aten::special_ndtri: special_ndtri(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_ndtri"
+    op_name = "special_ndtri"
+    schema = "special_ndtri(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::special_ndtri", [ctx.tensor(self_)], 1)
+
+
+class SpecialScaledModifiedBesselK0(Node):
+    """aten::special_scaled_modified_bessel_k0: special_scaled_modified_bessel_k0(Tensor x) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_scaled_modified_bessel_k0"
+    op_name = "special_scaled_modified_bessel_k0"
+    schema = "special_scaled_modified_bessel_k0(Tensor x) -> Tensor"
+
+    def lower(self, ctx):
+        (x,) = self.operands
+        return ctx.call("aten::special_scaled_modified_bessel_k0", [ctx.tensor(x)], 1)
+
+
+class SpecialScaledModifiedBesselK1(Node):
+    """aten::special_scaled_modified_bessel_k1: special_scaled_modified_bessel_k1(Tensor x) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_scaled_modified_bessel_k1"
+    op_name = "special_scaled_modified_bessel_k1"
+    schema = "special_scaled_modified_bessel_k1(Tensor x) -> Tensor"
+
+    def lower(self, ctx):
+        (x,) = self.operands
+        return ctx.call("aten::special_scaled_modified_bessel_k1", [ctx.tensor(x)], 1)
+
+
+class SpecialShiftedChebyshevPolynomialT(Node):
+    """aten::special_shifted_chebyshev_polynomial_t: special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_shifted_chebyshev_polynomial_t"
+    op_name = "special_shifted_chebyshev_polynomial_t"
+    schema = "special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call(
+            "aten::special_shifted_chebyshev_polynomial_t", [ctx.tensor(x), ctx.tensor(n)], 1
+        )
+
+
+class SpecialShiftedChebyshevPolynomialU(Node):
+    """aten::special_shifted_chebyshev_polynomial_u: special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_shifted_chebyshev_polynomial_u"
+    op_name = "special_shifted_chebyshev_polynomial_u"
+    schema = "special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call(
+            "aten::special_shifted_chebyshev_polynomial_u", [ctx.tensor(x), ctx.tensor(n)], 1
+        )
+
+
+class SpecialShiftedChebyshevPolynomialV(Node):
+    """aten::special_shifted_chebyshev_polynomial_v: special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_shifted_chebyshev_polynomial_v"
+    op_name = "special_shifted_chebyshev_polynomial_v"
+    schema = "special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call(
+            "aten::special_shifted_chebyshev_polynomial_v", [ctx.tensor(x), ctx.tensor(n)], 1
+        )
+
+
+class SpecialShiftedChebyshevPolynomialW(Node):
+    """aten::special_shifted_chebyshev_polynomial_w: special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_shifted_chebyshev_polynomial_w"
+    op_name = "special_shifted_chebyshev_polynomial_w"
+    schema = "special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor"
+
+    def lower(self, ctx):
+        x, n = self.operands
+        return ctx.call(
+            "aten::special_shifted_chebyshev_polynomial_w", [ctx.tensor(x), ctx.tensor(n)], 1
+        )
+
+
+class SpecialSphericalBesselJ0(Node):
+    """aten::special_spherical_bessel_j0: special_spherical_bessel_j0(Tensor x) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_spherical_bessel_j0"
+    op_name = "special_spherical_bessel_j0"
+    schema = "special_spherical_bessel_j0(Tensor x) -> Tensor"
+
+    def lower(self, ctx):
+        (x,) = self.operands
+        return ctx.call("aten::special_spherical_bessel_j0", [ctx.tensor(x)], 1)
+
+
+class SpecialXlog1py(Node):
+    """aten::special_xlog1py: special_xlog1py(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_xlog1py"
+    op_name = "special_xlog1py"
+    schema = "special_xlog1py(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::special_xlog1py", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class SpecialZeta(Node):
+    """aten::special_zeta: special_zeta(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::special_zeta"
+    op_name = "special_zeta"
+    schema = "special_zeta(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::special_zeta", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
 class SplitCopyTensor(Node):
@@ -4824,6 +6288,19 @@ class StdMeanCorrection(Node):
         )
 
 
+class SubScalar(Node):
+    """aten::sub: sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::sub"
+    op_name = "sub.Scalar"
+    schema = "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other, alpha = self.operands
+        return ctx.call("aten::sub", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], 1)
+
+
 class SubTensor(Node):
     """aten::sub: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
 
@@ -4883,6 +6360,19 @@ class TCopy(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::t_copy", [ctx.tensor(self_)], 1)
+
+
+class Take(Node):
+    """aten::take: take(Tensor self, Tensor index) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::take"
+    op_name = "take"
+    schema = "take(Tensor self, Tensor index) -> Tensor"
+
+    def lower(self, ctx):
+        self_, index = self.operands
+        return ctx.call("aten::take", [ctx.tensor(self_), ctx.tensor(index)], 1)
 
 
 class Tan(Node):
@@ -5147,6 +6637,29 @@ class UnsqueezeCopy(Node):
         return ctx.call("aten::unsqueeze_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
 
 
+class UpsampleBicubic2d(Node):
+    """aten::upsample_bicubic2d: upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_bicubic2d"
+    op_name = "upsample_bicubic2d"
+    schema = "upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::upsample_bicubic2d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
 class UpsampleBilinear2d(Node):
     """aten::upsample_bilinear2d: upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
 
@@ -5189,6 +6702,28 @@ class UpsampleBilinear2dBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
+class UpsampleLinear1d(Node):
+    """aten::upsample_linear1d: upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_linear1d"
+    op_name = "upsample_linear1d"
+    schema = "upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::upsample_linear1d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
             ],
             1,
         )
@@ -5239,6 +6774,30 @@ class UpsampleNearest2dBackward(Node):
         )
 
 
+class UpsampleTrilinear3d(Node):
+    """aten::upsample_trilinear3d: upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_trilinear3d"
+    op_name = "upsample_trilinear3d"
+    schema = "upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::upsample_trilinear3d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
 class VarCorrection(Node):
     """aten::var: var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
 
@@ -5281,6 +6840,19 @@ class VarMeanCorrection(Node):
             ],
             2,
         )
+
+
+class Vdot(Node):
+    """aten::vdot: vdot(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::vdot"
+    op_name = "vdot"
+    schema = "vdot(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::vdot", [ctx.tensor(self_), ctx.tensor(other)], 1)
 
 
 class ViewCopy(Node):
@@ -5348,3 +6920,27 @@ class Zero(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::zero", [ctx.tensor(self_)], 1)
+
+
+class ZerosLike(Node):
+    """aten::zeros_like: zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::zeros_like"
+    op_name = "zeros_like"
+    schema = "zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::zeros_like",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )

@@ -43,6 +43,28 @@ def _adaptive_avg_pool3d(self, output_size):
     return rt.wrap(node, device)
 
 
+def _batch_norm_with_update_functional(
+    input, weight, bias, running_mean, running_var, momentum, eps
+):
+    rt.count("lazy::_batch_norm_with_update_functional")
+    device = rt.device_of(input, weight, bias, running_mean, running_var)
+    operands = (
+        rt.tensor(input, device),
+        rt.optional_tensor(weight, device),
+        rt.optional_tensor(bias, device),
+        rt.tensor(running_mean, device),
+        rt.tensor(running_var, device),
+    )
+    attrs = (momentum, eps)
+    shapes = rt.infer_shapes(
+        aten._batch_norm_with_update_functional.default,
+        (input, weight, bias, running_mean, running_var, momentum, eps),
+        {},
+    )
+    node = rt.make_node(ir.BatchNormWithUpdateFunctional, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def _cdist_forward(x1, x2, p, compute_mode):
     rt.count("lazy::_cdist_forward")
     device = rt.device_of(x1, x2)
@@ -95,6 +117,54 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     return rt.wrap(node, device)
 
 
+def _native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps):
+    rt.count("lazy::_native_batch_norm_legit.no_stats")
+    device = rt.device_of(input, weight, bias)
+    operands = (
+        rt.tensor(input, device),
+        rt.optional_tensor(weight, device),
+        rt.optional_tensor(bias, device),
+    )
+    attrs = (training, momentum, eps)
+    shapes = rt.infer_shapes(
+        aten._native_batch_norm_legit.no_stats, (input, weight, bias, training, momentum, eps), {}
+    )
+    node = rt.make_node(ir.NativeBatchNormLegitNoStats, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _native_batch_norm_legit_functional(
+    input, weight, bias, running_mean, running_var, training, momentum, eps
+):
+    rt.count("lazy::_native_batch_norm_legit_functional")
+    device = rt.device_of(input, weight, bias, running_mean, running_var)
+    operands = (
+        rt.tensor(input, device),
+        rt.optional_tensor(weight, device),
+        rt.optional_tensor(bias, device),
+        rt.tensor(running_mean, device),
+        rt.tensor(running_var, device),
+    )
+    attrs = (training, momentum, eps)
+    shapes = rt.infer_shapes(
+        aten._native_batch_norm_legit_functional.default,
+        (input, weight, bias, running_mean, running_var, training, momentum, eps),
+        {},
+    )
+    node = rt.make_node(ir.NativeBatchNormLegitFunctional, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _pdist_forward(self, p=2.0):
+    rt.count("lazy::_pdist_forward")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (p,)
+    shapes = rt.infer_shapes(aten._pdist_forward.default, (self, p), {})
+    node = rt.make_node(ir.PdistForward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def _prelu_kernel(self, weight):
     rt.count("lazy::_prelu_kernel")
     device = rt.device_of(self, weight)
@@ -138,6 +208,20 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
         aten._softmax_backward_data.default, (grad_output, output, dim, input_dtype), {}
     )
     node = rt.make_node(ir.SoftmaxBackwardData, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_bilinear2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
+    rt.count("lazy::_upsample_bilinear2d_aa")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), align_corners, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_bilinear2d_aa.default,
+        (self, output_size, align_corners, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleBilinear2dAa, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -190,6 +274,26 @@ def adaptive_max_pool2d_backward(grad_output, self, indices):
         aten.adaptive_max_pool2d_backward.default, (grad_output, self, indices), {}
     )
     node = rt.make_node(ir.AdaptiveMaxPool2dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def adaptive_max_pool3d(self, output_size):
+    rt.count("lazy::adaptive_max_pool3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size),)
+    shapes = rt.infer_shapes(aten.adaptive_max_pool3d.default, (self, output_size), {})
+    node = rt.make_node(ir.AdaptiveMaxPool3d, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def add_scalar(self, other, alpha=1):
+    rt.count("lazy::add.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.add.Scalar, (self, other, alpha), {})
+    node = rt.make_node(ir.AddScalar, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -283,6 +387,22 @@ def addmv(self, mat, vec, *, beta=1, alpha=1):
     return rt.wrap(node, device)
 
 
+def addr(self, vec1, vec2, *, beta=1, alpha=1):
+    rt.count("lazy::addr")
+    device = rt.device_of(self, vec1, vec2)
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(vec1, device),
+        rt.tensor(vec2, device),
+        rt.scalar(beta, device),
+        rt.scalar(alpha, device),
+    )
+    attrs = ()
+    shapes = rt.infer_shapes(aten.addr.default, (self, vec1, vec2), {"beta": beta, "alpha": alpha})
+    node = rt.make_node(ir.Addr, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def alias_copy(self):
     rt.count("lazy::alias_copy")
     device = rt.device_of(self)
@@ -320,6 +440,46 @@ def all_dims(self, dim=None, keepdim=False):
     attrs = (None if dim is None else tuple(dim), keepdim)
     shapes = rt.infer_shapes(aten.all.dims, (self, dim, keepdim), {})
     node = rt.make_node(ir.AllDims, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def amax(self, dim=(), keepdim=False):
+    rt.count("lazy::amax")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim), keepdim)
+    shapes = rt.infer_shapes(aten.amax.default, (self, dim, keepdim), {})
+    node = rt.make_node(ir.Amax, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def amin(self, dim=(), keepdim=False):
+    rt.count("lazy::amin")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim), keepdim)
+    shapes = rt.infer_shapes(aten.amin.default, (self, dim, keepdim), {})
+    node = rt.make_node(ir.Amin, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def aminmax(self, *, dim=None, keepdim=False):
+    rt.count("lazy::aminmax")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.aminmax.default, (self,), {"dim": dim, "keepdim": keepdim})
+    node = rt.make_node(ir.Aminmax, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def angle(self):
+    rt.count("lazy::angle")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.angle.default, (self,), {})
+    node = rt.make_node(ir.Angle, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -532,6 +692,67 @@ def avg_pool2d_backward(
     return rt.wrap(node, device)
 
 
+def avg_pool3d(
+    self,
+    kernel_size,
+    stride=(),
+    padding=(0, 0, 0),
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    rt.count("lazy::avg_pool3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (
+        tuple(kernel_size),
+        tuple(stride),
+        tuple(padding),
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+    shapes = rt.infer_shapes(
+        aten.avg_pool3d.default,
+        (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
+        {},
+    )
+    node = rt.make_node(ir.AvgPool3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def avg_pool3d_backward(
+    grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+):
+    rt.count("lazy::avg_pool3d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (
+        tuple(kernel_size),
+        tuple(stride),
+        tuple(padding),
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+    shapes = rt.infer_shapes(
+        aten.avg_pool3d_backward.default,
+        (
+            grad_output,
+            self,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        ),
+        {},
+    )
+    node = rt.make_node(ir.AvgPool3dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
     rt.count("lazy::baddbmm")
     device = rt.device_of(self, batch1, batch2)
@@ -714,6 +935,26 @@ def ceil(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.ceil.default, (self,), {})
     node = rt.make_node(ir.Ceil, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def channel_shuffle(self, groups):
+    rt.count("lazy::channel_shuffle")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (groups,)
+    shapes = rt.infer_shapes(aten.channel_shuffle.default, (self, groups), {})
+    node = rt.make_node(ir.ChannelShuffle, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def cholesky_inverse(self, upper=False):
+    rt.count("lazy::cholesky_inverse")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (upper,)
+    shapes = rt.infer_shapes(aten.cholesky_inverse.default, (self, upper), {})
+    node = rt.make_node(ir.CholeskyInverse, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1019,6 +1260,26 @@ def digamma(self):
     return rt.wrap(node, device)
 
 
+def div_scalar(self, other):
+    rt.count("lazy::div.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.div.Scalar, (self, other), {})
+    node = rt.make_node(ir.DivScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def div_scalar_mode(self, other, *, rounding_mode):
+    rt.count("lazy::div.Scalar_mode")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = (rounding_mode,)
+    shapes = rt.infer_shapes(aten.div.Scalar_mode, (self, other), {"rounding_mode": rounding_mode})
+    node = rt.make_node(ir.DivScalarMode, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def div_tensor(self, other):
     rt.count("lazy::div.Tensor")
     device = rt.device_of(self, other)
@@ -1037,6 +1298,16 @@ def div_tensor_mode(self, other, *, rounding_mode):
     shapes = rt.infer_shapes(aten.div.Tensor_mode, (self, other), {"rounding_mode": rounding_mode})
     node = rt.make_node(ir.DivTensorMode, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def div__tensor(self, other):
+    rt.count("lazy::div_.Tensor")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.div.Tensor, (self, other), {})
+    node = rt.make_node(ir.DivTensor, operands, attrs, shapes)
+    return rt.inplace(self, node)
 
 
 def dot(self, tensor):
@@ -1107,6 +1378,18 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
         {},
     )
     node = rt.make_node(ir.EmbeddingDenseBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def embedding_renorm(self, indices, max_norm, norm_type):
+    rt.count("lazy::embedding_renorm")
+    device = rt.device_of(self, indices)
+    operands = (rt.tensor(self, device), rt.tensor(indices, device))
+    attrs = (max_norm, norm_type)
+    shapes = rt.infer_shapes(
+        aten.embedding_renorm.default, (self, indices, max_norm, norm_type), {}
+    )
+    node = rt.make_node(ir.EmbeddingRenorm, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1300,6 +1583,16 @@ def frac(self):
     return rt.wrap(node, device)
 
 
+def frexp_tensor(self):
+    rt.count("lazy::frexp.Tensor")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.frexp.Tensor, (self,), {})
+    node = rt.make_node(ir.FrexpTensor, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def full_like(
     self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
 ):
@@ -1451,6 +1744,20 @@ def grid_sampler_2d_backward(
     return rt.wrap_tuple(node, device)
 
 
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    rt.count("lazy::grid_sampler_3d")
+    device = rt.device_of(input, grid)
+    operands = (rt.tensor(input, device), rt.tensor(grid, device))
+    attrs = (interpolation_mode, padding_mode, align_corners)
+    shapes = rt.infer_shapes(
+        aten.grid_sampler_3d.default,
+        (input, grid, interpolation_mode, padding_mode, align_corners),
+        {},
+    )
+    node = rt.make_node(ir.GridSampler3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def gt_scalar(self, other):
     rt.count("lazy::gt.Scalar")
     device = rt.device_of(self)
@@ -1538,6 +1845,18 @@ def hardtanh_backward(grad_output, self, min_val, max_val):
     return rt.wrap(node, device)
 
 
+def hash_tensor(self, dim=(), *, keepdim=False, mode=0):
+    rt.count("lazy::hash_tensor")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim), keepdim, mode)
+    shapes = rt.infer_shapes(
+        aten.hash_tensor.default, (self, dim), {"keepdim": keepdim, "mode": mode}
+    )
+    node = rt.make_node(ir.HashTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def heaviside(self, values):
     rt.count("lazy::heaviside")
     device = rt.device_of(self, values)
@@ -1600,6 +1919,26 @@ def i0(self):
     return rt.wrap(node, device)
 
 
+def igamma(self, other):
+    rt.count("lazy::igamma")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.igamma.default, (self, other), {})
+    node = rt.make_node(ir.Igamma, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def igammac(self, other):
+    rt.count("lazy::igammac")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.igammac.default, (self, other), {})
+    node = rt.make_node(ir.Igammac, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def im2col(self, kernel_size, dilation, padding, stride):
     rt.count("lazy::im2col")
     device = rt.device_of(self)
@@ -1647,6 +1986,16 @@ def index_fill_int_scalar(self, dim, index, value):
     return rt.wrap(node, device)
 
 
+def index_fill_int_tensor(self, dim, index, value):
+    rt.count("lazy::index_fill.int_Tensor")
+    device = rt.device_of(self, index, value)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(value, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten.index_fill.int_Tensor, (self, dim, index, value), {})
+    node = rt.make_node(ir.IndexFillIntTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def index_put(self, indices, values, accumulate=False):
     rt.count("lazy::index_put")
     device = rt.device_of(self, indices, values)
@@ -1661,6 +2010,20 @@ def index_put(self, indices, values, accumulate=False):
     return rt.wrap(node, device)
 
 
+def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    rt.count("lazy::index_reduce")
+    device = rt.device_of(self, index, source)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(source, device))
+    attrs = (dim, reduce, include_self)
+    shapes = rt.infer_shapes(
+        aten.index_reduce.default,
+        (self, dim, index, source, reduce),
+        {"include_self": include_self},
+    )
+    node = rt.make_node(ir.IndexReduce, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def index_select(self, dim, index):
     rt.count("lazy::index_select")
     device = rt.device_of(self, index)
@@ -1668,6 +2031,16 @@ def index_select(self, dim, index):
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.index_select.default, (self, dim, index), {})
     node = rt.make_node(ir.IndexSelect, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    rt.count("lazy::isclose")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = (rtol, atol, equal_nan)
+    shapes = rt.infer_shapes(aten.isclose.default, (self, other, rtol, atol, equal_nan), {})
+    node = rt.make_node(ir.Isclose, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1692,6 +2065,26 @@ def isnan(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.isnan.default, (self,), {})
     node = rt.make_node(ir.Isnan, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def isneginf(self):
+    rt.count("lazy::isneginf")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.isneginf.default, (self,), {})
+    node = rt.make_node(ir.Isneginf, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def isposinf(self):
+    rt.count("lazy::isposinf")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.isposinf.default, (self,), {})
+    node = rt.make_node(ir.Isposinf, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -1803,6 +2196,16 @@ def linalg_cross(self, other, *, dim=-1):
     return rt.wrap(node, device)
 
 
+def linalg_householder_product(input, tau):
+    rt.count("lazy::linalg_householder_product")
+    device = rt.device_of(input, tau)
+    operands = (rt.tensor(input, device), rt.tensor(tau, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.linalg_householder_product.default, (input, tau), {})
+    node = rt.make_node(ir.LinalgHouseholderProduct, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def linalg_inv_ex(A, *, check_errors=False):
     rt.count("lazy::linalg_inv_ex")
     device = rt.device_of(A)
@@ -1811,6 +2214,16 @@ def linalg_inv_ex(A, *, check_errors=False):
     shapes = rt.infer_shapes(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
     node = rt.make_node(ir.LinalgInvEx, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
+
+
+def linalg_matrix_exp(self):
+    rt.count("lazy::linalg_matrix_exp")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.linalg_matrix_exp.default, (self,), {})
+    node = rt.make_node(ir.LinalgMatrixExp, operands, attrs, shapes)
+    return rt.wrap(node, device)
 
 
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
@@ -2097,6 +2510,28 @@ def max_pool2d_with_indices_backward(
     return rt.wrap(node, device)
 
 
+def max_unpool2d(self, indices, output_size):
+    rt.count("lazy::max_unpool2d")
+    device = rt.device_of(self, indices)
+    operands = (rt.tensor(self, device), rt.tensor(indices, device))
+    attrs = (tuple(output_size),)
+    shapes = rt.infer_shapes(aten.max_unpool2d.default, (self, indices, output_size), {})
+    node = rt.make_node(ir.MaxUnpool2d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def max_unpool3d(self, indices, output_size, stride, padding):
+    rt.count("lazy::max_unpool3d")
+    device = rt.device_of(self, indices)
+    operands = (rt.tensor(self, device), rt.tensor(indices, device))
+    attrs = (tuple(output_size), tuple(stride), tuple(padding))
+    shapes = rt.infer_shapes(
+        aten.max_unpool3d.default, (self, indices, output_size, stride, padding), {}
+    )
+    node = rt.make_node(ir.MaxUnpool3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def maximum(self, other):
     rt.count("lazy::maximum")
     device = rt.device_of(self, other)
@@ -2229,6 +2664,16 @@ def mse_loss_backward(grad_output, self, target, reduction):
     return rt.wrap(node, device)
 
 
+def mul_scalar(self, other):
+    rt.count("lazy::mul.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.mul.Scalar, (self, other), {})
+    node = rt.make_node(ir.MulScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def mul_tensor(self, other):
     rt.count("lazy::mul.Tensor")
     device = rt.device_of(self, other)
@@ -2237,6 +2682,36 @@ def mul_tensor(self, other):
     shapes = rt.infer_shapes(aten.mul.Tensor, (self, other), {})
     node = rt.make_node(ir.MulTensor, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
+    rt.count("lazy::multi_margin_loss")
+    device = rt.device_of(self, target, weight)
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(target, device),
+        rt.scalar(p, device),
+        rt.scalar(margin, device),
+        rt.optional_tensor(weight, device),
+    )
+    attrs = (reduction,)
+    shapes = rt.infer_shapes(
+        aten.multi_margin_loss.default, (self, target, p, margin, weight, reduction), {}
+    )
+    node = rt.make_node(ir.MultiMarginLoss, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def multilabel_margin_loss_forward(self, target, reduction):
+    rt.count("lazy::multilabel_margin_loss_forward")
+    device = rt.device_of(self, target)
+    operands = (rt.tensor(self, device), rt.tensor(target, device))
+    attrs = (reduction,)
+    shapes = rt.infer_shapes(
+        aten.multilabel_margin_loss_forward.default, (self, target, reduction), {}
+    )
+    node = rt.make_node(ir.MultilabelMarginLossForward, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def mv(self, vec):
@@ -2256,6 +2731,36 @@ def nan_to_num(self, nan=None, posinf=None, neginf=None):
     attrs = (nan, posinf, neginf)
     shapes = rt.infer_shapes(aten.nan_to_num.default, (self, nan, posinf, neginf), {})
     node = rt.make_node(ir.NanToNum, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def nanmedian(self):
+    rt.count("lazy::nanmedian")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.nanmedian.default, (self,), {})
+    node = rt.make_node(ir.Nanmedian, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def nanmedian_dim(self, dim, keepdim=False):
+    rt.count("lazy::nanmedian.dim")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (dim, keepdim)
+    shapes = rt.infer_shapes(aten.nanmedian.dim, (self, dim, keepdim), {})
+    node = rt.make_node(ir.NanmedianDim, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    rt.count("lazy::nansum")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (None if dim is None else tuple(dim), keepdim, dtype)
+    shapes = rt.infer_shapes(aten.nansum.default, (self, dim, keepdim), {"dtype": dtype})
+    node = rt.make_node(ir.Nansum, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -2412,6 +2917,76 @@ def neg(self):
     shapes = rt.infer_shapes(aten.neg.default, (self,), {})
     node = rt.make_node(ir.Neg, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def neg_(self):
+    rt.count("lazy::neg_")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.neg.default, (self,), {})
+    node = rt.make_node(ir.Neg, operands, attrs, shapes)
+    return rt.inplace(self, node)
+
+
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.new_full.default,
+            (self, size, fill_value),
+            {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+        )
+    rt.count("lazy::new_full")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device), rt.scalar(fill_value, lazy_device))
+    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    shapes = rt.infer_shapes(
+        aten.new_full.default,
+        (self, size, fill_value),
+        {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+    )
+    node = rt.make_node(ir.NewFull, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
+def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.new_ones.default,
+            (self, size),
+            {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+        )
+    rt.count("lazy::new_ones")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device),)
+    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    shapes = rt.infer_shapes(
+        aten.new_ones.default,
+        (self, size),
+        {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+    )
+    node = rt.make_node(ir.NewOnes, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
+def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.new_zeros.default,
+            (self, size),
+            {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+        )
+    rt.count("lazy::new_zeros")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device),)
+    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    shapes = rt.infer_shapes(
+        aten.new_zeros.default,
+        (self, size),
+        {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+    )
+    node = rt.make_node(ir.NewZeros, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
 
 
 def nextafter(self, other):
@@ -2632,6 +3207,16 @@ def prod_dim_int(self, dim, keepdim=False, *, dtype=None):
     return rt.wrap(node, device)
 
 
+def put(self, index, source, accumulate=False):
+    rt.count("lazy::put")
+    device = rt.device_of(self, index, source)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(source, device))
+    attrs = (accumulate,)
+    shapes = rt.infer_shapes(aten.put.default, (self, index, source, accumulate), {})
+    node = rt.make_node(ir.Put, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def rad2deg(self):
     rt.count("lazy::rad2deg")
     device = rt.device_of(self)
@@ -2701,6 +3286,16 @@ def reflection_pad2d(self, padding):
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.reflection_pad2d.default, (self, padding), {})
     node = rt.make_node(ir.ReflectionPad2d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def reflection_pad3d(self, padding):
+    rt.count("lazy::reflection_pad3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(aten.reflection_pad3d.default, (self, padding), {})
+    node = rt.make_node(ir.ReflectionPad3d, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -2774,6 +3369,26 @@ def replication_pad2d(self, padding):
     return rt.wrap(node, device)
 
 
+def replication_pad3d(self, padding):
+    rt.count("lazy::replication_pad3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(aten.replication_pad3d.default, (self, padding), {})
+    node = rt.make_node(ir.ReplicationPad3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def roll(self, shifts, dims=()):
+    rt.count("lazy::roll")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(shifts), tuple(dims))
+    shapes = rt.infer_shapes(aten.roll.default, (self, shifts, dims), {})
+    node = rt.make_node(ir.Roll, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def round(self):
     rt.count("lazy::round")
     device = rt.device_of(self)
@@ -2824,6 +3439,16 @@ def rsub_tensor(self, other, *, alpha=1):
     return rt.wrap(node, device)
 
 
+def scatter_reduce(self, dim, index, src, *, reduce):
+    rt.count("lazy::scatter.reduce")
+    device = rt.device_of(self, index, src)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(src, device))
+    attrs = (dim, reduce)
+    shapes = rt.infer_shapes(aten.scatter.reduce, (self, dim, index, src), {"reduce": reduce})
+    node = rt.make_node(ir.ScatterReduce, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def scatter_src(self, dim, index, src):
     rt.count("lazy::scatter.src")
     device = rt.device_of(self, index, src)
@@ -2841,6 +3466,18 @@ def scatter_value(self, dim, index, value):
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.scatter.value, (self, dim, index, value), {})
     node = rt.make_node(ir.ScatterValue, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def scatter_value_reduce(self, dim, index, value, *, reduce):
+    rt.count("lazy::scatter.value_reduce")
+    device = rt.device_of(self, index)
+    operands = (rt.tensor(self, device), rt.tensor(index, device), rt.scalar(value, device))
+    attrs = (dim, reduce)
+    shapes = rt.infer_shapes(
+        aten.scatter.value_reduce, (self, dim, index, value), {"reduce": reduce}
+    )
+    node = rt.make_node(ir.ScatterValueReduce, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -2863,6 +3500,26 @@ def scatter_reduce_two(self, dim, index, src, reduce, *, include_self=True):
         aten.scatter_reduce.two, (self, dim, index, src, reduce), {"include_self": include_self}
     )
     node = rt.make_node(ir.ScatterReduceTwo, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def searchsorted_scalar(
+    sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None
+):
+    rt.count("lazy::searchsorted.Scalar")
+    device = rt.device_of(sorted_sequence, sorter)
+    operands = (
+        rt.tensor(sorted_sequence, device),
+        rt.scalar(self, device),
+        rt.optional_tensor(sorter, device),
+    )
+    attrs = (out_int32, right, side)
+    shapes = rt.infer_shapes(
+        aten.searchsorted.Scalar,
+        (sorted_sequence, self),
+        {"out_int32": out_int32, "right": right, "side": side, "sorter": sorter},
+    )
+    node = rt.make_node(ir.SearchsortedScalar, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -2943,6 +3600,16 @@ def sign(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.sign.default, (self,), {})
     node = rt.make_node(ir.Sign, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def signbit(self):
+    rt.count("lazy::signbit")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.signbit.default, (self,), {})
+    node = rt.make_node(ir.Signbit, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -3028,6 +3695,16 @@ def smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
     return rt.wrap(node, device)
 
 
+def soft_margin_loss(self, target, reduction=1):
+    rt.count("lazy::soft_margin_loss")
+    device = rt.device_of(self, target)
+    operands = (rt.tensor(self, device), rt.tensor(target, device))
+    attrs = (reduction,)
+    shapes = rt.infer_shapes(aten.soft_margin_loss.default, (self, target, reduction), {})
+    node = rt.make_node(ir.SoftMarginLoss, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def softplus(self, beta=1, threshold=20):
     rt.count("lazy::softplus")
     device = rt.device_of(self)
@@ -3087,6 +3764,106 @@ def sort_stable(self, *, stable, dim=-1, descending=False):
     return rt.wrap_tuple(node, device)
 
 
+def special_airy_ai(x):
+    rt.count("lazy::special_airy_ai")
+    device = rt.device_of(x)
+    operands = (rt.tensor(x, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_airy_ai.default, (x,), {})
+    node = rt.make_node(ir.SpecialAiryAi, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_bessel_j0(self):
+    rt.count("lazy::special_bessel_j0")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_bessel_j0.default, (self,), {})
+    node = rt.make_node(ir.SpecialBesselJ0, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_bessel_j1(self):
+    rt.count("lazy::special_bessel_j1")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_bessel_j1.default, (self,), {})
+    node = rt.make_node(ir.SpecialBesselJ1, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_bessel_y0(self):
+    rt.count("lazy::special_bessel_y0")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_bessel_y0.default, (self,), {})
+    node = rt.make_node(ir.SpecialBesselY0, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_bessel_y1(self):
+    rt.count("lazy::special_bessel_y1")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_bessel_y1.default, (self,), {})
+    node = rt.make_node(ir.SpecialBesselY1, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_chebyshev_polynomial_t(x, n):
+    rt.count("lazy::special_chebyshev_polynomial_t")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_t.default, (x, n), {})
+    node = rt.make_node(ir.SpecialChebyshevPolynomialT, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_chebyshev_polynomial_u(x, n):
+    rt.count("lazy::special_chebyshev_polynomial_u")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_u.default, (x, n), {})
+    node = rt.make_node(ir.SpecialChebyshevPolynomialU, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_chebyshev_polynomial_v(x, n):
+    rt.count("lazy::special_chebyshev_polynomial_v")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_v.default, (x, n), {})
+    node = rt.make_node(ir.SpecialChebyshevPolynomialV, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_chebyshev_polynomial_w(x, n):
+    rt.count("lazy::special_chebyshev_polynomial_w")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_w.default, (x, n), {})
+    node = rt.make_node(ir.SpecialChebyshevPolynomialW, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_entr(self):
+    rt.count("lazy::special_entr")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_entr.default, (self,), {})
+    node = rt.make_node(ir.SpecialEntr, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def special_erfcx(self):
     rt.count("lazy::special_erfcx")
     device = rt.device_of(self)
@@ -3094,6 +3871,226 @@ def special_erfcx(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.special_erfcx.default, (self,), {})
     node = rt.make_node(ir.SpecialErfcx, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_hermite_polynomial_h(x, n):
+    rt.count("lazy::special_hermite_polynomial_h")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_hermite_polynomial_h.default, (x, n), {})
+    node = rt.make_node(ir.SpecialHermitePolynomialH, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_hermite_polynomial_he(x, n):
+    rt.count("lazy::special_hermite_polynomial_he")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_hermite_polynomial_he.default, (x, n), {})
+    node = rt.make_node(ir.SpecialHermitePolynomialHe, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_i0e(self):
+    rt.count("lazy::special_i0e")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_i0e.default, (self,), {})
+    node = rt.make_node(ir.SpecialI0e, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_i1(self):
+    rt.count("lazy::special_i1")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_i1.default, (self,), {})
+    node = rt.make_node(ir.SpecialI1, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_i1e(self):
+    rt.count("lazy::special_i1e")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_i1e.default, (self,), {})
+    node = rt.make_node(ir.SpecialI1e, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_laguerre_polynomial_l(x, n):
+    rt.count("lazy::special_laguerre_polynomial_l")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_laguerre_polynomial_l.default, (x, n), {})
+    node = rt.make_node(ir.SpecialLaguerrePolynomialL, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_legendre_polynomial_p(x, n):
+    rt.count("lazy::special_legendre_polynomial_p")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_legendre_polynomial_p.default, (x, n), {})
+    node = rt.make_node(ir.SpecialLegendrePolynomialP, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_log_ndtr(self):
+    rt.count("lazy::special_log_ndtr")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_log_ndtr.default, (self,), {})
+    node = rt.make_node(ir.SpecialLogNdtr, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_modified_bessel_i0(self):
+    rt.count("lazy::special_modified_bessel_i0")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_modified_bessel_i0.default, (self,), {})
+    node = rt.make_node(ir.SpecialModifiedBesselI0, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_modified_bessel_i1(self):
+    rt.count("lazy::special_modified_bessel_i1")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_modified_bessel_i1.default, (self,), {})
+    node = rt.make_node(ir.SpecialModifiedBesselI1, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_modified_bessel_k0(self):
+    rt.count("lazy::special_modified_bessel_k0")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_modified_bessel_k0.default, (self,), {})
+    node = rt.make_node(ir.SpecialModifiedBesselK0, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_modified_bessel_k1(self):
+    rt.count("lazy::special_modified_bessel_k1")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_modified_bessel_k1.default, (self,), {})
+    node = rt.make_node(ir.SpecialModifiedBesselK1, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_ndtri(self):
+    rt.count("lazy::special_ndtri")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_ndtri.default, (self,), {})
+    node = rt.make_node(ir.SpecialNdtri, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_scaled_modified_bessel_k0(x):
+    rt.count("lazy::special_scaled_modified_bessel_k0")
+    device = rt.device_of(x)
+    operands = (rt.tensor(x, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_scaled_modified_bessel_k0.default, (x,), {})
+    node = rt.make_node(ir.SpecialScaledModifiedBesselK0, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_scaled_modified_bessel_k1(x):
+    rt.count("lazy::special_scaled_modified_bessel_k1")
+    device = rt.device_of(x)
+    operands = (rt.tensor(x, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_scaled_modified_bessel_k1.default, (x,), {})
+    node = rt.make_node(ir.SpecialScaledModifiedBesselK1, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_shifted_chebyshev_polynomial_t(x, n):
+    rt.count("lazy::special_shifted_chebyshev_polynomial_t")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_t.default, (x, n), {})
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialT, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_shifted_chebyshev_polynomial_u(x, n):
+    rt.count("lazy::special_shifted_chebyshev_polynomial_u")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_u.default, (x, n), {})
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialU, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_shifted_chebyshev_polynomial_v(x, n):
+    rt.count("lazy::special_shifted_chebyshev_polynomial_v")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_v.default, (x, n), {})
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialV, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_shifted_chebyshev_polynomial_w(x, n):
+    rt.count("lazy::special_shifted_chebyshev_polynomial_w")
+    device = rt.device_of(x, n)
+    operands = (rt.tensor(x, device), rt.tensor(n, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_w.default, (x, n), {})
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialW, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_spherical_bessel_j0(x):
+    rt.count("lazy::special_spherical_bessel_j0")
+    device = rt.device_of(x)
+    operands = (rt.tensor(x, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_spherical_bessel_j0.default, (x,), {})
+    node = rt.make_node(ir.SpecialSphericalBesselJ0, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_xlog1py(self, other):
+    rt.count("lazy::special_xlog1py")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_xlog1py.default, (self, other), {})
+    node = rt.make_node(ir.SpecialXlog1py, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def special_zeta(self, other):
+    rt.count("lazy::special_zeta")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.special_zeta.default, (self, other), {})
+    node = rt.make_node(ir.SpecialZeta, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -3211,6 +4208,16 @@ def std_mean_correction(self, dim=None, *, correction=None, keepdim=False):
     return rt.wrap_tuple(node, device)
 
 
+def sub_scalar(self, other, alpha=1):
+    rt.count("lazy::sub.Scalar")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.sub.Scalar, (self, other, alpha), {})
+    node = rt.make_node(ir.SubScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def sub_tensor(self, other, *, alpha=1):
     rt.count("lazy::sub.Tensor")
     device = rt.device_of(self, other)
@@ -3248,6 +4255,16 @@ def t_copy(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.t_copy.default, (self,), {})
     node = rt.make_node(ir.TCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def take(self, index):
+    rt.count("lazy::take")
+    device = rt.device_of(self, index)
+    operands = (rt.tensor(self, device), rt.tensor(index, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.take.default, (self, index), {})
+    node = rt.make_node(ir.Take, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -3439,6 +4456,18 @@ def unsqueeze_copy(self, dim):
     return rt.wrap(node, device)
 
 
+def upsample_bicubic2d(self, output_size, align_corners, scales_h=None, scales_w=None):
+    rt.count("lazy::upsample_bicubic2d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), align_corners, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten.upsample_bicubic2d.default, (self, output_size, align_corners, scales_h, scales_w), {}
+    )
+    node = rt.make_node(ir.UpsampleBicubic2d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_w=None):
     rt.count("lazy::upsample_bilinear2d")
     device = rt.device_of(self)
@@ -3464,6 +4493,18 @@ def upsample_bilinear2d_backward(
         {},
     )
     node = rt.make_node(ir.UpsampleBilinear2dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def upsample_linear1d(self, output_size, align_corners, scales=None):
+    rt.count("lazy::upsample_linear1d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), align_corners, scales)
+    shapes = rt.infer_shapes(
+        aten.upsample_linear1d.default, (self, output_size, align_corners, scales), {}
+    )
+    node = rt.make_node(ir.UpsampleLinear1d, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -3493,6 +4534,22 @@ def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=N
     return rt.wrap(node, device)
 
 
+def upsample_trilinear3d(
+    self, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None
+):
+    rt.count("lazy::upsample_trilinear3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), align_corners, scales_d, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten.upsample_trilinear3d.default,
+        (self, output_size, align_corners, scales_d, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleTrilinear3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def var_correction(self, dim=None, *, correction=None, keepdim=False):
     rt.count("lazy::var.correction")
     device = rt.device_of(self)
@@ -3515,6 +4572,16 @@ def var_mean_correction(self, dim=None, *, correction=None, keepdim=False):
     )
     node = rt.make_node(ir.VarMeanCorrection, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
+
+
+def vdot(self, other):
+    rt.count("lazy::vdot")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.vdot.default, (self, other), {})
+    node = rt.make_node(ir.Vdot, operands, attrs, shapes)
+    return rt.wrap(node, device)
 
 
 def view_copy(self, size):
@@ -3565,3 +4632,35 @@ def zero(self):
     shapes = rt.infer_shapes(aten.zero.default, (self,), {})
     node = rt.make_node(ir.Zero, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.zeros_like.default,
+            (self,),
+            {
+                "dtype": dtype,
+                "layout": layout,
+                "device": device,
+                "pin_memory": pin_memory,
+                "memory_format": memory_format,
+            },
+        )
+    rt.count("lazy::zeros_like")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device),)
+    attrs = (dtype, layout, device, pin_memory, memory_format)
+    shapes = rt.infer_shapes(
+        aten.zeros_like.default,
+        (self,),
+        {
+            "dtype": dtype,
+            "layout": layout,
+            "device": device,
+            "pin_memory": pin_memory,
+            "memory_format": memory_format,
+        },
+    )
+    node = rt.make_node(ir.ZerosLike, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)

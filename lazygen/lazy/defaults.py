@@ -2,7 +2,10 @@
 
 Generated kernels use the schema's defaults as Python defaults. Lists become tuples (no
 mutable defaults, and attributes are tuples anyway); a fixed-size list given one value is
-expanded, as ATen does. Unknown default spellings are reported, never guessed.
+expanded, as ATen does. A `float` default written as an integer (`float p=2`) becomes a
+Python float: the dispatcher leaves defaults out of the arguments it passes, so the
+kernel's default is what reaches the node, and TorchScript has no overload taking an int
+where the schema says float. Unknown default spellings are reported, never guessed.
 """
 
 from __future__ import annotations
@@ -44,7 +47,14 @@ def python_default(t: Type, text: str) -> str:
         return _list_default(inner, text)
     if inner.base().name is BaseTy.str:
         return double_quoted(_literal(text))
-    return repr(_literal(text))
+    return repr(_typed(inner, _literal(text)))
+
+
+def _typed(t: Type, value):
+    """`value` as the Python type an argument of type `t` has (`float p=2` -> 2.0)."""
+    if t.base().name is BaseTy.float and type(value) is int:
+        return float(value)
+    return value
 
 
 def double_quoted(value: str) -> str:
@@ -75,8 +85,8 @@ def _list_default(t: ListType, text: str) -> str:
         items = _literal(text)
         if not isinstance(items, list):
             raise UnsupportedDefault(f"list default {text!r}")
-        return repr(tuple(items))
-    value = _literal(text)
+        return repr(tuple(_typed(t.elem, v) for v in items))
+    value = _typed(t.elem, _literal(text))
     if t.size is None:
         raise UnsupportedDefault(f"scalar default {text!r} for unsized list {t}")
     return repr((value,) * t.size)

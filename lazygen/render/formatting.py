@@ -18,6 +18,9 @@ _TOP_LEVEL = re.compile(r"\n\n\n(?=\S)")
 #: name (`schema = "..."`) when it would not fit on its own line in parentheses either;
 #: black cannot split a string without its preview style.
 _UNSPLITTABLE = re.compile(r'^(\s*)(\w+ = )?("""[^"]*"""|"[^"\\]*")$')
+#: A dict entry of dotted names (`aten.x.default: kernels.x,` in registration.py): with no
+#: brackets in it, black's stable style has nowhere to split it and leaves it long.
+_DOTTED_ENTRY = re.compile(r"^\s*[\w.]+: [\w.]+,$")
 
 
 class FormatError(ValueError):
@@ -41,6 +44,8 @@ def format_source(text: str) -> str:
 
 
 def _unsplittable(line: str) -> bool:
+    if _DOTTED_ENTRY.match(line):
+        return True
     match = _UNSPLITTABLE.match(line)
     if match is None:
         return False

@@ -69,6 +69,17 @@ def test_signature_unpack_and_assign_match_black(width):
     _check(text)
 
 
+@pytest.mark.parametrize("width", [99, 100, 101, 120])
+def test_long_dotted_dict_entry_is_left_as_black_leaves_it(width):
+    key = "aten." + "k" * (width - 30) + ".default"
+    value = "kernels." + "v" * (width - len(key) - 15)
+    line = f"    {key}: {value},"
+    assert len(line) == width
+    code = f"KERNELS = {{\n{line}\n}}\n"
+    _check(code)
+    assert not formatting._needs_black(code)
+
+
 def test_ts_backend_needs_no_black():
     generated = generate(GenConfig(REPO / "yaml" / "ts_backend.yaml", Path("unused")))
     for name, text in generated.files.items():
