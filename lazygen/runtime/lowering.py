@@ -99,6 +99,9 @@ class LoweringContext:
         return self.graph.insertConstant(value)
 
     def call(self, kind: str, inputs: list, num_outputs: int) -> list:
+        view = _VIEWS.get(kind)
+        if view is not None and (view != "aten::reshape" or _is_int_list(inputs[1])):
+            kind = view
         node = self.graph.create(kind, inputs, num_outputs)
         self.graph.insertNode(node)
         return list(node.outputs())
@@ -132,6 +135,31 @@ class LoweringContext:
         output = node.output()
         output.setType(list_type)
         return output
+
+
+# Functionalization's ``*_copy`` ops run as the view ops they copy: graph results and
+# device data are never written in place (mutation is functionalized; the eager fallback
+# copies what it mutates), so aliasing is invisible, and it saves a copy per op (each
+# linear layer's backward has two transposed weight copies). Results that are not
+# contiguous are made so when they become device data.
+_VIEWS = {
+    "aten::t_copy": "aten::t",
+    "aten::detach_copy": "aten::detach",
+    "aten::alias_copy": "aten::alias",
+    "aten::transpose_copy": "aten::transpose",
+    "aten::permute_copy": "aten::permute",
+    "aten::unsqueeze_copy": "aten::unsqueeze",
+    "aten::squeeze_copy": "aten::squeeze",
+    "aten::expand_copy": "aten::expand",
+    "aten::slice_copy": "aten::slice",
+    "aten::select_copy": "aten::select",
+    "aten::diagonal_copy": "aten::diagonal",
+    "aten::view_copy": "aten::reshape",  # view needs compatible strides; reshape copies if not
+}
+
+
+def _is_int_list(value) -> bool:
+    return value.type().kind() == "ListType"  # view_copy(self, int[] size), not (self, dtype)
 
 
 _MEMORY_FORMATS = {

@@ -3,6 +3,10 @@ with ``torch._C._create_function_from_graph``, run it on the backing device."""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+
 import torch
 
 from ..config import settings
@@ -20,7 +24,31 @@ def _configure_executor() -> None:
     if not _executor_configured:
         torch._C._jit_set_profiling_executor(False)
         torch._C._jit_set_profiling_mode(False)
+        _keep_freed_buffers()
         _executor_configured = True
+
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+def _keep_freed_buffers() -> None:
+    """Graphs are functional: each run allocates fresh result buffers (eager updates
+    parameters in place). glibc serves blocks above its mmap threshold with fresh pages, so
+    every run page-faults on every large result (a 784x256 update costs 10x its eager
+    time). Raise the thresholds so that freed buffers are reused, as a caching allocator
+    would; ``LAZYGEN_MALLOC_TUNING=0`` leaves malloc alone."""
+    if not sys.platform.startswith("linux") or os.environ.get("LAZYGEN_MALLOC_TUNING") == "0":
+        return
+    if torch.device(settings.backing_device).type != "cpu":
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, 64 << 20)
+    mallopt(_M_TRIM_THRESHOLD, 128 << 20)
 
 
 class _unoptimized:
