@@ -155,6 +155,13 @@ _SCALAR_DTYPES = {
 _SCALAR_SHAPES: dict = {}  # dtype -> (Shape(dtype, ()),)
 
 
+def scalar_shapes(dtype: torch.dtype) -> tuple[Shape]:
+    shapes = _SCALAR_SHAPES.get(dtype)
+    if shapes is None:
+        shapes = _SCALAR_SHAPES[dtype] = (Shape(dtype, ()),)
+    return shapes
+
+
 class ScalarData(Node):
     """A wrapped Python scalar; a graph input holding a 0-dim tensor of ``dtype``."""
 
@@ -162,18 +169,16 @@ class ScalarData(Node):
     op_kind = "prim::ScalarData"
     op_name = "scalar_data"
     is_input = True
+    # Read-only class attributes shadowing Node's slots: one is built per scalar per op.
+    operands = ()
+    attrs = ()
+    source = None
 
     def __init__(self, value, dtype: torch.dtype, device: torch.device) -> None:
-        self.operands = ()
-        self.attrs = ()
         self.value = value
         self.device = device
-        shapes = _SCALAR_SHAPES.get(dtype)
-        if shapes is None:
-            shapes = _SCALAR_SHAPES[dtype] = (Shape(dtype, ()),)
-        self.shapes = shapes
+        self.shapes = scalar_shapes(dtype)
         self._hash = None
-        self.source = None
 
     def _own_hash(self) -> int:
         return hash(("ScalarData", self.shapes[0].dtype))

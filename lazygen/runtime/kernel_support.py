@@ -11,7 +11,16 @@ import torch
 
 from . import executor
 from .config import settings
-from .ir import _SCALAR_DTYPES, DeviceData, Node, ScalarData, Shape, Value, scalar_dtype
+from .ir import (
+    _SCALAR_DTYPES,
+    DeviceData,
+    Node,
+    ScalarData,
+    Shape,
+    Value,
+    scalar_dtype,
+    scalar_shapes,
+)
 from .metrics import count
 from .shape_inference import infer_shapes
 from .tensor import DEVICE_TYPE, LazyDevice, LazyTensor, new_lazy
@@ -92,13 +101,23 @@ def optional_tensor_list(ts, device: LazyDevice) -> tuple[Value | None, ...]:
     return tuple([None if t is None else tensor(t, device) for t in ts])
 
 
+_new_object = object.__new__
+_node_init = Node.__init__
+_SCALAR_SHAPES_OF = {kind: scalar_shapes(dtype) for kind, dtype in _SCALAR_DTYPES.items()}
+
+
 def scalar(value, device: LazyDevice) -> Value:
-    dtype = _SCALAR_DTYPES.get(type(value))
-    if dtype is None:
+    shapes = _SCALAR_SHAPES_OF.get(type(value))
+    if shapes is None:
         if isinstance(value, torch.Tensor):
             return tensor(value, device)
-        dtype = scalar_dtype(value)
-    return _new_value(Value, (ScalarData(value, dtype, device.backing), 0))
+        return _new_value(Value, (ScalarData(value, scalar_dtype(value), device.backing), 0))
+    node = _new_object(ScalarData)  # ScalarData(...) without its Python-level __init__
+    node.value = value
+    node.device = device.backing
+    node.shapes = shapes
+    node._hash = None
+    return _new_value(Value, (node, 0))
 
 
 def optional_scalar(value, device: LazyDevice) -> Value | None:
@@ -118,13 +137,21 @@ _ir_cache: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary(
 
 
 def make_node(cls, operands, attrs, shapes) -> Node:
-    if settings.reuse_ir:
+    if settings.reuse_ir or settings.record_source or cls.__init__ is not _node_init:
         return _reuse_or_make(cls, operands, attrs, shapes)
-    return cls(operands, attrs, shapes)
+    node = _new_object(cls)  # cls(...) without Node.__init__'s Python frame
+    node.operands = operands
+    node.attrs = attrs
+    node.shapes = shapes
+    node._hash = None
+    node.source = None
+    return node
 
 
 def _reuse_or_make(cls, operands, attrs, shapes) -> Node:
     node = cls(operands, attrs, shapes)
+    if not settings.reuse_ir:
+        return node
     old = _ir_cache.get(node.hash)
     if (
         old is not None

@@ -16,6 +16,7 @@ import torch
 from .ir import DeviceData, Value
 
 DEVICE_TYPE = "lazygen"
+_MIN_PRUNE = 4096
 
 
 class LazyDevice:
@@ -26,21 +27,32 @@ class LazyDevice:
         self.torch_device = torch.device(DEVICE_TYPE, index)
         self.backing = backing
         self.lock = threading.RLock()  # held while syncing
-        # Weak references to live tensors in creation order (a dict keeps insertion order):
-        # a graph's outputs, hence its structure and hash, must not depend on set iteration
-        # order, or every step compiles anew. Single dict operations are atomic.
-        self.live: dict[weakref.ref, None] = {}
-        self.forget = self._forget  # the weak references' callback, bound once
+        # Weak references to live tensors in creation order: a graph's outputs, hence its
+        # structure and hash, must not depend on set iteration order, or every step
+        # compiles anew. Plain references without a callback (a callback is a Python call
+        # per dead tensor, i.e. per traced op); dead ones are dropped when the list doubles
+        # and at every sync of all live tensors.
+        self.live: list[weakref.ref] = []
+        self.prune_at = _MIN_PRUNE
         self.pending_nodes = 0
 
     def register(self, tensor: LazyTensor) -> None:
-        self.live[_ref(tensor, self.forget)] = None
+        live = self.live
+        live.append(_ref(tensor))
+        if len(live) > self.prune_at:
+            self.prune()
 
-    def _forget(self, ref: weakref.ref) -> None:
-        self.live.pop(ref, None)
+    def prune(self) -> None:
+        """Drop references to dead tensors (in place: other threads may be appending)."""
+        with self.lock:
+            live = self.live
+            n = len(live)
+            live[:n] = [ref for ref in live[:n] if ref() is not None]
+            self.prune_at = max(_MIN_PRUNE, 2 * len(live))
 
     def live_tensors(self) -> list[LazyTensor]:
         """Live tensors, oldest first."""
+        self.prune()
         tensors = [ref() for ref in list(self.live)]
         return [t for t in tensors if t is not None]
 
@@ -101,7 +113,10 @@ def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
     tensor._device = device
     tensor._sizes = shape[1]
     tensor._shape = shape  # (dtype, sizes): the shape cache's key for this tensor
-    device.live[_ref(tensor, device.forget)] = None
+    live = device.live
+    live.append(_ref(tensor))
+    if len(live) > device.prune_at:
+        device.prune()
     return tensor
 
 
