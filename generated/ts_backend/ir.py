@@ -11,8 +11,15 @@ __all__ = [
     "AdaptiveAvgPool3d",
     "BatchNormWithUpdateFunctional",
     "CdistForward",
+    "CholeskySolveHelper",
+    "EmbeddingBag",
+    "EmbeddingBagForwardOnly",
+    "FftC2c",
+    "FftC2r",
+    "FftR2c",
     "LinalgDet",
     "LinalgSlogdet",
+    "LinalgSolveEx",
     "LogSoftmax",
     "LogSoftmaxBackwardData",
     "NativeBatchNormLegitNoStats",
@@ -87,6 +94,7 @@ __all__ = [
     "ClampMin",
     "ClampMinTensor",
     "Col2im",
+    "Complex",
     "ConstantPadNd",
     "Convolution",
     "ConvolutionBackward",
@@ -114,6 +122,7 @@ __all__ = [
     "Embedding",
     "EmbeddingDenseBackward",
     "EmbeddingRenorm",
+    "EmptyLike",
     "EqScalar",
     "EqTensor",
     "Erf",
@@ -133,6 +142,8 @@ __all__ = [
     "FmodScalar",
     "FmodTensor",
     "Frac",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "FrexpTensor",
     "FullLike",
     "Gather",
@@ -188,7 +199,14 @@ __all__ = [
     "LinalgCross",
     "LinalgHouseholderProduct",
     "LinalgInvEx",
+    "LinalgLdlFactorEx",
+    "LinalgLdlSolve",
+    "LinalgLu",
+    "LinalgLuFactorEx",
+    "LinalgLuSolve",
     "LinalgMatrixExp",
+    "LinalgQr",
+    "LinalgSolveTriangular",
     "LinalgVectorNorm",
     "Log",
     "Log10",
@@ -209,6 +227,7 @@ __all__ = [
     "Logsumexp",
     "LtScalar",
     "LtTensor",
+    "LuUnpack",
     "MaskedFillScalar",
     "MaskedFillTensor",
     "MaskedScatter",
@@ -249,6 +268,7 @@ __all__ = [
     "NeScalar",
     "NeTensor",
     "Neg",
+    "NewEmpty",
     "NewFull",
     "NewOnes",
     "NewZeros",
@@ -261,7 +281,9 @@ __all__ = [
     "NonzeroStatic",
     "NormScalaroptDim",
     "OnesLike",
+    "Ormqr",
     "PermuteCopy",
+    "Polar",
     "Polygamma",
     "PowScalar",
     "PowTensorScalar",
@@ -299,6 +321,7 @@ __all__ = [
     "ScatterReduceTwo",
     "SearchsortedScalar",
     "SearchsortedTensor",
+    "SegmentReduce",
     "SelectCopyInt",
     "SelectScatter",
     "Selu",
@@ -379,6 +402,7 @@ __all__ = [
     "Topk",
     "Trace",
     "TransposeCopyInt",
+    "TriangularSolve",
     "Tril",
     "TrilIndices",
     "Triu",
@@ -397,6 +421,8 @@ __all__ = [
     "VarCorrection",
     "VarMeanCorrection",
     "Vdot",
+    "ViewAsComplexCopy",
+    "ViewAsRealCopy",
     "ViewCopy",
     "ViewCopyDtype",
     "WhereSelf",
@@ -498,6 +524,143 @@ class CdistForward(Node):
         )
 
 
+class CholeskySolveHelper(Node):
+    """aten::_cholesky_solve_helper: _cholesky_solve_helper(Tensor self, Tensor A, bool upper) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_cholesky_solve_helper"
+    op_name = "_cholesky_solve_helper"
+    schema = "_cholesky_solve_helper(Tensor self, Tensor A, bool upper) -> Tensor"
+
+    def lower(self, ctx):
+        self_, A = self.operands
+        return ctx.call(
+            "aten::_cholesky_solve_helper",
+            [ctx.tensor(self_), ctx.tensor(A), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
+class EmbeddingBag(Node):
+    """aten::_embedding_bag: _embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::_embedding_bag"
+    op_name = "_embedding_bag"
+    schema = "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"
+
+    def lower(self, ctx):
+        weight, indices, offsets, per_sample_weights = self.operands
+        return ctx.call(
+            "aten::_embedding_bag",
+            [
+                ctx.tensor(weight),
+                ctx.tensor(indices),
+                ctx.tensor(offsets),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.optional_tensor(per_sample_weights),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            4,
+        )
+
+
+class EmbeddingBagForwardOnly(Node):
+    """aten::_embedding_bag_forward_only: _embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::_embedding_bag_forward_only"
+    op_name = "_embedding_bag_forward_only"
+    schema = "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"
+
+    def lower(self, ctx):
+        weight, indices, offsets, per_sample_weights = self.operands
+        return ctx.call(
+            "aten::_embedding_bag_forward_only",
+            [
+                ctx.tensor(weight),
+                ctx.tensor(indices),
+                ctx.tensor(offsets),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.optional_tensor(per_sample_weights),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            4,
+        )
+
+
+class FftC2c(Node):
+    """aten::_fft_c2c: _fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_fft_c2c"
+    op_name = "_fft_c2c"
+    schema = "_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_fft_c2c",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class FftC2r(Node):
+    """aten::_fft_c2r: _fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_fft_c2r"
+    op_name = "_fft_c2r"
+    schema = "_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_fft_c2r",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class FftR2c(Node):
+    """aten::_fft_r2c: _fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_fft_r2c"
+    op_name = "_fft_r2c"
+    schema = "_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_fft_r2c",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
 class LinalgDet(Node):
     """aten::_linalg_det: _linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)"""
 
@@ -524,6 +687,28 @@ class LinalgSlogdet(Node):
     def lower(self, ctx):
         (A,) = self.operands
         return ctx.call("aten::_linalg_slogdet", [ctx.tensor(A)], 4)
+
+
+class LinalgSolveEx(Node):
+    """aten::_linalg_solve_ex: _linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)"""
+
+    __slots__ = ()
+    op_kind = "aten::_linalg_solve_ex"
+    op_name = "_linalg_solve_ex"
+    schema = "_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)"
+
+    def lower(self, ctx):
+        A, B = self.operands
+        return ctx.call(
+            "aten::_linalg_solve_ex",
+            [
+                ctx.tensor(A),
+                ctx.tensor(B),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            4,
+        )
 
 
 class LogSoftmax(Node):
@@ -1794,6 +1979,19 @@ class Col2im(Node):
         )
 
 
+class Complex(Node):
+    """aten::complex: complex(Tensor real, Tensor imag) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::complex"
+    op_name = "complex"
+    schema = "complex(Tensor real, Tensor imag) -> Tensor"
+
+    def lower(self, ctx):
+        real, imag = self.operands
+        return ctx.call("aten::complex", [ctx.tensor(real), ctx.tensor(imag)], 1)
+
+
 class ConstantPadNd(Node):
     """aten::constant_pad_nd: constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor"""
 
@@ -2267,6 +2465,30 @@ class EmbeddingRenorm(Node):
         )
 
 
+class EmptyLike(Node):
+    """aten::empty_like: empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::empty_like"
+    op_name = "empty_like"
+    schema = "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::empty_like",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
 class EqScalar(Node):
     """aten::eq: eq.Scalar(Tensor self, Scalar other) -> Tensor"""
 
@@ -2516,6 +2738,50 @@ class Frac(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::frac", [ctx.tensor(self_)], 1)
+
+
+class FractionalMaxPool2d(Node):
+    """aten::fractional_max_pool2d: fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::fractional_max_pool2d"
+    op_name = "fractional_max_pool2d"
+    schema = "fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        self_, random_samples = self.operands
+        return ctx.call(
+            "aten::fractional_max_pool2d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.tensor(random_samples),
+            ],
+            2,
+        )
+
+
+class FractionalMaxPool3d(Node):
+    """aten::fractional_max_pool3d: fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::fractional_max_pool3d"
+    op_name = "fractional_max_pool3d"
+    schema = "fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        self_, random_samples = self.operands
+        return ctx.call(
+            "aten::fractional_max_pool3d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.tensor(random_samples),
+            ],
+            2,
+        )
 
 
 class FrexpTensor(Node):
@@ -3441,6 +3707,95 @@ class LinalgInvEx(Node):
         return ctx.call("aten::linalg_inv_ex", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
 
 
+class LinalgLdlFactorEx(Node):
+    """aten::linalg_ldl_factor_ex: linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_ldl_factor_ex"
+    op_name = "linalg_ldl_factor_ex"
+    schema = "linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::linalg_ldl_factor_ex",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            3,
+        )
+
+
+class LinalgLdlSolve(Node):
+    """aten::linalg_ldl_solve: linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_ldl_solve"
+    op_name = "linalg_ldl_solve"
+    schema = (
+        "linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        LD, pivots, B = self.operands
+        return ctx.call(
+            "aten::linalg_ldl_solve",
+            [ctx.tensor(LD), ctx.tensor(pivots), ctx.tensor(B), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
+class LinalgLu(Node):
+    """aten::linalg_lu: linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_lu"
+    op_name = "linalg_lu"
+    schema = "linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)"
+
+    def lower(self, ctx):
+        (A,) = self.operands
+        return ctx.call("aten::linalg_lu", [ctx.tensor(A), ctx.constant(self.attrs[0])], 3)
+
+
+class LinalgLuFactorEx(Node):
+    """aten::linalg_lu_factor_ex: linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_lu_factor_ex"
+    op_name = "linalg_lu_factor_ex"
+    schema = "linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)"
+
+    def lower(self, ctx):
+        (A,) = self.operands
+        return ctx.call(
+            "aten::linalg_lu_factor_ex",
+            [ctx.tensor(A), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            3,
+        )
+
+
+class LinalgLuSolve(Node):
+    """aten::linalg_lu_solve: linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_lu_solve"
+    op_name = "linalg_lu_solve"
+    schema = "linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor"
+
+    def lower(self, ctx):
+        LU, pivots, B = self.operands
+        return ctx.call(
+            "aten::linalg_lu_solve",
+            [
+                ctx.tensor(LU),
+                ctx.tensor(pivots),
+                ctx.tensor(B),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
 class LinalgMatrixExp(Node):
     """aten::linalg_matrix_exp: linalg_matrix_exp(Tensor self) -> Tensor"""
 
@@ -3452,6 +3807,42 @@ class LinalgMatrixExp(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::linalg_matrix_exp", [ctx.tensor(self_)], 1)
+
+
+class LinalgQr(Node):
+    """aten::linalg_qr: linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_qr"
+    op_name = "linalg_qr"
+    schema = "linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)"
+
+    def lower(self, ctx):
+        (A,) = self.operands
+        return ctx.call("aten::linalg_qr", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
+
+
+class LinalgSolveTriangular(Node):
+    """aten::linalg_solve_triangular: linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_solve_triangular"
+    op_name = "linalg_solve_triangular"
+    schema = "linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor"
+
+    def lower(self, ctx):
+        self_, B = self.operands
+        return ctx.call(
+            "aten::linalg_solve_triangular",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(B),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
 
 
 class LinalgVectorNorm(Node):
@@ -3734,6 +4125,28 @@ class LtTensor(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call("aten::lt", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class LuUnpack(Node):
+    """aten::lu_unpack: lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"""
+
+    __slots__ = ()
+    op_kind = "aten::lu_unpack"
+    op_name = "lu_unpack"
+    schema = "lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"
+
+    def lower(self, ctx):
+        LU_data, LU_pivots = self.operands
+        return ctx.call(
+            "aten::lu_unpack",
+            [
+                ctx.tensor(LU_data),
+                ctx.tensor(LU_pivots),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            3,
+        )
 
 
 class MaskedFillScalar(Node):
@@ -4442,6 +4855,30 @@ class Neg(Node):
         return ctx.call("aten::neg", [ctx.tensor(self_)], 1)
 
 
+class NewEmpty(Node):
+    """aten::new_empty: new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::new_empty"
+    op_name = "new_empty"
+    schema = "new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::new_empty",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
 class NewFull(Node):
     """aten::new_full: new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
 
@@ -4700,6 +5137,29 @@ class OnesLike(Node):
         )
 
 
+class Ormqr(Node):
+    """aten::ormqr: ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::ormqr"
+    op_name = "ormqr"
+    schema = "ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor"
+
+    def lower(self, ctx):
+        self_, input2, input3 = self.operands
+        return ctx.call(
+            "aten::ormqr",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(input2),
+                ctx.tensor(input3),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
+        )
+
+
 class PermuteCopy(Node):
     """aten::permute_copy: permute_copy(Tensor self, int[] dims) -> Tensor"""
 
@@ -4711,6 +5171,19 @@ class PermuteCopy(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::permute_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+
+
+class Polar(Node):
+    """aten::polar: polar(Tensor abs, Tensor angle) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::polar"
+    op_name = "polar"
+    schema = "polar(Tensor abs, Tensor angle) -> Tensor"
+
+    def lower(self, ctx):
+        abs, angle = self.operands
+        return ctx.call("aten::polar", [ctx.tensor(abs), ctx.tensor(angle)], 1)
 
 
 class Polygamma(Node):
@@ -5300,6 +5773,32 @@ class SearchsortedTensor(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
                 ctx.optional_tensor(sorter),
+            ],
+            1,
+        )
+
+
+class SegmentReduce(Node):
+    """aten::segment_reduce: segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::segment_reduce"
+    op_name = "segment_reduce"
+    schema = "segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor"
+
+    def lower(self, ctx):
+        data, lengths, indices, offsets, initial = self.operands
+        return ctx.call(
+            "aten::segment_reduce",
+            [
+                ctx.tensor(data),
+                ctx.constant(self.attrs[0]),
+                ctx.optional_tensor(lengths),
+                ctx.optional_tensor(indices),
+                ctx.optional_tensor(offsets),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.optional_scalar(initial),
             ],
             1,
         )
@@ -6499,6 +6998,29 @@ class TransposeCopyInt(Node):
         )
 
 
+class TriangularSolve(Node):
+    """aten::triangular_solve: triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)"""
+
+    __slots__ = ()
+    op_kind = "aten::triangular_solve"
+    op_name = "triangular_solve"
+    schema = "triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)"
+
+    def lower(self, ctx):
+        self_, A = self.operands
+        return ctx.call(
+            "aten::triangular_solve",
+            [
+                ctx.tensor(self_),
+                ctx.tensor(A),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            2,
+        )
+
+
 class Tril(Node):
     """aten::tril: tril(Tensor self, SymInt diagonal=0) -> Tensor"""
 
@@ -6853,6 +7375,32 @@ class Vdot(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call("aten::vdot", [ctx.tensor(self_), ctx.tensor(other)], 1)
+
+
+class ViewAsComplexCopy(Node):
+    """aten::view_as_complex_copy: view_as_complex_copy(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::view_as_complex_copy"
+    op_name = "view_as_complex_copy"
+    schema = "view_as_complex_copy(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::view_as_complex_copy", [ctx.tensor(self_)], 1)
+
+
+class ViewAsRealCopy(Node):
+    """aten::view_as_real_copy: view_as_real_copy(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::view_as_real_copy"
+    op_name = "view_as_real_copy"
+    schema = "view_as_real_copy(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::view_as_real_copy", [ctx.tensor(self_)], 1)
 
 
 class ViewCopy(Node):

@@ -75,6 +75,124 @@ def _cdist_forward(x1, x2, p, compute_mode):
     return rt.wrap(node, device)
 
 
+def _cholesky_solve_helper(self, A, upper):
+    rt.count("lazy::_cholesky_solve_helper")
+    device = rt.device_of(self, A)
+    operands = (rt.tensor(self, device), rt.tensor(A, device))
+    attrs = (upper,)
+    shapes = rt.infer_shapes(aten._cholesky_solve_helper.default, (self, A, upper), {})
+    node = rt.make_node(ir.CholeskySolveHelper, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _embedding_bag(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
+    rt.count("lazy::_embedding_bag")
+    device = rt.device_of(weight, indices, offsets, per_sample_weights)
+    operands = (
+        rt.tensor(weight, device),
+        rt.tensor(indices, device),
+        rt.tensor(offsets, device),
+        rt.optional_tensor(per_sample_weights, device),
+    )
+    attrs = (scale_grad_by_freq, mode, sparse, include_last_offset, padding_idx)
+    shapes = rt.infer_shapes(
+        aten._embedding_bag.default,
+        (
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        ),
+        {},
+    )
+    node = rt.make_node(ir.EmbeddingBag, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _embedding_bag_forward_only(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
+    rt.count("lazy::_embedding_bag_forward_only")
+    device = rt.device_of(weight, indices, offsets, per_sample_weights)
+    operands = (
+        rt.tensor(weight, device),
+        rt.tensor(indices, device),
+        rt.tensor(offsets, device),
+        rt.optional_tensor(per_sample_weights, device),
+    )
+    attrs = (scale_grad_by_freq, mode, sparse, include_last_offset, padding_idx)
+    shapes = rt.infer_shapes(
+        aten._embedding_bag_forward_only.default,
+        (
+            weight,
+            indices,
+            offsets,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        ),
+        {},
+    )
+    node = rt.make_node(ir.EmbeddingBagForwardOnly, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _fft_c2c(self, dim, normalization, forward):
+    rt.count("lazy::_fft_c2c")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim), normalization, forward)
+    shapes = rt.infer_shapes(aten._fft_c2c.default, (self, dim, normalization, forward), {})
+    node = rt.make_node(ir.FftC2c, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _fft_c2r(self, dim, normalization, last_dim_size):
+    rt.count("lazy::_fft_c2r")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim), normalization, last_dim_size)
+    shapes = rt.infer_shapes(aten._fft_c2r.default, (self, dim, normalization, last_dim_size), {})
+    node = rt.make_node(ir.FftC2r, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _fft_r2c(self, dim, normalization, onesided):
+    rt.count("lazy::_fft_r2c")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(dim), normalization, onesided)
+    shapes = rt.infer_shapes(aten._fft_r2c.default, (self, dim, normalization, onesided), {})
+    node = rt.make_node(ir.FftR2c, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def _linalg_det(A):
     rt.count("lazy::_linalg_det")
     device = rt.device_of(A)
@@ -92,6 +210,22 @@ def _linalg_slogdet(A):
     attrs = ()
     shapes = rt.infer_shapes(aten._linalg_slogdet.default, (A,), {})
     node = rt.make_node(ir.LinalgSlogdet, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _linalg_solve_ex(A, B, *, left=True, check_errors=False):
+    if check_errors:
+        return rt.eager(
+            aten._linalg_solve_ex.default, (A, B), {"left": left, "check_errors": check_errors}
+        )
+    rt.count("lazy::_linalg_solve_ex")
+    device = rt.device_of(A, B)
+    operands = (rt.tensor(A, device), rt.tensor(B, device))
+    attrs = (left, check_errors)
+    shapes = rt.infer_shapes(
+        aten._linalg_solve_ex.default, (A, B), {"left": left, "check_errors": check_errors}
+    )
+    node = rt.make_node(ir.LinalgSolveEx, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
 
 
@@ -1038,6 +1172,16 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride):
     return rt.wrap(node, device)
 
 
+def complex(real, imag):
+    rt.count("lazy::complex")
+    device = rt.device_of(real, imag)
+    operands = (rt.tensor(real, device), rt.tensor(imag, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.complex.default, (real, imag), {})
+    node = rt.make_node(ir.Complex, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def constant_pad_nd(self, pad, value=0):
     rt.count("lazy::constant_pad_nd")
     device = rt.device_of(self)
@@ -1393,6 +1537,38 @@ def embedding_renorm(self, indices, max_norm, norm_type):
     return rt.wrap(node, device)
 
 
+def empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.empty_like.default,
+            (self,),
+            {
+                "dtype": dtype,
+                "layout": layout,
+                "device": device,
+                "pin_memory": pin_memory,
+                "memory_format": memory_format,
+            },
+        )
+    rt.count("lazy::empty_like")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device),)
+    attrs = (dtype, layout, device, pin_memory, memory_format)
+    shapes = rt.infer_shapes(
+        aten.empty_like.default,
+        (self,),
+        {
+            "dtype": dtype,
+            "layout": layout,
+            "device": device,
+            "pin_memory": pin_memory,
+            "memory_format": memory_format,
+        },
+    )
+    node = rt.make_node(ir.EmptyLike, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
 def eq_scalar(self, other):
     rt.count("lazy::eq.Scalar")
     device = rt.device_of(self)
@@ -1581,6 +1757,30 @@ def frac(self):
     shapes = rt.infer_shapes(aten.frac.default, (self,), {})
     node = rt.make_node(ir.Frac, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def fractional_max_pool2d(self, kernel_size, output_size, random_samples):
+    rt.count("lazy::fractional_max_pool2d")
+    device = rt.device_of(self, random_samples)
+    operands = (rt.tensor(self, device), rt.tensor(random_samples, device))
+    attrs = (tuple(kernel_size), tuple(output_size))
+    shapes = rt.infer_shapes(
+        aten.fractional_max_pool2d.default, (self, kernel_size, output_size, random_samples), {}
+    )
+    node = rt.make_node(ir.FractionalMaxPool2d, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
+    rt.count("lazy::fractional_max_pool3d")
+    device = rt.device_of(self, random_samples)
+    operands = (rt.tensor(self, device), rt.tensor(random_samples, device))
+    attrs = (tuple(kernel_size), tuple(output_size))
+    shapes = rt.infer_shapes(
+        aten.fractional_max_pool3d.default, (self, kernel_size, output_size, random_samples), {}
+    )
+    node = rt.make_node(ir.FractionalMaxPool3d, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def frexp_tensor(self):
@@ -2175,6 +2375,10 @@ def lgamma(self):
 
 
 def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
+    if check_errors:
+        return rt.eager(
+            aten.linalg_cholesky_ex.default, (self,), {"upper": upper, "check_errors": check_errors}
+        )
     rt.count("lazy::linalg_cholesky_ex")
     device = rt.device_of(self)
     operands = (rt.tensor(self, device),)
@@ -2207,6 +2411,8 @@ def linalg_householder_product(input, tau):
 
 
 def linalg_inv_ex(A, *, check_errors=False):
+    if check_errors:
+        return rt.eager(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
     rt.count("lazy::linalg_inv_ex")
     device = rt.device_of(A)
     operands = (rt.tensor(A, device),)
@@ -2216,6 +2422,76 @@ def linalg_inv_ex(A, *, check_errors=False):
     return rt.wrap_tuple(node, device)
 
 
+def linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False):
+    if check_errors:
+        return rt.eager(
+            aten.linalg_ldl_factor_ex.default,
+            (self,),
+            {"hermitian": hermitian, "check_errors": check_errors},
+        )
+    rt.count("lazy::linalg_ldl_factor_ex")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (hermitian, check_errors)
+    shapes = rt.infer_shapes(
+        aten.linalg_ldl_factor_ex.default,
+        (self,),
+        {"hermitian": hermitian, "check_errors": check_errors},
+    )
+    node = rt.make_node(ir.LinalgLdlFactorEx, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
+    rt.count("lazy::linalg_ldl_solve")
+    device = rt.device_of(LD, pivots, B)
+    operands = (rt.tensor(LD, device), rt.tensor(pivots, device), rt.tensor(B, device))
+    attrs = (hermitian,)
+    shapes = rt.infer_shapes(
+        aten.linalg_ldl_solve.default, (LD, pivots, B), {"hermitian": hermitian}
+    )
+    node = rt.make_node(ir.LinalgLdlSolve, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def linalg_lu(A, *, pivot=True):
+    rt.count("lazy::linalg_lu")
+    device = rt.device_of(A)
+    operands = (rt.tensor(A, device),)
+    attrs = (pivot,)
+    shapes = rt.infer_shapes(aten.linalg_lu.default, (A,), {"pivot": pivot})
+    node = rt.make_node(ir.LinalgLu, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
+    if check_errors:
+        return rt.eager(
+            aten.linalg_lu_factor_ex.default, (A,), {"pivot": pivot, "check_errors": check_errors}
+        )
+    rt.count("lazy::linalg_lu_factor_ex")
+    device = rt.device_of(A)
+    operands = (rt.tensor(A, device),)
+    attrs = (pivot, check_errors)
+    shapes = rt.infer_shapes(
+        aten.linalg_lu_factor_ex.default, (A,), {"pivot": pivot, "check_errors": check_errors}
+    )
+    node = rt.make_node(ir.LinalgLuFactorEx, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    rt.count("lazy::linalg_lu_solve")
+    device = rt.device_of(LU, pivots, B)
+    operands = (rt.tensor(LU, device), rt.tensor(pivots, device), rt.tensor(B, device))
+    attrs = (left, adjoint)
+    shapes = rt.infer_shapes(
+        aten.linalg_lu_solve.default, (LU, pivots, B), {"left": left, "adjoint": adjoint}
+    )
+    node = rt.make_node(ir.LinalgLuSolve, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def linalg_matrix_exp(self):
     rt.count("lazy::linalg_matrix_exp")
     device = rt.device_of(self)
@@ -2223,6 +2499,30 @@ def linalg_matrix_exp(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.linalg_matrix_exp.default, (self,), {})
     node = rt.make_node(ir.LinalgMatrixExp, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def linalg_qr(A, mode="reduced"):
+    rt.count("lazy::linalg_qr")
+    device = rt.device_of(A)
+    operands = (rt.tensor(A, device),)
+    attrs = (mode,)
+    shapes = rt.infer_shapes(aten.linalg_qr.default, (A, mode), {})
+    node = rt.make_node(ir.LinalgQr, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False):
+    rt.count("lazy::linalg_solve_triangular")
+    device = rt.device_of(self, B)
+    operands = (rt.tensor(self, device), rt.tensor(B, device))
+    attrs = (upper, left, unitriangular)
+    shapes = rt.infer_shapes(
+        aten.linalg_solve_triangular.default,
+        (self, B),
+        {"upper": upper, "left": left, "unitriangular": unitriangular},
+    )
+    node = rt.make_node(ir.LinalgSolveTriangular, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -2426,6 +2726,18 @@ def lt_tensor(self, other):
     shapes = rt.infer_shapes(aten.lt.Tensor, (self, other), {})
     node = rt.make_node(ir.LtTensor, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    rt.count("lazy::lu_unpack")
+    device = rt.device_of(LU_data, LU_pivots)
+    operands = (rt.tensor(LU_data, device), rt.tensor(LU_pivots, device))
+    attrs = (unpack_data, unpack_pivots)
+    shapes = rt.infer_shapes(
+        aten.lu_unpack.default, (LU_data, LU_pivots, unpack_data, unpack_pivots), {}
+    )
+    node = rt.make_node(ir.LuUnpack, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def masked_fill_scalar(self, mask, value):
@@ -2929,6 +3241,26 @@ def neg_(self):
     return rt.inplace(self, node)
 
 
+def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.new_empty.default,
+            (self, size),
+            {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+        )
+    rt.count("lazy::new_empty")
+    lazy_device = rt.device_of(self)
+    operands = (rt.tensor(self, lazy_device),)
+    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    shapes = rt.infer_shapes(
+        aten.new_empty.default,
+        (self, size),
+        {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
+    )
+    node = rt.make_node(ir.NewEmpty, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
 def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
     if rt.elsewhere(device):
         return rt.eager(
@@ -3137,6 +3469,16 @@ def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, me
     return rt.wrap(node, lazy_device)
 
 
+def ormqr(self, input2, input3, left=True, transpose=False):
+    rt.count("lazy::ormqr")
+    device = rt.device_of(self, input2, input3)
+    operands = (rt.tensor(self, device), rt.tensor(input2, device), rt.tensor(input3, device))
+    attrs = (left, transpose)
+    shapes = rt.infer_shapes(aten.ormqr.default, (self, input2, input3, left, transpose), {})
+    node = rt.make_node(ir.Ormqr, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def permute_copy(self, dims):
     rt.count("lazy::permute_copy")
     device = rt.device_of(self)
@@ -3144,6 +3486,16 @@ def permute_copy(self, dims):
     attrs = (tuple(dims),)
     shapes = rt.infer_shapes(aten.permute_copy.default, (self, dims), {})
     node = rt.make_node(ir.PermuteCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def polar(abs, angle):
+    rt.count("lazy::polar")
+    device = rt.device_of(abs, angle)
+    operands = (rt.tensor(abs, device), rt.tensor(angle, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.polar.default, (abs, angle), {})
+    node = rt.make_node(ir.Polar, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -3540,6 +3892,35 @@ def searchsorted_tensor(
         {"out_int32": out_int32, "right": right, "side": side, "sorter": sorter},
     )
     node = rt.make_node(ir.SearchsortedTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def segment_reduce(
+    data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None
+):
+    rt.count("lazy::segment_reduce")
+    device = rt.device_of(data, lengths, indices, offsets)
+    operands = (
+        rt.tensor(data, device),
+        rt.optional_tensor(lengths, device),
+        rt.optional_tensor(indices, device),
+        rt.optional_tensor(offsets, device),
+        rt.optional_scalar(initial, device),
+    )
+    attrs = (reduce, axis, unsafe)
+    shapes = rt.infer_shapes(
+        aten.segment_reduce.default,
+        (data, reduce),
+        {
+            "lengths": lengths,
+            "indices": indices,
+            "offsets": offsets,
+            "axis": axis,
+            "unsafe": unsafe,
+            "initial": initial,
+        },
+    )
+    node = rt.make_node(ir.SegmentReduce, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -4352,6 +4733,18 @@ def transpose_copy_int(self, dim0, dim1):
     return rt.wrap(node, device)
 
 
+def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+    rt.count("lazy::triangular_solve")
+    device = rt.device_of(self, A)
+    operands = (rt.tensor(self, device), rt.tensor(A, device))
+    attrs = (upper, transpose, unitriangular)
+    shapes = rt.infer_shapes(
+        aten.triangular_solve.default, (self, A, upper, transpose, unitriangular), {}
+    )
+    node = rt.make_node(ir.TriangularSolve, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def tril(self, diagonal=0):
     rt.count("lazy::tril")
     device = rt.device_of(self)
@@ -4581,6 +4974,26 @@ def vdot(self, other):
     attrs = ()
     shapes = rt.infer_shapes(aten.vdot.default, (self, other), {})
     node = rt.make_node(ir.Vdot, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def view_as_complex_copy(self):
+    rt.count("lazy::view_as_complex_copy")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.view_as_complex_copy.default, (self,), {})
+    node = rt.make_node(ir.ViewAsComplexCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def view_as_real_copy(self):
+    rt.count("lazy::view_as_real_copy")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.view_as_real_copy.default, (self,), {})
+    node = rt.make_node(ir.ViewAsRealCopy, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 

@@ -79,6 +79,26 @@ class KernelView:
         return None
 
     @property
+    def check_errors_option(self) -> str | None:
+        """The `bool check_errors` option of linalg `_ex` ops: when set, the op raises on
+        the values it computes (a singular matrix), which a traced graph could only report
+        at `mark_step`; such calls run eagerly so that the error is raised at the call."""
+        for arg in self.plan.function.func.arguments.all:
+            if arg.name == "check_errors" and str(arg.type) == "bool":
+                return next(p.name for p in self.plan.params if p.name == "check_errors")
+        return None
+
+    @property
+    def eager_when(self) -> str | None:
+        """The condition under which the kernel hands the call to the eager fallback."""
+        conditions = []
+        if self.device_option is not None:
+            conditions.append(f"rt.elsewhere({self.device_option})")
+        if self.check_errors_option is not None:
+            conditions.append(self.check_errors_option)
+        return " or ".join(conditions) or None
+
+    @property
     def aten_overload(self) -> str:
         return aten_ref(str(self.plan.shape_op))
 

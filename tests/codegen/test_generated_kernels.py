@@ -108,3 +108,25 @@ def test_split_returns_list():
     parts = torch.split(_lazy(A), 2, dim=0)
     for p, e in zip(parts, torch.split(A, 2, dim=0), strict=True):
         torch.testing.assert_close(_cpu(p), e)
+
+
+def test_float_default_written_as_int_lowers():
+    """`_pdist_forward(Tensor self, float p=2)`: the dispatcher leaves the default out, so
+    the kernel's own default reaches TorchScript, which needs a float there."""
+    x = torch.randn(5, 3)
+    lazy = torch.ops.aten._pdist_forward(_lazy(x))
+    torch.testing.assert_close(_cpu(lazy), torch.ops.aten._pdist_forward(x))
+
+
+def test_check_errors_runs_eagerly_and_raises_at_the_call():
+    singular = torch.zeros(3, 3)
+    lr.metrics.reset()
+    with pytest.raises(RuntimeError, match="singular|zero"):
+        torch.linalg.inv_ex(_lazy(singular), check_errors=True)
+    assert "aten::linalg_inv_ex" in lr.metrics.counter_names()
+    good = torch.randn(3, 3) + 3 * torch.eye(3)
+    lr.metrics.reset()
+    inverse, info = torch.linalg.inv_ex(_lazy(good))
+    assert "lazy::linalg_inv_ex" in lr.metrics.counter_names()
+    torch.testing.assert_close(_cpu(inverse), torch.linalg.inv(good))
+    assert int(_cpu(info)) == 0

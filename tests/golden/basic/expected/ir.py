@@ -6,6 +6,7 @@
 from lazygen.runtime.ir import Node
 
 __all__ = [
+    "PdistForward",
     "ToCopy",
     "AddTensor",
     "ArangeStartOut",
@@ -15,6 +16,7 @@ __all__ = [
     "DivTensorMode",
     "GluJvp",
     "IndexTensor",
+    "LinalgInvEx",
     "MaxPool2dWithIndices",
     "NativeLayerNorm",
     "RandomFrom",
@@ -23,6 +25,19 @@ __all__ = [
     "SumDimIntlist",
     "Topk",
 ]
+
+
+class PdistForward(Node):
+    """aten::_pdist_forward: _pdist_forward(Tensor self, float p=2) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_pdist_forward"
+    op_name = "_pdist_forward"
+    schema = "_pdist_forward(Tensor self, float p=2) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::_pdist_forward", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
 
 
 class ToCopy(Node):
@@ -172,6 +187,19 @@ class IndexTensor(Node):
     def lower(self, ctx):
         self_, indices = self.operands
         return ctx.call("aten::index", [ctx.tensor(self_), ctx.optional_tensor_list(indices)], 1)
+
+
+class LinalgInvEx(Node):
+    """aten::linalg_inv_ex: linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"""
+
+    __slots__ = ()
+    op_kind = "aten::linalg_inv_ex"
+    op_name = "linalg_inv_ex"
+    schema = "linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"
+
+    def lower(self, ctx):
+        (A,) = self.operands
+        return ctx.call("aten::linalg_inv_ex", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
 
 
 class MaxPool2dWithIndices(Node):

@@ -13,6 +13,16 @@ from . import ir
 aten = torch.ops.aten
 
 
+def _pdist_forward(self, p=2.0):
+    rt.count("lazy::_pdist_forward")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (p,)
+    shapes = rt.infer_shapes(aten._pdist_forward.default, (self, p), {})
+    node = rt.make_node(ir.PdistForward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def _to_copy(
     self,
     *,
@@ -165,6 +175,18 @@ def index_tensor(self, indices):
     )
     node = rt.make_node(ir.IndexTensor, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def linalg_inv_ex(A, *, check_errors=False):
+    if check_errors:
+        return rt.eager(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
+    rt.count("lazy::linalg_inv_ex")
+    device = rt.device_of(A)
+    operands = (rt.tensor(A, device),)
+    attrs = (check_errors,)
+    shapes = rt.infer_shapes(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
+    node = rt.make_node(ir.LinalgInvEx, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def max_pool2d_with_indices(

@@ -13,6 +13,7 @@ from . import ir, kernels, non_native_ir
 aten = torch.ops.aten
 
 KERNELS = {
+    aten._pdist_forward.default: kernels._pdist_forward,
     aten._to_copy.default: kernels._to_copy,
     aten.add.Tensor: kernels.add_tensor,
     aten.add_.Tensor: kernels.add__tensor,
@@ -24,6 +25,7 @@ KERNELS = {
     aten.div.Tensor_mode: kernels.div_tensor_mode,
     aten.glu_jvp.default: kernels.glu_jvp,
     aten.index.Tensor: kernels.index_tensor,
+    aten.linalg_inv_ex.default: kernels.linalg_inv_ex,
     aten.max_pool2d_with_indices.default: kernels.max_pool2d_with_indices,
     aten.native_layer_norm.default: kernels.native_layer_norm,
     aten.split_copy.Tensor: kernels.split_copy_tensor,
@@ -37,6 +39,7 @@ AUTOGRAD_KERNELS = {
 }
 
 NODE_CLASSES = {
+    "_pdist_forward": ir.PdistForward,
     "_to_copy": ir.ToCopy,
     "add.Tensor": ir.AddTensor,
     "arange.start_out": ir.ArangeStartOut,
@@ -48,6 +51,7 @@ NODE_CLASSES = {
     "expand": non_native_ir.Expand,
     "glu_jvp": ir.GluJvp,
     "index.Tensor": ir.IndexTensor,
+    "linalg_inv_ex": ir.LinalgInvEx,
     "max_pool2d_with_indices": ir.MaxPool2dWithIndices,
     "native_layer_norm": ir.NativeLayerNorm,
     "random.from": ir.RandomFrom,

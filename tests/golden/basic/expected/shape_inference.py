@@ -15,6 +15,7 @@ from lazygen.runtime.ir import Shape
 
 META_OPS = frozenset(
     {
+        "_pdist_forward",
         "_to_copy",
         "add.Tensor",
         "arange.start_out",
@@ -22,6 +23,7 @@ META_OPS = frozenset(
         "cat",
         "clamp",
         "div.Tensor_mode",
+        "linalg_inv_ex",
         "max_pool2d_with_indices",
         "native_layer_norm",
         "random.from",
