@@ -9,11 +9,16 @@ __all__ = [
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool2dBackward",
     "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool3dBackward",
     "BatchNormWithUpdateFunctional",
+    "CdistBackward",
     "CdistForward",
     "CholeskySolveHelper",
     "EmbeddingBag",
+    "EmbeddingBagBackward",
+    "EmbeddingBagDenseBackward",
     "EmbeddingBagForwardOnly",
+    "EmbeddingBagPerSampleWeightsBackward",
     "FftC2c",
     "FftC2r",
     "FftR2c",
@@ -24,18 +29,31 @@ __all__ = [
     "LogSoftmaxBackwardData",
     "NativeBatchNormLegitNoStats",
     "NativeBatchNormLegitFunctional",
+    "PdistBackward",
     "PdistForward",
     "PreluKernel",
+    "PreluKernelBackward",
     "ReshapeAliasCopy",
+    "SegmentReduceBackward",
     "Softmax",
     "SoftmaxBackwardData",
+    "UpsampleBicubic2dAa",
+    "UpsampleBicubic2dAaBackward",
     "UpsampleBilinear2dAa",
+    "UpsampleBilinear2dAaBackward",
+    "UpsampleNearestExact1d",
+    "UpsampleNearestExact1dBackward",
+    "UpsampleNearestExact2d",
+    "UpsampleNearestExact2dBackward",
+    "UpsampleNearestExact3d",
+    "UpsampleNearestExact3dBackward",
     "Abs",
     "Acos",
     "Acosh",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool2dBackward",
     "AdaptiveMaxPool3d",
+    "AdaptiveMaxPool3dBackward",
     "AddScalar",
     "AddTensor",
     "Addbmm",
@@ -70,6 +88,7 @@ __all__ = [
     "AvgPool3d",
     "AvgPool3dBackward",
     "Baddbmm",
+    "BatchNormBackward",
     "Bernoulli",
     "BernoulliP",
     "BinaryCrossEntropy",
@@ -143,6 +162,7 @@ __all__ = [
     "FmodTensor",
     "Frac",
     "FractionalMaxPool2d",
+    "FractionalMaxPool2dBackward",
     "FractionalMaxPool3d",
     "FrexpTensor",
     "FullLike",
@@ -157,10 +177,13 @@ __all__ = [
     "GridSampler2d",
     "GridSampler2dBackward",
     "GridSampler3d",
+    "GridSampler3dBackward",
     "GtScalar",
     "GtTensor",
     "Hardshrink",
+    "HardshrinkBackward",
     "Hardsigmoid",
+    "HardsigmoidBackward",
     "Hardswish",
     "HardswishBackward",
     "Hardtanh",
@@ -246,6 +269,7 @@ __all__ = [
     "MinDim",
     "Minimum",
     "Mish",
+    "MishBackward",
     "Mm",
     "Mode",
     "MseLoss",
@@ -297,16 +321,22 @@ __all__ = [
     "RandomTo",
     "Reciprocal",
     "ReflectionPad1d",
+    "ReflectionPad1dBackward",
     "ReflectionPad2d",
+    "ReflectionPad2dBackward",
     "ReflectionPad3d",
+    "ReflectionPad3dBackward",
     "Relu",
     "RemainderScalar",
     "RemainderTensor",
     "Renorm",
     "Repeat",
     "ReplicationPad1d",
+    "ReplicationPad1dBackward",
     "ReplicationPad2d",
+    "ReplicationPad2dBackward",
     "ReplicationPad3d",
+    "ReplicationPad3dBackward",
     "Roll",
     "Round",
     "RoundDecimals",
@@ -331,6 +361,7 @@ __all__ = [
     "Sign",
     "Signbit",
     "Silu",
+    "SiluBackward",
     "Sin",
     "Sinc",
     "Sinh",
@@ -339,9 +370,11 @@ __all__ = [
     "SmoothL1Loss",
     "SmoothL1LossBackward",
     "SoftMarginLoss",
+    "SoftMarginLossBackward",
     "Softplus",
     "SoftplusBackward",
     "Softshrink",
+    "SoftshrinkBackward",
     "Sort",
     "SortStable",
     "SpecialAiryAi",
@@ -409,20 +442,26 @@ __all__ = [
     "TriuIndices",
     "Trunc",
     "UnbindCopyInt",
+    "UnfoldBackward",
     "UnfoldCopy",
     "UnsqueezeCopy",
     "UpsampleBicubic2d",
+    "UpsampleBicubic2dBackward",
     "UpsampleBilinear2d",
     "UpsampleBilinear2dBackward",
     "UpsampleLinear1d",
+    "UpsampleLinear1dBackward",
+    "UpsampleNearest1d",
+    "UpsampleNearest1dBackward",
     "UpsampleNearest2d",
     "UpsampleNearest2dBackward",
+    "UpsampleNearest3d",
+    "UpsampleNearest3dBackward",
     "UpsampleTrilinear3d",
+    "UpsampleTrilinear3dBackward",
     "VarCorrection",
     "VarMeanCorrection",
     "Vdot",
-    "ViewAsComplexCopy",
-    "ViewAsRealCopy",
     "ViewCopy",
     "ViewCopyDtype",
     "WhereSelf",
@@ -477,6 +516,21 @@ class AdaptiveAvgPool3d(Node):
         )
 
 
+class AdaptiveAvgPool3dBackward(Node):
+    """aten::_adaptive_avg_pool3d_backward: _adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_adaptive_avg_pool3d_backward"
+    op_name = "_adaptive_avg_pool3d_backward"
+    schema = "_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::_adaptive_avg_pool3d_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1
+        )
+
+
 class BatchNormWithUpdateFunctional(Node):
     """aten::_batch_norm_with_update_functional: _batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
 
@@ -499,6 +553,29 @@ class BatchNormWithUpdateFunctional(Node):
                 ctx.constant(self.attrs[1]),
             ],
             6,
+        )
+
+
+class CdistBackward(Node):
+    """aten::_cdist_backward: _cdist_backward(Tensor grad, Tensor x1, Tensor x2, float p, Tensor cdist) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_cdist_backward"
+    op_name = "_cdist_backward"
+    schema = "_cdist_backward(Tensor grad, Tensor x1, Tensor x2, float p, Tensor cdist) -> Tensor"
+
+    def lower(self, ctx):
+        grad, x1, x2, cdist = self.operands
+        return ctx.call(
+            "aten::_cdist_backward",
+            [
+                ctx.tensor(grad),
+                ctx.tensor(x1),
+                ctx.tensor(x2),
+                ctx.constant(self.attrs[0]),
+                ctx.tensor(cdist),
+            ],
+            1,
         )
 
 
@@ -568,6 +645,66 @@ class EmbeddingBag(Node):
         )
 
 
+class EmbeddingBagBackward(Node):
+    """aten::_embedding_bag_backward: _embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_embedding_bag_backward"
+    op_name = "_embedding_bag_backward"
+    schema = "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor"
+
+    def lower(self, ctx):
+        grad, indices, offsets, offset2bag, bag_size, maximum_indices, per_sample_weights = (
+            self.operands
+        )
+        return ctx.call(
+            "aten::_embedding_bag_backward",
+            [
+                ctx.tensor(grad),
+                ctx.tensor(indices),
+                ctx.tensor(offsets),
+                ctx.tensor(offset2bag),
+                ctx.tensor(bag_size),
+                ctx.tensor(maximum_indices),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.optional_tensor(per_sample_weights),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
+class EmbeddingBagDenseBackward(Node):
+    """aten::_embedding_bag_dense_backward: _embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_embedding_bag_dense_backward"
+    op_name = "_embedding_bag_dense_backward"
+    schema = "_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor"
+
+    def lower(self, ctx):
+        grad, indices, offset2bag, bag_size, maximum_indices, per_sample_weights = self.operands
+        return ctx.call(
+            "aten::_embedding_bag_dense_backward",
+            [
+                ctx.tensor(grad),
+                ctx.tensor(indices),
+                ctx.tensor(offset2bag),
+                ctx.tensor(bag_size),
+                ctx.tensor(maximum_indices),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.optional_tensor(per_sample_weights),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
 class EmbeddingBagForwardOnly(Node):
     """aten::_embedding_bag_forward_only: _embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"""
 
@@ -592,6 +729,31 @@ class EmbeddingBagForwardOnly(Node):
                 ctx.constant(self.attrs[4]),
             ],
             4,
+        )
+
+
+class EmbeddingBagPerSampleWeightsBackward(Node):
+    """aten::_embedding_bag_per_sample_weights_backward: _embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_embedding_bag_per_sample_weights_backward"
+    op_name = "_embedding_bag_per_sample_weights_backward"
+    schema = "_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor"
+
+    def lower(self, ctx):
+        grad, weight, indices, offsets, offset2bag = self.operands
+        return ctx.call(
+            "aten::_embedding_bag_per_sample_weights_backward",
+            [
+                ctx.tensor(grad),
+                ctx.tensor(weight),
+                ctx.tensor(indices),
+                ctx.tensor(offsets),
+                ctx.tensor(offset2bag),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+            ],
+            1,
         )
 
 
@@ -800,6 +962,23 @@ class NativeBatchNormLegitFunctional(Node):
         )
 
 
+class PdistBackward(Node):
+    """aten::_pdist_backward: _pdist_backward(Tensor grad, Tensor self, float p, Tensor pdist) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_pdist_backward"
+    op_name = "_pdist_backward"
+    schema = "_pdist_backward(Tensor grad, Tensor self, float p, Tensor pdist) -> Tensor"
+
+    def lower(self, ctx):
+        grad, self_, pdist = self.operands
+        return ctx.call(
+            "aten::_pdist_backward",
+            [ctx.tensor(grad), ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(pdist)],
+            1,
+        )
+
+
 class PdistForward(Node):
     """aten::_pdist_forward: _pdist_forward(Tensor self, float p=2) -> Tensor"""
 
@@ -826,6 +1005,25 @@ class PreluKernel(Node):
         return ctx.call("aten::_prelu_kernel", [ctx.tensor(self_), ctx.tensor(weight)], 1)
 
 
+class PreluKernelBackward(Node):
+    """aten::_prelu_kernel_backward: _prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::_prelu_kernel_backward"
+    op_name = "_prelu_kernel_backward"
+    schema = (
+        "_prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_, weight = self.operands
+        return ctx.call(
+            "aten::_prelu_kernel_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(weight)],
+            2,
+        )
+
+
 class ReshapeAliasCopy(Node):
     """aten::_reshape_alias_copy: _reshape_alias_copy(Tensor self, SymInt[] size, SymInt[] stride) -> Tensor"""
 
@@ -839,6 +1037,32 @@ class ReshapeAliasCopy(Node):
         return ctx.call(
             "aten::_reshape_alias_copy",
             [ctx.tensor(self_), ctx.symint_list(size), ctx.symint_list(stride)],
+            1,
+        )
+
+
+class SegmentReduceBackward(Node):
+    """aten::_segment_reduce_backward: _segment_reduce_backward(Tensor grad, Tensor output, Tensor data, str reduce, *, Tensor? lengths=None, Tensor? offsets=None, int axis=0, Scalar? initial=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_segment_reduce_backward"
+    op_name = "_segment_reduce_backward"
+    schema = "_segment_reduce_backward(Tensor grad, Tensor output, Tensor data, str reduce, *, Tensor? lengths=None, Tensor? offsets=None, int axis=0, Scalar? initial=None) -> Tensor"
+
+    def lower(self, ctx):
+        grad, output, data, lengths, offsets, initial = self.operands
+        return ctx.call(
+            "aten::_segment_reduce_backward",
+            [
+                ctx.tensor(grad),
+                ctx.tensor(output),
+                ctx.tensor(data),
+                ctx.constant(self.attrs[0]),
+                ctx.optional_tensor(lengths),
+                ctx.optional_tensor(offsets),
+                ctx.constant(self.attrs[1]),
+                ctx.optional_scalar(initial),
+            ],
             1,
         )
 
@@ -882,6 +1106,53 @@ class SoftmaxBackwardData(Node):
         )
 
 
+class UpsampleBicubic2dAa(Node):
+    """aten::_upsample_bicubic2d_aa: _upsample_bicubic2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_bicubic2d_aa"
+    op_name = "_upsample_bicubic2d_aa"
+    schema = "_upsample_bicubic2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_upsample_bicubic2d_aa",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class UpsampleBicubic2dAaBackward(Node):
+    """aten::_upsample_bicubic2d_aa_backward: _upsample_bicubic2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_bicubic2d_aa_backward"
+    op_name = "_upsample_bicubic2d_aa_backward"
+    schema = "_upsample_bicubic2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::_upsample_bicubic2d_aa_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
 class UpsampleBilinear2dAa(Node):
     """aten::_upsample_bilinear2d_aa: _upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
 
@@ -900,6 +1171,161 @@ class UpsampleBilinear2dAa(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class UpsampleBilinear2dAaBackward(Node):
+    """aten::_upsample_bilinear2d_aa_backward: _upsample_bilinear2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_bilinear2d_aa_backward"
+    op_name = "_upsample_bilinear2d_aa_backward"
+    schema = "_upsample_bilinear2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::_upsample_bilinear2d_aa_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
+class UpsampleNearestExact1d(Node):
+    """aten::_upsample_nearest_exact1d: _upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_nearest_exact1d"
+    op_name = "_upsample_nearest_exact1d"
+    schema = "_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_upsample_nearest_exact1d",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
+class UpsampleNearestExact1dBackward(Node):
+    """aten::_upsample_nearest_exact1d_backward: _upsample_nearest_exact1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_nearest_exact1d_backward"
+    op_name = "_upsample_nearest_exact1d_backward"
+    schema = "_upsample_nearest_exact1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::_upsample_nearest_exact1d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class UpsampleNearestExact2d(Node):
+    """aten::_upsample_nearest_exact2d: _upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_nearest_exact2d"
+    op_name = "_upsample_nearest_exact2d"
+    schema = "_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_upsample_nearest_exact2d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class UpsampleNearestExact2dBackward(Node):
+    """aten::_upsample_nearest_exact2d_backward: _upsample_nearest_exact2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_nearest_exact2d_backward"
+    op_name = "_upsample_nearest_exact2d_backward"
+    schema = "_upsample_nearest_exact2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::_upsample_nearest_exact2d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class UpsampleNearestExact3d(Node):
+    """aten::_upsample_nearest_exact3d: _upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_nearest_exact3d"
+    op_name = "_upsample_nearest_exact3d"
+    schema = "_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::_upsample_nearest_exact3d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class UpsampleNearestExact3dBackward(Node):
+    """aten::_upsample_nearest_exact3d_backward: _upsample_nearest_exact3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::_upsample_nearest_exact3d_backward"
+    op_name = "_upsample_nearest_exact3d_backward"
+    schema = "_upsample_nearest_exact3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::_upsample_nearest_exact3d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
             ],
             1,
         )
@@ -990,6 +1416,25 @@ class AdaptiveMaxPool3d(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::adaptive_max_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2
+        )
+
+
+class AdaptiveMaxPool3dBackward(Node):
+    """aten::adaptive_max_pool3d_backward: adaptive_max_pool3d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::adaptive_max_pool3d_backward"
+    op_name = "adaptive_max_pool3d_backward"
+    schema = (
+        "adaptive_max_pool3d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_, indices = self.operands
+        return ctx.call(
+            "aten::adaptive_max_pool3d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(indices)],
+            1,
         )
 
 
@@ -1609,6 +2054,37 @@ class Baddbmm(Node):
                 ctx.scalar(alpha),
             ],
             1,
+        )
+
+
+class BatchNormBackward(Node):
+    """aten::batch_norm_backward: batch_norm_backward(Tensor grad_out, Tensor input, Tensor weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_var, bool update, float eps, bool[3] output_mask, Tensor reserve) -> (Tensor, Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::batch_norm_backward"
+    op_name = "batch_norm_backward"
+    schema = "batch_norm_backward(Tensor grad_out, Tensor input, Tensor weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_var, bool update, float eps, bool[3] output_mask, Tensor reserve) -> (Tensor, Tensor, Tensor)"
+
+    def lower(self, ctx):
+        grad_out, input, weight, running_mean, running_var, save_mean, save_var, reserve = (
+            self.operands
+        )
+        return ctx.call(
+            "aten::batch_norm_backward",
+            [
+                ctx.tensor(grad_out),
+                ctx.tensor(input),
+                ctx.tensor(weight),
+                ctx.optional_tensor(running_mean),
+                ctx.optional_tensor(running_var),
+                ctx.optional_tensor(save_mean),
+                ctx.optional_tensor(save_var),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.tensor(reserve),
+            ],
+            3,
         )
 
 
@@ -2762,6 +3238,29 @@ class FractionalMaxPool2d(Node):
         )
 
 
+class FractionalMaxPool2dBackward(Node):
+    """aten::fractional_max_pool2d_backward: fractional_max_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] output_size, Tensor indices) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::fractional_max_pool2d_backward"
+    op_name = "fractional_max_pool2d_backward"
+    schema = "fractional_max_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] output_size, Tensor indices) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_, indices = self.operands
+        return ctx.call(
+            "aten::fractional_max_pool2d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.tensor(indices),
+            ],
+            1,
+        )
+
+
 class FractionalMaxPool3d(Node):
     """aten::fractional_max_pool3d: fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)"""
 
@@ -3018,6 +3517,31 @@ class GridSampler3d(Node):
         )
 
 
+class GridSampler3dBackward(Node):
+    """aten::grid_sampler_3d_backward: grid_sampler_3d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::grid_sampler_3d_backward"
+    op_name = "grid_sampler_3d_backward"
+    schema = "grid_sampler_3d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        grad_output, input, grid = self.operands
+        return ctx.call(
+            "aten::grid_sampler_3d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.tensor(input),
+                ctx.tensor(grid),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            2,
+        )
+
+
 class GtScalar(Node):
     """aten::gt: gt.Scalar(Tensor self, Scalar other) -> Tensor"""
 
@@ -3057,6 +3581,23 @@ class Hardshrink(Node):
         return ctx.call("aten::hardshrink", [ctx.tensor(self_), ctx.scalar(lambd)], 1)
 
 
+class HardshrinkBackward(Node):
+    """aten::hardshrink_backward: hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hardshrink_backward"
+    op_name = "hardshrink_backward"
+    schema = "hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor"
+
+    def lower(self, ctx):
+        grad_out, self_, lambd = self.operands
+        return ctx.call(
+            "aten::hardshrink_backward",
+            [ctx.tensor(grad_out), ctx.tensor(self_), ctx.scalar(lambd)],
+            1,
+        )
+
+
 class Hardsigmoid(Node):
     """aten::hardsigmoid: hardsigmoid(Tensor self) -> Tensor"""
 
@@ -3068,6 +3609,21 @@ class Hardsigmoid(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::hardsigmoid", [ctx.tensor(self_)], 1)
+
+
+class HardsigmoidBackward(Node):
+    """aten::hardsigmoid_backward: hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::hardsigmoid_backward"
+    op_name = "hardsigmoid_backward"
+    schema = "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::hardsigmoid_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1
+        )
 
 
 class Hardswish(Node):
@@ -4450,6 +5006,19 @@ class Mish(Node):
         return ctx.call("aten::mish", [ctx.tensor(self_)], 1)
 
 
+class MishBackward(Node):
+    """aten::mish_backward: mish_backward(Tensor grad_output, Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::mish_backward"
+    op_name = "mish_backward"
+    schema = "mish_backward(Tensor grad_output, Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call("aten::mish_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1)
+
+
 class Mm(Node):
     """aten::mm: mm(Tensor self, Tensor mat2) -> Tensor"""
 
@@ -5381,6 +5950,25 @@ class ReflectionPad1d(Node):
         )
 
 
+class ReflectionPad1dBackward(Node):
+    """aten::reflection_pad1d_backward: reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::reflection_pad1d_backward"
+    op_name = "reflection_pad1d_backward"
+    schema = (
+        "reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::reflection_pad1d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
 class ReflectionPad2d(Node):
     """aten::reflection_pad2d: reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor"""
 
@@ -5396,6 +5984,25 @@ class ReflectionPad2d(Node):
         )
 
 
+class ReflectionPad2dBackward(Node):
+    """aten::reflection_pad2d_backward: reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::reflection_pad2d_backward"
+    op_name = "reflection_pad2d_backward"
+    schema = (
+        "reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::reflection_pad2d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
 class ReflectionPad3d(Node):
     """aten::reflection_pad3d: reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor"""
 
@@ -5408,6 +6015,25 @@ class ReflectionPad3d(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::reflection_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class ReflectionPad3dBackward(Node):
+    """aten::reflection_pad3d_backward: reflection_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::reflection_pad3d_backward"
+    op_name = "reflection_pad3d_backward"
+    schema = (
+        "reflection_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::reflection_pad3d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
         )
 
 
@@ -5495,6 +6121,25 @@ class ReplicationPad1d(Node):
         )
 
 
+class ReplicationPad1dBackward(Node):
+    """aten::replication_pad1d_backward: replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::replication_pad1d_backward"
+    op_name = "replication_pad1d_backward"
+    schema = (
+        "replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::replication_pad1d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
 class ReplicationPad2d(Node):
     """aten::replication_pad2d: replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor"""
 
@@ -5510,6 +6155,25 @@ class ReplicationPad2d(Node):
         )
 
 
+class ReplicationPad2dBackward(Node):
+    """aten::replication_pad2d_backward: replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::replication_pad2d_backward"
+    op_name = "replication_pad2d_backward"
+    schema = (
+        "replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::replication_pad2d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
 class ReplicationPad3d(Node):
     """aten::replication_pad3d: replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor"""
 
@@ -5522,6 +6186,25 @@ class ReplicationPad3d(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::replication_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+        )
+
+
+class ReplicationPad3dBackward(Node):
+    """aten::replication_pad3d_backward: replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::replication_pad3d_backward"
+    op_name = "replication_pad3d_backward"
+    schema = (
+        "replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call(
+            "aten::replication_pad3d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
         )
 
 
@@ -5934,6 +6617,19 @@ class Silu(Node):
         return ctx.call("aten::silu", [ctx.tensor(self_)], 1)
 
 
+class SiluBackward(Node):
+    """aten::silu_backward: silu_backward(Tensor grad_output, Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::silu_backward"
+    op_name = "silu_backward"
+    schema = "silu_backward(Tensor grad_output, Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_ = self.operands
+        return ctx.call("aten::silu_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1)
+
+
 class Sin(Node):
     """aten::sin: sin(Tensor self) -> Tensor"""
 
@@ -6084,6 +6780,28 @@ class SoftMarginLoss(Node):
         )
 
 
+class SoftMarginLossBackward(Node):
+    """aten::soft_margin_loss_backward: soft_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::soft_margin_loss_backward"
+    op_name = "soft_margin_loss_backward"
+    schema = "soft_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_, target = self.operands
+        return ctx.call(
+            "aten::soft_margin_loss_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.tensor(self_),
+                ctx.tensor(target),
+                ctx.constant(self.attrs[0]),
+            ],
+            1,
+        )
+
+
 class Softplus(Node):
     """aten::softplus: softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor"""
 
@@ -6127,6 +6845,23 @@ class Softshrink(Node):
     def lower(self, ctx):
         self_, lambd = self.operands
         return ctx.call("aten::softshrink", [ctx.tensor(self_), ctx.scalar(lambd)], 1)
+
+
+class SoftshrinkBackward(Node):
+    """aten::softshrink_backward: softshrink_backward(Tensor grad_output, Tensor self, Scalar lambd) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::softshrink_backward"
+    op_name = "softshrink_backward"
+    schema = "softshrink_backward(Tensor grad_output, Tensor self, Scalar lambd) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, self_, lambd = self.operands
+        return ctx.call(
+            "aten::softshrink_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.scalar(lambd)],
+            1,
+        )
 
 
 class Sort(Node):
@@ -7124,6 +7859,29 @@ class UnbindCopyInt(Node):
         return ctx.call("prim::ListUnpack", [result], len(self.shapes))
 
 
+class UnfoldBackward(Node):
+    """aten::unfold_backward: unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::unfold_backward"
+    op_name = "unfold_backward"
+    schema = "unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_in,) = self.operands
+        return ctx.call(
+            "aten::unfold_backward",
+            [
+                ctx.tensor(grad_in),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
 class UnfoldCopy(Node):
     """aten::unfold_copy: unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor"""
 
@@ -7177,6 +7935,30 @@ class UpsampleBicubic2d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class UpsampleBicubic2dBackward(Node):
+    """aten::upsample_bicubic2d_backward: upsample_bicubic2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_bicubic2d_backward"
+    op_name = "upsample_bicubic2d_backward"
+    schema = "upsample_bicubic2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::upsample_bicubic2d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
             ],
             1,
         )
@@ -7251,6 +8033,68 @@ class UpsampleLinear1d(Node):
         )
 
 
+class UpsampleLinear1dBackward(Node):
+    """aten::upsample_linear1d_backward: upsample_linear1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, bool align_corners, float? scales=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_linear1d_backward"
+    op_name = "upsample_linear1d_backward"
+    schema = "upsample_linear1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, bool align_corners, float? scales=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::upsample_linear1d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class UpsampleNearest1d(Node):
+    """aten::upsample_nearest1d: upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_nearest1d"
+    op_name = "upsample_nearest1d"
+    schema = "upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::upsample_nearest1d",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            1,
+        )
+
+
+class UpsampleNearest1dBackward(Node):
+    """aten::upsample_nearest1d_backward: upsample_nearest1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_nearest1d_backward"
+    op_name = "upsample_nearest1d_backward"
+    schema = "upsample_nearest1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::upsample_nearest1d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
 class UpsampleNearest2d(Node):
     """aten::upsample_nearest2d: upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor"""
 
@@ -7296,6 +8140,53 @@ class UpsampleNearest2dBackward(Node):
         )
 
 
+class UpsampleNearest3d(Node):
+    """aten::upsample_nearest3d: upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_nearest3d"
+    op_name = "upsample_nearest3d"
+    schema = "upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call(
+            "aten::upsample_nearest3d",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+            ],
+            1,
+        )
+
+
+class UpsampleNearest3dBackward(Node):
+    """aten::upsample_nearest3d_backward: upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_nearest3d_backward"
+    op_name = "upsample_nearest3d_backward"
+    schema = "upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::upsample_nearest3d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
 class UpsampleTrilinear3d(Node):
     """aten::upsample_trilinear3d: upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"""
 
@@ -7315,6 +8206,31 @@ class UpsampleTrilinear3d(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
+            ],
+            1,
+        )
+
+
+class UpsampleTrilinear3dBackward(Node):
+    """aten::upsample_trilinear3d_backward: upsample_trilinear3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::upsample_trilinear3d_backward"
+    op_name = "upsample_trilinear3d_backward"
+    schema = "upsample_trilinear3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::upsample_trilinear3d_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+                ctx.constant(self.attrs[5]),
             ],
             1,
         )
@@ -7375,32 +8291,6 @@ class Vdot(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call("aten::vdot", [ctx.tensor(self_), ctx.tensor(other)], 1)
-
-
-class ViewAsComplexCopy(Node):
-    """aten::view_as_complex_copy: view_as_complex_copy(Tensor self) -> Tensor"""
-
-    __slots__ = ()
-    op_kind = "aten::view_as_complex_copy"
-    op_name = "view_as_complex_copy"
-    schema = "view_as_complex_copy(Tensor self) -> Tensor"
-
-    def lower(self, ctx):
-        (self_,) = self.operands
-        return ctx.call("aten::view_as_complex_copy", [ctx.tensor(self_)], 1)
-
-
-class ViewAsRealCopy(Node):
-    """aten::view_as_real_copy: view_as_real_copy(Tensor self) -> Tensor"""
-
-    __slots__ = ()
-    op_kind = "aten::view_as_real_copy"
-    op_name = "view_as_real_copy"
-    schema = "view_as_real_copy(Tensor self) -> Tensor"
-
-    def lower(self, ctx):
-        (self_,) = self.operands
-        return ctx.call("aten::view_as_real_copy", [ctx.tensor(self_)], 1)
 
 
 class ViewCopy(Node):

@@ -43,6 +43,16 @@ def _adaptive_avg_pool3d(self, output_size):
     return rt.wrap(node, device)
 
 
+def _adaptive_avg_pool3d_backward(grad_output, self):
+    rt.count("lazy::_adaptive_avg_pool3d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten._adaptive_avg_pool3d_backward.default, (grad_output, self), {})
+    node = rt.make_node(ir.AdaptiveAvgPool3dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def _batch_norm_with_update_functional(
     input, weight, bias, running_mean, running_var, momentum, eps
 ):
@@ -63,6 +73,21 @@ def _batch_norm_with_update_functional(
     )
     node = rt.make_node(ir.BatchNormWithUpdateFunctional, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
+
+
+def _cdist_backward(grad, x1, x2, p, cdist):
+    rt.count("lazy::_cdist_backward")
+    device = rt.device_of(grad, x1, x2, cdist)
+    operands = (
+        rt.tensor(grad, device),
+        rt.tensor(x1, device),
+        rt.tensor(x2, device),
+        rt.tensor(cdist, device),
+    )
+    attrs = (p,)
+    shapes = rt.infer_shapes(aten._cdist_backward.default, (grad, x1, x2, p, cdist), {})
+    node = rt.make_node(ir.CdistBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
 
 
 def _cdist_forward(x1, x2, p, compute_mode):
@@ -124,6 +149,99 @@ def _embedding_bag(
     return rt.wrap_tuple(node, device)
 
 
+def _embedding_bag_backward(
+    grad,
+    indices,
+    offsets,
+    offset2bag,
+    bag_size,
+    maximum_indices,
+    num_weights,
+    scale_grad_by_freq,
+    mode,
+    sparse,
+    per_sample_weights,
+    padding_idx=-1,
+):
+    rt.count("lazy::_embedding_bag_backward")
+    device = rt.device_of(
+        grad, indices, offsets, offset2bag, bag_size, maximum_indices, per_sample_weights
+    )
+    operands = (
+        rt.tensor(grad, device),
+        rt.tensor(indices, device),
+        rt.tensor(offsets, device),
+        rt.tensor(offset2bag, device),
+        rt.tensor(bag_size, device),
+        rt.tensor(maximum_indices, device),
+        rt.optional_tensor(per_sample_weights, device),
+    )
+    attrs = (num_weights, scale_grad_by_freq, mode, sparse, padding_idx)
+    shapes = rt.infer_shapes(
+        aten._embedding_bag_backward.default,
+        (
+            grad,
+            indices,
+            offsets,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            per_sample_weights,
+            padding_idx,
+        ),
+        {},
+    )
+    node = rt.make_node(ir.EmbeddingBagBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _embedding_bag_dense_backward(
+    grad,
+    indices,
+    offset2bag,
+    bag_size,
+    maximum_indices,
+    num_weights,
+    scale_grad_by_freq,
+    mode,
+    per_sample_weights,
+    padding_idx=-1,
+):
+    rt.count("lazy::_embedding_bag_dense_backward")
+    device = rt.device_of(grad, indices, offset2bag, bag_size, maximum_indices, per_sample_weights)
+    operands = (
+        rt.tensor(grad, device),
+        rt.tensor(indices, device),
+        rt.tensor(offset2bag, device),
+        rt.tensor(bag_size, device),
+        rt.tensor(maximum_indices, device),
+        rt.optional_tensor(per_sample_weights, device),
+    )
+    attrs = (num_weights, scale_grad_by_freq, mode, padding_idx)
+    shapes = rt.infer_shapes(
+        aten._embedding_bag_dense_backward.default,
+        (
+            grad,
+            indices,
+            offset2bag,
+            bag_size,
+            maximum_indices,
+            num_weights,
+            scale_grad_by_freq,
+            mode,
+            per_sample_weights,
+            padding_idx,
+        ),
+        {},
+    )
+    node = rt.make_node(ir.EmbeddingBagDenseBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def _embedding_bag_forward_only(
     weight,
     indices,
@@ -161,6 +279,28 @@ def _embedding_bag_forward_only(
     )
     node = rt.make_node(ir.EmbeddingBagForwardOnly, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
+
+
+def _embedding_bag_per_sample_weights_backward(
+    grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1
+):
+    rt.count("lazy::_embedding_bag_per_sample_weights_backward")
+    device = rt.device_of(grad, weight, indices, offsets, offset2bag)
+    operands = (
+        rt.tensor(grad, device),
+        rt.tensor(weight, device),
+        rt.tensor(indices, device),
+        rt.tensor(offsets, device),
+        rt.tensor(offset2bag, device),
+    )
+    attrs = (mode, padding_idx)
+    shapes = rt.infer_shapes(
+        aten._embedding_bag_per_sample_weights_backward.default,
+        (grad, weight, indices, offsets, offset2bag, mode, padding_idx),
+        {},
+    )
+    node = rt.make_node(ir.EmbeddingBagPerSampleWeightsBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
 
 
 def _fft_c2c(self, dim, normalization, forward):
@@ -289,6 +429,16 @@ def _native_batch_norm_legit_functional(
     return rt.wrap_tuple(node, device)
 
 
+def _pdist_backward(grad, self, p, pdist):
+    rt.count("lazy::_pdist_backward")
+    device = rt.device_of(grad, self, pdist)
+    operands = (rt.tensor(grad, device), rt.tensor(self, device), rt.tensor(pdist, device))
+    attrs = (p,)
+    shapes = rt.infer_shapes(aten._pdist_backward.default, (grad, self, p, pdist), {})
+    node = rt.make_node(ir.PdistBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def _pdist_forward(self, p=2.0):
     rt.count("lazy::_pdist_forward")
     device = rt.device_of(self)
@@ -309,6 +459,16 @@ def _prelu_kernel(self, weight):
     return rt.wrap(node, device)
 
 
+def _prelu_kernel_backward(grad_output, self, weight):
+    rt.count("lazy::_prelu_kernel_backward")
+    device = rt.device_of(grad_output, self, weight)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(weight, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten._prelu_kernel_backward.default, (grad_output, self, weight), {})
+    node = rt.make_node(ir.PreluKernelBackward, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def _reshape_alias_copy(self, size, stride):
     rt.count("lazy::_reshape_alias_copy")
     device = rt.device_of(self)
@@ -320,6 +480,29 @@ def _reshape_alias_copy(self, size, stride):
     attrs = ()
     shapes = rt.infer_shapes(aten._reshape_alias_copy.default, (self, size, stride), {})
     node = rt.make_node(ir.ReshapeAliasCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _segment_reduce_backward(
+    grad, output, data, reduce, *, lengths=None, offsets=None, axis=0, initial=None
+):
+    rt.count("lazy::_segment_reduce_backward")
+    device = rt.device_of(grad, output, data, lengths, offsets)
+    operands = (
+        rt.tensor(grad, device),
+        rt.tensor(output, device),
+        rt.tensor(data, device),
+        rt.optional_tensor(lengths, device),
+        rt.optional_tensor(offsets, device),
+        rt.optional_scalar(initial, device),
+    )
+    attrs = (reduce, axis)
+    shapes = rt.infer_shapes(
+        aten._segment_reduce_backward.default,
+        (grad, output, data, reduce),
+        {"lengths": lengths, "offsets": offsets, "axis": axis, "initial": initial},
+    )
+    node = rt.make_node(ir.SegmentReduceBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -345,6 +528,36 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
     return rt.wrap(node, device)
 
 
+def _upsample_bicubic2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
+    rt.count("lazy::_upsample_bicubic2d_aa")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), align_corners, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_bicubic2d_aa.default,
+        (self, output_size, align_corners, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleBicubic2dAa, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_bicubic2d_aa_backward(
+    grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None
+):
+    rt.count("lazy::_upsample_bicubic2d_aa_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), align_corners, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_bicubic2d_aa_backward.default,
+        (grad_output, output_size, input_size, align_corners, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleBicubic2dAaBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def _upsample_bilinear2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
     rt.count("lazy::_upsample_bilinear2d_aa")
     device = rt.device_of(self)
@@ -356,6 +569,106 @@ def _upsample_bilinear2d_aa(self, output_size, align_corners, scales_h=None, sca
         {},
     )
     node = rt.make_node(ir.UpsampleBilinear2dAa, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_bilinear2d_aa_backward(
+    grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None
+):
+    rt.count("lazy::_upsample_bilinear2d_aa_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), align_corners, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_bilinear2d_aa_backward.default,
+        (grad_output, output_size, input_size, align_corners, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleBilinear2dAaBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_nearest_exact1d(self, output_size, scales=None):
+    rt.count("lazy::_upsample_nearest_exact1d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), scales)
+    shapes = rt.infer_shapes(
+        aten._upsample_nearest_exact1d.default, (self, output_size, scales), {}
+    )
+    node = rt.make_node(ir.UpsampleNearestExact1d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_nearest_exact1d_backward(grad_output, output_size, input_size, scales=None):
+    rt.count("lazy::_upsample_nearest_exact1d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), scales)
+    shapes = rt.infer_shapes(
+        aten._upsample_nearest_exact1d_backward.default,
+        (grad_output, output_size, input_size, scales),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleNearestExact1dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_nearest_exact2d(self, output_size, scales_h=None, scales_w=None):
+    rt.count("lazy::_upsample_nearest_exact2d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_nearest_exact2d.default, (self, output_size, scales_h, scales_w), {}
+    )
+    node = rt.make_node(ir.UpsampleNearestExact2d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_nearest_exact2d_backward(
+    grad_output, output_size, input_size, scales_h=None, scales_w=None
+):
+    rt.count("lazy::_upsample_nearest_exact2d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_nearest_exact2d_backward.default,
+        (grad_output, output_size, input_size, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleNearestExact2dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_nearest_exact3d(self, output_size, scales_d=None, scales_h=None, scales_w=None):
+    rt.count("lazy::_upsample_nearest_exact3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), scales_d, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_nearest_exact3d.default,
+        (self, output_size, scales_d, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleNearestExact3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def _upsample_nearest_exact3d_backward(
+    grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None
+):
+    rt.count("lazy::_upsample_nearest_exact3d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), scales_d, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten._upsample_nearest_exact3d_backward.default,
+        (grad_output, output_size, input_size, scales_d, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleNearestExact3dBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -419,6 +732,18 @@ def adaptive_max_pool3d(self, output_size):
     shapes = rt.infer_shapes(aten.adaptive_max_pool3d.default, (self, output_size), {})
     node = rt.make_node(ir.AdaptiveMaxPool3d, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
+
+
+def adaptive_max_pool3d_backward(grad_output, self, indices):
+    rt.count("lazy::adaptive_max_pool3d_backward")
+    device = rt.device_of(grad_output, self, indices)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(indices, device))
+    attrs = ()
+    shapes = rt.infer_shapes(
+        aten.adaptive_max_pool3d_backward.default, (grad_output, self, indices), {}
+    )
+    node = rt.make_node(ir.AdaptiveMaxPool3dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
 
 
 def add_scalar(self, other, alpha=1):
@@ -903,6 +1228,55 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
     )
     node = rt.make_node(ir.Baddbmm, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def batch_norm_backward(
+    grad_out,
+    input,
+    weight,
+    running_mean,
+    running_var,
+    save_mean,
+    save_var,
+    update,
+    eps,
+    output_mask,
+    reserve,
+):
+    rt.count("lazy::batch_norm_backward")
+    device = rt.device_of(
+        grad_out, input, weight, running_mean, running_var, save_mean, save_var, reserve
+    )
+    operands = (
+        rt.tensor(grad_out, device),
+        rt.tensor(input, device),
+        rt.tensor(weight, device),
+        rt.optional_tensor(running_mean, device),
+        rt.optional_tensor(running_var, device),
+        rt.optional_tensor(save_mean, device),
+        rt.optional_tensor(save_var, device),
+        rt.tensor(reserve, device),
+    )
+    attrs = (update, eps, tuple(output_mask))
+    shapes = rt.infer_shapes(
+        aten.batch_norm_backward.default,
+        (
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_var,
+            update,
+            eps,
+            output_mask,
+            reserve,
+        ),
+        {},
+    )
+    node = rt.make_node(ir.BatchNormBackward, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def bernoulli(self, *, generator=None):
@@ -1771,6 +2145,20 @@ def fractional_max_pool2d(self, kernel_size, output_size, random_samples):
     return rt.wrap_tuple(node, device)
 
 
+def fractional_max_pool2d_backward(grad_output, self, kernel_size, output_size, indices):
+    rt.count("lazy::fractional_max_pool2d_backward")
+    device = rt.device_of(grad_output, self, indices)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(indices, device))
+    attrs = (tuple(kernel_size), tuple(output_size))
+    shapes = rt.infer_shapes(
+        aten.fractional_max_pool2d_backward.default,
+        (grad_output, self, kernel_size, output_size, indices),
+        {},
+    )
+    node = rt.make_node(ir.FractionalMaxPool2dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
     rt.count("lazy::fractional_max_pool3d")
     device = rt.device_of(self, random_samples)
@@ -1958,6 +2346,22 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
     return rt.wrap(node, device)
 
 
+def grid_sampler_3d_backward(
+    grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask
+):
+    rt.count("lazy::grid_sampler_3d_backward")
+    device = rt.device_of(grad_output, input, grid)
+    operands = (rt.tensor(grad_output, device), rt.tensor(input, device), rt.tensor(grid, device))
+    attrs = (interpolation_mode, padding_mode, align_corners, tuple(output_mask))
+    shapes = rt.infer_shapes(
+        aten.grid_sampler_3d_backward.default,
+        (grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask),
+        {},
+    )
+    node = rt.make_node(ir.GridSampler3dBackward, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def gt_scalar(self, other):
     rt.count("lazy::gt.Scalar")
     device = rt.device_of(self)
@@ -1988,6 +2392,16 @@ def hardshrink(self, lambd=0.5):
     return rt.wrap(node, device)
 
 
+def hardshrink_backward(grad_out, self, lambd):
+    rt.count("lazy::hardshrink_backward")
+    device = rt.device_of(grad_out, self)
+    operands = (rt.tensor(grad_out, device), rt.tensor(self, device), rt.scalar(lambd, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.hardshrink_backward.default, (grad_out, self, lambd), {})
+    node = rt.make_node(ir.HardshrinkBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def hardsigmoid(self):
     rt.count("lazy::hardsigmoid")
     device = rt.device_of(self)
@@ -1995,6 +2409,16 @@ def hardsigmoid(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.hardsigmoid.default, (self,), {})
     node = rt.make_node(ir.Hardsigmoid, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def hardsigmoid_backward(grad_output, self):
+    rt.count("lazy::hardsigmoid_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.hardsigmoid_backward.default, (grad_output, self), {})
+    node = rt.make_node(ir.HardsigmoidBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -2934,6 +3358,16 @@ def mish(self):
     return rt.wrap(node, device)
 
 
+def mish_backward(grad_output, self):
+    rt.count("lazy::mish_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.mish_backward.default, (grad_output, self), {})
+    node = rt.make_node(ir.MishBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def mm(self, mat2):
     rt.count("lazy::mm")
     device = rt.device_of(self, mat2)
@@ -3631,6 +4065,18 @@ def reflection_pad1d(self, padding):
     return rt.wrap(node, device)
 
 
+def reflection_pad1d_backward(grad_output, self, padding):
+    rt.count("lazy::reflection_pad1d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(
+        aten.reflection_pad1d_backward.default, (grad_output, self, padding), {}
+    )
+    node = rt.make_node(ir.ReflectionPad1dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def reflection_pad2d(self, padding):
     rt.count("lazy::reflection_pad2d")
     device = rt.device_of(self)
@@ -3641,6 +4087,18 @@ def reflection_pad2d(self, padding):
     return rt.wrap(node, device)
 
 
+def reflection_pad2d_backward(grad_output, self, padding):
+    rt.count("lazy::reflection_pad2d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(
+        aten.reflection_pad2d_backward.default, (grad_output, self, padding), {}
+    )
+    node = rt.make_node(ir.ReflectionPad2dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def reflection_pad3d(self, padding):
     rt.count("lazy::reflection_pad3d")
     device = rt.device_of(self)
@@ -3648,6 +4106,18 @@ def reflection_pad3d(self, padding):
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.reflection_pad3d.default, (self, padding), {})
     node = rt.make_node(ir.ReflectionPad3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def reflection_pad3d_backward(grad_output, self, padding):
+    rt.count("lazy::reflection_pad3d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(
+        aten.reflection_pad3d_backward.default, (grad_output, self, padding), {}
+    )
+    node = rt.make_node(ir.ReflectionPad3dBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -3711,6 +4181,18 @@ def replication_pad1d(self, padding):
     return rt.wrap(node, device)
 
 
+def replication_pad1d_backward(grad_output, self, padding):
+    rt.count("lazy::replication_pad1d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(
+        aten.replication_pad1d_backward.default, (grad_output, self, padding), {}
+    )
+    node = rt.make_node(ir.ReplicationPad1dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def replication_pad2d(self, padding):
     rt.count("lazy::replication_pad2d")
     device = rt.device_of(self)
@@ -3721,6 +4203,18 @@ def replication_pad2d(self, padding):
     return rt.wrap(node, device)
 
 
+def replication_pad2d_backward(grad_output, self, padding):
+    rt.count("lazy::replication_pad2d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(
+        aten.replication_pad2d_backward.default, (grad_output, self, padding), {}
+    )
+    node = rt.make_node(ir.ReplicationPad2dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def replication_pad3d(self, padding):
     rt.count("lazy::replication_pad3d")
     device = rt.device_of(self)
@@ -3728,6 +4222,18 @@ def replication_pad3d(self, padding):
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.replication_pad3d.default, (self, padding), {})
     node = rt.make_node(ir.ReplicationPad3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def replication_pad3d_backward(grad_output, self, padding):
+    rt.count("lazy::replication_pad3d_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = (tuple(padding),)
+    shapes = rt.infer_shapes(
+        aten.replication_pad3d_backward.default, (grad_output, self, padding), {}
+    )
+    node = rt.make_node(ir.ReplicationPad3dBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -4004,6 +4510,16 @@ def silu(self):
     return rt.wrap(node, device)
 
 
+def silu_backward(grad_output, self):
+    rt.count("lazy::silu_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.silu_backward.default, (grad_output, self), {})
+    node = rt.make_node(ir.SiluBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def sin(self):
     rt.count("lazy::sin")
     device = rt.device_of(self)
@@ -4086,6 +4602,18 @@ def soft_margin_loss(self, target, reduction=1):
     return rt.wrap(node, device)
 
 
+def soft_margin_loss_backward(grad_output, self, target, reduction):
+    rt.count("lazy::soft_margin_loss_backward")
+    device = rt.device_of(grad_output, self, target)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(target, device))
+    attrs = (reduction,)
+    shapes = rt.infer_shapes(
+        aten.soft_margin_loss_backward.default, (grad_output, self, target, reduction), {}
+    )
+    node = rt.make_node(ir.SoftMarginLossBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def softplus(self, beta=1, threshold=20):
     rt.count("lazy::softplus")
     device = rt.device_of(self)
@@ -4120,6 +4648,16 @@ def softshrink(self, lambd=0.5):
     attrs = ()
     shapes = rt.infer_shapes(aten.softshrink.default, (self, lambd), {})
     node = rt.make_node(ir.Softshrink, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def softshrink_backward(grad_output, self, lambd):
+    rt.count("lazy::softshrink_backward")
+    device = rt.device_of(grad_output, self)
+    operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.scalar(lambd, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.softshrink_backward.default, (grad_output, self, lambd), {})
+    node = rt.make_node(ir.SoftshrinkBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -4829,6 +5367,18 @@ def unbind_copy_int(self, dim=0):
     return rt.wrap_list(node, device)
 
 
+def unfold_backward(grad_in, input_sizes, dim, size, step):
+    rt.count("lazy::unfold_backward")
+    device = rt.device_of(grad_in)
+    operands = (rt.tensor(grad_in, device),)
+    attrs = (tuple(input_sizes), dim, size, step)
+    shapes = rt.infer_shapes(
+        aten.unfold_backward.default, (grad_in, input_sizes, dim, size, step), {}
+    )
+    node = rt.make_node(ir.UnfoldBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def unfold_copy(self, dimension, size, step):
     rt.count("lazy::unfold_copy")
     device = rt.device_of(self)
@@ -4858,6 +5408,22 @@ def upsample_bicubic2d(self, output_size, align_corners, scales_h=None, scales_w
         aten.upsample_bicubic2d.default, (self, output_size, align_corners, scales_h, scales_w), {}
     )
     node = rt.make_node(ir.UpsampleBicubic2d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def upsample_bicubic2d_backward(
+    grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None
+):
+    rt.count("lazy::upsample_bicubic2d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), align_corners, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten.upsample_bicubic2d_backward.default,
+        (grad_output, output_size, input_size, align_corners, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleBicubic2dBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -4901,6 +5467,42 @@ def upsample_linear1d(self, output_size, align_corners, scales=None):
     return rt.wrap(node, device)
 
 
+def upsample_linear1d_backward(grad_output, output_size, input_size, align_corners, scales=None):
+    rt.count("lazy::upsample_linear1d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), align_corners, scales)
+    shapes = rt.infer_shapes(
+        aten.upsample_linear1d_backward.default,
+        (grad_output, output_size, input_size, align_corners, scales),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleLinear1dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def upsample_nearest1d(self, output_size, scales=None):
+    rt.count("lazy::upsample_nearest1d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), scales)
+    shapes = rt.infer_shapes(aten.upsample_nearest1d.default, (self, output_size, scales), {})
+    node = rt.make_node(ir.UpsampleNearest1d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def upsample_nearest1d_backward(grad_output, output_size, input_size, scales=None):
+    rt.count("lazy::upsample_nearest1d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), scales)
+    shapes = rt.infer_shapes(
+        aten.upsample_nearest1d_backward.default, (grad_output, output_size, input_size, scales), {}
+    )
+    node = rt.make_node(ir.UpsampleNearest1dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None):
     rt.count("lazy::upsample_nearest2d")
     device = rt.device_of(self)
@@ -4927,6 +5529,34 @@ def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=N
     return rt.wrap(node, device)
 
 
+def upsample_nearest3d(self, output_size, scales_d=None, scales_h=None, scales_w=None):
+    rt.count("lazy::upsample_nearest3d")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = (tuple(output_size), scales_d, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten.upsample_nearest3d.default, (self, output_size, scales_d, scales_h, scales_w), {}
+    )
+    node = rt.make_node(ir.UpsampleNearest3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def upsample_nearest3d_backward(
+    grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None
+):
+    rt.count("lazy::upsample_nearest3d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), scales_d, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten.upsample_nearest3d_backward.default,
+        (grad_output, output_size, input_size, scales_d, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleNearest3dBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def upsample_trilinear3d(
     self, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None
 ):
@@ -4940,6 +5570,22 @@ def upsample_trilinear3d(
         {},
     )
     node = rt.make_node(ir.UpsampleTrilinear3d, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def upsample_trilinear3d_backward(
+    grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None
+):
+    rt.count("lazy::upsample_trilinear3d_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(output_size), tuple(input_size), align_corners, scales_d, scales_h, scales_w)
+    shapes = rt.infer_shapes(
+        aten.upsample_trilinear3d_backward.default,
+        (grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w),
+        {},
+    )
+    node = rt.make_node(ir.UpsampleTrilinear3dBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -4974,26 +5620,6 @@ def vdot(self, other):
     attrs = ()
     shapes = rt.infer_shapes(aten.vdot.default, (self, other), {})
     node = rt.make_node(ir.Vdot, operands, attrs, shapes)
-    return rt.wrap(node, device)
-
-
-def view_as_complex_copy(self):
-    rt.count("lazy::view_as_complex_copy")
-    device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
-    attrs = ()
-    shapes = rt.infer_shapes(aten.view_as_complex_copy.default, (self,), {})
-    node = rt.make_node(ir.ViewAsComplexCopy, operands, attrs, shapes)
-    return rt.wrap(node, device)
-
-
-def view_as_real_copy(self):
-    rt.count("lazy::view_as_real_copy")
-    device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
-    attrs = ()
-    shapes = rt.infer_shapes(aten.view_as_real_copy.default, (self,), {})
-    node = rt.make_node(ir.ViewAsRealCopy, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
