@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from lazygen.lazy.arguments import LazyArgument
+from lazygen.lazy.defaults import double_quoted
 from lazygen.lazy.ir_schema import LazyIrSchema
 from lazygen.lazy.plan import BackendPlan, KernelPlan, Param
 from lazygen.model.types import BaseTy
+from lazygen.render.layout import Group, Part, dict_display, list_display, tuple_display
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,46 @@ class KernelView:
         return aten_ref(str(self.plan.shape_op))
 
     @property
+    def operand_exprs(self) -> tuple[str, ...]:
+        """The lazy operands: each argument turned into an IR value on the kernel's device."""
+        return tuple(f"rt.{a.call}({a.ident}, {self.device_var})" for a in self.operands)
+
+    @property
+    def attr_exprs(self) -> tuple[str, ...]:
+        """The node's attributes, lists as (hashable) tuples."""
+        return tuple(_attr_expr(a) for a in self.attributes)
+
+    @property
+    def device_args(self) -> tuple[str, ...]:
+        return tuple(a.ident for a in self.plan.device_args)
+
+    @property
+    def call_args(self) -> tuple[Part, ...]:
+        """The aten overload, then the call's positional arguments and keyword arguments."""
+        keywords = (f"{double_quoted(p.name)}: {p.name}" for p in self.keyword)
+        return (
+            self.aten_overload,
+            tuple_display(p.name for p in self.positional),
+            dict_display(keywords),
+        )
+
+    @property
+    def shape_args(self) -> tuple[Part, ...]:
+        """The arguments of `rt.infer_shapes`: the call, then how to compute the shapes."""
+        extra = []
+        if not self.plan.meta:
+            extra.append(f"compute_fn=shape_functions.{self.plan.shape_function}")
+        if self.plan.value_dependent:
+            extra.append("value_dependent=True")
+        return (*self.call_args, *extra)
+
+    @property
+    def node_args(self) -> tuple[str, ...]:
+        """The arguments of `rt.make_node`: the node class, operands, attributes, shapes."""
+        node_class = f"{self.node_module}.{self.plan.node.node_name}"
+        return (node_class, self.operands_var, self.attrs_var, self.shapes_var)
+
+    @property
     def result(self) -> str:
         """`wrap`, `wrap_tuple`, `wrap_list` or `inplace`."""
         if self.plan.mode != "functional":
@@ -112,12 +154,43 @@ class KernelView:
         return "wrap_tuple" if self.plan.node.num_outputs > 1 else "wrap"
 
 
+def _attr_expr(a: LazyArgument) -> str:
+    if a.is_list and a.is_optional:
+        return f"None if {a.ident} is None else tuple({a.ident})"
+    return f"tuple({a.ident})" if a.is_list else a.ident
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """An IR node class to print: the node, plus what its `lower` method passes on."""
+
+    node: LazyIrSchema
+
+    @property
+    def operand_locals(self) -> tuple[str, ...]:
+        return tuple(a.local for a in self.node.operands)
+
+    @property
+    def lowering_inputs(self) -> Group:
+        """The TorchScript inputs `lower` passes: operands as IR values, attributes (and
+        skipped generators) as constants."""
+        return list_display(_lowering_input(a) for a in self.node.arguments)
+
+
+def _lowering_input(a: LazyArgument) -> str:
+    if a.is_operand:
+        return f"ctx.{a.call}({a.local})"
+    if a.is_generator:
+        return "ctx.constant(None)"
+    return f"ctx.constant(self.attrs[{a.slot}])"
+
+
 @dataclass(frozen=True, slots=True)
 class IrContext:
     template: ClassVar[str] = "ir.py.jinja"
     header: Header
     imports: tuple[Import, ...]
-    nodes: tuple[LazyIrSchema, ...]
+    nodes: tuple[NodeView, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +198,7 @@ class NonNativeIrContext:
     template: ClassVar[str] = "non_native_ir.py.jinja"
     header: Header
     imports: tuple[Import, ...]
-    nodes: tuple[LazyIrSchema, ...]
+    nodes: tuple[NodeView, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,12 +306,12 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
         "ir.py": IrContext(
             header(IrContext.template),
             imports(node_import, hand("lowerings", "hand_written", _hand_lowered(plan.nodes))),
-            plan.nodes,
+            tuple(NodeView(n) for n in plan.nodes),
         ),
         "non_native_ir.py": NonNativeIrContext(
             header(NonNativeIrContext.template),
             imports(node_import, hand("lowerings", "hand_written", _hand_lowered(plan.non_native))),
-            plan.non_native,
+            tuple(NodeView(n) for n in plan.non_native),
         ),
         "kernels.py": KernelsContext(
             header(KernelsContext.template),

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lazygen.lazy.defaults import double_quoted
+from lazygen.render import layout
 
 if TYPE_CHECKING:
     import jinja2
@@ -27,7 +28,19 @@ def _tuple_display(items) -> str:
     return "(" + ", ".join(items) + ")"
 
 
-FILTERS = {"py": _py_repr, "tuple": _tuple_display}
+FILTERS = {
+    "py": _py_repr,
+    "tuple": _tuple_display,
+    # Black's layout of statements (`lazygen.render.layout`).
+    "signature": layout.signature,
+    "args": layout.args,
+    "tuple_display": layout.tuple_display,
+    "list_display": layout.list_display,
+    "dict_display": layout.dict_display,
+    "layout": layout.layout,
+    "assign": layout.assign,
+    "unpack": layout.unpack,
+}
 
 
 def build_environment(override_dir: Path | None = None) -> jinja2.Environment:
