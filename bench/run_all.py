@@ -29,6 +29,8 @@ import parse  # noqa: E402
 import scaling  # noqa: E402
 import train_step  # noqa: E402
 
+CODEGEN_TITLE = "codegen: `lazygen gen` vs torchgen `run_gen_lazy_tensor` (fresh processes)"
+
 
 def capture(fn, argv: list[str]) -> str:
     """Run a benchmark's `main` with `argv` and return what it printed."""
@@ -46,9 +48,11 @@ def capture(fn, argv: list[str]) -> str:
 
 
 def as_markdown(section: str) -> str:
-    """Tables stay tables; plain-text reports go in a code block."""
+    """Tables stay tables; a plain-text report goes in a code block under its first line."""
     text = section.strip()
-    return f"\n{text}\n" if text.startswith("#") else f"\n```\n{text}\n```\n"
+    if text.startswith("#"):
+        return f"\n{text}\n"
+    return f"\n### {CODEGEN_TITLE}\n\n```\n{text}\n```\n"
 
 
 def main() -> None:
