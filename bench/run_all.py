@@ -48,7 +48,7 @@ def capture(fn, argv: list[str]) -> str:
 
 
 def as_markdown(section: str) -> str:
-    """Tables stay tables; a plain-text report goes in a code block under its first line."""
+    """Tables stay tables; the one plain-text report (codegen) goes in a titled code block."""
     text = section.strip()
     if text.startswith("#"):
         return f"\n{text}\n"
