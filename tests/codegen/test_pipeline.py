@@ -8,26 +8,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from lazygen.cli import main
-from lazygen.gen import STAMP, GenConfig, generate, run
+from lazygen.gen import STAMP, generate, run
 from lazygen.render.writer import MARKER, plan_changes
 
 REPO = Path(__file__).resolve().parents[2]
-CASE = REPO / "tests" / "golden" / "basic"
-
-
-@pytest.fixture()
-def config(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(CASE))
-    return GenConfig(
-        backend_yaml=CASE / "backend.yaml",
-        output_dir=tmp_path / "out",
-        native_functions=CASE / "native_functions.yaml",
-        tags=CASE / "tags.yaml",
-        hand_written="golden_basic_handwritten",
-    )
+CASE = REPO / "tests" / "golden" / "basic"  # the case the `config` fixture generates
 
 
 def test_repo_generated_is_current(monkeypatch, capsys):

@@ -7,10 +7,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 import lazygen.lazy.worker as worker_module
-from lazygen.gen import GenConfig, generate
+from lazygen.gen import generate
 from lazygen.lazy.meta import TorchFacts
 from lazygen.lazy.plan import build_plan
 from lazygen.lazy.worker import RecordingFacts, TorchWorker
@@ -18,19 +16,7 @@ from lazygen.loaders.backend_yaml import load_backend
 from lazygen.loaders.native_yaml import NativeSources, load_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
-CASE = REPO / "tests" / "golden" / "basic"
-
-
-@pytest.fixture()
-def config(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(CASE))
-    return GenConfig(
-        backend_yaml=CASE / "backend.yaml",
-        output_dir=tmp_path / "out",
-        native_functions=CASE / "native_functions.yaml",
-        tags=CASE / "tags.yaml",
-        hand_written="golden_basic_handwritten",
-    )
+CASE = REPO / "tests" / "golden" / "basic"  # the case the `config` fixture generates
 
 
 def _same(a, b) -> None:
