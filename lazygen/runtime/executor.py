@@ -33,7 +33,7 @@ def backend():
 def set_backend(new_backend) -> None:
     global _backend
     _backend = new_backend
-    _compile_cache.clear()
+    clear_compile_cache()
 
 
 # Steps ---------------------------------------------------------------------------------
@@ -72,13 +72,168 @@ def _operand_key(operand, position):
     return tuple(_operand_key(o, position) for o in operand)
 
 
-def graph_key(order: list[Node], position: dict[Node, int], outputs: list[Value]) -> tuple:
+class GraphKey:
+    """A graph's structure as a tuple, with its hash computed once: a step that replays a
+    plan looks its executable up without rehashing (or re-comparing) the whole graph."""
+
+    __slots__ = ("entries", "_hash")
+
+    def __init__(self, entries: tuple) -> None:
+        self.entries = entries
+        self._hash = hash(entries)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if self is other:
+            return True
+        if type(other) is not GraphKey:
+            return NotImplemented
+        return self._hash == other._hash and self.entries == other.entries
+
+    def __repr__(self) -> str:
+        return f"GraphKey({self._hash & 0xFFFFFFFF:08x})"
+
+
+def graph_key(order: list[Node], position: dict[Node, int], outputs: list[Value]) -> GraphKey:
     """Structure, attributes, shapes and dtypes of the graph; never data values."""
     entries = tuple(
         (type(n), n.attrs, n.shapes, tuple(_operand_key(o, position) for o in n.operands))
         for n in order
     )
-    return entries, tuple((position[v.node], v.index) for v in outputs)
+    return GraphKey((entries, tuple((position[v.node], v.index) for v in outputs)))
+
+
+# Plans: a graph's post-order and inputs, replayed on the next step of the same structure --
+
+
+class Plan:
+    """What ``post_order`` + ``graph_key`` found for one graph, per post-order position:
+    node class, attrs, shapes and operand references ``(position, index)`` (``None`` for an
+    absent optional, a list of them for a list operand). ``replay`` matches a new step's
+    graph against it top-down, checking everything the key holds and that distinct
+    positions hold distinct nodes (so aliasing of inputs is part of the match), and yields
+    the new post-order without walking, hashing or comparing keys."""
+
+    __slots__ = ("key", "types", "attrs", "shapes", "refs", "outputs", "inputs", "size")
+
+    def __init__(self, key: GraphKey, order: list[Node], position: dict, outputs) -> None:
+        self.key = key
+        self.size = len(order)
+        self.types = [type(n) for n in order]
+        self.attrs = [n.attrs for n in order]
+        self.shapes = [n.shapes for n in order]
+        self.refs = [[_ref(o, position) for o in n.operands] for n in order]
+        self.outputs = [(position[v.node], v.index) for v in outputs]
+        self.inputs = [i for i, n in enumerate(order) if n.is_input]
+
+
+def _ref(operand, position):
+    if type(operand) is Value:
+        return (position[operand.node], operand.index)
+    if operand is None:
+        return None
+    return [None if o is None else (position[o.node], o.index) for o in operand]
+
+
+def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
+    """The post-order of ``outputs``' graph if it has ``plan``'s structure, else None."""
+    slots: list = [None] * plan.size
+    seen: dict = {}
+    for value, (p, index) in zip(outputs, plan.outputs, strict=True):
+        if value.index != index:
+            return None
+        node = value.node
+        q = seen.get(node)
+        if q is None:
+            if slots[p] is not None:
+                return None
+            slots[p] = node
+            seen[node] = p
+        elif q != p:
+            return None
+    types, attrs, shapes, refs = plan.types, plan.attrs, plan.shapes, plan.refs
+    for i in range(plan.size - 1, -1, -1):
+        node = slots[i]
+        if (
+            node is None
+            or type(node) is not types[i]
+            or node.shapes != shapes[i]
+            or node.attrs != attrs[i]
+        ):
+            return None
+        node_refs = refs[i]
+        if not node_refs:
+            continue
+        operands = node.operands
+        if len(operands) != len(node_refs):
+            return None
+        for operand, ref in zip(operands, node_refs, strict=True):
+            if type(operand) is Value:
+                if type(ref) is not tuple:
+                    return None
+                pairs = ((operand, ref),)
+            elif operand is None:
+                if ref is not None:
+                    return None
+                continue
+            else:
+                if type(ref) is not list or len(ref) != len(operand):
+                    return None
+                pairs = zip(operand, ref, strict=True)
+            for value, r in pairs:
+                if value is None or r is None:
+                    if value is not r:
+                        return None
+                    continue
+                p, index = r
+                if value.index != index:
+                    return None
+                m = value.node
+                q = seen.get(m)
+                if q is None:
+                    if slots[p] is not None:
+                        return None
+                    slots[p] = m
+                    seen[m] = p
+                elif q != p:
+                    return None
+    return slots
+
+
+_plans: dict = {}  # output signature -> [Plan], most recently used first
+_PLANS_PER_SIGNATURE = 4
+
+
+def _signature(outputs: list[Value]) -> tuple:
+    return tuple([(type(v.node), v.index) for v in outputs])
+
+
+def find_plan(outputs: list[Value]) -> tuple[Plan | None, list[Node] | None]:
+    candidates = _plans.get(_signature(outputs))
+    if candidates:
+        for i, plan in enumerate(candidates):
+            if plan.key not in _compile_cache:  # evicted: its graph is compiled no more
+                continue
+            order = replay(plan, outputs)
+            if order is not None:
+                if i:
+                    candidates.insert(0, candidates.pop(i))
+                return plan, order
+    return None, None
+
+
+def remember_plan(plan: Plan, outputs: list[Value]) -> None:
+    candidates = _plans.setdefault(_signature(outputs), [])
+    candidates[:] = [p for p in candidates if p.key in _compile_cache and p.key != plan.key]
+    candidates.insert(0, plan)
+    del candidates[_PLANS_PER_SIGNATURE:]
+    if len(_plans) > 2 * settings.compile_cache_size + 16:  # signatures of evicted graphs
+        for signature in [s for s, ps in _plans.items() if ps is not candidates]:
+            _plans[signature] = [p for p in _plans[signature] if p.key in _compile_cache]
+            if not _plans[signature]:
+                del _plans[signature]
 
 
 def compile_cached(key, order: list[Node], outputs: list[Value]):
@@ -111,8 +266,11 @@ def trim_compile_cache() -> None:
         _compile_cache.popitem(last=False)
 
 
-def execute(executable, order: list[Node]) -> list[torch.Tensor]:
-    inputs = [n.materialize() for n in order if n.is_input]
+def execute(executable, order: list[Node], input_positions=None) -> list[torch.Tensor]:
+    if input_positions is None:
+        inputs = [n.materialize() for n in order if n.is_input]
+    else:
+        inputs = [order[i].materialize() for i in input_positions]
     start = time.perf_counter()
     try:
         results = backend().execute(executable, inputs)
@@ -159,11 +317,19 @@ def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
             return
         values = [t._value for t in tensors]
         outputs = list(dict.fromkeys(values))
-        order, position = post_order(outputs)
-        key = graph_key(order, position, outputs)
-        executable = compile_cached(key, order, outputs)
+        plan, order = find_plan(outputs)
+        if plan is None:
+            metrics.count("GraphWalk")
+            order, position = post_order(outputs)
+            key = graph_key(order, position, outputs)
+            executable = compile_cached(key, order, outputs)
+            plan = Plan(key, order, position, outputs)
+            remember_plan(plan, outputs)
+        else:
+            key = plan.key
+            executable = compile_cached(key, order, outputs)
         try:
-            results = execute(executable, order)
+            results = execute(executable, order, plan.inputs)
         except LazyGraphError:
             _compile_cache.pop(key, None)  # a later, fixed lowering must not reuse it
             raise
@@ -213,6 +379,7 @@ def run_step_closures() -> None:
 
 def clear_compile_cache() -> None:
     _compile_cache.clear()
+    _plans.clear()
 
 
 def compile_cache_size() -> int:

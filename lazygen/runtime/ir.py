@@ -188,7 +188,25 @@ class ScalarData(Node):
         return self.materialize()
 
     def materialize(self) -> torch.Tensor:
-        return torch.tensor(self.value, dtype=self.shapes[0].dtype, device=self.device)
+        value = self.value
+        kind = type(value)
+        if kind is int or kind is bool or (kind is float and value == value and value != 0.0):
+            # 0.0 == -0.0 and NaN != NaN as keys: those are built every time.
+            key = (kind, value, self.shapes[0].dtype, self.device)
+            tensor = _SCALAR_TENSORS.get(key)
+            if tensor is None:
+                if len(_SCALAR_TENSORS) >= _SCALAR_TENSORS_MAX:
+                    _SCALAR_TENSORS.clear()  # values that change every step (Adam's bias correction)
+                tensor = torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
+                _SCALAR_TENSORS[key] = tensor
+            return tensor
+        return torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
+
+
+# Graph inputs of scalar values, shared across steps: graphs never write their inputs (nor
+# does anything else write device data), so one 0-dim tensor per (value, dtype, device) serves.
+_SCALAR_TENSORS: dict = {}
+_SCALAR_TENSORS_MAX = 1024
 
 
 def scalar_dtype(value) -> torch.dtype:
