@@ -103,6 +103,7 @@ __all__ = [
     "Bmm",
     "BucketizeTensor",
     "Cat",
+    "Cauchy",
     "Ceil",
     "ChannelShuffle",
     "CholeskyInverse",
@@ -151,6 +152,7 @@ __all__ = [
     "Exp2",
     "ExpandCopy",
     "Expm1",
+    "Exponential",
     "FillScalar",
     "FillTensor",
     "Flip",
@@ -171,6 +173,7 @@ __all__ = [
     "GeTensor",
     "Gelu",
     "GeluBackward",
+    "Geometric",
     "Glu",
     "GluBackward",
     "GluJvp",
@@ -235,6 +238,7 @@ __all__ = [
     "Log10",
     "Log1p",
     "Log2",
+    "LogNormal",
     "LogSigmoidBackward",
     "LogSigmoidForward",
     "Logaddexp",
@@ -285,7 +289,6 @@ __all__ = [
     "Nansum",
     "NativeBatchNorm",
     "NativeBatchNormBackward",
-    "NativeDropout",
     "NativeDropoutBackward",
     "NativeLayerNorm",
     "NativeLayerNormBackward",
@@ -304,6 +307,11 @@ __all__ = [
     "Nonzero",
     "NonzeroStatic",
     "NormScalaroptDim",
+    "NormalTensorTensor",
+    "NormalTensorFloat",
+    "NormalFloatTensor",
+    "NormalFloatFloat",
+    "NormalFunctional",
     "OnesLike",
     "Ormqr",
     "PermuteCopy",
@@ -444,6 +452,7 @@ __all__ = [
     "UnbindCopyInt",
     "UnfoldBackward",
     "UnfoldCopy",
+    "Uniform",
     "UnsqueezeCopy",
     "UpsampleBicubic2d",
     "UpsampleBicubic2dBackward",
@@ -2097,8 +2106,8 @@ class Bernoulli(Node):
     schema = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
-        return ctx.call("aten::bernoulli", [ctx.tensor(self_), ctx.constant(None)], 1)
+        self_, generator = self.operands
+        return ctx.call("aten::bernoulli", [ctx.tensor(self_), ctx.generator(generator)], 1)
 
 
 class BernoulliP(Node):
@@ -2110,10 +2119,10 @@ class BernoulliP(Node):
     schema = "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, generator = self.operands
         return ctx.call(
             "aten::bernoulli",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(None)],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
             1,
         )
 
@@ -2300,6 +2309,30 @@ class Cat(Node):
     def lower(self, ctx):
         (tensors,) = self.operands
         return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], 1)
+
+
+class Cauchy(Node):
+    """aten::cauchy: cauchy(Tensor self, float median=0, float sigma=1, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::cauchy"
+    op_name = "cauchy"
+    schema = (
+        "cauchy(Tensor self, float median=0, float sigma=1, *, Generator? generator=None) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, generator = self.operands
+        return ctx.call(
+            "aten::cauchy",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.generator(generator),
+            ],
+            1,
+        )
 
 
 class Ceil(Node):
@@ -3086,6 +3119,23 @@ class Expm1(Node):
         return ctx.call("aten::expm1", [ctx.tensor(self_)], 1)
 
 
+class Exponential(Node):
+    """aten::exponential: exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::exponential"
+    op_name = "exponential"
+    schema = "exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor"
+
+    def lower(self, ctx):
+        self_, generator = self.operands
+        return ctx.call(
+            "aten::exponential",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            1,
+        )
+
+
 class FillScalar(Node):
     """aten::fill: fill.Scalar(Tensor self, Scalar value) -> Tensor"""
 
@@ -3395,6 +3445,23 @@ class GeluBackward(Node):
         return ctx.call(
             "aten::gelu_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            1,
+        )
+
+
+class Geometric(Node):
+    """aten::geometric: geometric(Tensor self, float p, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::geometric"
+    op_name = "geometric"
+    schema = "geometric(Tensor self, float p, *, Generator? generator=None) -> Tensor"
+
+    def lower(self, ctx):
+        self_, generator = self.operands
+        return ctx.call(
+            "aten::geometric",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
             1,
         )
 
@@ -4476,6 +4543,30 @@ class Log2(Node):
         return ctx.call("aten::log2", [ctx.tensor(self_)], 1)
 
 
+class LogNormal(Node):
+    """aten::log_normal: log_normal(Tensor self, float mean=1, float std=2, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::log_normal"
+    op_name = "log_normal"
+    schema = (
+        "log_normal(Tensor self, float mean=1, float std=2, *, Generator? generator=None) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, generator = self.operands
+        return ctx.call(
+            "aten::log_normal",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.generator(generator),
+            ],
+            1,
+        )
+
+
 class LogSigmoidBackward(Node):
     """aten::log_sigmoid_backward: log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor"""
 
@@ -5302,23 +5393,6 @@ class NativeBatchNormBackward(Node):
         )
 
 
-class NativeDropout(Node):
-    """aten::native_dropout: native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)"""
-
-    __slots__ = ()
-    op_kind = "aten::native_dropout"
-    op_name = "native_dropout"
-    schema = "native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)"
-
-    def lower(self, ctx):
-        (input,) = self.operands
-        return ctx.call(
-            "aten::native_dropout",
-            [ctx.tensor(input), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
-            2,
-        )
-
-
 class NativeDropoutBackward(Node):
     """aten::native_dropout_backward: native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor"""
 
@@ -5682,6 +5756,103 @@ class NormScalaroptDim(Node):
         )
 
 
+class NormalTensorTensor(Node):
+    """aten::normal: normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::normal"
+    op_name = "normal.Tensor_Tensor"
+    schema = "normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor"
+
+    def lower(self, ctx):
+        mean, std, generator = self.operands
+        return ctx.call(
+            "aten::normal", [ctx.tensor(mean), ctx.tensor(std), ctx.generator(generator)], 1
+        )
+
+
+class NormalTensorFloat(Node):
+    """aten::normal: normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::normal"
+    op_name = "normal.Tensor_float"
+    schema = "normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor"
+
+    def lower(self, ctx):
+        mean, generator = self.operands
+        return ctx.call(
+            "aten::normal",
+            [ctx.tensor(mean), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            1,
+        )
+
+
+class NormalFloatTensor(Node):
+    """aten::normal: normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::normal"
+    op_name = "normal.float_Tensor"
+    schema = "normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor"
+
+    def lower(self, ctx):
+        std, generator = self.operands
+        return ctx.call(
+            "aten::normal",
+            [ctx.constant(self.attrs[0]), ctx.tensor(std), ctx.generator(generator)],
+            1,
+        )
+
+
+class NormalFloatFloat(Node):
+    """aten::normal: normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::normal"
+    op_name = "normal.float_float"
+    schema = "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+
+    def lower(self, ctx):
+        (generator,) = self.operands
+        return ctx.call(
+            "aten::normal",
+            [
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.generator(generator),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+                ctx.constant(self.attrs[5]),
+                ctx.constant(self.attrs[6]),
+            ],
+            1,
+        )
+
+
+class NormalFunctional(Node):
+    """aten::normal_functional: normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::normal_functional"
+    op_name = "normal_functional"
+    schema = "normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor"
+
+    def lower(self, ctx):
+        self_, generator = self.operands
+        return ctx.call(
+            "aten::normal_functional",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.generator(generator),
+            ],
+            1,
+        )
+
+
 class OnesLike(Node):
     """aten::ones_like: ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"""
 
@@ -5881,8 +6052,8 @@ class Random(Node):
     schema = "random(Tensor self, *, Generator? generator=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
-        return ctx.call("aten::random", [ctx.tensor(self_), ctx.constant(None)], 1)
+        self_, generator = self.operands
+        return ctx.call("aten::random", [ctx.tensor(self_), ctx.generator(generator)], 1)
 
 
 class RandomFrom(Node):
@@ -5894,14 +6065,14 @@ class RandomFrom(Node):
     schema = "random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, generator = self.operands
         return ctx.call(
             "aten::random",
             [
                 ctx.tensor(self_),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
-                ctx.constant(None),
+                ctx.generator(generator),
             ],
             1,
         )
@@ -5916,9 +6087,11 @@ class RandomTo(Node):
     schema = "random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, generator = self.operands
         return ctx.call(
-            "aten::random", [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(None)], 1
+            "aten::random",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            1,
         )
 
 
@@ -7899,6 +8072,30 @@ class UnfoldCopy(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
+            ],
+            1,
+        )
+
+
+class Uniform(Node):
+    """aten::uniform: uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::uniform"
+    op_name = "uniform"
+    schema = (
+        "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        self_, generator = self.operands
+        return ctx.call(
+            "aten::uniform",
+            [
+                ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.generator(generator),
             ],
             1,
         )

@@ -1282,7 +1282,10 @@ def batch_norm_backward(
 def bernoulli(self, *, generator=None):
     rt.count("lazy::bernoulli")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(generator, device, aten.bernoulli.default, (self,), {"generator": generator}),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.bernoulli.default, (self,), {"generator": generator})
     node = rt.make_node(ir.Bernoulli, operands, attrs, shapes)
@@ -1292,7 +1295,10 @@ def bernoulli(self, *, generator=None):
 def bernoulli_p(self, p, *, generator=None):
     rt.count("lazy::bernoulli.p")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(generator, device, aten.bernoulli.p, (self, p), {"generator": generator}),
+    )
     attrs = (p,)
     shapes = rt.infer_shapes(aten.bernoulli.p, (self, p), {"generator": generator})
     node = rt.make_node(ir.BernoulliP, operands, attrs, shapes)
@@ -1433,6 +1439,21 @@ def cat(tensors, dim=0):
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.cat.default, (tensors, dim), {})
     node = rt.make_node(ir.Cat, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def cauchy(self, median=0.0, sigma=1.0, *, generator=None):
+    rt.count("lazy::cauchy")
+    device = rt.device_of(self)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator, device, aten.cauchy.default, (self, median, sigma), {"generator": generator}
+        ),
+    )
+    attrs = (median, sigma)
+    shapes = rt.infer_shapes(aten.cauchy.default, (self, median, sigma), {"generator": generator})
+    node = rt.make_node(ir.Cauchy, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -2033,6 +2054,21 @@ def expm1(self):
     return rt.wrap(node, device)
 
 
+def exponential(self, lambd=1.0, *, generator=None):
+    rt.count("lazy::exponential")
+    device = rt.device_of(self)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator, device, aten.exponential.default, (self, lambd), {"generator": generator}
+        ),
+    )
+    attrs = (lambd,)
+    shapes = rt.infer_shapes(aten.exponential.default, (self, lambd), {"generator": generator})
+    node = rt.make_node(ir.Exponential, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def fill_scalar(self, value):
     rt.count("lazy::fill.Scalar")
     device = rt.device_of(self)
@@ -2264,6 +2300,21 @@ def gelu_backward(grad_output, self, *, approximate="none"):
         aten.gelu_backward.default, (grad_output, self), {"approximate": approximate}
     )
     node = rt.make_node(ir.GeluBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def geometric(self, p, *, generator=None):
+    rt.count("lazy::geometric")
+    device = rt.device_of(self)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator, device, aten.geometric.default, (self, p), {"generator": generator}
+        ),
+    )
+    attrs = (p,)
+    shapes = rt.infer_shapes(aten.geometric.default, (self, p), {"generator": generator})
+    node = rt.make_node(ir.Geometric, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
@@ -3002,6 +3053,21 @@ def log2(self):
     return rt.wrap(node, device)
 
 
+def log_normal(self, mean=1.0, std=2.0, *, generator=None):
+    rt.count("lazy::log_normal")
+    device = rt.device_of(self)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator, device, aten.log_normal.default, (self, mean, std), {"generator": generator}
+        ),
+    )
+    attrs = (mean, std)
+    shapes = rt.infer_shapes(aten.log_normal.default, (self, mean, std), {"generator": generator})
+    node = rt.make_node(ir.LogNormal, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def log_sigmoid_backward(grad_output, self, buffer):
     rt.count("lazy::log_sigmoid_backward")
     device = rt.device_of(grad_output, self, buffer)
@@ -3576,16 +3642,6 @@ def native_batch_norm_backward(
     return rt.wrap_tuple(node, device)
 
 
-def native_dropout(input, p, train):
-    rt.count("lazy::native_dropout")
-    device = rt.device_of(input)
-    operands = (rt.tensor(input, device),)
-    attrs = (p, train)
-    shapes = rt.infer_shapes(aten.native_dropout.default, (input, p, train), {})
-    node = rt.make_node(ir.NativeDropout, operands, attrs, shapes)
-    return rt.wrap_tuple(node, device)
-
-
 def native_dropout_backward(grad_output, mask, scale):
     rt.count("lazy::native_dropout_backward")
     device = rt.device_of(grad_output, mask)
@@ -3871,6 +3927,121 @@ def norm_scalaropt_dim(self, p, dim, keepdim=False):
     return rt.wrap(node, device)
 
 
+def normal_tensor_tensor(mean, std, *, generator=None):
+    rt.count("lazy::normal.Tensor_Tensor")
+    device = rt.device_of(mean, std)
+    operands = (
+        rt.tensor(mean, device),
+        rt.tensor(std, device),
+        rt.generator(
+            generator, device, aten.normal.Tensor_Tensor, (mean, std), {"generator": generator}
+        ),
+    )
+    attrs = ()
+    shapes = rt.infer_shapes(aten.normal.Tensor_Tensor, (mean, std), {"generator": generator})
+    node = rt.make_node(ir.NormalTensorTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def normal_tensor_float(mean, std=1.0, *, generator=None):
+    rt.count("lazy::normal.Tensor_float")
+    device = rt.device_of(mean)
+    operands = (
+        rt.tensor(mean, device),
+        rt.generator(
+            generator, device, aten.normal.Tensor_float, (mean, std), {"generator": generator}
+        ),
+    )
+    attrs = (std,)
+    shapes = rt.infer_shapes(aten.normal.Tensor_float, (mean, std), {"generator": generator})
+    node = rt.make_node(ir.NormalTensorFloat, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def normal_float_tensor(mean, std, *, generator=None):
+    rt.count("lazy::normal.float_Tensor")
+    device = rt.device_of(std)
+    operands = (
+        rt.tensor(std, device),
+        rt.generator(
+            generator, device, aten.normal.float_Tensor, (mean, std), {"generator": generator}
+        ),
+    )
+    attrs = (mean,)
+    shapes = rt.infer_shapes(aten.normal.float_Tensor, (mean, std), {"generator": generator})
+    node = rt.make_node(ir.NormalFloatTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def normal_float_float(
+    mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None
+):
+    if rt.elsewhere(device):
+        return rt.eager(
+            aten.normal.float_float,
+            (mean, std, size),
+            {
+                "generator": generator,
+                "dtype": dtype,
+                "layout": layout,
+                "device": device,
+                "pin_memory": pin_memory,
+            },
+        )
+    rt.count("lazy::normal.float_float")
+    lazy_device = rt.device_of()
+    operands = (
+        rt.generator(
+            generator,
+            lazy_device,
+            aten.normal.float_float,
+            (mean, std, size),
+            {
+                "generator": generator,
+                "dtype": dtype,
+                "layout": layout,
+                "device": device,
+                "pin_memory": pin_memory,
+            },
+        ),
+    )
+    attrs = (mean, std, tuple(size), dtype, layout, device, pin_memory)
+    shapes = rt.infer_shapes(
+        aten.normal.float_float,
+        (mean, std, size),
+        {
+            "generator": generator,
+            "dtype": dtype,
+            "layout": layout,
+            "device": device,
+            "pin_memory": pin_memory,
+        },
+    )
+    node = rt.make_node(ir.NormalFloatFloat, operands, attrs, shapes)
+    return rt.wrap(node, lazy_device)
+
+
+def normal_functional(self, mean=0.0, std=1.0, *, generator=None):
+    rt.count("lazy::normal_functional")
+    device = rt.device_of(self)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator,
+            device,
+            aten.normal_functional.default,
+            (self, mean, std),
+            {"generator": generator},
+        ),
+    )
+    attrs = (mean, std)
+    shapes = rt.infer_shapes(
+        aten.normal_functional.default, (self, mean, std), {"generator": generator}
+    )
+    node = rt.make_node(ir.NormalFunctional, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     if rt.elsewhere(device):
         return rt.eager(
@@ -4016,7 +4187,10 @@ def rad2deg(self):
 def random(self, *, generator=None):
     rt.count("lazy::random")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(generator, device, aten.random.default, (self,), {"generator": generator}),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.random.default, (self,), {"generator": generator})
     node = rt.make_node(ir.Random, operands, attrs, shapes)
@@ -4026,7 +4200,16 @@ def random(self, *, generator=None):
 def random_from(self, from_, to, *, generator=None):
     rt.count("lazy::random.from")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator,
+            device,
+            getattr(aten.random, "from"),
+            (self, from_, to),
+            {"generator": generator},
+        ),
+    )
     attrs = (from_, to)
     shapes = rt.infer_shapes(
         getattr(aten.random, "from"), (self, from_, to), {"generator": generator}
@@ -4038,7 +4221,10 @@ def random_from(self, from_, to, *, generator=None):
 def random_to(self, to, *, generator=None):
     rt.count("lazy::random.to")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(generator, device, aten.random.to, (self, to), {"generator": generator}),
+    )
     attrs = (to,)
     shapes = rt.infer_shapes(aten.random.to, (self, to), {"generator": generator})
     node = rt.make_node(ir.RandomTo, operands, attrs, shapes)
@@ -5386,6 +5572,21 @@ def unfold_copy(self, dimension, size, step):
     attrs = (dimension, size, step)
     shapes = rt.infer_shapes(aten.unfold_copy.default, (self, dimension, size, step), {})
     node = rt.make_node(ir.UnfoldCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def uniform(self, from_=0.0, to=1.0, *, generator=None):
+    rt.count("lazy::uniform")
+    device = rt.device_of(self)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator, device, aten.uniform.default, (self, from_, to), {"generator": generator}
+        ),
+    )
+    attrs = (from_, to)
+    shapes = rt.infer_shapes(aten.uniform.default, (self, from_, to), {"generator": generator})
+    node = rt.make_node(ir.Uniform, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 

@@ -1,7 +1,8 @@
 """`LazyArgument`: how one schema argument appears in the lazy IR and in the kernel.
 
 Every argument is one of: an IR operand (a value computed by the graph), a hashed
-attribute (a constant baked into the node), or skipped (`Generator?`). The rules are a
+attribute (a constant baked into the node). A random op's `Generator?` is an operand too:
+a graph input holding a copy of the generator's state (`rt.generator`). The rules are a
 table from the argument's type to an `ArgKind`; nothing here formats code.
 """
 
@@ -30,7 +31,7 @@ class ArgKind(Enum):
 
     @property
     def is_operand(self) -> bool:
-        return self not in (ArgKind.attribute, ArgKind.generator)
+        return self is not ArgKind.attribute
 
 
 #: Base types an attribute may have: hashable constants that TorchScript can embed.
@@ -114,7 +115,7 @@ class LazyArgument:
     kind: ArgKind
     keyword_only: bool
     default: str | None
-    #: Index into `Node.operands` or `Node.attrs` (None for skipped generators).
+    #: Index into `Node.operands` or `Node.attrs`.
     slot: int | None
 
     @property
@@ -150,6 +151,4 @@ class LazyArgument:
     @property
     def call(self) -> str:
         """The `rt.*` / `ctx.*` method for this argument (`constant` for attributes)."""
-        return (
-            "constant" if self.kind in (ArgKind.attribute, ArgKind.generator) else self.kind.value
-        )
+        return "constant" if self.kind is ArgKind.attribute else self.kind.value

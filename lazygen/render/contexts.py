@@ -105,9 +105,10 @@ class KernelView:
         return aten_ref(str(self.plan.shape_op))
 
     @property
-    def operand_exprs(self) -> tuple[str, ...]:
-        """The lazy operands: each argument turned into an IR value on the kernel's device."""
-        return tuple(f"rt.{a.call}({a.ident}, {self.device_var})" for a in self.operands)
+    def operand_exprs(self) -> tuple[Part, ...]:
+        """The lazy operands: each argument turned into an IR value on the kernel's device; a
+        generator also gets the call, which `rt.generator` replays to advance it as eager."""
+        return tuple(_operand_expr(a, self) for a in self.operands)
 
     @property
     def attr_exprs(self) -> tuple[str, ...]:
@@ -154,6 +155,12 @@ class KernelView:
         return "wrap_tuple" if self.plan.node.num_outputs > 1 else "wrap"
 
 
+def _operand_expr(a: LazyArgument, view: KernelView) -> Part:
+    if a.is_generator:
+        return Group("rt.generator(", (a.ident, view.device_var, *view.call_args), ")")
+    return f"rt.{a.call}({a.ident}, {view.device_var})"
+
+
 def _attr_expr(a: LazyArgument) -> str:
     if a.is_list and a.is_optional:
         return f"None if {a.ident} is None else tuple({a.ident})"
@@ -172,16 +179,14 @@ class NodeView:
 
     @property
     def lowering_inputs(self) -> Group:
-        """The TorchScript inputs `lower` passes: operands as IR values, attributes (and
-        skipped generators) as constants."""
+        """The TorchScript inputs `lower` passes: operands as IR values (a generator as the
+        graph's `Generator?` input), attributes as constants."""
         return list_display(_lowering_input(a) for a in self.node.arguments)
 
 
 def _lowering_input(a: LazyArgument) -> str:
     if a.is_operand:
         return f"ctx.{a.call}({a.local})"
-    if a.is_generator:
-        return "ctx.constant(None)"
     return f"ctx.constant(self.attrs[{a.slot}])"
 
 

@@ -12,6 +12,7 @@ _INT = torch._C.IntType.get()
 _TENSOR_LIST = torch._C.ListType.ofTensors()
 _OPTIONAL_TENSOR_LIST = torch._C.ListType(torch._C.OptionalType(_TENSOR))
 _INT_LIST = torch._C.ListType.ofInts()
+_GENERATOR = torch._C.OptionalType(torch._C._GeneratorType.get())
 
 
 class LoweringContext:
@@ -31,7 +32,7 @@ class LoweringContext:
 
     def add_parameter(self, node) -> torch._C.Value:
         value = self.graph.addInput()
-        value.setType(_TENSOR)
+        value.setType(_GENERATOR if getattr(node, "is_generator", False) else _TENSOR)
         self.parameters.append(node)
         self.values[Value(node, 0)] = value
         return value
@@ -84,6 +85,13 @@ class LoweringContext:
     def symint_list(self, vs) -> torch._C.Value:
         return self._list([self.symint(v) for v in vs], _INT_LIST)
 
+    def generator(self, v: Value) -> torch._C.Value:
+        """A random op's generator: a ``Generator?`` graph input (see ``rt.generator``)."""
+        value = self.values[v]
+        if value.type() != _GENERATOR:  # a graph built without add_parameter (node by node)
+            value.setType(_GENERATOR)
+        return value
+
     def constant(self, value) -> torch._C.Value:
         """A TorchScript constant for any attribute value the contract allows: None, bool,
         int, float, complex, str, ``torch.dtype``/``layout``/``memory_format``/``device``,
@@ -115,7 +123,7 @@ class LoweringContext:
         others = []
         if self.node is not None:
             for operand in self.node.inputs():
-                if type(operand.node) is not ScalarData:
+                if type(operand.node) is not ScalarData and operand.node.shapes:
                     shape = operand.node.shapes[operand.index]
                     others.append((shape.dtype, len(shape.sizes)))
         dtype = wrapped_number_dtype(natural, others)

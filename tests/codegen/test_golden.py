@@ -133,8 +133,10 @@ def test_lowering_calls(generated):
     outputs = split.lower(ctx)
     assert ctx.calls[-1][0] == "call" and ctx.calls[-1][1][0] == "prim::ListUnpack"
     assert len(outputs) == 3
-    bern = ir.BernoulliP((v,), (0.5,), shape)
+    gen = Value(base, 0)  # stands in for the generator's GeneratorData value
+    bern = ir.BernoulliP((v, gen), (0.5,), shape)
     ctx = _RecordingContext()
     bern.lower(ctx)
-    kinds = [c for c in ctx.calls if c[0] == "constant"]
-    assert kinds[-1][1] == (None,)  # the Generator? argument
+    # The Generator? argument is an operand: the graph's generator input, last.
+    assert [c[0] for c in ctx.calls] == ["tensor", "constant", "generator", "call"]
+    assert ctx.calls[2][1] == (gen,)

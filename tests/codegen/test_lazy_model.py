@@ -72,8 +72,9 @@ def test_schema_slots_and_order():
         "Generator? generator=None) -> (Tensor, Tensor)"
     )
     ir = LazyIrSchema(func, NATIVE_DEFAULTS, symint=False)
-    assert [a.name for a in ir.operands] == ["self", "s", "w"]
-    assert [a.slot for a in ir.operands] == [0, 1, 2]
+    assert [a.name for a in ir.operands] == ["self", "s", "w", "generator"]
+    assert [a.slot for a in ir.operands] == [0, 1, 2, 3]
+    assert ir.operands[-1].is_generator and ir.operands[-1].call == "generator"
     assert [a.name for a in ir.attributes] == ["k", "eps"]
     assert [a.name for a in ir.keyword] == ["w", "eps", "generator"]
     assert ir.num_outputs == 2 and not ir.returns_list

@@ -261,6 +261,22 @@ def _neg_view(self):
     return _dispatch(aten.neg.default, self)
 
 
+def native_dropout(input, p, train):
+    """CPU eager's ``native_dropout`` as lazy ops: ``mask = bernoulli(input, 1 - p)``, ``input *
+    mask * scale``, the mask as bool. The mask's ``bernoulli.p`` takes the generator operand
+    (``rt.generator``), so it draws eager's numbers; ``aten::native_dropout`` has no
+    ``generator`` argument and would draw from the live generator when the graph runs."""
+    if input.numel() == 0:
+        return clone(input), _dispatch(aten.empty_like.default, input)
+    if train is False:
+        return clone(input), _kernel(aten.ones_like.default)(input, dtype=torch.bool)
+    p1m = 1.0 - p
+    scale = 0.0 if p1m == 0 else 1.0 / p1m
+    mask = _dispatch(aten.bernoulli.p, input, p1m)
+    output = _dispatch(aten.mul.Tensor, _dispatch(aten.mul.Tensor, input, mask), scale)
+    return output, _to_copy(mask, dtype=torch.bool)
+
+
 def fill__scalar(self, value):
     return rt.inplace(self, _kernel(aten.fill.Scalar)(self, value)._value.node)
 

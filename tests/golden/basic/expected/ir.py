@@ -106,10 +106,10 @@ class BernoulliP(Node):
     schema = "bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, generator = self.operands
         return ctx.call(
             "aten::bernoulli",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(None)],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
             1,
         )
 
@@ -258,14 +258,14 @@ class RandomFrom(Node):
     schema = "random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, generator = self.operands
         return ctx.call(
             "aten::random",
             [
                 ctx.tensor(self_),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
-                ctx.constant(None),
+                ctx.generator(generator),
             ],
             1,
         )

@@ -106,7 +106,10 @@ def arange_start_out(start, end, step=1, *, out):
 def bernoulli_p(self, p=0.5, *, generator=None):
     rt.count("lazy::bernoulli.p")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(generator, device, aten.bernoulli.p, (self, p), {"generator": generator}),
+    )
     attrs = (p,)
     shapes = rt.infer_shapes(aten.bernoulli.p, (self, p), {"generator": generator})
     node = rt.make_node(ir.BernoulliP, operands, attrs, shapes)
@@ -225,7 +228,16 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 def random_from(self, from_, to, *, generator=None):
     rt.count("lazy::random.from")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device),)
+    operands = (
+        rt.tensor(self, device),
+        rt.generator(
+            generator,
+            device,
+            getattr(aten.random, "from"),
+            (self, from_, to),
+            {"generator": generator},
+        ),
+    )
     attrs = (from_, to)
     shapes = rt.infer_shapes(
         getattr(aten.random, "from"), (self, from_, to), {"generator": generator}
