@@ -3,44 +3,99 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 
-_counters: dict[str, int] = {}
-_timers: dict[str, list[float]] = {}  # name -> [count, total seconds, max seconds]
+# Each thread counts into its own dicts (no lock on the hot path, no lost updates between
+# threads); reading merges them. Dicts of finished threads are kept: their counts stay.
+_local = threading.local()
+_all_counters: list[dict[str, int]] = []
+_all_timers: list[dict[str, list]] = []  # name -> [count, total seconds, max seconds]
+_registry_lock = threading.Lock()
+
+
+def _register():
+    counters: dict[str, int] = {}
+    timers: dict[str, list] = {}
+    with _registry_lock:
+        _all_counters.append(counters)
+        _all_timers.append(timers)
+    _local.counters = counters
+    _local.timers = timers
+    return counters
 
 
 def count(name: str, delta: int = 1) -> None:
-    _counters[name] = _counters.get(name, 0) + delta
+    try:
+        counters = _local.counters
+    except AttributeError:
+        counters = _register()
+    counters[name] = counters.get(name, 0) + delta
 
 
 def reset() -> None:
-    _counters.clear()
-    _timers.clear()
+    with _registry_lock:
+        for d in _all_counters:
+            d.clear()
+        for d in _all_timers:
+            d.clear()
+
+
+def _merged_counters() -> dict[str, int]:
+    merged: dict[str, int] = {}
+    with _registry_lock:
+        dicts = list(_all_counters)
+    for d in dicts:
+        for name, value in list(d.items()):
+            merged[name] = merged.get(name, 0) + value
+    return merged
+
+
+def _merged_timers() -> dict[str, list]:
+    merged: dict[str, list] = {}
+    with _registry_lock:
+        dicts = list(_all_timers)
+    for d in dicts:
+        for name, data in list(d.items()):
+            samples, total, longest = data
+            have = merged.get(name)
+            if have is None:
+                merged[name] = [samples, total, longest]
+            else:
+                have[0] += samples
+                have[1] += total
+                have[2] = max(have[2], longest)
+    return merged
 
 
 def counter_names() -> list[str]:
-    return sorted(name for name, value in _counters.items() if value)
+    return sorted(name for name, value in _merged_counters().items() if value)
 
 
 def counter_value(name: str) -> int | None:
-    return _counters.get(name)
+    return _merged_counters().get(name)
 
 
 def metric_names() -> list[str]:
-    return sorted(_timers)
+    return sorted(_merged_timers())
 
 
 def metric_data(name: str) -> tuple[int, float, float] | None:
     """``(samples, total seconds, max seconds)`` of a timer, or None."""
-    data = _timers.get(name)
+    data = _merged_timers().get(name)
     return None if data is None else (int(data[0]), data[1], data[2])
 
 
 def add_time(name: str, seconds: float) -> None:
-    data = _timers.get(name)
+    try:
+        timers = _local.timers
+    except AttributeError:
+        _register()
+        timers = _local.timers
+    data = timers.get(name)
     if data is None:
-        _timers[name] = [1, seconds, seconds]
+        timers[name] = [1, seconds, seconds]
     else:
         data[0] += 1
         data[1] += seconds
@@ -65,7 +120,8 @@ def report() -> str:
         lines.append(f"  TotalSamples: {samples}")
         lines.append(f"  Accumulator: {total * 1e3:.3f}ms")
         lines.append(f"  Mean: {total / samples * 1e3:.3f}ms  Max: {longest * 1e3:.3f}ms")
-    for name in counter_names():
+    counters = _merged_counters()
+    for name in sorted(n for n, v in counters.items() if v):
         lines.append(f"Counter: {name}")
-        lines.append(f"  Value: {_counters[name]}")
+        lines.append(f"  Value: {counters[name]}")
     return "\n".join(lines) + ("\n" if lines else "")
