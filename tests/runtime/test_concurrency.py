@@ -65,10 +65,13 @@ def test_four_threads_train_like_one():
     setups = [_setup(seed) for seed in range(4)]
     together: dict = {}
     _run_threads(lambda seed, barrier: _train(setups[seed], together, seed, barrier), 4)
+    # Equal up to float rounding, not bit for bit: one thread's mark_step also syncs the
+    # others' pending IR, so their graphs are cut at other points, and a transposed view
+    # materialised at a cut can take another BLAS path than inside one graph.
     for seed in range(4):
-        assert together[seed][0] == alone[seed][0]
+        torch.testing.assert_close(together[seed][0], alone[seed][0], rtol=1e-5, atol=1e-6)
         for got, want in zip(together[seed][1], alone[seed][1], strict=True):
-            assert torch.equal(got, want)
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_syncing_one_tensor_from_two_threads():
