@@ -27,8 +27,7 @@ def _operand_text(operand, position) -> str:
 
 def _label(node: Node) -> str:
     if node.is_input:
-        kind = "device_data" if node.op_name == "device_data" else "scalar"
-        return kind
+        return {"scalar_data": "scalar"}.get(node.op_name, node.op_name)
     return node.op_kind
 
 

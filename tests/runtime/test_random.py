@@ -234,3 +234,11 @@ def test_value_dependent_random_op_syncs_and_matches_eager(fresh_metrics):
     assert fresh_metrics.counter_value("RandomSync::aten::poisson") == 1
     drawn = torch.poisson(rates, generator=value.node.materialize())
     assert torch.equal(drawn, want)
+
+
+def test_ir_dump_names_the_generator_input():
+    """Regression: the generator graph input was printed as `scalar()`."""
+    x = torch.full((4,), 0.5, device="lazygen")
+    text = lr.debug.dump_ir([torch.bernoulli(x)], "text")
+    assert "generator_data()" in text and "aten::bernoulli" in text
+    lr.mark_step()
