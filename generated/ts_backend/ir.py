@@ -290,6 +290,7 @@ __all__ = [
     "NativeBatchNorm",
     "NativeBatchNormBackward",
     "NativeDropoutBackward",
+    "NativeGroupNormBackward",
     "NativeLayerNorm",
     "NativeLayerNormBackward",
     "NeScalar",
@@ -5407,6 +5408,34 @@ class NativeDropoutBackward(Node):
             "aten::native_dropout_backward",
             [ctx.tensor(grad_output), ctx.tensor(mask), ctx.constant(self.attrs[0])],
             1,
+        )
+
+
+class NativeGroupNormBackward(Node):
+    """aten::native_group_norm_backward: native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::native_group_norm_backward"
+    op_name = "native_group_norm_backward"
+    schema = "native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)"
+
+    def lower(self, ctx):
+        grad_out, input, mean, rstd, weight = self.operands
+        return ctx.call(
+            "aten::native_group_norm_backward",
+            [
+                ctx.tensor(grad_out),
+                ctx.tensor(input),
+                ctx.tensor(mean),
+                ctx.tensor(rstd),
+                ctx.optional_tensor(weight),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            3,
         )
 
 

@@ -3652,6 +3652,26 @@ def native_dropout_backward(grad_output, mask, scale):
     return rt.wrap(node, device)
 
 
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+    rt.count("lazy::native_group_norm_backward")
+    device = rt.device_of(grad_out, input, mean, rstd, weight)
+    operands = (
+        rt.tensor(grad_out, device),
+        rt.tensor(input, device),
+        rt.tensor(mean, device),
+        rt.tensor(rstd, device),
+        rt.optional_tensor(weight, device),
+    )
+    attrs = (N, C, HxW, group, tuple(output_mask))
+    shapes = rt.infer_shapes(
+        aten.native_group_norm_backward.default,
+        (grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask),
+        {},
+    )
+    node = rt.make_node(ir.NativeGroupNormBackward, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     rt.count("lazy::native_layer_norm")
     device = rt.device_of(input, weight, bias)

@@ -298,6 +298,7 @@ META_OPS = frozenset(
         "native_batch_norm",
         "native_batch_norm_backward",
         "native_dropout_backward",
+        "native_group_norm_backward",
         "native_layer_norm",
         "native_layer_norm_backward",
         "ne.Scalar",

@@ -1,0 +1,74 @@
+"""``native_group_norm_backward`` runs lazily and its gradients equal eager's
+(``native_group_norm`` is an ``autograd`` kernel whose backward calls it)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+import lazygen.runtime as lr
+
+LAZY = "lazygen"
+
+SHAPES = [((2, 6, 3, 4), 3), ((2, 6), 2), ((4, 4, 5), 4), ((1, 6, 2, 2, 2), 1), ((3, 6, 1), 6)]
+NEEDS = [(True, True, True), (True, False, False), (False, True, True), (True, True, False)]
+
+
+def _grads(device, shape, groups, needs, dtype, affine):
+    torch.manual_seed(1)
+    x = torch.randn(*shape, dtype=dtype)
+    weight, bias = torch.randn(shape[1], dtype=dtype), torch.randn(shape[1], dtype=dtype)
+    grad = torch.randn(*shape, dtype=dtype)
+    x = x.to(device).requires_grad_(needs[0])
+    weight = weight.to(device).requires_grad_(needs[1]) if affine else None
+    bias = bias.to(device).requires_grad_(needs[2]) if affine else None
+    y = torch.nn.functional.group_norm(x, groups, weight, bias, 1e-5)
+    (y * grad.to(device)).sum().backward()
+    lr.mark_step()
+    return [None if t is None or t.grad is None else t.grad.cpu() for t in (x, weight, bias)]
+
+
+@pytest.mark.parametrize(
+    "shape,groups,needs,dtype,affine",
+    [
+        (s, g, n, d, a)
+        for (s, g), n, d, a in itertools.product(
+            SHAPES, NEEDS, (torch.float32, torch.float64), (True, False)
+        )
+        if a or n[0]
+    ],
+)
+def test_group_norm_gradients_equal_eager(shape, groups, needs, dtype, affine, fresh_metrics):
+    want = _grads("cpu", shape, groups, needs, dtype, affine)
+    got = _grads(LAZY, shape, groups, needs, dtype, affine)
+    for index, (w, g) in enumerate(zip(want, got, strict=True)):
+        assert (w is None) == (g is None), f"gradient {index}"
+        if w is not None:
+            torch.testing.assert_close(g, w, msg=f"gradient {index}")
+    assert fresh_metrics.counter_value("lazy::native_group_norm_backward") == 1
+    assert "aten::native_group_norm_backward" not in fresh_metrics.counter_names()
+
+
+def test_group_norm_training_matches_eager():
+    def train(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3),
+            torch.nn.GroupNorm(4, 8),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(8, 4, 1),
+            torch.nn.GroupNorm(2, 4),
+        ).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        torch.manual_seed(1)
+        for x in [torch.randn(2, 3, 7, 7) for _ in range(3)]:
+            opt.zero_grad()
+            model(x.to(device)).pow(2).mean().backward()
+            opt.step()
+            lr.mark_step()
+        return [p.detach().cpu() for p in model.parameters()]
+
+    for got, want in zip(train(LAZY), train("cpu"), strict=True):
+        torch.testing.assert_close(got, want)
