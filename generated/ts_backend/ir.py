@@ -201,6 +201,7 @@ __all__ = [
     "Igamma",
     "Igammac",
     "Im2col",
+    "IndexTensor",
     "IndexAdd",
     "IndexCopy",
     "IndexFillIntScalar",
@@ -258,6 +259,7 @@ __all__ = [
     "MaskedFillScalar",
     "MaskedFillTensor",
     "MaskedScatter",
+    "MaskedSelect",
     "Max",
     "MaxDim",
     "MaxPool2dWithIndices",
@@ -3924,6 +3926,19 @@ class Im2col(Node):
         )
 
 
+class IndexTensor(Node):
+    """aten::index: index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::index"
+    op_name = "index.Tensor"
+    schema = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"
+
+    def lower(self, ctx):
+        self_, indices = self.operands
+        return ctx.call("aten::index", [ctx.tensor(self_), ctx.optional_tensor_list(indices)], 1)
+
+
 class IndexAdd(Node):
     """aten::index_add: index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
 
@@ -4840,6 +4855,19 @@ class MaskedScatter(Node):
         return ctx.call(
             "aten::masked_scatter", [ctx.tensor(self_), ctx.tensor(mask), ctx.tensor(source)], 1
         )
+
+
+class MaskedSelect(Node):
+    """aten::masked_select: masked_select(Tensor self, Tensor mask) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::masked_select"
+    op_name = "masked_select"
+    schema = "masked_select(Tensor self, Tensor mask) -> Tensor"
+
+    def lower(self, ctx):
+        self_, mask = self.operands
+        return ctx.call("aten::masked_select", [ctx.tensor(self_), ctx.tensor(mask)], 1)
 
 
 class Max(Node):

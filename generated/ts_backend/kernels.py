@@ -2626,6 +2626,21 @@ def im2col(self, kernel_size, dilation, padding, stride):
     return rt.wrap(node, device)
 
 
+def index_tensor(self, indices):
+    rt.count("lazy::index.Tensor")
+    device = rt.device_of(self, indices)
+    operands = (rt.tensor(self, device), rt.optional_tensor_list(indices, device))
+    attrs = ()
+    shapes = rt.infer_shapes(
+        aten.index.Tensor,
+        (self, indices),
+        {},
+        compute_fn=shape_functions.compute_shape_index_tensor,
+    )
+    node = rt.make_node(ir.IndexTensor, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def index_add(self, dim, index, source, *, alpha=1):
     rt.count("lazy::index_add")
     device = rt.device_of(self, index, source)
@@ -3257,6 +3272,21 @@ def masked_scatter(self, mask, source):
     attrs = ()
     shapes = rt.infer_shapes(aten.masked_scatter.default, (self, mask, source), {})
     node = rt.make_node(ir.MaskedScatter, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def masked_select(self, mask):
+    rt.count("lazy::masked_select")
+    device = rt.device_of(self, mask)
+    operands = (rt.tensor(self, device), rt.tensor(mask, device))
+    attrs = ()
+    shapes = rt.infer_shapes(
+        aten.masked_select.default,
+        (self, mask),
+        {},
+        compute_fn=shape_functions.compute_shape_masked_select,
+    )
+    node = rt.make_node(ir.MaskedSelect, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 

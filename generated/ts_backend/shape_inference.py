@@ -490,6 +490,8 @@ META_OPS = frozenset(
 #: Hand-written shape function name -> the operator it serves.
 SHAPE_FUNCTIONS = {
     "compute_shape_glu_jvp": "glu_jvp",
+    "compute_shape_index_tensor": "index.Tensor",
+    "compute_shape_masked_select": "masked_select",
     "compute_shape_nonzero": "nonzero",
 }
 
@@ -499,6 +501,12 @@ class ShapeFunctions(Protocol):
 
     @staticmethod
     def compute_shape_glu_jvp(glu, x, dx, dim) -> list[Shape]: ...
+
+    @staticmethod
+    def compute_shape_index_tensor(self, indices) -> list[Shape]: ...
+
+    @staticmethod
+    def compute_shape_masked_select(self, mask) -> list[Shape]: ...
 
     @staticmethod
     def compute_shape_nonzero(self) -> list[Shape]: ...
