@@ -99,7 +99,15 @@ def tensor_list(ts, device: LazyDevice) -> tuple[Value, ...]:
 
 
 def optional_tensor_list(ts, device: LazyDevice) -> tuple[Value | None, ...]:
-    return tuple([None if t is None else tensor(t, device) for t in ts])
+    """`Tensor?[]` operands are the indices of indexing ops, which, as on CUDA, may live on
+    the host: host index tensors are uploaded as device data."""
+    return tuple([None if t is None else _index(t, device) for t in ts])
+
+
+def _index(t, device: LazyDevice) -> Value:
+    if isinstance(t, torch.Tensor) and type(t) is not LazyTensor and t.device.type == "cpu":
+        return Value(DeviceData(t.to(device.backing, copy=True)), 0)
+    return tensor(t, device)
 
 
 _new_object = object.__new__

@@ -116,12 +116,13 @@ def test_mask_syncs_only_the_mask(fresh_metrics):
 
 
 def test_host_index_tensors_as_index_put():
-    """A 0-dim host index is uploaded; other host index tensors are refused, as every lazy
-    op refuses them (``x[i] = v`` with a host ``i`` included)."""
+    """Host index tensors are accepted, as CUDA accepts them (`logits[torch.arange(B), y]`),
+    for reads and for `x[i] = v`."""
     x = X.to(LAZY)
     assert torch.equal(x[torch.tensor(2)].cpu(), X[2])
     for index in (IDX, MASK):
-        with pytest.raises(RuntimeError, match="same device"):
-            x[index]
-        with pytest.raises(RuntimeError, match="same device"):
-            x[index] = 1.0
+        assert torch.equal(x[index].cpu(), X[index])
+        y, want = X.to(LAZY), X.clone()
+        y[index] = 1.0
+        want[index] = 1.0
+        assert torch.equal(y.cpu(), want)
