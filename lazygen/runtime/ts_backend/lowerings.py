@@ -36,24 +36,29 @@ def _none(ctx):
     return ctx.constant(None)
 
 
+def _view(ctx, kind: str, value, *attrs):
+    """The view op `kind` of `value` with constant arguments `attrs`."""
+    (view,) = ctx.call(kind, [value, *(ctx.constant(a) for a in attrs)], 1)
+    return view
+
+
+def _written_into_copy(ctx, target, source, view_of) -> list:
+    """A `*_view_update`: a copy of `target` with `source` written into `view_of(copy)`."""
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
+    ctx.call("aten::copy_", [view_of(clone), ctx.tensor(source), ctx.constant(False)], 1)
+    return [clone]
+
+
 def lower_as_strided(node, ctx) -> list:
     (input_,) = node.operands
-    size, stride, storage_offset = node.attrs
-    args = [ctx.tensor(input_), ctx.constant(size), ctx.constant(stride)]
-    return ctx.call("aten::as_strided", args + [ctx.constant(storage_offset)], 1)
+    return [_view(ctx, "aten::as_strided", ctx.tensor(input_), *node.attrs)]
 
 
 def lower_as_strided_view_update(node, ctx) -> list:
     target, input_ = node.operands
-    size, stride, storage_offset = node.attrs
-    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
-    (view,) = ctx.call(
-        "aten::as_strided",
-        [clone, ctx.constant(size), ctx.constant(stride), ctx.constant(storage_offset)],
-        1,
+    return _written_into_copy(
+        ctx, target, input_, lambda clone: _view(ctx, "aten::as_strided", clone, *node.attrs)
     )
-    ctx.call("aten::copy_", [view, ctx.tensor(input_), ctx.constant(False)], 1)
-    return [clone]
 
 
 def lower_cast(node, ctx) -> list:
@@ -66,24 +71,14 @@ def lower_cast(node, ctx) -> list:
 
 def lower_diagonal_view_update(node, ctx) -> list:
     target, input_ = node.operands
-    offset, dim1, dim2 = node.attrs
-    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
-    (view,) = ctx.call(
-        "aten::diagonal",
-        [clone, ctx.constant(offset), ctx.constant(dim1), ctx.constant(dim2)],
-        1,
+    return _written_into_copy(
+        ctx, target, input_, lambda clone: _view(ctx, "aten::diagonal", clone, *node.attrs)
     )
-    ctx.call("aten::copy_", [view, ctx.tensor(input_), ctx.constant(False)], 1)
-    return [clone]
 
 
 def _narrowed(ctx, value, base_indices, sizes):
     for dim, (start, length) in enumerate(zip(base_indices, sizes, strict=True)):
-        (value,) = ctx.call(
-            "aten::narrow",
-            [value, ctx.constant(dim), ctx.constant(start), ctx.constant(length)],
-            1,
-        )
+        value = _view(ctx, "aten::narrow", value, dim, start, length)
     return value
 
 
@@ -97,10 +92,9 @@ def lower_narrow_view_update(node, ctx) -> list:
     input_, source = node.operands
     (base_indices,) = node.attrs
     sizes = source.node.shapes[source.index].sizes
-    (clone,) = ctx.call("aten::clone", [ctx.tensor(input_), _none(ctx)], 1)
-    view = _narrowed(ctx, clone, base_indices, sizes)
-    ctx.call("aten::copy_", [view, ctx.tensor(source), ctx.constant(False)], 1)
-    return [clone]
+    return _written_into_copy(
+        ctx, input_, source, lambda clone: _narrowed(ctx, clone, base_indices, sizes)
+    )
 
 
 def lower_resize(node, ctx) -> list:
@@ -124,23 +118,13 @@ def can_be_reused_scalar(node, operands, attrs) -> bool:
     return node.attrs == attrs and len(node.operands) == len(operands)
 
 
-def _select(ctx, value, dim, start, end, stride):
-    (value,) = ctx.call(
-        "aten::slice",
-        [value, ctx.constant(dim), ctx.constant(start), ctx.constant(end), ctx.constant(stride)],
-        1,
-    )
-    return value
-
-
 def lower_select(node, ctx) -> list:
     (input_,) = node.operands
-    return [_select(ctx, ctx.tensor(input_), *node.attrs)]
+    return [_view(ctx, "aten::slice", ctx.tensor(input_), *node.attrs)]
 
 
 def lower_select_view_update(node, ctx) -> list:
     target, source = node.operands
-    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
-    view = _select(ctx, clone, *node.attrs)
-    ctx.call("aten::copy_", [view, ctx.tensor(source), ctx.constant(False)], 1)
-    return [clone]
+    return _written_into_copy(
+        ctx, target, source, lambda clone: _view(ctx, "aten::slice", clone, *node.attrs)
+    )
