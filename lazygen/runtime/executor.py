@@ -141,17 +141,25 @@ def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
     """The post-order of ``outputs``' graph if it has ``plan``'s structure, else None."""
     slots: list = [None] * plan.size
     seen: dict = {}
-    for value, (p, index) in zip(outputs, plan.outputs, strict=True):
+
+    def claim(value: Value, ref: tuple[int, int]) -> bool:
+        """Put `value`'s node in plan slot `ref`; False when the structure differs (another
+        node already there, or this node already in another slot)."""
+        p, index = ref
         if value.index != index:
-            return None
+            return False
         node = value.node
         q = seen.get(node)
         if q is None:
             if slots[p] is not None:
-                return None
+                return False
             slots[p] = node
             seen[node] = p
-        elif q != p:
+            return True
+        return q == p
+
+    for value, ref in zip(outputs, plan.outputs, strict=True):
+        if not claim(value, ref):
             return None
     types, attrs, shapes, refs = plan.types, plan.attrs, plan.shapes, plan.refs
     for i in range(plan.size - 1, -1, -1):
@@ -186,18 +194,7 @@ def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
                 if value is None or r is None:
                     if value is not r:
                         return None
-                    continue
-                p, index = r
-                if value.index != index:
-                    return None
-                m = value.node
-                q = seen.get(m)
-                if q is None:
-                    if slots[p] is not None:
-                        return None
-                    slots[p] = m
-                    seen[m] = p
-                elif q != p:
+                elif not claim(value, r):
                     return None
     return slots
 
