@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _timing import time_process
 
 REPO = Path(__file__).resolve().parents[1]
 OP_LIST = REPO.parent / "shared" / "reference" / "pytorch_ts_op_list.yaml"
@@ -40,9 +40,7 @@ run_gen_lazy_tensor(
 
 
 def _time(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time_process(cmd, cwd=str(REPO))
 
 
 def main() -> int:

@@ -20,17 +20,8 @@ def _py_repr(value: object) -> str:
     return double_quoted(value) if isinstance(value, str) else repr(value)
 
 
-def _tuple_display(items) -> str:
-    """`()`, `(a,)` or `(a, b)` from item texts."""
-    items = list(items)
-    if len(items) == 1:
-        return f"({items[0]},)"
-    return "(" + ", ".join(items) + ")"
-
-
 FILTERS = {
     "py": _py_repr,
-    "tuple": _tuple_display,
     # Black's layout of statements (`lazygen.render.layout`).
     "signature": layout.signature,
     "args": layout.args,
