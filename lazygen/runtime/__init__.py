@@ -40,14 +40,20 @@ def device(index: int = 0) -> torch.device:
 
 
 def mark_step(device: str = "", wait: bool = False) -> None:
-    """Cut the trace: materialise every live lazy tensor with pending IR, run step closures."""
+    """Cut the trace: launch a graph materialising every live lazy tensor with pending IR,
+    then run step closures. The graph runs while the program goes on tracing (reads of its
+    results wait for it); ``wait=True`` returns only once it ran, raising any failure."""
     from .devices import device_from
 
-    executor.mark_step(device_from(device) if device else None)
+    executor.mark_step(device_from(device) if device else None, wait=wait)
 
 
 def wait_device_ops(devices=None) -> None:
-    """Graphs run synchronously on the backing device; waits for CUDA work if any."""
+    """Wait for every graph in flight (raising the first failure) and for CUDA work if any."""
+    from .devices import device_from
+
+    for name in devices or [None]:
+        executor.wait_device_ops(device_from(name) if name else None)
     if torch.cuda.is_available() and config.settings.backing_device.startswith("cuda"):
         torch.cuda.synchronize()
 

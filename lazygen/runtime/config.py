@@ -31,6 +31,7 @@ class _Settings:
         "compile_cache_size",
         "shape_cache_size",
         "backing_device",
+        "async_execution",
     )
 
     def __init__(self) -> None:
@@ -42,6 +43,7 @@ class _Settings:
         self.compile_cache_size = _env_int("LAZYGEN_COMPILE_CACHE_SIZE", 1024)
         self.shape_cache_size = _env_int("LAZYGEN_SHAPE_CACHE_SIZE", 50_000)
         self.backing_device = os.environ.get("LAZYGEN_BACKING_DEVICE", "cpu")
+        self.async_execution = _env_int("LAZYGEN_ASYNC", 1) != 0
 
 
 settings = _Settings()
@@ -123,3 +125,14 @@ def set_backing_device(device: str) -> None:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("lazygen: CUDA backing device requested but CUDA is not available")
     settings.backing_device = device
+
+
+def set_async_execution(enabled: bool) -> None:
+    """Let ``mark_step`` return while its graph runs (the default; ``LAZYGEN_ASYNC=0`` turns
+    it off). Reads of the results wait for the run; a failed run raises on the first read
+    or at the next ``mark_step``. ``mark_step(wait=True)`` runs synchronously either way."""
+    settings.async_execution = bool(enabled)
+
+
+def get_async_execution() -> bool:
+    return settings.async_execution

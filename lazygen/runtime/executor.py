@@ -6,6 +6,7 @@ Each step is a small function; ``sync`` strings them together under the device's
 from __future__ import annotations
 
 import time
+import weakref
 from collections import OrderedDict
 
 import torch
@@ -14,6 +15,7 @@ from . import metrics
 from .config import log, settings
 from .errors import LazyGraphError
 from .ir import DeviceData, Node, Value
+from .launches import Launch, settle
 from .tensor import LazyDevice, LazyTensor
 
 _compile_cache: OrderedDict = OrderedDict()
@@ -263,11 +265,7 @@ def trim_compile_cache() -> None:
         _compile_cache.popitem(last=False)
 
 
-def execute(executable, order: list[Node], input_positions=None) -> list[torch.Tensor]:
-    if input_positions is None:
-        inputs = [n.materialize() for n in order if n.is_input]
-    else:
-        inputs = [order[i].materialize() for i in input_positions]
+def execute(executable, order: list[Node], inputs: list) -> list[torch.Tensor]:
     start = time.perf_counter()
     try:
         results = backend().execute(executable, inputs)
@@ -296,17 +294,18 @@ def _execution_error(order: list[Node], inputs: list, error: Exception) -> LazyG
 # Entry points --------------------------------------------------------------------------
 
 
-def sync(tensors, device: LazyDevice | None = None) -> None:
-    """Materialise the given inner lazy tensors (one graph per device)."""
+def sync(tensors, wait: bool = True) -> None:
+    """Materialise the given inner lazy tensors (one graph per device). With ``wait`` false
+    (``mark_step``), graphs are launched and run while the caller goes on (see launches.py)."""
     by_device: dict[LazyDevice, list[LazyTensor]] = {}
     for t in tensors:
         if not t._value.node.is_input:
             by_device.setdefault(t._device, []).append(t)
     for dev, group in by_device.items():
-        _sync_device(dev, group)
+        _sync_device(dev, group, wait)
 
 
-def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
+def _sync_device(device: LazyDevice, tensors: list[LazyTensor], wait: bool = True) -> None:
     with device.lock:
         # Another thread may have synced some meanwhile; a tensor may be listed twice.
         tensors = list(dict.fromkeys(pending(tensors)))
@@ -325,43 +324,106 @@ def _sync_device(device: LazyDevice, tensors: list[LazyTensor]) -> None:
         else:
             key = plan.key
             executable = compile_cached(key, order, outputs)
-        try:
-            results = execute(executable, order, plan.inputs)
-        except LazyGraphError:
-            _compile_cache.pop(key, None)  # a later, fixed lowering must not reuse it
-            raise
-        data_of = {}
-        for value, result in zip(outputs, results, strict=True):
-            shape = value.node.shapes[value.index]
-            if result.dtype != shape.dtype:  # a lowering disagreeing with shape inference
-                metrics.count("OutputDtypeMismatch")
-                result = result.to(shape.dtype)
-            if not result.is_contiguous():
-                result = result.contiguous()
-            data_of[value] = Value(DeviceData(result), 0)
+        inputs = [order[i].materialize() for i in plan.inputs]  # waits for runs they come from
+        launcher = None if wait or not settings.async_execution else _launcher()
+        if launcher is None:
+            try:
+                results = _finish(outputs, execute(executable, order, inputs))
+            except LazyGraphError:
+                _compile_cache.pop(key, None)  # a later, fixed lowering must not reuse it
+                raise
+            data_of = {
+                value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)
+            }
+        else:
+            launch = _launch(launcher, executable, key, order, inputs, outputs, tensors, values)
+            data_of = {
+                value: Value(launch.output(value.node.shapes[value.index]), 0) for value in outputs
+            }
+            device.in_flight.append(launch)
         for t, value in zip(tensors, values, strict=True):
             if t._value is value:  # unless another thread re-pointed it meanwhile
                 t._value = data_of[value]
         metrics.count("SyncedTensors", len(tensors))
 
 
+def _finish(outputs: list[Value], results: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The results as device data, of the dtype shape inference promised (made contiguous
+    only when read: see ``DeviceData.data``)."""
+    finished = []
+    for value, result in zip(outputs, results, strict=True):
+        shape = value.node.shapes[value.index]
+        if result.dtype != shape.dtype:  # a lowering disagreeing with shape inference
+            metrics.count("OutputDtypeMismatch")
+            result = result.to(shape.dtype)
+        finished.append(result)
+    return finished
+
+
+def _launcher():
+    """The backend's asynchronous entry point, if it has one."""
+    return getattr(backend(), "launch", None)
+
+
+def _launch(launcher, executable, key, order, inputs, outputs, tensors, values) -> Launch:
+    """Start the graph and return its ``Launch``; should the run fail, its error is built
+    when someone waits, and the tensors synced here get their IR back."""
+    refs = [weakref.ref(t) for t in tensors]
+
+    def finish(results: list) -> list[torch.Tensor]:
+        return _finish(outputs, results)
+
+    def fail(error: BaseException, nodes: list[DeviceData]) -> BaseException:
+        _compile_cache.pop(key, None)
+        for ref, value in zip(refs, values, strict=True):
+            t = ref()
+            if t is not None and any(t._value.node is node for node in nodes):
+                t._value = value  # the traced IR, to sync again once the cause is fixed
+        if isinstance(error, LazyGraphError) or not isinstance(error, Exception):
+            return error
+        return _execution_error(order, inputs, error)
+
+    start = time.perf_counter()
+    try:
+        handle = launcher(executable, inputs)
+    except Exception as error:
+        _compile_cache.pop(key, None)
+        raise _execution_error(order, inputs, error) from error
+    metrics.add_time("LaunchTime", time.perf_counter() - start)
+    metrics.count("AsyncLaunch")
+    return Launch(handle, finish, fail)
+
+
 def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
-    """Materialise every live tensor with pending IR; then run the step closures."""
+    """Materialise every live tensor with pending IR; then run the step closures.
+
+    The graph is launched and runs while the caller traces the next step, unless ``wait``
+    (or ``config.set_async_execution(False)``). At most one run per device is in flight: the
+    next ``mark_step`` first waits for it, so a failed run raises there at the latest."""
     from .devices import all_devices
 
     metrics.count("MarkStep")
     for dev in [device] if device is not None else all_devices():
         dev.pending_nodes = 0
-        live = dev.live_tensors()
-        sync(live)
+        settle(dev.in_flight)  # the previous step's run: it has had this step's trace to run
+        sync(dev.live_tensors(), wait)
     run_step_closures()
+
+
+def wait_device_ops(device: LazyDevice | None = None) -> None:
+    """Wait for every graph in flight; raise the first failure."""
+    from .devices import all_devices
+
+    for dev in [device] if device is not None else all_devices():
+        settle(dev.in_flight)
 
 
 def cut(device: LazyDevice) -> None:
     """Materialise a graph that grew too large without ``mark_step`` (no step closures)."""
     metrics.count("AutoGraphCut")
     device.pending_nodes = 0
-    sync(device.live_tensors())
+    settle(device.in_flight)
+    sync(device.live_tensors(), wait=False)
 
 
 def add_step_closure(fn, args=()) -> None:

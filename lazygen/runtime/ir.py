@@ -122,9 +122,13 @@ class Node:
 
 
 class DeviceData(Node):
-    """A materialised tensor on the backing device; a graph input."""
+    """A materialised tensor on the backing device; a graph input.
 
-    __slots__ = ("data",)
+    Its data may still be in flight: a graph launched asynchronously (``mark_step``) gives
+    each output a ``DeviceData`` whose ``data`` waits for that run when first read.
+    """
+
+    __slots__ = ("_data", "_launch")
     op_kind = "prim::DeviceData"
     op_name = "device_data"
     is_input = True
@@ -132,10 +136,45 @@ class DeviceData(Node):
     def __init__(self, data: torch.Tensor) -> None:
         self.operands = ()
         self.attrs = ()
-        self.data = data
+        self._data = data
+        self._launch = None
         self.shapes = (Shape(data.dtype, tuple(data.shape)),)
         self._hash = None
         self.source = None
+
+    @classmethod
+    def pending(cls, launch, shape: Shape) -> DeviceData:
+        """Data that ``launch`` (an in-flight graph run) will deliver through ``deliver``."""
+        node = object.__new__(cls)
+        node.operands = ()
+        node.attrs = ()
+        node._data = None
+        node._launch = launch
+        node.shapes = (shape,)
+        node._hash = None
+        node.source = None
+        return node
+
+    @property
+    def data(self) -> torch.Tensor:
+        """The tensor, contiguous. A graph output may be a strided view (the gradient view
+        of a product whose base is synced too); it is copied only when someone reads it,
+        which for most such outputs never happens."""
+        data = self._data
+        if data is None:
+            self._launch.wait()  # delivers into this node, or raises the run's error
+            data = self._data
+        if not data.is_contiguous():
+            data = self._data = data.contiguous()
+        return data
+
+    @property
+    def in_flight(self) -> bool:
+        return self._data is None
+
+    def deliver(self, data: torch.Tensor) -> None:
+        self._data = data
+        self._launch = None
 
     def _own_hash(self) -> int:
         return hash(("DeviceData", self.shapes))

@@ -35,6 +35,7 @@ class LazyDevice:
         self.live: list[weakref.ref] = []
         self.prune_at = _MIN_PRUNE
         self.pending_nodes = 0
+        self.in_flight: list = []  # launches.Launch of graphs still running, oldest first
 
     def register(self, tensor: LazyTensor) -> None:
         live = self.live

@@ -147,3 +147,23 @@ def test_constants_of_every_attribute_kind(value, type_text, ivalue):
 def test_lazy_device_constant_becomes_the_backing_device():
     ctx = LoweringContext()
     assert ctx.constant(torch.device("lazygen", 0)).toIValue() == torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        lambda: torch.ones(3),  # same dtype and sizes: nothing to convert
+        lambda: torch.ones(3, dtype=torch.float64),  # cast
+        lambda: torch.ones(1),  # broadcast
+    ],
+    ids=["same", "cast", "broadcast"],
+)
+def test_copy_from_a_host_tensor_takes_its_values_at_the_call(source):
+    """Regression: ``lazy.copy_(host)`` held the host tensor itself when no conversion was
+    needed, so changing the host tensor afterwards (``load_state_dict`` from a model that
+    then trains) changed the lazy one."""
+    host = source()
+    lazy = torch.zeros(3, device="lazygen")
+    lazy.copy_(host)
+    host.add_(5)
+    assert lazy.cpu().tolist() == [1.0, 1.0, 1.0]

@@ -1,5 +1,8 @@
 """Failures while lowering or running a graph: a clear error naming the op and the traced
-line; the tensors keep their IR, no broken graph is cached, and a later step works."""
+line; the tensors keep their IR, no broken graph is cached, and a later step works.
+
+``mark_step()`` launches graphs asynchronously: a run that fails raises on the first read
+of its results or at the next ``mark_step``; ``mark_step(wait=True)`` raises at once."""
 
 import pytest
 import torch
@@ -41,14 +44,29 @@ def _check_recovery(x, y, cached_before):
     assert y.cpu().tolist() == [1.0, -1.0, -3.0]
 
 
-@pytest.mark.parametrize("mode", ["lowering", "execution"])
-def test_failure_names_op_and_line_and_recovers(faulty, mode):
+def _step_and_read(y):
+    lr.mark_step()  # launches the graph; a failed run raises when its result is read
+    y.cpu()
+
+
+@pytest.mark.parametrize(
+    "mode, step",
+    [
+        ("lowering", lr.mark_step),  # lowering happens before any launch: raised at once
+        ("execution", lambda y: lr.mark_step(wait=True)),
+        ("execution", _step_and_read),
+        ("execution", lambda y: (lr.mark_step(), lr.mark_step())),  # the next step raises
+        ("execution", lambda y: (lr.mark_step(), lr.wait_device_ops())),
+    ],
+    ids=["lowering", "wait", "async-read", "async-next-step", "async-wait-device-ops"],
+)
+def test_failure_names_op_and_line_and_recovers(faulty, mode, step):
     x = torch.arange(3.0, device="lazygen")  # device data
     y = _traced(x)
     cached = executor.compile_cache_size()
     faulty.mode = mode
     with pytest.raises(lr.LazyGraphError) as info:
-        lr.mark_step()
+        step() if step is lr.mark_step else step(y)
     error = info.value
     assert error.stage == mode and error.op_name == "neg"
     assert "test_faults.py:" in error.source and "neg" in str(error)
@@ -70,12 +88,29 @@ def test_failure_without_recorded_line_says_how_to_get_it(faulty):
     assert y.cpu().tolist() == [-1.0, -1.0]
 
 
-def test_failed_sync_leaves_other_tensors_usable(faulty):
+@pytest.mark.parametrize("wait", [True, False])
+def test_failed_sync_leaves_other_tensors_usable(faulty, wait):
     good = torch.ones(2, device="lazygen") * 3
     bad = torch.ones(2, device="lazygen").neg()
     faulty.mode = "execution"
     with pytest.raises(lr.LazyGraphError):
-        lr.mark_step()  # both in one graph
+        lr.mark_step(wait=wait)  # both in one graph
+        lr.wait_device_ops()
     assert good.cpu().tolist() == [3.0, 3.0]  # its own graph now
+    with pytest.raises(lr.LazyGraphError):
+        bad.cpu()  # still failing: the cause is still there
     del bad
-    lr.mark_step()  # the cause is gone
+    lr.mark_step(wait=True)  # the cause is gone
+
+
+def test_failed_run_is_reported_once_per_read_and_leaves_nothing_in_flight(faulty):
+    y = torch.ones(2, device="lazygen").neg()
+    faulty.mode = "execution"
+    lr.mark_step()
+    device = lr.inner(y)._device
+    with pytest.raises(lr.LazyGraphError):
+        lr.wait_device_ops()
+    assert device.in_flight == []
+    lr.wait_device_ops()  # reported already: nothing left to raise
+    faulty.mode = "ok"
+    assert y.cpu().tolist() == [-1.0, -1.0]  # synced again from its IR

@@ -13,6 +13,7 @@ from ..config import settings
 from ..errors import LazyGraphError
 from ..ir import Node, Value
 from ..lowering import LoweringContext
+from .passes import transpose_products
 
 _executor_configured = False
 
@@ -67,12 +68,63 @@ class _unoptimized:
 
 
 class TSExecutable:
-    __slots__ = ("function", "num_outputs", "graph")
+    """A compiled graph: ``function`` runs it here and now; ``launcher`` starts it on
+    TorchScript's inter-op thread pool and returns a ``torch.Future`` (see ``_launcher``)."""
 
-    def __init__(self, function, num_outputs: int, graph) -> None:
+    __slots__ = ("function", "launcher", "num_outputs", "graph")
+
+    def __init__(self, function, launcher, num_outputs: int, graph) -> None:
         self.function = function
+        self.launcher = launcher
         self.num_outputs = num_outputs
         self.graph = graph
+
+
+_TENSOR_TYPE = torch._C.TensorType.get()
+
+
+def _launcher(name: str, graph: torch._C.Graph):
+    """A function that forks ``graph`` (``prim::fork``) and returns its future at once.
+
+    The inputs are passed on as ``aten::detach`` aliases. The worker thread releases its
+    references when the run ends, and releasing a tensor that Python also holds takes the
+    GIL: with the caller's own tensors the run would stall until the tracing thread let go
+    of the GIL (up to the 5 ms switch interval). A detached alias shares the storage but
+    has no Python object, so the run never needs the GIL.
+    """
+    outer = torch._C.Graph()
+    forwarded = []
+    for value in graph.inputs():
+        argument = outer.addInput()
+        argument.setType(value.type())
+        if value.type().isSubtypeOf(_TENSOR_TYPE):
+            detach = outer.create("aten::detach", [argument], 1)
+            outer.insertNode(detach)
+            argument = detach.output()
+        forwarded.append(argument)
+    fork = outer.create("prim::fork", forwarded, 1)
+    fork.g_("Subgraph", graph.copy())
+    fork.output().setType(torch._C.FutureType(next(graph.outputs()).type()))
+    outer.insertNode(fork)
+    outer.registerOutput(fork.output())
+    return torch._C._create_function_from_graph(f"{name}_launch", outer)
+
+
+class TSRun:
+    """A graph run in flight: what ``TSBackend.launch`` returns."""
+
+    __slots__ = ("future", "num_outputs")
+
+    def __init__(self, future, num_outputs: int) -> None:
+        self.future = future
+        self.num_outputs = num_outputs
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def wait(self) -> list:
+        result = self.future.wait()
+        return [result] if self.num_outputs == 1 else list(result)
 
 
 class TSBackend:
@@ -101,14 +153,16 @@ class TSBackend:
             ctx.graph.registerOutput(ctx.values[value])
         if len(outputs) > 1:
             ctx.graph.makeMultiOutputIntoTuple()
+        transpose_products(ctx.graph)
         return ctx
 
     def compile(self, order: list[Node], outputs: list[Value]) -> TSExecutable:
         _configure_executor()
         ctx = self.lower(order, outputs)
         self._counter += 1
-        function = torch._C._create_function_from_graph(f"lazygen_graph_{self._counter}", ctx.graph)
-        return TSExecutable(function, len(outputs), ctx.graph)
+        name = f"lazygen_graph_{self._counter}"
+        function = torch._C._create_function_from_graph(name, ctx.graph)
+        return TSExecutable(function, _launcher(name, ctx.graph), len(outputs), ctx.graph)
 
     def execute(self, executable: TSExecutable, inputs: list[torch.Tensor]) -> list:
         with torch.no_grad(), _unoptimized():
@@ -116,6 +170,11 @@ class TSBackend:
         if executable.num_outputs == 1:
             return [result]
         return list(result)
+
+    def launch(self, executable: TSExecutable, inputs: list) -> TSRun:
+        """Start the graph on another thread; the caller goes on tracing meanwhile."""
+        with torch.no_grad(), _unoptimized():
+            return TSRun(executable.launcher(*inputs), executable.num_outputs)
 
     def dump(self, order: list[Node], outputs: list[Value]) -> str:
         return str(self.lower(order, outputs).graph)

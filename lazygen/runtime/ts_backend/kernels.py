@@ -212,9 +212,10 @@ def copy(self, src, non_blocking=False):
     """``copy`` (functionalization's form of ``copy_``): ``src`` cast to ``self``'s dtype and
     broadcast to its sizes."""
     device = self._device
-    if type(src) is not LazyTensor:  # a host tensor
-        data = src.to(device=device.backing, dtype=self.dtype).expand(self._sizes)
-        return from_data(data.contiguous(), device)
+    if type(src) is not LazyTensor:  # a host tensor: copied now (the caller may change it)
+        data = torch.empty(self._sizes, dtype=self.dtype, device=device.backing)
+        data.copy_(src)  # casts and broadcasts
+        return from_data(data, device)
     value = src
     if value.dtype != self.dtype:
         value = _to_copy(value, dtype=self.dtype)

@@ -1,0 +1,100 @@
+"""Graph runs in flight: ``mark_step`` launches a graph and returns while it runs, so that
+tracing the next step overlaps with executing this one (as LTC does).
+
+A ``Launch`` owns one run. Its outputs are ``DeviceData`` nodes whose data is delivered when
+someone first needs it (a read, the next graph that takes it as input, ``mark_step`` settling
+finished runs, ``wait_device_ops``). A run that failed keeps its error: every read of its
+outputs raises it, and the executor's ``fail`` callback has already put the traced IR back
+on the tensors, so a fixed program can sync them again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+import weakref
+from collections.abc import Callable
+
+from .ir import DeviceData
+
+
+class Launch:
+    """One graph run in flight on a backend (``handle``: ``done()`` and ``wait()``)."""
+
+    __slots__ = (
+        "_handle",
+        "_nodes",
+        "_finish",
+        "_fail",
+        "_lock",
+        "_error",
+        "_reported",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        handle,
+        finish: Callable[[list], list],
+        fail: Callable[[BaseException, list[DeviceData]], BaseException],
+    ) -> None:
+        self._handle = handle
+        self._nodes: list[DeviceData] = []
+        self._finish = finish  # raw backend results -> one tensor per output
+        self._fail = fail  # (the run's exception, its outputs) -> the error to raise
+        self._lock = threading.Lock()
+        self._error: BaseException | None = None
+        self._reported = False
+        _all_launches.add(self)
+
+    def output(self, shape) -> DeviceData:
+        """The next output's node, in the order of the graph's outputs."""
+        node = DeviceData.pending(self, shape)
+        self._nodes.append(node)
+        return node
+
+    def done(self) -> bool:
+        """The run finished (successfully or not); ``wait`` will not block."""
+        handle = self._handle
+        return handle is None or handle.done()
+
+    def wait(self, unreported_only: bool = False) -> None:
+        """Wait for the run; deliver its outputs, or raise its error: every time (a read of
+        an output that never came), or with ``unreported_only`` only if nobody saw it yet
+        (``mark_step`` settling runs)."""
+        with self._lock:
+            handle = self._handle
+            if handle is not None:
+                self._handle = None
+                nodes, finish, fail = self._nodes, self._finish, self._fail
+                self._nodes = self._finish = self._fail = None
+                _all_launches.discard(self)
+                try:
+                    results = finish(handle.wait())
+                except BaseException as error:  # re-raised below, described
+                    self._error = fail(error, nodes)
+                else:
+                    for node, data in zip(nodes, results, strict=True):
+                        node.deliver(data)
+        if self._error is not None and not (unreported_only and self._reported):
+            self._reported = True
+            raise self._error.with_traceback(None)
+
+
+_all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()
+
+
+def settle(in_flight: list[Launch]) -> None:
+    """Wait for every run in ``in_flight``, oldest first, and empty it; raise the first
+    failure nobody saw yet (the others are still raised by reads of their outputs)."""
+    while in_flight:
+        in_flight.pop(0).wait(unreported_only=True)
+
+
+@atexit.register
+def _wait_at_exit() -> None:
+    """Let runs still in flight finish before the interpreter tears down."""
+    for launch in list(_all_launches):
+        with contextlib.suppress(Exception):  # nobody is left to read the error
+            launch.wait()

@@ -1,0 +1,61 @@
+"""Rewrites of lowered TorchScript graphs (lazygen/runtime/ts_backend/passes.py)."""
+
+import torch
+
+from lazygen.runtime.ts_backend.passes import transpose_products
+
+
+def _graph(extra_use: str | None):
+    """``t(mm(a, b))`` as the only output, or also returning the product / using it again."""
+    graph = torch._C.Graph()
+    a, b = graph.addInput(), graph.addInput()
+    for value in (a, b):
+        value.setType(torch._C.TensorType.get())
+    mm = graph.create("aten::mm", [a, b], 1)
+    graph.insertNode(mm)
+    t = graph.create("aten::t", [mm.output()], 1)
+    graph.insertNode(t)
+    graph.registerOutput(t.output())
+    if extra_use == "output":
+        graph.registerOutput(mm.output())
+        graph.makeMultiOutputIntoTuple()
+    elif extra_use == "relu":
+        relu = graph.create("aten::relu", [mm.output()], 1)
+        graph.insertNode(relu)
+        graph.registerOutput(relu.output())
+        graph.makeMultiOutputIntoTuple()
+    return graph
+
+
+def _run(graph, *inputs):
+    result = torch._C._create_function_from_graph("f", graph)(*inputs)
+    return result if isinstance(result, tuple) else (result,)
+
+
+def _kinds(graph):
+    return [n.kind() for n in graph.nodes() if n.kind() != "prim::TupleConstruct"]
+
+
+def test_transposed_product_becomes_a_contiguous_product():
+    a, b = torch.randn(5, 3), torch.randn(3, 4)
+    graph = _graph(None)
+    assert transpose_products(graph) == 1
+    assert _kinds(graph) == ["aten::t", "aten::t", "aten::mm"]
+    (result,) = _run(graph, a, b)
+    assert result.is_contiguous() and torch.allclose(result, (a @ b).t())
+
+
+def test_a_product_that_is_also_returned_comes_back_as_a_view():
+    a, b = torch.randn(5, 3), torch.randn(3, 4)
+    graph = _graph("output")
+    assert transpose_products(graph) == 1
+    transposed, product = _run(graph, a, b)
+    assert transposed.is_contiguous() and torch.allclose(transposed, (a @ b).t())
+    assert torch.allclose(product, a @ b)
+
+
+def test_a_product_with_other_uses_is_left_alone():
+    graph = _graph("relu")
+    before = str(graph)
+    assert transpose_products(graph) == 0
+    assert str(graph) == before
