@@ -27,6 +27,7 @@ class LoweringContext:
         self.parameters: list = []  # input nodes, in graph input order
         self.node = None  # the node being lowered
         self._numbers: dict = {}
+        self._constants: dict = {}  # (type, repr) of a constant -> its one graph value
 
     # Inputs and results ------------------------------------------------------------------
 
@@ -104,7 +105,14 @@ class LoweringContext:
                 value = [float(v) for v in value]  # float[] given as a mix of ints and floats
         elif type(value) is torch.device and value.type == "lazygen":
             value = self.backing  # the graph runs on the backing device
-        return self.graph.insertConstant(value)
+        # One node per distinct constant: TorchScript's first run of a graph grows faster
+        # than its node count with many equal constants (a 20k-op graph: 2x per node).
+        # repr() tells 1 from 1.0 from True and 0.0 from -0.0, which == does not.
+        key = (type(value), repr(value))
+        constant = self._constants.get(key)
+        if constant is None:
+            constant = self._constants[key] = self.graph.insertConstant(value)
+        return constant
 
     def call(self, kind: str, inputs: list, num_outputs: int) -> list:
         view = _VIEWS.get(kind)

@@ -59,3 +59,19 @@ def test_a_product_with_other_uses_is_left_alone():
     before = str(graph)
     assert transpose_products(graph) == 0
     assert str(graph) == before
+
+
+def test_equal_constants_share_one_node_and_distinct_ones_stay_apart():
+    """Constants are pooled per graph (TorchScript's first run slows with many equal
+    constants); 1, 1.0, True, 0.0 and -0.0 are different constants."""
+    from lazygen.runtime.lowering import LoweringContext
+
+    ctx = LoweringContext()
+    values = [1, 1.0, True, 0.0, -0.0, [1, 2], (1, 2), None, torch.float32]
+    first = [ctx.constant(v) for v in values]
+    again = [ctx.constant(v) for v in values]
+    assert [a.unique() for a in first] == [b.unique() for b in again]
+    distinct = {a.unique() for a in first}
+    assert len(distinct) == len(values) - 1  # [1, 2] and (1, 2) are the same int[] constant
+    assert [v.toIValue() for v in first[:5]] == [1, 1.0, True, 0.0, -0.0]
+    assert str(first[4].toIValue()) == "-0.0"
