@@ -140,13 +140,15 @@ def _ref(operand, position):
 
 
 def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
-    """The post-order of ``outputs``' graph if it has ``plan``'s structure, else None."""
+    """The post-order of ``outputs``' graph if it has ``plan``'s structure, else None.
+
+    Each value is claimed for its plan slot: it fails when another node already holds the
+    slot or this node already holds another one. The common case, an operand that is one
+    ``Value``, is claimed inline (this loop runs for every node of every step)."""
     slots: list = [None] * plan.size
     seen: dict = {}
 
     def claim(value: Value, ref: tuple[int, int]) -> bool:
-        """Put `value`'s node in plan slot `ref`; False when the structure differs (another
-        node already there, or this node already in another slot)."""
         p, index = ref
         if value.index != index:
             return False
@@ -179,25 +181,32 @@ def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
         operands = node.operands
         if len(operands) != len(node_refs):
             return None
-        for operand, ref in zip(operands, node_refs, strict=True):
+        for operand, ref in zip(operands, node_refs, strict=False):  # lengths checked above
             if type(operand) is Value:
-                if type(ref) is not tuple:
+                if type(ref) is not tuple or operand[1] != ref[1]:
                     return None
-                pairs = ((operand, ref),)
+                operand_node = operand[0]
+                q = seen.get(operand_node)
+                if q is None:
+                    p = ref[0]
+                    if slots[p] is not None:
+                        return None
+                    slots[p] = operand_node
+                    seen[operand_node] = p
+                elif q != ref[0]:
+                    return None
             elif operand is None:
                 if ref is not None:
                     return None
-                continue
             else:
                 if type(ref) is not list or len(ref) != len(operand):
                     return None
-                pairs = zip(operand, ref, strict=True)
-            for value, r in pairs:
-                if value is None or r is None:
-                    if value is not r:
+                for value, r in zip(operand, ref, strict=True):
+                    if value is None or r is None:
+                        if value is not r:
+                            return None
+                    elif not claim(value, r):
                         return None
-                elif not claim(value, r):
-                    return None
     return slots
 
 
