@@ -414,7 +414,7 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     metrics.count("MarkStep")
     for dev in [device] if device is not None else all_devices():
         dev.pending_nodes = 0
-        settle(dev.in_flight)  # the previous step's run: it has had this step's trace to run
+        settle(dev.in_flight, dev.lock)  # the previous run: it had this step's trace to run
         sync(dev.live_tensors(), wait)
     run_step_closures()
 
@@ -424,14 +424,14 @@ def wait_device_ops(device: LazyDevice | None = None) -> None:
     from .devices import all_devices
 
     for dev in [device] if device is not None else all_devices():
-        settle(dev.in_flight)
+        settle(dev.in_flight, dev.lock)
 
 
 def cut(device: LazyDevice) -> None:
     """Materialise a graph that grew too large without ``mark_step`` (no step closures)."""
     metrics.count("AutoGraphCut")
     device.pending_nodes = 0
-    settle(device.in_flight)
+    settle(device.in_flight, device.lock)
     sync(device.live_tensors(), wait=False)
 
 

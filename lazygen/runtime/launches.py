@@ -85,11 +85,17 @@ class Launch:
 _all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()
 
 
-def settle(in_flight: list[Launch]) -> None:
+def settle(in_flight: list[Launch], lock) -> None:
     """Wait for every run in ``in_flight``, oldest first, and empty it; raise the first
-    failure nobody saw yet (the others are still raised by reads of their outputs)."""
-    while in_flight:
-        in_flight.pop(0).wait(unreported_only=True)
+    failure nobody saw yet (the others are still raised by reads of their outputs).
+    ``lock`` guards the list (other threads sync the same device); it is not held while
+    waiting."""
+    while True:
+        with lock:
+            if not in_flight:
+                return
+            launch = in_flight.pop(0)
+        launch.wait(unreported_only=True)
 
 
 @atexit.register
