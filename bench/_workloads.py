@@ -3,7 +3,8 @@
     python bench/_workloads.py WORKLOAD IMPL [options]   -> prints one JSON object
 
 IMPL is `lazygen` (this project's runtime), `ltc` (torch._lazy with its C++ TS backend)
-or `eager` (plain CPU). Each benchmark script runs this in subprocesses, alternating the
+or `eager` (plain CPU); `floor` is lazygen's device with add/mul kernels that only return
+a new lazy tensor (no IR, no shapes): the cost of the Python entry point itself. Each benchmark script runs this in subprocesses, alternating the
 implementations, so that one backend's global state never leaks into another's figures.
 """
 
@@ -24,12 +25,14 @@ class Impl:
 
     def __init__(self, name: str):
         self.name = name
-        if name == "lazygen":
+        if name in ("lazygen", "floor"):
             import lazygen.runtime as lr
 
             lr.init()
             self.lr = lr
             self.device = lr.device()
+            if name == "floor":
+                _install_floor_kernels()
         elif name == "ltc":
             from torch._lazy import ts_backend
 
@@ -39,7 +42,7 @@ class Impl:
             self.device = torch.device("cpu")
 
     def mark_step(self) -> None:
-        if self.name == "lazygen":
+        if self.name in ("lazygen", "floor"):
             self.lr.mark_step()
         elif self.name == "ltc":
             from torch import _lazy
@@ -62,6 +65,20 @@ class Impl:
             from torch._lazy import metrics
 
             metrics.reset()
+
+
+def _install_floor_kernels() -> None:
+    """add/mul kernels that do no tracing work: one new inner lazy tensor per op (the same
+    value as the input), which functionalization then wraps. What remains is what every
+    Python lazy backend pays: ``__torch_dispatch__`` through functionalization and a new
+    wrapper tensor per op."""
+    from lazygen.runtime import tensor
+
+    def kernel(self, other, *args, **kwargs):
+        return tensor.new_lazy(self._value, self._device)
+
+    for op in (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor):
+        tensor._active_kernels[op] = kernel
 
 
 def trace(impl: Impl, ops: int, repeats: int) -> dict:
@@ -179,7 +196,7 @@ def _live_nodes(impl: Impl) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("workload", choices=["trace", "train_step", "scaling", "memory"])
-    parser.add_argument("impl", choices=["lazygen", "ltc", "eager"])
+    parser.add_argument("impl", choices=["lazygen", "ltc", "eager", "floor"])
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=60)

@@ -5,6 +5,8 @@
 
 cold: an empty output directory (no stamp, nothing to compare with).
 rerun: the same directory again, inputs unchanged (skipped by the input-hash stamp).
+import torch: a process that only imports torch, the bound of a cold run (the generator
+needs torch's registered schemas, meta kernels and the hand-written runtime's signatures).
 torchgen: run_gen_lazy_tensor on the packaged ATen yaml/templates of the installed wheel,
 with the wheel's shape_inference.h (the minimal invocation that works outside a source tree).
 """
@@ -50,7 +52,12 @@ def main() -> int:
     args = parser.parse_args()
     py = sys.executable
     lazygen = [py, "-m", "lazygen.cli", "gen", str(args.op_list), "-q"]
-    times: dict[str, list[float]] = {"torchgen": [], "lazygen cold": [], "lazygen rerun": []}
+    times: dict[str, list[float]] = {
+        "torchgen": [],
+        "lazygen cold": [],
+        "lazygen rerun": [],
+        "import torch": [],
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
             out = Path(tmp) / f"lazygen{i}"
@@ -58,6 +65,7 @@ def main() -> int:
             times["torchgen"].append(_time([py, "-c", TORCHGEN, str(args.op_list), str(tg_out)]))
             times["lazygen cold"].append(_time(lazygen + ["-o", str(out)]))
             times["lazygen rerun"].append(_time(lazygen + ["-o", str(out)]))
+            times["import torch"].append(_time([py, "-c", "import torch"]))
             shutil.rmtree(out)
     medians = {k: statistics.median(v) for k, v in times.items()}
     base = medians["torchgen"]

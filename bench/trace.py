@@ -3,7 +3,8 @@
     python bench/trace.py [--repeats 3]
 
 lazygen vs torch._lazy (C++ LTC, TS backend) vs eager, each in fresh processes,
-alternating. Goal: lazygen <= 1.0x torch._lazy.
+alternating. Goal: lazygen <= 1.0x torch._lazy. The `floor` row is lazygen's entry point
+with kernels that trace nothing (see bench/_workloads.py): the part no kernel work removes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 
 from _timing import alternate_workload, median_of
 
-IMPLS = ("eager", "ltc", "lazygen")
+IMPLS = ("eager", "ltc", "floor", "lazygen")
 
 
 def measure(repeats: int) -> list[tuple[str, str, str]]:
@@ -21,6 +22,11 @@ def measure(repeats: int) -> list[tuple[str, str, str]]:
     return [
         ("eager", f"{us['eager']:.2f} us/op", "anchor"),
         ("torch._lazy", f"{us['ltc']:.2f} us/op", "anchor"),
+        (
+            "lazygen entry point alone (no tracing)",
+            f"{us['floor']:.2f} us/op",
+            f"{us['floor'] / us['ltc']:.2f}x torch._lazy: dispatch + functionalization + wrapper",
+        ),
         (
             "lazygen",
             f"{us['lazygen']:.2f} us/op",

@@ -1,5 +1,8 @@
 """Counters and timers (names as torch._lazy reports them: ``lazy::add.Tensor``, ``aten::nonzero``,
-``CachedCompile``, ``UncachedCompile``, ``MarkStep``, ``CompileTime``, ``ExecuteTime``)."""
+``CachedCompile``, ``UncachedCompile``, ``MarkStep``, ``CompileTime``, ``ExecuteTime``).
+
+Graphs launched by ``mark_step`` count ``AsyncLaunch`` and time ``LaunchTime`` (starting the
+run); they run on another thread, so no ``ExecuteTime`` is recorded for them."""
 
 from __future__ import annotations
 
