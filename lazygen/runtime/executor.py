@@ -407,15 +407,20 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     """Materialise every live tensor with pending IR; then run the step closures.
 
     The graph is launched and runs while the caller traces the next step, unless ``wait``
-    (or ``config.set_async_execution(False)``). At most one run per device is in flight: the
-    next ``mark_step`` first waits for it, so a failed run raises there at the latest."""
+    (or ``config.set_async_execution(False)``). At most one run per device is in flight
+    after it returns: the next ``mark_step`` waits for the previous run once it launched
+    its own, so a failed run raises there at the latest."""
     from .devices import all_devices
 
     metrics.count("MarkStep")
     for dev in [device] if device is not None else all_devices():
         dev.pending_nodes = 0
-        settle(dev.in_flight, dev.lock)  # the previous run: it had this step's trace to run
+        previous = len(dev.in_flight)
+        # The previous run is waited for only once this step's graph is found and its
+        # inputs are read (which waits for the runs they come from): the run overlaps
+        # that work too, and the worker idles no longer than the launch itself.
         sync(dev.live_tensors(), wait)
+        settle(dev.in_flight, dev.lock, None if wait else previous)
     run_step_closures()
 
 
@@ -431,8 +436,9 @@ def cut(device: LazyDevice) -> None:
     """Materialise a graph that grew too large without ``mark_step`` (no step closures)."""
     metrics.count("AutoGraphCut")
     device.pending_nodes = 0
-    settle(device.in_flight, device.lock)
+    previous = len(device.in_flight)
     sync(device.live_tensors(), wait=False)
+    settle(device.in_flight, device.lock, previous)
 
 
 def add_step_closure(fn, args=()) -> None:

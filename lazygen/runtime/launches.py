@@ -85,17 +85,19 @@ class Launch:
 _all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()
 
 
-def settle(in_flight: list[Launch], lock) -> None:
-    """Wait for every run in ``in_flight``, oldest first, and empty it; raise the first
-    failure nobody saw yet (the others are still raised by reads of their outputs).
-    ``lock`` guards the list (other threads sync the same device); it is not held while
-    waiting."""
-    while True:
+def settle(in_flight: list[Launch], lock, count: int | None = None) -> None:
+    """Wait for the oldest ``count`` runs in ``in_flight`` (all by default), oldest first,
+    and drop them from it; raise the first failure nobody saw yet (the others are still
+    raised by reads of their outputs). ``lock`` guards the list (other threads sync the
+    same device); it is not held while waiting."""
+    while count is None or count > 0:
         with lock:
             if not in_flight:
                 return
             launch = in_flight.pop(0)
         launch.wait(unreported_only=True)
+        if count is not None:
+            count -= 1
 
 
 @atexit.register
