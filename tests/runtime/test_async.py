@@ -10,7 +10,9 @@ import torch
 import lazygen.runtime as lr
 from lazygen.runtime import executor
 from lazygen.runtime.ir import DeviceData
-from lazygen.runtime.ts_backend.backend import TSBackend
+from lazygen.runtime.ts_backend.backend import TSBackend, TSExecutable, _launcher
+
+from .ts_graphs import product_graph
 
 
 def _device():
@@ -99,16 +101,9 @@ def test_a_run_never_needs_the_tracing_threads_gil():
     worker does) would not finish before the deadline."""
     backend = TSBackend()
     a, b = torch.randn(64, 64), torch.randn(64, 64)
-    ctx_graph = torch._C.Graph()
-    x, w = ctx_graph.addInput(), ctx_graph.addInput()
-    for value in (x, w):
-        value.setType(torch._C.TensorType.get())
-    mm = ctx_graph.create("aten::mm", [x, w], 1)
-    ctx_graph.insertNode(mm)
-    ctx_graph.registerOutput(mm.output())
-    from lazygen.runtime.ts_backend.backend import TSExecutable, _launcher
-
-    executable = TSExecutable(None, _launcher("gil_check", ctx_graph), 1, ctx_graph)
+    graph, mm = product_graph()
+    graph.registerOutput(mm.output())
+    executable = TSExecutable(None, _launcher("gil_check", graph), 1, graph)
     backend.launch(executable, [a, b]).wait()  # compiled, warm
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1000.0)

@@ -4,15 +4,12 @@ import torch
 
 from lazygen.runtime.ts_backend.passes import transpose_products
 
+from .ts_graphs import product_graph
+
 
 def _graph(extra_use: str | None):
     """``t(mm(a, b))`` as the only output, or also returning the product / using it again."""
-    graph = torch._C.Graph()
-    a, b = graph.addInput(), graph.addInput()
-    for value in (a, b):
-        value.setType(torch._C.TensorType.get())
-    mm = graph.create("aten::mm", [a, b], 1)
-    graph.insertNode(mm)
+    graph, mm = product_graph()
     t = graph.create("aten::t", [mm.output()], 1)
     graph.insertNode(t)
     graph.registerOutput(t.output())
