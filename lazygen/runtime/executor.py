@@ -400,7 +400,7 @@ def _launch(launcher, executable, key, order, inputs, outputs, tensors, values) 
         raise _execution_error(order, inputs, error) from error
     metrics.add_time("LaunchTime", time.perf_counter() - start)
     metrics.count("AsyncLaunch")
-    return Launch(handle, finish, fail)
+    return Launch(handle, inputs, finish, fail)
 
 
 def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:

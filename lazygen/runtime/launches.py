@@ -11,8 +11,10 @@ on the tensors, so a fixed program can sync them again.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import threading
+import time
 import weakref
 from collections.abc import Callable
 
@@ -24,6 +26,7 @@ class Launch:
 
     __slots__ = (
         "_handle",
+        "_inputs",
         "_nodes",
         "_finish",
         "_fail",
@@ -36,10 +39,12 @@ class Launch:
     def __init__(
         self,
         handle,
+        inputs: list,
         finish: Callable[[list], list],
         fail: Callable[[BaseException, list[DeviceData]], BaseException],
     ) -> None:
         self._handle = handle
+        self._inputs = inputs  # what the run reads; retired with the handle (see _retire)
         self._nodes: list[DeviceData] = []
         self._finish = finish  # raw backend results -> one tensor per output
         self._fail = fail  # (the run's exception, its outputs) -> the error to raise
@@ -77,12 +82,28 @@ class Launch:
                 else:
                     for node, data in zip(nodes, results, strict=True):
                         node.deliver(data)
+                finally:
+                    _retire(handle, self._inputs)
+                    self._inputs = None
         if self._error is not None and not (unreported_only and self._reported):
             self._reported = True
             raise self._error.with_traceback(None)
 
 
 _all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()
+
+# Handles and inputs of finished runs, each dropped when the next run is retired. The
+# worker thread lets go of a run's inputs and results (held by its future) just after the
+# future completes, and it must not be the last to let go of a tensor that has a Python
+# object by then (the results, once read): that release takes the GIL, which stalls the
+# worker while the tracing thread holds it, and aborts the process ("terminate called
+# without an active exception") if it happens while the interpreter shuts down. Kept here
+# one run longer, the last release is a Python thread's.
+_retired: collections.deque = collections.deque(maxlen=1)
+
+
+def _retire(handle, inputs) -> None:
+    _retired.append((handle, inputs))
 
 
 def settle(in_flight: list[Launch], lock, count: int | None = None) -> None:
@@ -102,7 +123,11 @@ def settle(in_flight: list[Launch], lock, count: int | None = None) -> None:
 
 @atexit.register
 def _wait_at_exit() -> None:
-    """Let runs still in flight finish before the interpreter tears down."""
+    """Let runs still in flight finish before the interpreter tears down, and give the
+    workers the moment they take to let go of the last runs' tensors (microseconds after
+    completing), so that the retired handles die on this thread."""
     for launch in list(_all_launches):
         with contextlib.suppress(Exception):  # nobody is left to read the error
             launch.wait()
+    if _retired:
+        time.sleep(0.01)

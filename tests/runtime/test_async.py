@@ -135,3 +135,49 @@ def test_gradient_of_a_product_is_contiguous_in_the_graph(async_on):
     lr.mark_step(wait=True)
     assert lr.inner(grad)._value.node._data.is_contiguous()
     assert executor.compile_cache_size() >= 1
+
+
+def test_a_finished_runs_handle_and_inputs_outlive_its_delivery(async_on):
+    """The worker must not hold the last reference to tensors Python has seen (see
+    launches._retired): the delivering thread keeps the run's handle and inputs until the
+    next run is delivered."""
+    from lazygen.runtime import launches
+
+    x = torch.ones(4, device="lazygen") * 3
+    lr.mark_step()
+    x.cpu()
+    handle, inputs = launches._retired[-1]
+    assert handle.done() and inputs
+    y = x + 1
+    lr.mark_step()
+    y.cpu()
+    assert launches._retired[-1][0] is not handle  # the older one is released now
+
+
+_EXIT_WITH_RUN_IN_FLIGHT = """
+import torch
+import lazygen.runtime as lr
+lr.init()
+model = torch.nn.Linear(32, 8).to("lazygen")
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.randn(16, 32).to("lazygen")
+for _ in range(5):
+    opt.zero_grad()
+    loss = model(data).square().mean()
+    loss.backward()
+    opt.step()
+    lr.mark_step()
+print(float(loss.detach().cpu()))
+lr.mark_step()  # the interpreter exits with this run in flight
+"""
+
+
+def test_the_process_exits_cleanly_with_a_run_in_flight():
+    import subprocess
+
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", _EXIT_WITH_RUN_IN_FLIGHT], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "terminate" not in done.stderr
