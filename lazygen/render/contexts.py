@@ -199,11 +199,10 @@ class IrContext:
 
 
 @dataclass(frozen=True, slots=True)
-class NonNativeIrContext:
+class NonNativeIrContext(IrContext):
+    """The same view as ``IrContext``: non-native nodes are IR classes too."""
+
     template: ClassVar[str] = "non_native_ir.py.jinja"
-    header: Header
-    imports: tuple[Import, ...]
-    nodes: tuple[NodeView, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,5 +27,9 @@ class Backend(Protocol):
     def execute(self, executable: Any, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         """Run an executable on device data, one tensor per output."""
 
+    # Optional: ``launch(executable, inputs)`` starts a run and returns a handle whose
+    # ``wait()`` gives what ``execute`` would. With it, ``mark_step`` returns while the graph
+    # runs (see launches.py); without it, every graph runs synchronously.
+
     def dump(self, order: list[Node], outputs: list[Value]) -> str:
         """The backend's text of a graph (``debug.dump_ir(..., "backend")``)."""

@@ -133,27 +133,19 @@ class DeviceData(Node):
     op_name = "device_data"
     is_input = True
 
-    def __init__(self, data: torch.Tensor) -> None:
+    def __init__(self, data: torch.Tensor | None, launch=None, shape: Shape | None = None):
         self.operands = ()
         self.attrs = ()
         self._data = data
-        self._launch = None
-        self.shapes = (Shape(data.dtype, tuple(data.shape)),)
+        self._launch = launch
+        self.shapes = (shape if data is None else Shape(data.dtype, tuple(data.shape)),)
         self._hash = None
         self.source = None
 
     @classmethod
     def pending(cls, launch, shape: Shape) -> DeviceData:
         """Data that ``launch`` (an in-flight graph run) will deliver through ``deliver``."""
-        node = object.__new__(cls)
-        node.operands = ()
-        node.attrs = ()
-        node._data = None
-        node._launch = launch
-        node.shapes = (shape,)
-        node._hash = None
-        node.source = None
-        return node
+        return cls(None, launch, shape)
 
     @property
     def data(self) -> torch.Tensor:
@@ -167,10 +159,6 @@ class DeviceData(Node):
         if not data.is_contiguous():
             data = self._data = data.contiguous()
         return data
-
-    @property
-    def in_flight(self) -> bool:
-        return self._data is None
 
     def deliver(self, data: torch.Tensor) -> None:
         self._data = data

@@ -22,7 +22,7 @@ from .ir import DeviceData
 
 
 class Launch:
-    """One graph run in flight on a backend (``handle``: ``done()`` and ``wait()``)."""
+    """One graph run in flight on a backend (``handle.wait()`` returns its results)."""
 
     __slots__ = (
         "_handle",
@@ -58,11 +58,6 @@ class Launch:
         node = DeviceData.pending(self, shape)
         self._nodes.append(node)
         return node
-
-    def done(self) -> bool:
-        """The run finished (successfully or not); ``wait`` will not block."""
-        handle = self._handle
-        return handle is None or handle.done()
 
     def wait(self, unreported_only: bool = False) -> None:
         """Wait for the run; deliver its outputs, or raise its error: every time (a read of

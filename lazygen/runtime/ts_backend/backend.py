@@ -123,8 +123,12 @@ class TSRun:
         return self.future.done()
 
     def wait(self) -> list:
-        result = self.future.wait()
-        return [result] if self.num_outputs == 1 else list(result)
+        return _per_output(self.future.wait(), self.num_outputs)
+
+
+def _per_output(result, num_outputs: int) -> list:
+    """A graph's return value as one entry per output (several come back as a tuple)."""
+    return [result] if num_outputs == 1 else list(result)
 
 
 class TSBackend:
@@ -167,9 +171,7 @@ class TSBackend:
     def execute(self, executable: TSExecutable, inputs: list[torch.Tensor]) -> list:
         with torch.no_grad(), _unoptimized():
             result = executable.function(*inputs)
-        if executable.num_outputs == 1:
-            return [result]
-        return list(result)
+        return _per_output(result, executable.num_outputs)
 
     def launch(self, executable: TSExecutable, inputs: list) -> TSRun:
         """Start the graph on another thread; the caller goes on tracing meanwhile."""
