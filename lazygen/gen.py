@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from lazygen.lazy.worker import TorchWorker
 
 STAMP = ".lazygen-stamp.json"
-DEFAULT_HAND_WRITTEN = "lazygen.runtime.ts_backend"
+DEFAULT_HAND_WRITTEN = "lazygen.runtime.backends.torchscript"
 _GENERATOR_PACKAGES = ("lazy", "render", "model", "loaders")
 
 

@@ -494,7 +494,7 @@ class AdaptiveAvgPool2d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::_adaptive_avg_pool2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::_adaptive_avg_pool2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -509,7 +509,10 @@ class AdaptiveAvgPool2dBackward(Node):
     def lower(self, ctx):
         grad_output, self_ = self.operands
         return ctx.call(
-            "aten::_adaptive_avg_pool2d_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1
+            "aten::_adaptive_avg_pool2d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_)],
+            {},
+            1,
         )
 
 
@@ -524,7 +527,7 @@ class AdaptiveAvgPool3d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::_adaptive_avg_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::_adaptive_avg_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -539,7 +542,10 @@ class AdaptiveAvgPool3dBackward(Node):
     def lower(self, ctx):
         grad_output, self_ = self.operands
         return ctx.call(
-            "aten::_adaptive_avg_pool3d_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1
+            "aten::_adaptive_avg_pool3d_backward",
+            [ctx.tensor(grad_output), ctx.tensor(self_)],
+            {},
+            1,
         )
 
 
@@ -564,6 +570,7 @@ class BatchNormWithUpdateFunctional(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             6,
         )
 
@@ -587,6 +594,7 @@ class CdistBackward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.tensor(cdist),
             ],
+            {},
             1,
         )
 
@@ -609,6 +617,7 @@ class CdistForward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -626,6 +635,7 @@ class CholeskySolveHelper(Node):
         return ctx.call(
             "aten::_cholesky_solve_helper",
             [ctx.tensor(self_), ctx.tensor(A), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -653,6 +663,7 @@ class EmbeddingBag(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             4,
         )
 
@@ -685,6 +696,7 @@ class EmbeddingBagBackward(Node):
                 ctx.optional_tensor(per_sample_weights),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -713,6 +725,7 @@ class EmbeddingBagDenseBackward(Node):
                 ctx.optional_tensor(per_sample_weights),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -740,6 +753,7 @@ class EmbeddingBagForwardOnly(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             4,
         )
 
@@ -765,6 +779,7 @@ class EmbeddingBagPerSampleWeightsBackward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -787,6 +802,7 @@ class FftC2c(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -809,6 +825,7 @@ class FftC2r(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -831,6 +848,7 @@ class FftR2c(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -845,7 +863,7 @@ class LinalgDet(Node):
 
     def lower(self, ctx):
         (A,) = self.operands
-        return ctx.call("aten::_linalg_det", [ctx.tensor(A)], 3)
+        return ctx.call("aten::_linalg_det", [ctx.tensor(A)], {}, 3)
 
 
 class LinalgSlogdet(Node):
@@ -860,7 +878,7 @@ class LinalgSlogdet(Node):
 
     def lower(self, ctx):
         (A,) = self.operands
-        return ctx.call("aten::_linalg_slogdet", [ctx.tensor(A)], 4)
+        return ctx.call("aten::_linalg_slogdet", [ctx.tensor(A)], {}, 4)
 
 
 class LinalgSolveEx(Node):
@@ -875,12 +893,8 @@ class LinalgSolveEx(Node):
         A, B = self.operands
         return ctx.call(
             "aten::_linalg_solve_ex",
-            [
-                ctx.tensor(A),
-                ctx.tensor(B),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-            ],
+            [ctx.tensor(A), ctx.tensor(B)],
+            {"left": ctx.constant(self.attrs[0]), "check_errors": ctx.constant(self.attrs[1])},
             4,
         )
 
@@ -898,6 +912,7 @@ class LogSoftmax(Node):
         return ctx.call(
             "aten::_log_softmax",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -920,6 +935,7 @@ class LogSoftmaxBackwardData(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -935,7 +951,7 @@ class NativeBatchNormLegitNoStats(Node):
     def lower(self, ctx):
         input, weight, bias = self.operands
         return ctx.call(
-            "aten::_native_batch_norm_legit",
+            "aten::_native_batch_norm_legit.no_stats",
             [
                 ctx.tensor(input),
                 ctx.optional_tensor(weight),
@@ -944,6 +960,7 @@ class NativeBatchNormLegitNoStats(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             3,
         )
 
@@ -970,6 +987,7 @@ class NativeBatchNormLegitFunctional(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             5,
         )
 
@@ -987,6 +1005,7 @@ class PdistBackward(Node):
         return ctx.call(
             "aten::_pdist_backward",
             [ctx.tensor(grad), ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(pdist)],
+            {},
             1,
         )
 
@@ -1001,7 +1020,9 @@ class PdistForward(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::_pdist_forward", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::_pdist_forward", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class PreluKernel(Node):
@@ -1014,7 +1035,7 @@ class PreluKernel(Node):
 
     def lower(self, ctx):
         self_, weight = self.operands
-        return ctx.call("aten::_prelu_kernel", [ctx.tensor(self_), ctx.tensor(weight)], 1)
+        return ctx.call("aten::_prelu_kernel", [ctx.tensor(self_), ctx.tensor(weight)], {}, 1)
 
 
 class PreluKernelBackward(Node):
@@ -1032,6 +1053,7 @@ class PreluKernelBackward(Node):
         return ctx.call(
             "aten::_prelu_kernel_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(weight)],
+            {},
             2,
         )
 
@@ -1049,6 +1071,7 @@ class ReshapeAliasCopy(Node):
         return ctx.call(
             "aten::_reshape_alias_copy",
             [ctx.tensor(self_), ctx.symint_list(size), ctx.symint_list(stride)],
+            {},
             1,
         )
 
@@ -1065,16 +1088,13 @@ class SegmentReduceBackward(Node):
         grad, output, data, lengths, offsets, initial = self.operands
         return ctx.call(
             "aten::_segment_reduce_backward",
-            [
-                ctx.tensor(grad),
-                ctx.tensor(output),
-                ctx.tensor(data),
-                ctx.constant(self.attrs[0]),
-                ctx.optional_tensor(lengths),
-                ctx.optional_tensor(offsets),
-                ctx.constant(self.attrs[1]),
-                ctx.optional_scalar(initial),
-            ],
+            [ctx.tensor(grad), ctx.tensor(output), ctx.tensor(data), ctx.constant(self.attrs[0])],
+            {
+                "lengths": ctx.optional_tensor(lengths),
+                "offsets": ctx.optional_tensor(offsets),
+                "axis": ctx.constant(self.attrs[1]),
+                "initial": ctx.optional_scalar(initial),
+            },
             1,
         )
 
@@ -1092,6 +1112,7 @@ class Softmax(Node):
         return ctx.call(
             "aten::_softmax",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1114,6 +1135,7 @@ class SoftmaxBackwardData(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -1137,6 +1159,7 @@ class UpsampleBicubic2dAa(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -1161,6 +1184,7 @@ class UpsampleBicubic2dAaBackward(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -1184,6 +1208,7 @@ class UpsampleBilinear2dAa(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -1208,6 +1233,7 @@ class UpsampleBilinear2dAaBackward(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -1225,6 +1251,7 @@ class UpsampleNearestExact1d(Node):
         return ctx.call(
             "aten::_upsample_nearest_exact1d",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1247,6 +1274,7 @@ class UpsampleNearestExact1dBackward(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -1269,6 +1297,7 @@ class UpsampleNearestExact2d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -1292,6 +1321,7 @@ class UpsampleNearestExact2dBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -1315,6 +1345,7 @@ class UpsampleNearestExact3d(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -1339,6 +1370,7 @@ class UpsampleNearestExact3dBackward(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -1353,7 +1385,7 @@ class Abs(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::abs", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::abs", [ctx.tensor(self_)], {}, 1)
 
 
 class Acos(Node):
@@ -1366,7 +1398,7 @@ class Acos(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::acos", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::acos", [ctx.tensor(self_)], {}, 1)
 
 
 class Acosh(Node):
@@ -1379,7 +1411,7 @@ class Acosh(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::acosh", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::acosh", [ctx.tensor(self_)], {}, 1)
 
 
 class AdaptiveMaxPool2d(Node):
@@ -1393,7 +1425,7 @@ class AdaptiveMaxPool2d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::adaptive_max_pool2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2
+            "aten::adaptive_max_pool2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 2
         )
 
 
@@ -1412,6 +1444,7 @@ class AdaptiveMaxPool2dBackward(Node):
         return ctx.call(
             "aten::adaptive_max_pool2d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(indices)],
+            {},
             1,
         )
 
@@ -1427,7 +1460,7 @@ class AdaptiveMaxPool3d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::adaptive_max_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2
+            "aten::adaptive_max_pool3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 2
         )
 
 
@@ -1446,6 +1479,7 @@ class AdaptiveMaxPool3dBackward(Node):
         return ctx.call(
             "aten::adaptive_max_pool3d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(indices)],
+            {},
             1,
         )
 
@@ -1460,7 +1494,9 @@ class AddScalar(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::add", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::add.Scalar", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], {}, 1
+        )
 
 
 class AddTensor(Node):
@@ -1473,7 +1509,12 @@ class AddTensor(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::add", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::add.Tensor",
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"alpha": ctx.scalar(alpha)},
+            1,
+        )
 
 
 class Addbmm(Node):
@@ -1488,13 +1529,8 @@ class Addbmm(Node):
         self_, batch1, batch2, beta, alpha = self.operands
         return ctx.call(
             "aten::addbmm",
-            [
-                ctx.tensor(self_),
-                ctx.tensor(batch1),
-                ctx.tensor(batch2),
-                ctx.scalar(beta),
-                ctx.scalar(alpha),
-            ],
+            [ctx.tensor(self_), ctx.tensor(batch1), ctx.tensor(batch2)],
+            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
             1,
         )
 
@@ -1511,7 +1547,8 @@ class Addcdiv(Node):
         self_, tensor1, tensor2, value = self.operands
         return ctx.call(
             "aten::addcdiv",
-            [ctx.tensor(self_), ctx.tensor(tensor1), ctx.tensor(tensor2), ctx.scalar(value)],
+            [ctx.tensor(self_), ctx.tensor(tensor1), ctx.tensor(tensor2)],
+            {"value": ctx.scalar(value)},
             1,
         )
 
@@ -1528,7 +1565,8 @@ class Addcmul(Node):
         self_, tensor1, tensor2, value = self.operands
         return ctx.call(
             "aten::addcmul",
-            [ctx.tensor(self_), ctx.tensor(tensor1), ctx.tensor(tensor2), ctx.scalar(value)],
+            [ctx.tensor(self_), ctx.tensor(tensor1), ctx.tensor(tensor2)],
+            {"value": ctx.scalar(value)},
             1,
         )
 
@@ -1547,13 +1585,8 @@ class Addmm(Node):
         self_, mat1, mat2, beta, alpha = self.operands
         return ctx.call(
             "aten::addmm",
-            [
-                ctx.tensor(self_),
-                ctx.tensor(mat1),
-                ctx.tensor(mat2),
-                ctx.scalar(beta),
-                ctx.scalar(alpha),
-            ],
+            [ctx.tensor(self_), ctx.tensor(mat1), ctx.tensor(mat2)],
+            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
             1,
         )
 
@@ -1572,13 +1605,8 @@ class Addmv(Node):
         self_, mat, vec, beta, alpha = self.operands
         return ctx.call(
             "aten::addmv",
-            [
-                ctx.tensor(self_),
-                ctx.tensor(mat),
-                ctx.tensor(vec),
-                ctx.scalar(beta),
-                ctx.scalar(alpha),
-            ],
+            [ctx.tensor(self_), ctx.tensor(mat), ctx.tensor(vec)],
+            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
             1,
         )
 
@@ -1597,13 +1625,8 @@ class Addr(Node):
         self_, vec1, vec2, beta, alpha = self.operands
         return ctx.call(
             "aten::addr",
-            [
-                ctx.tensor(self_),
-                ctx.tensor(vec1),
-                ctx.tensor(vec2),
-                ctx.scalar(beta),
-                ctx.scalar(alpha),
-            ],
+            [ctx.tensor(self_), ctx.tensor(vec1), ctx.tensor(vec2)],
+            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
             1,
         )
 
@@ -1618,7 +1641,7 @@ class AliasCopy(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::alias_copy", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::alias_copy", [ctx.tensor(self_)], {}, 1)
 
 
 class All(Node):
@@ -1631,7 +1654,7 @@ class All(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::all", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::all", [ctx.tensor(self_)], {}, 1)
 
 
 class AllDim(Node):
@@ -1645,8 +1668,9 @@ class AllDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::all",
+            "aten::all.dim",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1662,8 +1686,9 @@ class AllDims(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::all",
+            "aten::all.dims",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1681,6 +1706,7 @@ class Amax(Node):
         return ctx.call(
             "aten::amax",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1698,6 +1724,7 @@ class Amin(Node):
         return ctx.call(
             "aten::amin",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1716,7 +1743,8 @@ class Aminmax(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::aminmax",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            [ctx.tensor(self_)],
+            {"dim": ctx.constant(self.attrs[0]), "keepdim": ctx.constant(self.attrs[1])},
             2,
         )
 
@@ -1731,7 +1759,7 @@ class Angle(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::angle", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::angle", [ctx.tensor(self_)], {}, 1)
 
 
 class Any(Node):
@@ -1744,7 +1772,7 @@ class Any(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::any", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::any", [ctx.tensor(self_)], {}, 1)
 
 
 class AnyDim(Node):
@@ -1758,8 +1786,9 @@ class AnyDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::any",
+            "aten::any.dim",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1775,8 +1804,9 @@ class AnyDims(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::any",
+            "aten::any.dims",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1794,8 +1824,9 @@ class ArangeStartOut(Node):
     def lower(self, ctx):
         start, end, step, out = self.operands
         return ctx.call(
-            "aten::arange",
-            [ctx.scalar(start), ctx.scalar(end), ctx.scalar(step), ctx.tensor(out)],
+            "aten::arange.start_out",
+            [ctx.scalar(start), ctx.scalar(end), ctx.scalar(step)],
+            {"out": ctx.tensor(out)},
             1,
         )
 
@@ -1813,6 +1844,7 @@ class Argmax(Node):
         return ctx.call(
             "aten::argmax",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1830,6 +1862,7 @@ class Argmin(Node):
         return ctx.call(
             "aten::argmin",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -1852,6 +1885,7 @@ class AsStridedCopy(Node):
                 ctx.symint_list(stride),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -1875,6 +1909,7 @@ class AsStridedScatter(Node):
                 ctx.symint_list(stride),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -1889,7 +1924,7 @@ class Asin(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::asin", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::asin", [ctx.tensor(self_)], {}, 1)
 
 
 class Asinh(Node):
@@ -1902,7 +1937,7 @@ class Asinh(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::asinh", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::asinh", [ctx.tensor(self_)], {}, 1)
 
 
 class Atan(Node):
@@ -1915,7 +1950,7 @@ class Atan(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::atan", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::atan", [ctx.tensor(self_)], {}, 1)
 
 
 class Atan2(Node):
@@ -1928,7 +1963,7 @@ class Atan2(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::atan2", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::atan2", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Atanh(Node):
@@ -1941,7 +1976,7 @@ class Atanh(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::atanh", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::atanh", [ctx.tensor(self_)], {}, 1)
 
 
 class AvgPool2d(Node):
@@ -1965,6 +2000,7 @@ class AvgPool2d(Node):
                 ctx.constant(self.attrs[4]),
                 ctx.constant(self.attrs[5]),
             ],
+            {},
             1,
         )
 
@@ -1991,6 +2027,7 @@ class AvgPool2dBackward(Node):
                 ctx.constant(self.attrs[4]),
                 ctx.constant(self.attrs[5]),
             ],
+            {},
             1,
         )
 
@@ -2016,6 +2053,7 @@ class AvgPool3d(Node):
                 ctx.constant(self.attrs[4]),
                 ctx.constant(self.attrs[5]),
             ],
+            {},
             1,
         )
 
@@ -2042,6 +2080,7 @@ class AvgPool3dBackward(Node):
                 ctx.constant(self.attrs[4]),
                 ctx.constant(self.attrs[5]),
             ],
+            {},
             1,
         )
 
@@ -2058,13 +2097,8 @@ class Baddbmm(Node):
         self_, batch1, batch2, beta, alpha = self.operands
         return ctx.call(
             "aten::baddbmm",
-            [
-                ctx.tensor(self_),
-                ctx.tensor(batch1),
-                ctx.tensor(batch2),
-                ctx.scalar(beta),
-                ctx.scalar(alpha),
-            ],
+            [ctx.tensor(self_), ctx.tensor(batch1), ctx.tensor(batch2)],
+            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
             1,
         )
 
@@ -2096,6 +2130,7 @@ class BatchNormBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.tensor(reserve),
             ],
+            {},
             3,
         )
 
@@ -2110,7 +2145,9 @@ class Bernoulli(Node):
 
     def lower(self, ctx):
         self_, generator = self.operands
-        return ctx.call("aten::bernoulli", [ctx.tensor(self_), ctx.generator(generator)], 1)
+        return ctx.call(
+            "aten::bernoulli", [ctx.tensor(self_)], {"generator": ctx.generator(generator)}, 1
+        )
 
 
 class BernoulliP(Node):
@@ -2124,8 +2161,9 @@ class BernoulliP(Node):
     def lower(self, ctx):
         self_, generator = self.operands
         return ctx.call(
-            "aten::bernoulli",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            "aten::bernoulli.p",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -2148,6 +2186,7 @@ class BinaryCrossEntropy(Node):
                 ctx.optional_tensor(weight),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -2171,6 +2210,7 @@ class BinaryCrossEntropyBackward(Node):
                 ctx.optional_tensor(weight),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -2185,7 +2225,7 @@ class BitwiseAndScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::bitwise_and", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::bitwise_and.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class BitwiseAndTensor(Node):
@@ -2198,7 +2238,7 @@ class BitwiseAndTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::bitwise_and", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::bitwise_and.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class BitwiseNot(Node):
@@ -2211,7 +2251,7 @@ class BitwiseNot(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::bitwise_not", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::bitwise_not", [ctx.tensor(self_)], {}, 1)
 
 
 class BitwiseOrScalar(Node):
@@ -2224,7 +2264,7 @@ class BitwiseOrScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::bitwise_or", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::bitwise_or.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class BitwiseOrTensor(Node):
@@ -2237,7 +2277,7 @@ class BitwiseOrTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::bitwise_or", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::bitwise_or.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class BitwiseXorScalar(Node):
@@ -2250,7 +2290,7 @@ class BitwiseXorScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::bitwise_xor", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::bitwise_xor.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class BitwiseXorTensor(Node):
@@ -2263,7 +2303,7 @@ class BitwiseXorTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::bitwise_xor", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::bitwise_xor.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Bmm(Node):
@@ -2276,7 +2316,7 @@ class Bmm(Node):
 
     def lower(self, ctx):
         self_, mat2 = self.operands
-        return ctx.call("aten::bmm", [ctx.tensor(self_), ctx.tensor(mat2)], 1)
+        return ctx.call("aten::bmm", [ctx.tensor(self_), ctx.tensor(mat2)], {}, 1)
 
 
 class BucketizeTensor(Node):
@@ -2290,13 +2330,9 @@ class BucketizeTensor(Node):
     def lower(self, ctx):
         self_, boundaries = self.operands
         return ctx.call(
-            "aten::bucketize",
-            [
-                ctx.tensor(self_),
-                ctx.tensor(boundaries),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::bucketize.Tensor",
+            [ctx.tensor(self_), ctx.tensor(boundaries)],
+            {"out_int32": ctx.constant(self.attrs[0]), "right": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -2311,7 +2347,7 @@ class Cat(Node):
 
     def lower(self, ctx):
         (tensors,) = self.operands
-        return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class Cauchy(Node):
@@ -2328,12 +2364,8 @@ class Cauchy(Node):
         self_, generator = self.operands
         return ctx.call(
             "aten::cauchy",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.generator(generator),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -2348,7 +2380,7 @@ class Ceil(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::ceil", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::ceil", [ctx.tensor(self_)], {}, 1)
 
 
 class ChannelShuffle(Node):
@@ -2362,7 +2394,7 @@ class ChannelShuffle(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::channel_shuffle", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::channel_shuffle", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -2377,7 +2409,7 @@ class CholeskyInverse(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::cholesky_inverse", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::cholesky_inverse", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -2394,6 +2426,7 @@ class Clamp(Node):
         return ctx.call(
             "aten::clamp",
             [ctx.tensor(self_), ctx.optional_scalar(min), ctx.optional_scalar(max)],
+            {},
             1,
         )
 
@@ -2409,8 +2442,9 @@ class ClampTensor(Node):
     def lower(self, ctx):
         self_, min, max = self.operands
         return ctx.call(
-            "aten::clamp",
+            "aten::clamp.Tensor",
             [ctx.tensor(self_), ctx.optional_tensor(min), ctx.optional_tensor(max)],
+            {},
             1,
         )
 
@@ -2425,7 +2459,7 @@ class ClampMax(Node):
 
     def lower(self, ctx):
         self_, max = self.operands
-        return ctx.call("aten::clamp_max", [ctx.tensor(self_), ctx.scalar(max)], 1)
+        return ctx.call("aten::clamp_max", [ctx.tensor(self_), ctx.scalar(max)], {}, 1)
 
 
 class ClampMaxTensor(Node):
@@ -2438,7 +2472,7 @@ class ClampMaxTensor(Node):
 
     def lower(self, ctx):
         self_, max = self.operands
-        return ctx.call("aten::clamp_max", [ctx.tensor(self_), ctx.tensor(max)], 1)
+        return ctx.call("aten::clamp_max.Tensor", [ctx.tensor(self_), ctx.tensor(max)], {}, 1)
 
 
 class ClampMin(Node):
@@ -2451,7 +2485,7 @@ class ClampMin(Node):
 
     def lower(self, ctx):
         self_, min = self.operands
-        return ctx.call("aten::clamp_min", [ctx.tensor(self_), ctx.scalar(min)], 1)
+        return ctx.call("aten::clamp_min", [ctx.tensor(self_), ctx.scalar(min)], {}, 1)
 
 
 class ClampMinTensor(Node):
@@ -2464,7 +2498,7 @@ class ClampMinTensor(Node):
 
     def lower(self, ctx):
         self_, min = self.operands
-        return ctx.call("aten::clamp_min", [ctx.tensor(self_), ctx.tensor(min)], 1)
+        return ctx.call("aten::clamp_min.Tensor", [ctx.tensor(self_), ctx.tensor(min)], {}, 1)
 
 
 class Col2im(Node):
@@ -2487,6 +2521,7 @@ class Col2im(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -2501,7 +2536,7 @@ class Complex(Node):
 
     def lower(self, ctx):
         real, imag = self.operands
-        return ctx.call("aten::complex", [ctx.tensor(real), ctx.tensor(imag)], 1)
+        return ctx.call("aten::complex", [ctx.tensor(real), ctx.tensor(imag)], {}, 1)
 
 
 class ConstantPadNd(Node):
@@ -2517,6 +2552,7 @@ class ConstantPadNd(Node):
         return ctx.call(
             "aten::constant_pad_nd",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.scalar(value)],
+            {},
             1,
         )
 
@@ -2544,6 +2580,7 @@ class Convolution(Node):
                 ctx.constant(self.attrs[4]),
                 ctx.constant(self.attrs[5]),
             ],
+            {},
             1,
         )
 
@@ -2573,6 +2610,7 @@ class ConvolutionBackward(Node):
                 ctx.constant(self.attrs[6]),
                 ctx.constant(self.attrs[7]),
             ],
+            {},
             3,
         )
 
@@ -2587,7 +2625,7 @@ class CopysignTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::copysign", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::copysign.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Cos(Node):
@@ -2600,7 +2638,7 @@ class Cos(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::cos", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::cos", [ctx.tensor(self_)], {}, 1)
 
 
 class Cosh(Node):
@@ -2613,7 +2651,7 @@ class Cosh(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::cosh", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::cosh", [ctx.tensor(self_)], {}, 1)
 
 
 class CountNonzeroDimIntlist(Node):
@@ -2626,7 +2664,12 @@ class CountNonzeroDimIntlist(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::count_nonzero", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::count_nonzero.dim_IntList",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
+            1,
+        )
 
 
 class Cummax(Node):
@@ -2639,7 +2682,7 @@ class Cummax(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::cummax", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2)
+        return ctx.call("aten::cummax", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 2)
 
 
 class Cummin(Node):
@@ -2652,7 +2695,7 @@ class Cummin(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::cummin", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 2)
+        return ctx.call("aten::cummin", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 2)
 
 
 class Cumprod(Node):
@@ -2667,7 +2710,8 @@ class Cumprod(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::cumprod",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"dtype": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -2684,7 +2728,8 @@ class Cumsum(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::cumsum",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"dtype": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -2699,7 +2744,7 @@ class Deg2rad(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::deg2rad", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::deg2rad", [ctx.tensor(self_)], {}, 1)
 
 
 class DetachCopy(Node):
@@ -2712,7 +2757,7 @@ class DetachCopy(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::detach_copy", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::detach_copy", [ctx.tensor(self_)], {}, 1)
 
 
 class DiagEmbed(Node):
@@ -2733,6 +2778,7 @@ class DiagEmbed(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -2755,6 +2801,7 @@ class DiagonalCopy(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -2780,6 +2827,7 @@ class DiagonalScatter(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -2794,7 +2842,7 @@ class Digamma(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::digamma", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::digamma", [ctx.tensor(self_)], {}, 1)
 
 
 class DivScalar(Node):
@@ -2807,7 +2855,7 @@ class DivScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::div", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::div.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class DivScalarMode(Node):
@@ -2821,7 +2869,10 @@ class DivScalarMode(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call(
-            "aten::div", [ctx.tensor(self_), ctx.scalar(other), ctx.constant(self.attrs[0])], 1
+            "aten::div.Scalar_mode",
+            [ctx.tensor(self_), ctx.scalar(other)],
+            {"rounding_mode": ctx.constant(self.attrs[0])},
+            1,
         )
 
 
@@ -2835,7 +2886,7 @@ class DivTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::div", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::div.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class DivTensorMode(Node):
@@ -2849,7 +2900,10 @@ class DivTensorMode(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call(
-            "aten::div", [ctx.tensor(self_), ctx.tensor(other), ctx.constant(self.attrs[0])], 1
+            "aten::div.Tensor_mode",
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"rounding_mode": ctx.constant(self.attrs[0])},
+            1,
         )
 
 
@@ -2863,7 +2917,7 @@ class Dot(Node):
 
     def lower(self, ctx):
         self_, tensor = self.operands
-        return ctx.call("aten::dot", [ctx.tensor(self_), ctx.tensor(tensor)], 1)
+        return ctx.call("aten::dot", [ctx.tensor(self_), ctx.tensor(tensor)], {}, 1)
 
 
 class Elu(Node):
@@ -2879,6 +2933,7 @@ class Elu(Node):
         return ctx.call(
             "aten::elu",
             [ctx.tensor(self_), ctx.scalar(alpha), ctx.scalar(scale), ctx.scalar(input_scale)],
+            {},
             1,
         )
 
@@ -2903,6 +2958,7 @@ class EluBackward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.tensor(self_or_result),
             ],
+            {},
             1,
         )
 
@@ -2926,6 +2982,7 @@ class Embedding(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -2949,6 +3006,7 @@ class EmbeddingDenseBackward(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -2973,6 +3031,7 @@ class EmbeddingRenorm(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -2989,14 +3048,14 @@ class EmptyLike(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::empty_like",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_)],
+            {
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
+                "memory_format": ctx.constant(self.attrs[4]),
+            },
             1,
         )
 
@@ -3011,7 +3070,7 @@ class EqScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::eq", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::eq.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class EqTensor(Node):
@@ -3024,7 +3083,7 @@ class EqTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::eq", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::eq.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Erf(Node):
@@ -3037,7 +3096,7 @@ class Erf(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::erf", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::erf", [ctx.tensor(self_)], {}, 1)
 
 
 class Erfc(Node):
@@ -3050,7 +3109,7 @@ class Erfc(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::erfc", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::erfc", [ctx.tensor(self_)], {}, 1)
 
 
 class Erfinv(Node):
@@ -3063,7 +3122,7 @@ class Erfinv(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::erfinv", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::erfinv", [ctx.tensor(self_)], {}, 1)
 
 
 class Exp(Node):
@@ -3076,7 +3135,7 @@ class Exp(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::exp", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::exp", [ctx.tensor(self_)], {}, 1)
 
 
 class Exp2(Node):
@@ -3089,7 +3148,7 @@ class Exp2(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::exp2", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::exp2", [ctx.tensor(self_)], {}, 1)
 
 
 class ExpandCopy(Node):
@@ -3104,7 +3163,8 @@ class ExpandCopy(Node):
         self_, size = self.operands
         return ctx.call(
             "aten::expand_copy",
-            [ctx.tensor(self_), ctx.symint_list(size), ctx.constant(self.attrs[0])],
+            [ctx.tensor(self_), ctx.symint_list(size)],
+            {"implicit": ctx.constant(self.attrs[0])},
             1,
         )
 
@@ -3119,7 +3179,7 @@ class Expm1(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::expm1", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::expm1", [ctx.tensor(self_)], {}, 1)
 
 
 class Exponential(Node):
@@ -3134,7 +3194,8 @@ class Exponential(Node):
         self_, generator = self.operands
         return ctx.call(
             "aten::exponential",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -3149,7 +3210,7 @@ class FillScalar(Node):
 
     def lower(self, ctx):
         self_, value = self.operands
-        return ctx.call("aten::fill", [ctx.tensor(self_), ctx.scalar(value)], 1)
+        return ctx.call("aten::fill.Scalar", [ctx.tensor(self_), ctx.scalar(value)], {}, 1)
 
 
 class FillTensor(Node):
@@ -3162,7 +3223,7 @@ class FillTensor(Node):
 
     def lower(self, ctx):
         self_, value = self.operands
-        return ctx.call("aten::fill", [ctx.tensor(self_), ctx.tensor(value)], 1)
+        return ctx.call("aten::fill.Tensor", [ctx.tensor(self_), ctx.tensor(value)], {}, 1)
 
 
 class Flip(Node):
@@ -3175,7 +3236,7 @@ class Flip(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::flip", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::flip", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class Floor(Node):
@@ -3188,7 +3249,7 @@ class Floor(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::floor", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::floor", [ctx.tensor(self_)], {}, 1)
 
 
 class FloorDivide(Node):
@@ -3201,7 +3262,7 @@ class FloorDivide(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::floor_divide", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::floor_divide", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Fmax(Node):
@@ -3214,7 +3275,7 @@ class Fmax(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::fmax", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::fmax", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Fmin(Node):
@@ -3227,7 +3288,7 @@ class Fmin(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::fmin", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::fmin", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class FmodScalar(Node):
@@ -3240,7 +3301,7 @@ class FmodScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::fmod", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::fmod.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class FmodTensor(Node):
@@ -3253,7 +3314,7 @@ class FmodTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::fmod", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::fmod.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Frac(Node):
@@ -3266,7 +3327,7 @@ class Frac(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::frac", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::frac", [ctx.tensor(self_)], {}, 1)
 
 
 class FractionalMaxPool2d(Node):
@@ -3287,6 +3348,7 @@ class FractionalMaxPool2d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.tensor(random_samples),
             ],
+            {},
             2,
         )
 
@@ -3310,6 +3372,7 @@ class FractionalMaxPool2dBackward(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.tensor(indices),
             ],
+            {},
             1,
         )
 
@@ -3332,6 +3395,7 @@ class FractionalMaxPool3d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.tensor(random_samples),
             ],
+            {},
             2,
         )
 
@@ -3346,7 +3410,7 @@ class FrexpTensor(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::frexp", [ctx.tensor(self_)], 2)
+        return ctx.call("aten::frexp.Tensor", [ctx.tensor(self_)], {}, 2)
 
 
 class FullLike(Node):
@@ -3361,15 +3425,14 @@ class FullLike(Node):
         self_, fill_value = self.operands
         return ctx.call(
             "aten::full_like",
-            [
-                ctx.tensor(self_),
-                ctx.scalar(fill_value),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_), ctx.scalar(fill_value)],
+            {
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
+                "memory_format": ctx.constant(self.attrs[4]),
+            },
             1,
         )
 
@@ -3386,12 +3449,8 @@ class Gather(Node):
         self_, index = self.operands
         return ctx.call(
             "aten::gather",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.tensor(index),
-                ctx.constant(self.attrs[1]),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index)],
+            {"sparse_grad": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -3406,7 +3465,7 @@ class GeScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::ge", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::ge.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class GeTensor(Node):
@@ -3419,7 +3478,7 @@ class GeTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::ge", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::ge.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Gelu(Node):
@@ -3432,7 +3491,9 @@ class Gelu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::gelu", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::gelu", [ctx.tensor(self_)], {"approximate": ctx.constant(self.attrs[0])}, 1
+        )
 
 
 class GeluBackward(Node):
@@ -3447,7 +3508,8 @@ class GeluBackward(Node):
         grad_output, self_ = self.operands
         return ctx.call(
             "aten::gelu_backward",
-            [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            [ctx.tensor(grad_output), ctx.tensor(self_)],
+            {"approximate": ctx.constant(self.attrs[0])},
             1,
         )
 
@@ -3464,7 +3526,8 @@ class Geometric(Node):
         self_, generator = self.operands
         return ctx.call(
             "aten::geometric",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -3479,7 +3542,7 @@ class Glu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::glu", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::glu", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class GluBackward(Node):
@@ -3495,6 +3558,7 @@ class GluBackward(Node):
         return ctx.call(
             "aten::glu_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -3512,6 +3576,7 @@ class GluJvp(Node):
         return ctx.call(
             "aten::glu_jvp",
             [ctx.tensor(glu), ctx.tensor(x), ctx.tensor(dx), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -3535,6 +3600,7 @@ class GridSampler2d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -3560,6 +3626,7 @@ class GridSampler2dBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             2,
         )
 
@@ -3583,6 +3650,7 @@ class GridSampler3d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -3608,6 +3676,7 @@ class GridSampler3dBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             2,
         )
 
@@ -3622,7 +3691,7 @@ class GtScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::gt", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::gt.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class GtTensor(Node):
@@ -3635,7 +3704,7 @@ class GtTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::gt", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::gt.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Hardshrink(Node):
@@ -3648,7 +3717,7 @@ class Hardshrink(Node):
 
     def lower(self, ctx):
         self_, lambd = self.operands
-        return ctx.call("aten::hardshrink", [ctx.tensor(self_), ctx.scalar(lambd)], 1)
+        return ctx.call("aten::hardshrink", [ctx.tensor(self_), ctx.scalar(lambd)], {}, 1)
 
 
 class HardshrinkBackward(Node):
@@ -3664,6 +3733,7 @@ class HardshrinkBackward(Node):
         return ctx.call(
             "aten::hardshrink_backward",
             [ctx.tensor(grad_out), ctx.tensor(self_), ctx.scalar(lambd)],
+            {},
             1,
         )
 
@@ -3678,7 +3748,7 @@ class Hardsigmoid(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::hardsigmoid", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::hardsigmoid", [ctx.tensor(self_)], {}, 1)
 
 
 class HardsigmoidBackward(Node):
@@ -3692,7 +3762,7 @@ class HardsigmoidBackward(Node):
     def lower(self, ctx):
         grad_output, self_ = self.operands
         return ctx.call(
-            "aten::hardsigmoid_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1
+            "aten::hardsigmoid_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], {}, 1
         )
 
 
@@ -3706,7 +3776,7 @@ class Hardswish(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::hardswish", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::hardswish", [ctx.tensor(self_)], {}, 1)
 
 
 class HardswishBackward(Node):
@@ -3719,7 +3789,9 @@ class HardswishBackward(Node):
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
-        return ctx.call("aten::hardswish_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1)
+        return ctx.call(
+            "aten::hardswish_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], {}, 1
+        )
 
 
 class Hardtanh(Node):
@@ -3733,7 +3805,7 @@ class Hardtanh(Node):
     def lower(self, ctx):
         self_, min_val, max_val = self.operands
         return ctx.call(
-            "aten::hardtanh", [ctx.tensor(self_), ctx.scalar(min_val), ctx.scalar(max_val)], 1
+            "aten::hardtanh", [ctx.tensor(self_), ctx.scalar(min_val), ctx.scalar(max_val)], {}, 1
         )
 
 
@@ -3750,6 +3822,7 @@ class HardtanhBackward(Node):
         return ctx.call(
             "aten::hardtanh_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.scalar(min_val), ctx.scalar(max_val)],
+            {},
             1,
         )
 
@@ -3766,12 +3839,8 @@ class HashTensor(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::hash_tensor",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"keepdim": ctx.constant(self.attrs[1]), "mode": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -3786,7 +3855,7 @@ class Heaviside(Node):
 
     def lower(self, ctx):
         self_, values = self.operands
-        return ctx.call("aten::heaviside", [ctx.tensor(self_), ctx.tensor(values)], 1)
+        return ctx.call("aten::heaviside", [ctx.tensor(self_), ctx.tensor(values)], {}, 1)
 
 
 class Histc(Node):
@@ -3802,6 +3871,7 @@ class Histc(Node):
         return ctx.call(
             "aten::histc",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.scalar(min), ctx.scalar(max)],
+            {},
             1,
         )
 
@@ -3824,6 +3894,7 @@ class HuberLoss(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -3847,6 +3918,7 @@ class HuberLossBackward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -3861,7 +3933,7 @@ class Hypot(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::hypot", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::hypot", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class I0(Node):
@@ -3874,7 +3946,7 @@ class I0(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::i0", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::i0", [ctx.tensor(self_)], {}, 1)
 
 
 class Igamma(Node):
@@ -3887,7 +3959,7 @@ class Igamma(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::igamma", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::igamma", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Igammac(Node):
@@ -3900,7 +3972,7 @@ class Igammac(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::igammac", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::igammac", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Im2col(Node):
@@ -3922,6 +3994,7 @@ class Im2col(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -3936,7 +4009,9 @@ class IndexTensor(Node):
 
     def lower(self, ctx):
         self_, indices = self.operands
-        return ctx.call("aten::index", [ctx.tensor(self_), ctx.optional_tensor_list(indices)], 1)
+        return ctx.call(
+            "aten::index.Tensor", [ctx.tensor(self_), ctx.optional_tensor_list(indices)], {}, 1
+        )
 
 
 class IndexAdd(Node):
@@ -3953,13 +4028,8 @@ class IndexAdd(Node):
         self_, index, source, alpha = self.operands
         return ctx.call(
             "aten::index_add",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.tensor(index),
-                ctx.tensor(source),
-                ctx.scalar(alpha),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(source)],
+            {"alpha": ctx.scalar(alpha)},
             1,
         )
 
@@ -3977,6 +4047,7 @@ class IndexCopy(Node):
         return ctx.call(
             "aten::index_copy",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(source)],
+            {},
             1,
         )
 
@@ -3992,8 +4063,9 @@ class IndexFillIntScalar(Node):
     def lower(self, ctx):
         self_, index, value = self.operands
         return ctx.call(
-            "aten::index_fill",
+            "aten::index_fill.int_Scalar",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.scalar(value)],
+            {},
             1,
         )
 
@@ -4009,8 +4081,9 @@ class IndexFillIntTensor(Node):
     def lower(self, ctx):
         self_, index, value = self.operands
         return ctx.call(
-            "aten::index_fill",
+            "aten::index_fill.int_Tensor",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(value)],
+            {},
             1,
         )
 
@@ -4035,6 +4108,7 @@ class IndexPut(Node):
                 ctx.tensor(values),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -4057,8 +4131,8 @@ class IndexReduce(Node):
                 ctx.tensor(index),
                 ctx.tensor(source),
                 ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
             ],
+            {"include_self": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -4076,6 +4150,7 @@ class IndexSelect(Node):
         return ctx.call(
             "aten::index_select",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index)],
+            {},
             1,
         )
 
@@ -4099,6 +4174,7 @@ class Isclose(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -4114,13 +4190,9 @@ class IsinTensorTensor(Node):
     def lower(self, ctx):
         elements, test_elements = self.operands
         return ctx.call(
-            "aten::isin",
-            [
-                ctx.tensor(elements),
-                ctx.tensor(test_elements),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::isin.Tensor_Tensor",
+            [ctx.tensor(elements), ctx.tensor(test_elements)],
+            {"assume_unique": ctx.constant(self.attrs[0]), "invert": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -4135,7 +4207,7 @@ class Isnan(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::isnan", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::isnan", [ctx.tensor(self_)], {}, 1)
 
 
 class Isneginf(Node):
@@ -4148,7 +4220,7 @@ class Isneginf(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::isneginf", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::isneginf", [ctx.tensor(self_)], {}, 1)
 
 
 class Isposinf(Node):
@@ -4161,7 +4233,7 @@ class Isposinf(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::isposinf", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::isposinf", [ctx.tensor(self_)], {}, 1)
 
 
 class Kthvalue(Node):
@@ -4182,6 +4254,7 @@ class Kthvalue(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             2,
         )
 
@@ -4196,7 +4269,7 @@ class LeScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::le", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::le.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class LeTensor(Node):
@@ -4209,7 +4282,7 @@ class LeTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::le", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::le.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class LeakyRelu(Node):
@@ -4222,7 +4295,7 @@ class LeakyRelu(Node):
 
     def lower(self, ctx):
         self_, negative_slope = self.operands
-        return ctx.call("aten::leaky_relu", [ctx.tensor(self_), ctx.scalar(negative_slope)], 1)
+        return ctx.call("aten::leaky_relu", [ctx.tensor(self_), ctx.scalar(negative_slope)], {}, 1)
 
 
 class LeakyReluBackward(Node):
@@ -4243,6 +4316,7 @@ class LeakyReluBackward(Node):
                 ctx.scalar(negative_slope),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -4257,7 +4331,9 @@ class LerpScalar(Node):
 
     def lower(self, ctx):
         self_, end, weight = self.operands
-        return ctx.call("aten::lerp", [ctx.tensor(self_), ctx.tensor(end), ctx.scalar(weight)], 1)
+        return ctx.call(
+            "aten::lerp.Scalar", [ctx.tensor(self_), ctx.tensor(end), ctx.scalar(weight)], {}, 1
+        )
 
 
 class LerpTensor(Node):
@@ -4270,7 +4346,9 @@ class LerpTensor(Node):
 
     def lower(self, ctx):
         self_, end, weight = self.operands
-        return ctx.call("aten::lerp", [ctx.tensor(self_), ctx.tensor(end), ctx.tensor(weight)], 1)
+        return ctx.call(
+            "aten::lerp.Tensor", [ctx.tensor(self_), ctx.tensor(end), ctx.tensor(weight)], {}, 1
+        )
 
 
 class Lgamma(Node):
@@ -4283,7 +4361,7 @@ class Lgamma(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::lgamma", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::lgamma", [ctx.tensor(self_)], {}, 1)
 
 
 class LinalgCholeskyEx(Node):
@@ -4298,7 +4376,8 @@ class LinalgCholeskyEx(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::linalg_cholesky_ex",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            [ctx.tensor(self_)],
+            {"upper": ctx.constant(self.attrs[0]), "check_errors": ctx.constant(self.attrs[1])},
             2,
         )
 
@@ -4315,7 +4394,8 @@ class LinalgCross(Node):
         self_, other = self.operands
         return ctx.call(
             "aten::linalg_cross",
-            [ctx.tensor(self_), ctx.tensor(other), ctx.constant(self.attrs[0])],
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"dim": ctx.constant(self.attrs[0])},
             1,
         )
 
@@ -4330,7 +4410,9 @@ class LinalgHouseholderProduct(Node):
 
     def lower(self, ctx):
         input, tau = self.operands
-        return ctx.call("aten::linalg_householder_product", [ctx.tensor(input), ctx.tensor(tau)], 1)
+        return ctx.call(
+            "aten::linalg_householder_product", [ctx.tensor(input), ctx.tensor(tau)], {}, 1
+        )
 
 
 class LinalgInvEx(Node):
@@ -4343,7 +4425,9 @@ class LinalgInvEx(Node):
 
     def lower(self, ctx):
         (A,) = self.operands
-        return ctx.call("aten::linalg_inv_ex", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
+        return ctx.call(
+            "aten::linalg_inv_ex", [ctx.tensor(A)], {"check_errors": ctx.constant(self.attrs[0])}, 2
+        )
 
 
 class LinalgLdlFactorEx(Node):
@@ -4358,7 +4442,8 @@ class LinalgLdlFactorEx(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::linalg_ldl_factor_ex",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            [ctx.tensor(self_)],
+            {"hermitian": ctx.constant(self.attrs[0]), "check_errors": ctx.constant(self.attrs[1])},
             3,
         )
 
@@ -4377,7 +4462,8 @@ class LinalgLdlSolve(Node):
         LD, pivots, B = self.operands
         return ctx.call(
             "aten::linalg_ldl_solve",
-            [ctx.tensor(LD), ctx.tensor(pivots), ctx.tensor(B), ctx.constant(self.attrs[0])],
+            [ctx.tensor(LD), ctx.tensor(pivots), ctx.tensor(B)],
+            {"hermitian": ctx.constant(self.attrs[0])},
             1,
         )
 
@@ -4392,7 +4478,9 @@ class LinalgLu(Node):
 
     def lower(self, ctx):
         (A,) = self.operands
-        return ctx.call("aten::linalg_lu", [ctx.tensor(A), ctx.constant(self.attrs[0])], 3)
+        return ctx.call(
+            "aten::linalg_lu", [ctx.tensor(A)], {"pivot": ctx.constant(self.attrs[0])}, 3
+        )
 
 
 class LinalgLuFactorEx(Node):
@@ -4407,7 +4495,8 @@ class LinalgLuFactorEx(Node):
         (A,) = self.operands
         return ctx.call(
             "aten::linalg_lu_factor_ex",
-            [ctx.tensor(A), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            [ctx.tensor(A)],
+            {"pivot": ctx.constant(self.attrs[0]), "check_errors": ctx.constant(self.attrs[1])},
             3,
         )
 
@@ -4424,13 +4513,8 @@ class LinalgLuSolve(Node):
         LU, pivots, B = self.operands
         return ctx.call(
             "aten::linalg_lu_solve",
-            [
-                ctx.tensor(LU),
-                ctx.tensor(pivots),
-                ctx.tensor(B),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-            ],
+            [ctx.tensor(LU), ctx.tensor(pivots), ctx.tensor(B)],
+            {"left": ctx.constant(self.attrs[0]), "adjoint": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -4445,7 +4529,7 @@ class LinalgMatrixExp(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::linalg_matrix_exp", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::linalg_matrix_exp", [ctx.tensor(self_)], {}, 1)
 
 
 class LinalgQr(Node):
@@ -4458,7 +4542,7 @@ class LinalgQr(Node):
 
     def lower(self, ctx):
         (A,) = self.operands
-        return ctx.call("aten::linalg_qr", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
+        return ctx.call("aten::linalg_qr", [ctx.tensor(A), ctx.constant(self.attrs[0])], {}, 2)
 
 
 class LinalgSolveTriangular(Node):
@@ -4473,13 +4557,12 @@ class LinalgSolveTriangular(Node):
         self_, B = self.operands
         return ctx.call(
             "aten::linalg_solve_triangular",
-            [
-                ctx.tensor(self_),
-                ctx.tensor(B),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            [ctx.tensor(self_), ctx.tensor(B)],
+            {
+                "upper": ctx.constant(self.attrs[0]),
+                "left": ctx.constant(self.attrs[1]),
+                "unitriangular": ctx.constant(self.attrs[2]),
+            },
             1,
         )
 
@@ -4501,8 +4584,8 @@ class LinalgVectorNorm(Node):
                 ctx.scalar(ord),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
             ],
+            {"dtype": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -4517,7 +4600,7 @@ class Log(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::log", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::log", [ctx.tensor(self_)], {}, 1)
 
 
 class Log10(Node):
@@ -4530,7 +4613,7 @@ class Log10(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::log10", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::log10", [ctx.tensor(self_)], {}, 1)
 
 
 class Log1p(Node):
@@ -4543,7 +4626,7 @@ class Log1p(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::log1p", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::log1p", [ctx.tensor(self_)], {}, 1)
 
 
 class Log2(Node):
@@ -4556,7 +4639,7 @@ class Log2(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::log2", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::log2", [ctx.tensor(self_)], {}, 1)
 
 
 class LogNormal(Node):
@@ -4573,12 +4656,8 @@ class LogNormal(Node):
         self_, generator = self.operands
         return ctx.call(
             "aten::log_normal",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.generator(generator),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -4596,6 +4675,7 @@ class LogSigmoidBackward(Node):
         return ctx.call(
             "aten::log_sigmoid_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.tensor(buffer)],
+            {},
             1,
         )
 
@@ -4610,7 +4690,7 @@ class LogSigmoidForward(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::log_sigmoid_forward", [ctx.tensor(self_)], 2)
+        return ctx.call("aten::log_sigmoid_forward", [ctx.tensor(self_)], {}, 2)
 
 
 class Logaddexp(Node):
@@ -4623,7 +4703,7 @@ class Logaddexp(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::logaddexp", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::logaddexp", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Logaddexp2(Node):
@@ -4636,7 +4716,7 @@ class Logaddexp2(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::logaddexp2", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::logaddexp2", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Logcumsumexp(Node):
@@ -4649,7 +4729,9 @@ class Logcumsumexp(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::logcumsumexp", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::logcumsumexp", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class Logdet(Node):
@@ -4662,7 +4744,7 @@ class Logdet(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::logdet", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::logdet", [ctx.tensor(self_)], {}, 1)
 
 
 class LogicalAnd(Node):
@@ -4675,7 +4757,7 @@ class LogicalAnd(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::logical_and", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::logical_and", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class LogicalNot(Node):
@@ -4688,7 +4770,7 @@ class LogicalNot(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::logical_not", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::logical_not", [ctx.tensor(self_)], {}, 1)
 
 
 class LogicalOr(Node):
@@ -4701,7 +4783,7 @@ class LogicalOr(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::logical_or", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::logical_or", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class LogicalXor(Node):
@@ -4714,7 +4796,7 @@ class LogicalXor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::logical_xor", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::logical_xor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Logit(Node):
@@ -4727,7 +4809,7 @@ class Logit(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::logit", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::logit", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class LogitBackward(Node):
@@ -4743,6 +4825,7 @@ class LogitBackward(Node):
         return ctx.call(
             "aten::logit_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -4760,6 +4843,7 @@ class Logsumexp(Node):
         return ctx.call(
             "aten::logsumexp",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -4774,7 +4858,7 @@ class LtScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::lt", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::lt.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class LtTensor(Node):
@@ -4787,7 +4871,7 @@ class LtTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::lt", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::lt.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class LuUnpack(Node):
@@ -4808,6 +4892,7 @@ class LuUnpack(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             3,
         )
 
@@ -4823,7 +4908,10 @@ class MaskedFillScalar(Node):
     def lower(self, ctx):
         self_, mask, value = self.operands
         return ctx.call(
-            "aten::masked_fill", [ctx.tensor(self_), ctx.tensor(mask), ctx.scalar(value)], 1
+            "aten::masked_fill.Scalar",
+            [ctx.tensor(self_), ctx.tensor(mask), ctx.scalar(value)],
+            {},
+            1,
         )
 
 
@@ -4838,7 +4926,10 @@ class MaskedFillTensor(Node):
     def lower(self, ctx):
         self_, mask, value = self.operands
         return ctx.call(
-            "aten::masked_fill", [ctx.tensor(self_), ctx.tensor(mask), ctx.tensor(value)], 1
+            "aten::masked_fill.Tensor",
+            [ctx.tensor(self_), ctx.tensor(mask), ctx.tensor(value)],
+            {},
+            1,
         )
 
 
@@ -4853,7 +4944,7 @@ class MaskedScatter(Node):
     def lower(self, ctx):
         self_, mask, source = self.operands
         return ctx.call(
-            "aten::masked_scatter", [ctx.tensor(self_), ctx.tensor(mask), ctx.tensor(source)], 1
+            "aten::masked_scatter", [ctx.tensor(self_), ctx.tensor(mask), ctx.tensor(source)], {}, 1
         )
 
 
@@ -4867,7 +4958,7 @@ class MaskedSelect(Node):
 
     def lower(self, ctx):
         self_, mask = self.operands
-        return ctx.call("aten::masked_select", [ctx.tensor(self_), ctx.tensor(mask)], 1)
+        return ctx.call("aten::masked_select", [ctx.tensor(self_), ctx.tensor(mask)], {}, 1)
 
 
 class Max(Node):
@@ -4880,7 +4971,7 @@ class Max(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::max", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::max", [ctx.tensor(self_)], {}, 1)
 
 
 class MaxDim(Node):
@@ -4894,8 +4985,9 @@ class MaxDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::max",
+            "aten::max.dim",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             2,
         )
 
@@ -4920,6 +5012,7 @@ class MaxPool2dWithIndices(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             2,
         )
 
@@ -4946,6 +5039,7 @@ class MaxPool2dWithIndicesBackward(Node):
                 ctx.constant(self.attrs[4]),
                 ctx.tensor(indices),
             ],
+            {},
             1,
         )
 
@@ -4963,6 +5057,7 @@ class MaxUnpool2d(Node):
         return ctx.call(
             "aten::max_unpool2d",
             [ctx.tensor(self_), ctx.tensor(indices), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -4986,6 +5081,7 @@ class MaxUnpool3d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -5000,7 +5096,7 @@ class Maximum(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::maximum", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::maximum", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Mean(Node):
@@ -5013,7 +5109,9 @@ class Mean(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::mean", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::mean", [ctx.tensor(self_)], {"dtype": ctx.constant(self.attrs[0])}, 1
+        )
 
 
 class MeanDim(Node):
@@ -5027,13 +5125,9 @@ class MeanDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::mean",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            "aten::mean.dim",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"dtype": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -5048,7 +5142,7 @@ class Median(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::median", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::median", [ctx.tensor(self_)], {}, 1)
 
 
 class MedianDim(Node):
@@ -5064,8 +5158,9 @@ class MedianDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::median",
+            "aten::median.dim",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             2,
         )
 
@@ -5080,7 +5175,7 @@ class Min(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::min", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::min", [ctx.tensor(self_)], {}, 1)
 
 
 class MinDim(Node):
@@ -5094,8 +5189,9 @@ class MinDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::min",
+            "aten::min.dim",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             2,
         )
 
@@ -5110,7 +5206,7 @@ class Minimum(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::minimum", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::minimum", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Mish(Node):
@@ -5123,7 +5219,7 @@ class Mish(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::mish", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::mish", [ctx.tensor(self_)], {}, 1)
 
 
 class MishBackward(Node):
@@ -5136,7 +5232,7 @@ class MishBackward(Node):
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
-        return ctx.call("aten::mish_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1)
+        return ctx.call("aten::mish_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], {}, 1)
 
 
 class Mm(Node):
@@ -5149,7 +5245,7 @@ class Mm(Node):
 
     def lower(self, ctx):
         self_, mat2 = self.operands
-        return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(mat2)], 1)
+        return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(mat2)], {}, 1)
 
 
 class Mode(Node):
@@ -5165,6 +5261,7 @@ class Mode(Node):
         return ctx.call(
             "aten::mode",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             2,
         )
 
@@ -5182,6 +5279,7 @@ class MseLoss(Node):
         return ctx.call(
             "aten::mse_loss",
             [ctx.tensor(self_), ctx.tensor(target), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -5206,6 +5304,7 @@ class MseLossBackward(Node):
                 ctx.tensor(target),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -5220,7 +5319,7 @@ class MulScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::mul", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::mul.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class MulTensor(Node):
@@ -5233,7 +5332,7 @@ class MulTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::mul", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::mul.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class MultiMarginLoss(Node):
@@ -5256,6 +5355,7 @@ class MultiMarginLoss(Node):
                 ctx.optional_tensor(weight),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -5273,6 +5373,7 @@ class MultilabelMarginLossForward(Node):
         return ctx.call(
             "aten::multilabel_margin_loss_forward",
             [ctx.tensor(self_), ctx.tensor(target), ctx.constant(self.attrs[0])],
+            {},
             2,
         )
 
@@ -5287,7 +5388,7 @@ class Mv(Node):
 
     def lower(self, ctx):
         self_, vec = self.operands
-        return ctx.call("aten::mv", [ctx.tensor(self_), ctx.tensor(vec)], 1)
+        return ctx.call("aten::mv", [ctx.tensor(self_), ctx.tensor(vec)], {}, 1)
 
 
 class NanToNum(Node):
@@ -5310,6 +5411,7 @@ class NanToNum(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -5324,7 +5426,7 @@ class Nanmedian(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::nanmedian", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::nanmedian", [ctx.tensor(self_)], {}, 1)
 
 
 class NanmedianDim(Node):
@@ -5340,8 +5442,9 @@ class NanmedianDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::nanmedian",
+            "aten::nanmedian.dim",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             2,
         )
 
@@ -5358,12 +5461,8 @@ class Nansum(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::nansum",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"dtype": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -5390,6 +5489,7 @@ class NativeBatchNorm(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             3,
         )
 
@@ -5418,6 +5518,7 @@ class NativeBatchNormBackward(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             3,
         )
 
@@ -5435,6 +5536,7 @@ class NativeDropoutBackward(Node):
         return ctx.call(
             "aten::native_dropout_backward",
             [ctx.tensor(grad_output), ctx.tensor(mask), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -5463,6 +5565,7 @@ class NativeGroupNormBackward(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             3,
         )
 
@@ -5486,6 +5589,7 @@ class NativeLayerNorm(Node):
                 ctx.optional_tensor(bias),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             3,
         )
 
@@ -5512,6 +5616,7 @@ class NativeLayerNormBackward(Node):
                 ctx.optional_tensor(bias),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             3,
         )
 
@@ -5526,7 +5631,7 @@ class NeScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::ne", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::ne.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class NeTensor(Node):
@@ -5539,7 +5644,7 @@ class NeTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::ne", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::ne.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Neg(Node):
@@ -5552,7 +5657,7 @@ class Neg(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::neg", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::neg", [ctx.tensor(self_)], {}, 1)
 
 
 class NewEmpty(Node):
@@ -5567,14 +5672,13 @@ class NewEmpty(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::new_empty",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {
+                "dtype": ctx.constant(self.attrs[1]),
+                "layout": ctx.constant(self.attrs[2]),
+                "device": ctx.constant(self.attrs[3]),
+                "pin_memory": ctx.constant(self.attrs[4]),
+            },
             1,
         )
 
@@ -5591,15 +5695,13 @@ class NewFull(Node):
         self_, fill_value = self.operands
         return ctx.call(
             "aten::new_full",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.scalar(fill_value),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.scalar(fill_value)],
+            {
+                "dtype": ctx.constant(self.attrs[1]),
+                "layout": ctx.constant(self.attrs[2]),
+                "device": ctx.constant(self.attrs[3]),
+                "pin_memory": ctx.constant(self.attrs[4]),
+            },
             1,
         )
 
@@ -5616,14 +5718,13 @@ class NewOnes(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::new_ones",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {
+                "dtype": ctx.constant(self.attrs[1]),
+                "layout": ctx.constant(self.attrs[2]),
+                "device": ctx.constant(self.attrs[3]),
+                "pin_memory": ctx.constant(self.attrs[4]),
+            },
             1,
         )
 
@@ -5640,14 +5741,13 @@ class NewZeros(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::new_zeros",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {
+                "dtype": ctx.constant(self.attrs[1]),
+                "layout": ctx.constant(self.attrs[2]),
+                "device": ctx.constant(self.attrs[3]),
+                "pin_memory": ctx.constant(self.attrs[4]),
+            },
             1,
         )
 
@@ -5662,7 +5762,7 @@ class Nextafter(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::nextafter", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::nextafter", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class NllLoss2dBackward(Node):
@@ -5686,6 +5786,7 @@ class NllLoss2dBackward(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.tensor(total_weight),
             ],
+            {},
             1,
         )
 
@@ -5709,6 +5810,7 @@ class NllLoss2dForward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             2,
         )
 
@@ -5734,6 +5836,7 @@ class NllLossBackward(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.tensor(total_weight),
             ],
+            {},
             1,
         )
 
@@ -5757,6 +5860,7 @@ class NllLossForward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             2,
         )
 
@@ -5771,7 +5875,7 @@ class Nonzero(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::nonzero", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::nonzero", [ctx.tensor(self_)], {}, 1)
 
 
 class NonzeroStatic(Node):
@@ -5786,7 +5890,8 @@ class NonzeroStatic(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::nonzero_static",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            [ctx.tensor(self_)],
+            {"size": ctx.constant(self.attrs[0]), "fill_value": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -5802,13 +5907,14 @@ class NormScalaroptDim(Node):
     def lower(self, ctx):
         self_, p = self.operands
         return ctx.call(
-            "aten::norm",
+            "aten::norm.ScalarOpt_dim",
             [
                 ctx.tensor(self_),
                 ctx.optional_scalar(p),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -5824,7 +5930,10 @@ class NormalTensorTensor(Node):
     def lower(self, ctx):
         mean, std, generator = self.operands
         return ctx.call(
-            "aten::normal", [ctx.tensor(mean), ctx.tensor(std), ctx.generator(generator)], 1
+            "aten::normal.Tensor_Tensor",
+            [ctx.tensor(mean), ctx.tensor(std)],
+            {"generator": ctx.generator(generator)},
+            1,
         )
 
 
@@ -5839,8 +5948,9 @@ class NormalTensorFloat(Node):
     def lower(self, ctx):
         mean, generator = self.operands
         return ctx.call(
-            "aten::normal",
-            [ctx.tensor(mean), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            "aten::normal.Tensor_float",
+            [ctx.tensor(mean), ctx.constant(self.attrs[0])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -5856,8 +5966,9 @@ class NormalFloatTensor(Node):
     def lower(self, ctx):
         std, generator = self.operands
         return ctx.call(
-            "aten::normal",
-            [ctx.constant(self.attrs[0]), ctx.tensor(std), ctx.generator(generator)],
+            "aten::normal.float_Tensor",
+            [ctx.constant(self.attrs[0]), ctx.tensor(std)],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -5873,17 +5984,15 @@ class NormalFloatFloat(Node):
     def lower(self, ctx):
         (generator,) = self.operands
         return ctx.call(
-            "aten::normal",
-            [
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.generator(generator),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-                ctx.constant(self.attrs[5]),
-                ctx.constant(self.attrs[6]),
-            ],
+            "aten::normal.float_float",
+            [ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1]), ctx.constant(self.attrs[2])],
+            {
+                "generator": ctx.generator(generator),
+                "dtype": ctx.constant(self.attrs[3]),
+                "layout": ctx.constant(self.attrs[4]),
+                "device": ctx.constant(self.attrs[5]),
+                "pin_memory": ctx.constant(self.attrs[6]),
+            },
             1,
         )
 
@@ -5900,12 +6009,8 @@ class NormalFunctional(Node):
         self_, generator = self.operands
         return ctx.call(
             "aten::normal_functional",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.generator(generator),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -5922,14 +6027,14 @@ class OnesLike(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::ones_like",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_)],
+            {
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
+                "memory_format": ctx.constant(self.attrs[4]),
+            },
             1,
         )
 
@@ -5953,6 +6058,7 @@ class Ormqr(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -5967,7 +6073,9 @@ class PermuteCopy(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::permute_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::permute_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class Polar(Node):
@@ -5980,7 +6088,7 @@ class Polar(Node):
 
     def lower(self, ctx):
         abs, angle = self.operands
-        return ctx.call("aten::polar", [ctx.tensor(abs), ctx.tensor(angle)], 1)
+        return ctx.call("aten::polar", [ctx.tensor(abs), ctx.tensor(angle)], {}, 1)
 
 
 class Polygamma(Node):
@@ -5993,7 +6101,7 @@ class Polygamma(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::polygamma", [ctx.constant(self.attrs[0]), ctx.tensor(self_)], 1)
+        return ctx.call("aten::polygamma", [ctx.constant(self.attrs[0]), ctx.tensor(self_)], {}, 1)
 
 
 class PowScalar(Node):
@@ -6006,7 +6114,7 @@ class PowScalar(Node):
 
     def lower(self, ctx):
         self_, exponent = self.operands
-        return ctx.call("aten::pow", [ctx.scalar(self_), ctx.tensor(exponent)], 1)
+        return ctx.call("aten::pow.Scalar", [ctx.scalar(self_), ctx.tensor(exponent)], {}, 1)
 
 
 class PowTensorScalar(Node):
@@ -6019,7 +6127,7 @@ class PowTensorScalar(Node):
 
     def lower(self, ctx):
         self_, exponent = self.operands
-        return ctx.call("aten::pow", [ctx.tensor(self_), ctx.scalar(exponent)], 1)
+        return ctx.call("aten::pow.Tensor_Scalar", [ctx.tensor(self_), ctx.scalar(exponent)], {}, 1)
 
 
 class PowTensorTensor(Node):
@@ -6032,7 +6140,7 @@ class PowTensorTensor(Node):
 
     def lower(self, ctx):
         self_, exponent = self.operands
-        return ctx.call("aten::pow", [ctx.tensor(self_), ctx.tensor(exponent)], 1)
+        return ctx.call("aten::pow.Tensor_Tensor", [ctx.tensor(self_), ctx.tensor(exponent)], {}, 1)
 
 
 class Prod(Node):
@@ -6045,7 +6153,9 @@ class Prod(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::prod", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::prod", [ctx.tensor(self_)], {"dtype": ctx.constant(self.attrs[0])}, 1
+        )
 
 
 class ProdDimInt(Node):
@@ -6059,13 +6169,9 @@ class ProdDimInt(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::prod",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            "aten::prod.dim_int",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"dtype": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -6083,6 +6189,7 @@ class Put(Node):
         return ctx.call(
             "aten::put",
             [ctx.tensor(self_), ctx.tensor(index), ctx.tensor(source), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -6097,7 +6204,7 @@ class Rad2deg(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::rad2deg", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::rad2deg", [ctx.tensor(self_)], {}, 1)
 
 
 class Random(Node):
@@ -6110,7 +6217,9 @@ class Random(Node):
 
     def lower(self, ctx):
         self_, generator = self.operands
-        return ctx.call("aten::random", [ctx.tensor(self_), ctx.generator(generator)], 1)
+        return ctx.call(
+            "aten::random", [ctx.tensor(self_)], {"generator": ctx.generator(generator)}, 1
+        )
 
 
 class RandomFrom(Node):
@@ -6124,13 +6233,9 @@ class RandomFrom(Node):
     def lower(self, ctx):
         self_, generator = self.operands
         return ctx.call(
-            "aten::random",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.generator(generator),
-            ],
+            "aten::random.from",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -6146,8 +6251,9 @@ class RandomTo(Node):
     def lower(self, ctx):
         self_, generator = self.operands
         return ctx.call(
-            "aten::random",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            "aten::random.to",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -6162,7 +6268,7 @@ class Reciprocal(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::reciprocal", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::reciprocal", [ctx.tensor(self_)], {}, 1)
 
 
 class ReflectionPad1d(Node):
@@ -6176,7 +6282,7 @@ class ReflectionPad1d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::reflection_pad1d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::reflection_pad1d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -6195,6 +6301,7 @@ class ReflectionPad1dBackward(Node):
         return ctx.call(
             "aten::reflection_pad1d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -6210,7 +6317,7 @@ class ReflectionPad2d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::reflection_pad2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::reflection_pad2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -6229,6 +6336,7 @@ class ReflectionPad2dBackward(Node):
         return ctx.call(
             "aten::reflection_pad2d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -6244,7 +6352,7 @@ class ReflectionPad3d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::reflection_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::reflection_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -6263,6 +6371,7 @@ class ReflectionPad3dBackward(Node):
         return ctx.call(
             "aten::reflection_pad3d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -6277,7 +6386,7 @@ class Relu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::relu", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::relu", [ctx.tensor(self_)], {}, 1)
 
 
 class RemainderScalar(Node):
@@ -6290,7 +6399,7 @@ class RemainderScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::remainder", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::remainder.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class RemainderTensor(Node):
@@ -6303,7 +6412,7 @@ class RemainderTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::remainder", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::remainder.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Renorm(Node):
@@ -6319,6 +6428,7 @@ class Renorm(Node):
         return ctx.call(
             "aten::renorm",
             [ctx.tensor(self_), ctx.scalar(p), ctx.constant(self.attrs[0]), ctx.scalar(maxnorm)],
+            {},
             1,
         )
 
@@ -6333,7 +6443,7 @@ class Repeat(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::repeat", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::repeat", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class ReplicationPad1d(Node):
@@ -6347,7 +6457,7 @@ class ReplicationPad1d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::replication_pad1d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::replication_pad1d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -6366,6 +6476,7 @@ class ReplicationPad1dBackward(Node):
         return ctx.call(
             "aten::replication_pad1d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -6381,7 +6492,7 @@ class ReplicationPad2d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::replication_pad2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::replication_pad2d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -6400,6 +6511,7 @@ class ReplicationPad2dBackward(Node):
         return ctx.call(
             "aten::replication_pad2d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -6415,7 +6527,7 @@ class ReplicationPad3d(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::replication_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::replication_pad3d", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
 
 
@@ -6434,6 +6546,7 @@ class ReplicationPad3dBackward(Node):
         return ctx.call(
             "aten::replication_pad3d_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -6451,6 +6564,7 @@ class Roll(Node):
         return ctx.call(
             "aten::roll",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -6465,7 +6579,7 @@ class Round(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::round", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::round", [ctx.tensor(self_)], {}, 1)
 
 
 class RoundDecimals(Node):
@@ -6478,7 +6592,12 @@ class RoundDecimals(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::round", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::round.decimals",
+            [ctx.tensor(self_)],
+            {"decimals": ctx.constant(self.attrs[0])},
+            1,
+        )
 
 
 class Rsqrt(Node):
@@ -6491,7 +6610,7 @@ class Rsqrt(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::rsqrt", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::rsqrt", [ctx.tensor(self_)], {}, 1)
 
 
 class RsubScalar(Node):
@@ -6504,7 +6623,9 @@ class RsubScalar(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::rsub", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::rsub.Scalar", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], {}, 1
+        )
 
 
 class RsubTensor(Node):
@@ -6517,7 +6638,12 @@ class RsubTensor(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::rsub", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::rsub.Tensor",
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"alpha": ctx.scalar(alpha)},
+            1,
+        )
 
 
 class ScatterReduce(Node):
@@ -6533,14 +6659,9 @@ class ScatterReduce(Node):
     def lower(self, ctx):
         self_, index, src = self.operands
         return ctx.call(
-            "aten::scatter",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.tensor(index),
-                ctx.tensor(src),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::scatter.reduce",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(src)],
+            {"reduce": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -6556,8 +6677,9 @@ class ScatterSrc(Node):
     def lower(self, ctx):
         self_, index, src = self.operands
         return ctx.call(
-            "aten::scatter",
+            "aten::scatter.src",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(src)],
+            {},
             1,
         )
 
@@ -6573,8 +6695,9 @@ class ScatterValue(Node):
     def lower(self, ctx):
         self_, index, value = self.operands
         return ctx.call(
-            "aten::scatter",
+            "aten::scatter.value",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.scalar(value)],
+            {},
             1,
         )
 
@@ -6590,14 +6713,9 @@ class ScatterValueReduce(Node):
     def lower(self, ctx):
         self_, index, value = self.operands
         return ctx.call(
-            "aten::scatter",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.tensor(index),
-                ctx.scalar(value),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::scatter.value_reduce",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.scalar(value)],
+            {"reduce": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -6615,6 +6733,7 @@ class ScatterAdd(Node):
         return ctx.call(
             "aten::scatter_add",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(src)],
+            {},
             1,
         )
 
@@ -6630,15 +6749,15 @@ class ScatterReduceTwo(Node):
     def lower(self, ctx):
         self_, index, src = self.operands
         return ctx.call(
-            "aten::scatter_reduce",
+            "aten::scatter_reduce.two",
             [
                 ctx.tensor(self_),
                 ctx.constant(self.attrs[0]),
                 ctx.tensor(index),
                 ctx.tensor(src),
                 ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
             ],
+            {"include_self": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -6654,15 +6773,14 @@ class SearchsortedScalar(Node):
     def lower(self, ctx):
         sorted_sequence, self_, sorter = self.operands
         return ctx.call(
-            "aten::searchsorted",
-            [
-                ctx.tensor(sorted_sequence),
-                ctx.scalar(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.optional_tensor(sorter),
-            ],
+            "aten::searchsorted.Scalar",
+            [ctx.tensor(sorted_sequence), ctx.scalar(self_)],
+            {
+                "out_int32": ctx.constant(self.attrs[0]),
+                "right": ctx.constant(self.attrs[1]),
+                "side": ctx.constant(self.attrs[2]),
+                "sorter": ctx.optional_tensor(sorter),
+            },
             1,
         )
 
@@ -6678,15 +6796,14 @@ class SearchsortedTensor(Node):
     def lower(self, ctx):
         sorted_sequence, self_, sorter = self.operands
         return ctx.call(
-            "aten::searchsorted",
-            [
-                ctx.tensor(sorted_sequence),
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.optional_tensor(sorter),
-            ],
+            "aten::searchsorted.Tensor",
+            [ctx.tensor(sorted_sequence), ctx.tensor(self_)],
+            {
+                "out_int32": ctx.constant(self.attrs[0]),
+                "right": ctx.constant(self.attrs[1]),
+                "side": ctx.constant(self.attrs[2]),
+                "sorter": ctx.optional_tensor(sorter),
+            },
             1,
         )
 
@@ -6703,16 +6820,15 @@ class SegmentReduce(Node):
         data, lengths, indices, offsets, initial = self.operands
         return ctx.call(
             "aten::segment_reduce",
-            [
-                ctx.tensor(data),
-                ctx.constant(self.attrs[0]),
-                ctx.optional_tensor(lengths),
-                ctx.optional_tensor(indices),
-                ctx.optional_tensor(offsets),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.optional_scalar(initial),
-            ],
+            [ctx.tensor(data), ctx.constant(self.attrs[0])],
+            {
+                "lengths": ctx.optional_tensor(lengths),
+                "indices": ctx.optional_tensor(indices),
+                "offsets": ctx.optional_tensor(offsets),
+                "axis": ctx.constant(self.attrs[1]),
+                "unsafe": ctx.constant(self.attrs[2]),
+                "initial": ctx.optional_scalar(initial),
+            },
             1,
         )
 
@@ -6728,8 +6844,9 @@ class SelectCopyInt(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::select_copy",
+            "aten::select_copy.int",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -6752,6 +6869,7 @@ class SelectScatter(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -6766,7 +6884,7 @@ class Selu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::selu", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::selu", [ctx.tensor(self_)], {}, 1)
 
 
 class Sgn(Node):
@@ -6779,7 +6897,7 @@ class Sgn(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sgn", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::sgn", [ctx.tensor(self_)], {}, 1)
 
 
 class Sigmoid(Node):
@@ -6792,7 +6910,7 @@ class Sigmoid(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sigmoid", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::sigmoid", [ctx.tensor(self_)], {}, 1)
 
 
 class SigmoidBackward(Node):
@@ -6805,7 +6923,9 @@ class SigmoidBackward(Node):
 
     def lower(self, ctx):
         grad_output, output = self.operands
-        return ctx.call("aten::sigmoid_backward", [ctx.tensor(grad_output), ctx.tensor(output)], 1)
+        return ctx.call(
+            "aten::sigmoid_backward", [ctx.tensor(grad_output), ctx.tensor(output)], {}, 1
+        )
 
 
 class Sign(Node):
@@ -6818,7 +6938,7 @@ class Sign(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sign", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::sign", [ctx.tensor(self_)], {}, 1)
 
 
 class Signbit(Node):
@@ -6831,7 +6951,7 @@ class Signbit(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::signbit", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::signbit", [ctx.tensor(self_)], {}, 1)
 
 
 class Silu(Node):
@@ -6844,7 +6964,7 @@ class Silu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::silu", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::silu", [ctx.tensor(self_)], {}, 1)
 
 
 class SiluBackward(Node):
@@ -6857,7 +6977,7 @@ class SiluBackward(Node):
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
-        return ctx.call("aten::silu_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], 1)
+        return ctx.call("aten::silu_backward", [ctx.tensor(grad_output), ctx.tensor(self_)], {}, 1)
 
 
 class Sin(Node):
@@ -6870,7 +6990,7 @@ class Sin(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sin", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::sin", [ctx.tensor(self_)], {}, 1)
 
 
 class Sinc(Node):
@@ -6883,7 +7003,7 @@ class Sinc(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sinc", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::sinc", [ctx.tensor(self_)], {}, 1)
 
 
 class Sinh(Node):
@@ -6896,7 +7016,7 @@ class Sinh(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sinh", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::sinh", [ctx.tensor(self_)], {}, 1)
 
 
 class SliceCopyTensor(Node):
@@ -6910,7 +7030,7 @@ class SliceCopyTensor(Node):
     def lower(self, ctx):
         self_, step = self.operands
         return ctx.call(
-            "aten::slice_copy",
+            "aten::slice_copy.Tensor",
             [
                 ctx.tensor(self_),
                 ctx.constant(self.attrs[0]),
@@ -6918,6 +7038,7 @@ class SliceCopyTensor(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.symint(step),
             ],
+            {},
             1,
         )
 
@@ -6942,6 +7063,7 @@ class SliceScatter(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.symint(step),
             ],
+            {},
             1,
         )
 
@@ -6966,6 +7088,7 @@ class SmoothL1Loss(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -6989,6 +7112,7 @@ class SmoothL1LossBackward(Node):
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
             ],
+            {},
             1,
         )
 
@@ -7006,6 +7130,7 @@ class SoftMarginLoss(Node):
         return ctx.call(
             "aten::soft_margin_loss",
             [ctx.tensor(self_), ctx.tensor(target), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -7028,6 +7153,7 @@ class SoftMarginLossBackward(Node):
                 ctx.tensor(target),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             1,
         )
 
@@ -7043,7 +7169,7 @@ class Softplus(Node):
     def lower(self, ctx):
         self_, beta, threshold = self.operands
         return ctx.call(
-            "aten::softplus", [ctx.tensor(self_), ctx.scalar(beta), ctx.scalar(threshold)], 1
+            "aten::softplus", [ctx.tensor(self_), ctx.scalar(beta), ctx.scalar(threshold)], {}, 1
         )
 
 
@@ -7060,6 +7186,7 @@ class SoftplusBackward(Node):
         return ctx.call(
             "aten::softplus_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.scalar(beta), ctx.scalar(threshold)],
+            {},
             1,
         )
 
@@ -7074,7 +7201,7 @@ class Softshrink(Node):
 
     def lower(self, ctx):
         self_, lambd = self.operands
-        return ctx.call("aten::softshrink", [ctx.tensor(self_), ctx.scalar(lambd)], 1)
+        return ctx.call("aten::softshrink", [ctx.tensor(self_), ctx.scalar(lambd)], {}, 1)
 
 
 class SoftshrinkBackward(Node):
@@ -7090,6 +7217,7 @@ class SoftshrinkBackward(Node):
         return ctx.call(
             "aten::softshrink_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.scalar(lambd)],
+            {},
             1,
         )
 
@@ -7109,6 +7237,7 @@ class Sort(Node):
         return ctx.call(
             "aten::sort",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             2,
         )
 
@@ -7124,13 +7253,13 @@ class SortStable(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::sort",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            "aten::sort.stable",
+            [ctx.tensor(self_)],
+            {
+                "stable": ctx.constant(self.attrs[0]),
+                "dim": ctx.constant(self.attrs[1]),
+                "descending": ctx.constant(self.attrs[2]),
+            },
             2,
         )
 
@@ -7145,7 +7274,7 @@ class SpecialAiryAi(Node):
 
     def lower(self, ctx):
         (x,) = self.operands
-        return ctx.call("aten::special_airy_ai", [ctx.tensor(x)], 1)
+        return ctx.call("aten::special_airy_ai", [ctx.tensor(x)], {}, 1)
 
 
 class SpecialBesselJ0(Node):
@@ -7158,7 +7287,7 @@ class SpecialBesselJ0(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_bessel_j0", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_bessel_j0", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialBesselJ1(Node):
@@ -7171,7 +7300,7 @@ class SpecialBesselJ1(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_bessel_j1", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_bessel_j1", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialBesselY0(Node):
@@ -7184,7 +7313,7 @@ class SpecialBesselY0(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_bessel_y0", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_bessel_y0", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialBesselY1(Node):
@@ -7197,7 +7326,7 @@ class SpecialBesselY1(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_bessel_y1", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_bessel_y1", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialChebyshevPolynomialT(Node):
@@ -7210,7 +7339,9 @@ class SpecialChebyshevPolynomialT(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_chebyshev_polynomial_t", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call(
+            "aten::special_chebyshev_polynomial_t", [ctx.tensor(x), ctx.tensor(n)], {}, 1
+        )
 
 
 class SpecialChebyshevPolynomialU(Node):
@@ -7223,7 +7354,9 @@ class SpecialChebyshevPolynomialU(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_chebyshev_polynomial_u", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call(
+            "aten::special_chebyshev_polynomial_u", [ctx.tensor(x), ctx.tensor(n)], {}, 1
+        )
 
 
 class SpecialChebyshevPolynomialV(Node):
@@ -7236,7 +7369,9 @@ class SpecialChebyshevPolynomialV(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_chebyshev_polynomial_v", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call(
+            "aten::special_chebyshev_polynomial_v", [ctx.tensor(x), ctx.tensor(n)], {}, 1
+        )
 
 
 class SpecialChebyshevPolynomialW(Node):
@@ -7249,7 +7384,9 @@ class SpecialChebyshevPolynomialW(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_chebyshev_polynomial_w", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call(
+            "aten::special_chebyshev_polynomial_w", [ctx.tensor(x), ctx.tensor(n)], {}, 1
+        )
 
 
 class SpecialEntr(Node):
@@ -7262,7 +7399,7 @@ class SpecialEntr(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_entr", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_entr", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialErfcx(Node):
@@ -7275,7 +7412,7 @@ class SpecialErfcx(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_erfcx", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_erfcx", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialHermitePolynomialH(Node):
@@ -7288,7 +7425,7 @@ class SpecialHermitePolynomialH(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_hermite_polynomial_h", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call("aten::special_hermite_polynomial_h", [ctx.tensor(x), ctx.tensor(n)], {}, 1)
 
 
 class SpecialHermitePolynomialHe(Node):
@@ -7301,7 +7438,9 @@ class SpecialHermitePolynomialHe(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_hermite_polynomial_he", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call(
+            "aten::special_hermite_polynomial_he", [ctx.tensor(x), ctx.tensor(n)], {}, 1
+        )
 
 
 class SpecialI0e(Node):
@@ -7314,7 +7453,7 @@ class SpecialI0e(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_i0e", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_i0e", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialI1(Node):
@@ -7327,7 +7466,7 @@ class SpecialI1(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_i1", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_i1", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialI1e(Node):
@@ -7340,7 +7479,7 @@ class SpecialI1e(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_i1e", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_i1e", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialLaguerrePolynomialL(Node):
@@ -7353,7 +7492,9 @@ class SpecialLaguerrePolynomialL(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_laguerre_polynomial_l", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call(
+            "aten::special_laguerre_polynomial_l", [ctx.tensor(x), ctx.tensor(n)], {}, 1
+        )
 
 
 class SpecialLegendrePolynomialP(Node):
@@ -7366,7 +7507,9 @@ class SpecialLegendrePolynomialP(Node):
 
     def lower(self, ctx):
         x, n = self.operands
-        return ctx.call("aten::special_legendre_polynomial_p", [ctx.tensor(x), ctx.tensor(n)], 1)
+        return ctx.call(
+            "aten::special_legendre_polynomial_p", [ctx.tensor(x), ctx.tensor(n)], {}, 1
+        )
 
 
 class SpecialLogNdtr(Node):
@@ -7379,7 +7522,7 @@ class SpecialLogNdtr(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_log_ndtr", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_log_ndtr", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialModifiedBesselI0(Node):
@@ -7392,7 +7535,7 @@ class SpecialModifiedBesselI0(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_modified_bessel_i0", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_modified_bessel_i0", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialModifiedBesselI1(Node):
@@ -7405,7 +7548,7 @@ class SpecialModifiedBesselI1(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_modified_bessel_i1", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_modified_bessel_i1", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialModifiedBesselK0(Node):
@@ -7418,7 +7561,7 @@ class SpecialModifiedBesselK0(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_modified_bessel_k0", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_modified_bessel_k0", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialModifiedBesselK1(Node):
@@ -7431,7 +7574,7 @@ class SpecialModifiedBesselK1(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_modified_bessel_k1", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_modified_bessel_k1", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialNdtri(Node):
@@ -7444,7 +7587,7 @@ class SpecialNdtri(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::special_ndtri", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::special_ndtri", [ctx.tensor(self_)], {}, 1)
 
 
 class SpecialScaledModifiedBesselK0(Node):
@@ -7457,7 +7600,7 @@ class SpecialScaledModifiedBesselK0(Node):
 
     def lower(self, ctx):
         (x,) = self.operands
-        return ctx.call("aten::special_scaled_modified_bessel_k0", [ctx.tensor(x)], 1)
+        return ctx.call("aten::special_scaled_modified_bessel_k0", [ctx.tensor(x)], {}, 1)
 
 
 class SpecialScaledModifiedBesselK1(Node):
@@ -7470,7 +7613,7 @@ class SpecialScaledModifiedBesselK1(Node):
 
     def lower(self, ctx):
         (x,) = self.operands
-        return ctx.call("aten::special_scaled_modified_bessel_k1", [ctx.tensor(x)], 1)
+        return ctx.call("aten::special_scaled_modified_bessel_k1", [ctx.tensor(x)], {}, 1)
 
 
 class SpecialShiftedChebyshevPolynomialT(Node):
@@ -7484,7 +7627,7 @@ class SpecialShiftedChebyshevPolynomialT(Node):
     def lower(self, ctx):
         x, n = self.operands
         return ctx.call(
-            "aten::special_shifted_chebyshev_polynomial_t", [ctx.tensor(x), ctx.tensor(n)], 1
+            "aten::special_shifted_chebyshev_polynomial_t", [ctx.tensor(x), ctx.tensor(n)], {}, 1
         )
 
 
@@ -7499,7 +7642,7 @@ class SpecialShiftedChebyshevPolynomialU(Node):
     def lower(self, ctx):
         x, n = self.operands
         return ctx.call(
-            "aten::special_shifted_chebyshev_polynomial_u", [ctx.tensor(x), ctx.tensor(n)], 1
+            "aten::special_shifted_chebyshev_polynomial_u", [ctx.tensor(x), ctx.tensor(n)], {}, 1
         )
 
 
@@ -7514,7 +7657,7 @@ class SpecialShiftedChebyshevPolynomialV(Node):
     def lower(self, ctx):
         x, n = self.operands
         return ctx.call(
-            "aten::special_shifted_chebyshev_polynomial_v", [ctx.tensor(x), ctx.tensor(n)], 1
+            "aten::special_shifted_chebyshev_polynomial_v", [ctx.tensor(x), ctx.tensor(n)], {}, 1
         )
 
 
@@ -7529,7 +7672,7 @@ class SpecialShiftedChebyshevPolynomialW(Node):
     def lower(self, ctx):
         x, n = self.operands
         return ctx.call(
-            "aten::special_shifted_chebyshev_polynomial_w", [ctx.tensor(x), ctx.tensor(n)], 1
+            "aten::special_shifted_chebyshev_polynomial_w", [ctx.tensor(x), ctx.tensor(n)], {}, 1
         )
 
 
@@ -7543,7 +7686,7 @@ class SpecialSphericalBesselJ0(Node):
 
     def lower(self, ctx):
         (x,) = self.operands
-        return ctx.call("aten::special_spherical_bessel_j0", [ctx.tensor(x)], 1)
+        return ctx.call("aten::special_spherical_bessel_j0", [ctx.tensor(x)], {}, 1)
 
 
 class SpecialXlog1py(Node):
@@ -7556,7 +7699,7 @@ class SpecialXlog1py(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::special_xlog1py", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::special_xlog1py", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class SpecialZeta(Node):
@@ -7569,7 +7712,7 @@ class SpecialZeta(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::special_zeta", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::special_zeta", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class SplitCopyTensor(Node):
@@ -7583,11 +7726,12 @@ class SplitCopyTensor(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         (result,) = ctx.call(
-            "aten::split_copy",
+            "aten::split_copy.Tensor",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
-        return ctx.call("prim::ListUnpack", [result], len(self.shapes))
+        return ctx.unpack_list(result, len(self.shapes))
 
 
 class SplitWithSizesCopy(Node):
@@ -7603,9 +7747,10 @@ class SplitWithSizesCopy(Node):
         (result,) = ctx.call(
             "aten::split_with_sizes_copy",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
-        return ctx.call("prim::ListUnpack", [result], len(self.shapes))
+        return ctx.unpack_list(result, len(self.shapes))
 
 
 class Sqrt(Node):
@@ -7618,7 +7763,7 @@ class Sqrt(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sqrt", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::sqrt", [ctx.tensor(self_)], {}, 1)
 
 
 class SqueezeCopy(Node):
@@ -7631,7 +7776,7 @@ class SqueezeCopy(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::squeeze_copy", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::squeeze_copy", [ctx.tensor(self_)], {}, 1)
 
 
 class SqueezeCopyDim(Node):
@@ -7644,7 +7789,9 @@ class SqueezeCopyDim(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::squeeze_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::squeeze_copy.dim", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class SqueezeCopyDims(Node):
@@ -7657,7 +7804,9 @@ class SqueezeCopyDims(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::squeeze_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::squeeze_copy.dims", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class Stack(Node):
@@ -7670,7 +7819,9 @@ class Stack(Node):
 
     def lower(self, ctx):
         (tensors,) = self.operands
-        return ctx.call("aten::stack", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::stack", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class Std(Node):
@@ -7683,7 +7834,7 @@ class Std(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::std", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::std", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class StdCorrection(Node):
@@ -7697,13 +7848,9 @@ class StdCorrection(Node):
     def lower(self, ctx):
         self_, correction = self.operands
         return ctx.call(
-            "aten::std",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.optional_scalar(correction),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::std.correction",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"correction": ctx.optional_scalar(correction), "keepdim": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -7719,13 +7866,14 @@ class StdDim(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::std",
+            "aten::std.dim",
             [
                 ctx.tensor(self_),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -7741,13 +7889,9 @@ class StdMeanCorrection(Node):
     def lower(self, ctx):
         self_, correction = self.operands
         return ctx.call(
-            "aten::std_mean",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.optional_scalar(correction),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::std_mean.correction",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"correction": ctx.optional_scalar(correction), "keepdim": ctx.constant(self.attrs[1])},
             2,
         )
 
@@ -7762,7 +7906,9 @@ class SubScalar(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::sub", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::sub.Scalar", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], {}, 1
+        )
 
 
 class SubTensor(Node):
@@ -7775,7 +7921,12 @@ class SubTensor(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::sub", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::sub.Tensor",
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"alpha": ctx.scalar(alpha)},
+            1,
+        )
 
 
 class Sum(Node):
@@ -7788,7 +7939,7 @@ class Sum(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::sum", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::sum", [ctx.tensor(self_)], {"dtype": ctx.constant(self.attrs[0])}, 1)
 
 
 class SumDimIntlist(Node):
@@ -7802,13 +7953,9 @@ class SumDimIntlist(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::sum",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            "aten::sum.dim_IntList",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"dtype": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -7823,7 +7970,7 @@ class TCopy(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::t_copy", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::t_copy", [ctx.tensor(self_)], {}, 1)
 
 
 class Take(Node):
@@ -7836,7 +7983,7 @@ class Take(Node):
 
     def lower(self, ctx):
         self_, index = self.operands
-        return ctx.call("aten::take", [ctx.tensor(self_), ctx.tensor(index)], 1)
+        return ctx.call("aten::take", [ctx.tensor(self_), ctx.tensor(index)], {}, 1)
 
 
 class Tan(Node):
@@ -7849,7 +7996,7 @@ class Tan(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::tan", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::tan", [ctx.tensor(self_)], {}, 1)
 
 
 class Tanh(Node):
@@ -7862,7 +8009,7 @@ class Tanh(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::tanh", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::tanh", [ctx.tensor(self_)], {}, 1)
 
 
 class TanhBackward(Node):
@@ -7875,7 +8022,7 @@ class TanhBackward(Node):
 
     def lower(self, ctx):
         grad_output, output = self.operands
-        return ctx.call("aten::tanh_backward", [ctx.tensor(grad_output), ctx.tensor(output)], 1)
+        return ctx.call("aten::tanh_backward", [ctx.tensor(grad_output), ctx.tensor(output)], {}, 1)
 
 
 class Threshold(Node):
@@ -7889,7 +8036,7 @@ class Threshold(Node):
     def lower(self, ctx):
         self_, threshold, value = self.operands
         return ctx.call(
-            "aten::threshold", [ctx.tensor(self_), ctx.scalar(threshold), ctx.scalar(value)], 1
+            "aten::threshold", [ctx.tensor(self_), ctx.scalar(threshold), ctx.scalar(value)], {}, 1
         )
 
 
@@ -7906,6 +8053,7 @@ class ThresholdBackward(Node):
         return ctx.call(
             "aten::threshold_backward",
             [ctx.tensor(grad_output), ctx.tensor(self_), ctx.scalar(threshold)],
+            {},
             1,
         )
 
@@ -7929,6 +8077,7 @@ class Topk(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             2,
         )
 
@@ -7943,7 +8092,7 @@ class Trace(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::trace", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::trace", [ctx.tensor(self_)], {}, 1)
 
 
 class TransposeCopyInt(Node):
@@ -7957,8 +8106,9 @@ class TransposeCopyInt(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::transpose_copy",
+            "aten::transpose_copy.int",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -7982,6 +8132,7 @@ class TriangularSolve(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             2,
         )
 
@@ -7996,7 +8147,7 @@ class Tril(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::tril", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::tril", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class TrilIndices(Node):
@@ -8010,15 +8161,13 @@ class TrilIndices(Node):
     def lower(self, ctx):
         return ctx.call(
             "aten::tril_indices",
-            [
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-                ctx.constant(self.attrs[5]),
-                ctx.constant(self.attrs[6]),
-            ],
+            [ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1]), ctx.constant(self.attrs[2])],
+            {
+                "dtype": ctx.constant(self.attrs[3]),
+                "layout": ctx.constant(self.attrs[4]),
+                "device": ctx.constant(self.attrs[5]),
+                "pin_memory": ctx.constant(self.attrs[6]),
+            },
             1,
         )
 
@@ -8033,7 +8182,7 @@ class Triu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::triu", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::triu", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class TriuIndices(Node):
@@ -8047,15 +8196,13 @@ class TriuIndices(Node):
     def lower(self, ctx):
         return ctx.call(
             "aten::triu_indices",
-            [
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-                ctx.constant(self.attrs[5]),
-                ctx.constant(self.attrs[6]),
-            ],
+            [ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1]), ctx.constant(self.attrs[2])],
+            {
+                "dtype": ctx.constant(self.attrs[3]),
+                "layout": ctx.constant(self.attrs[4]),
+                "device": ctx.constant(self.attrs[5]),
+                "pin_memory": ctx.constant(self.attrs[6]),
+            },
             1,
         )
 
@@ -8070,7 +8217,7 @@ class Trunc(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::trunc", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::trunc", [ctx.tensor(self_)], {}, 1)
 
 
 class UnbindCopyInt(Node):
@@ -8084,9 +8231,9 @@ class UnbindCopyInt(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         (result,) = ctx.call(
-            "aten::unbind_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1
+            "aten::unbind_copy.int", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
         )
-        return ctx.call("prim::ListUnpack", [result], len(self.shapes))
+        return ctx.unpack_list(result, len(self.shapes))
 
 
 class UnfoldBackward(Node):
@@ -8108,6 +8255,7 @@ class UnfoldBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -8130,6 +8278,7 @@ class UnfoldCopy(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -8148,12 +8297,8 @@ class Uniform(Node):
         self_, generator = self.operands
         return ctx.call(
             "aten::uniform",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.generator(generator),
-            ],
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -8168,7 +8313,9 @@ class UnsqueezeCopy(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::unsqueeze_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::unsqueeze_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class UpsampleBicubic2d(Node):
@@ -8190,6 +8337,7 @@ class UpsampleBicubic2d(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -8214,6 +8362,7 @@ class UpsampleBicubic2dBackward(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -8237,6 +8386,7 @@ class UpsampleBilinear2d(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -8261,6 +8411,7 @@ class UpsampleBilinear2dBackward(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -8283,6 +8434,7 @@ class UpsampleLinear1d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -8306,6 +8458,7 @@ class UpsampleLinear1dBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -8323,6 +8476,7 @@ class UpsampleNearest1d(Node):
         return ctx.call(
             "aten::upsample_nearest1d",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -8345,6 +8499,7 @@ class UpsampleNearest1dBackward(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -8367,6 +8522,7 @@ class UpsampleNearest2d(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -8390,6 +8546,7 @@ class UpsampleNearest2dBackward(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -8413,6 +8570,7 @@ class UpsampleNearest3d(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             1,
         )
 
@@ -8437,6 +8595,7 @@ class UpsampleNearest3dBackward(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -8461,6 +8620,7 @@ class UpsampleTrilinear3d(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             1,
         )
 
@@ -8486,6 +8646,7 @@ class UpsampleTrilinear3dBackward(Node):
                 ctx.constant(self.attrs[4]),
                 ctx.constant(self.attrs[5]),
             ],
+            {},
             1,
         )
 
@@ -8501,13 +8662,9 @@ class VarCorrection(Node):
     def lower(self, ctx):
         self_, correction = self.operands
         return ctx.call(
-            "aten::var",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.optional_scalar(correction),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::var.correction",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"correction": ctx.optional_scalar(correction), "keepdim": ctx.constant(self.attrs[1])},
             1,
         )
 
@@ -8523,13 +8680,9 @@ class VarMeanCorrection(Node):
     def lower(self, ctx):
         self_, correction = self.operands
         return ctx.call(
-            "aten::var_mean",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.optional_scalar(correction),
-                ctx.constant(self.attrs[1]),
-            ],
+            "aten::var_mean.correction",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"correction": ctx.optional_scalar(correction), "keepdim": ctx.constant(self.attrs[1])},
             2,
         )
 
@@ -8544,7 +8697,7 @@ class Vdot(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::vdot", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::vdot", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class ViewCopy(Node):
@@ -8557,7 +8710,7 @@ class ViewCopy(Node):
 
     def lower(self, ctx):
         self_, size = self.operands
-        return ctx.call("aten::view_copy", [ctx.tensor(self_), ctx.symint_list(size)], 1)
+        return ctx.call("aten::view_copy", [ctx.tensor(self_), ctx.symint_list(size)], {}, 1)
 
 
 class ViewCopyDtype(Node):
@@ -8570,7 +8723,9 @@ class ViewCopyDtype(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::view_copy", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::view_copy.dtype", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class WhereSelf(Node):
@@ -8584,7 +8739,7 @@ class WhereSelf(Node):
     def lower(self, ctx):
         condition, self_, other = self.operands
         return ctx.call(
-            "aten::where", [ctx.tensor(condition), ctx.tensor(self_), ctx.tensor(other)], 1
+            "aten::where.self", [ctx.tensor(condition), ctx.tensor(self_), ctx.tensor(other)], {}, 1
         )
 
 
@@ -8598,7 +8753,7 @@ class XlogyTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::xlogy", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::xlogy.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class Zero(Node):
@@ -8611,7 +8766,7 @@ class Zero(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::zero", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::zero", [ctx.tensor(self_)], {}, 1)
 
 
 class ZerosLike(Node):
@@ -8626,13 +8781,13 @@ class ZerosLike(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::zeros_like",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-            ],
+            [ctx.tensor(self_)],
+            {
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
+                "memory_format": ctx.constant(self.attrs[4]),
+            },
             1,
         )

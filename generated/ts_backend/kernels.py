@@ -6,7 +6,7 @@
 import torch
 
 from lazygen.runtime import kernel_support as rt
-from lazygen.runtime.ts_backend import shape_functions
+from lazygen.runtime.backends.torchscript import shape_functions
 
 from . import ir
 

@@ -3,8 +3,8 @@
 
 """IR node classes of the backend's own (non-native) operators."""
 
+from lazygen.runtime.backends.torchscript import lowerings as hand_written
 from lazygen.runtime.ir import Node
-from lazygen.runtime.ts_backend import lowerings as hand_written
 
 __all__ = [
     "AsStrided",
@@ -80,6 +80,7 @@ class Diagonal(Node):
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
             ],
+            {},
             1,
         )
 
@@ -109,6 +110,7 @@ class Expand(Node):
         return ctx.call(
             "aten::expand",
             [ctx.tensor(input), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 
@@ -147,7 +149,7 @@ class Permute(Node):
 
     def lower(self, ctx):
         (input,) = self.operands
-        return ctx.call("aten::permute", [ctx.tensor(input), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::permute", [ctx.tensor(input), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class Resize(Node):
@@ -211,7 +213,7 @@ class Squeeze(Node):
 
     def lower(self, ctx):
         (input,) = self.operands
-        return ctx.call("aten::squeeze", [ctx.tensor(input), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::squeeze", [ctx.tensor(input), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class Unsqueeze(Node):
@@ -224,7 +226,7 @@ class Unsqueeze(Node):
 
     def lower(self, ctx):
         (input,) = self.operands
-        return ctx.call("aten::unsqueeze", [ctx.tensor(input), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::unsqueeze", [ctx.tensor(input), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class View(Node):
@@ -237,4 +239,4 @@ class View(Node):
 
     def lower(self, ctx):
         (input,) = self.operands
-        return ctx.call("aten::view", [ctx.tensor(input), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::view", [ctx.tensor(input), ctx.constant(self.attrs[0])], {}, 1)

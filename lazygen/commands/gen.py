@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--hand-written",
-        default="lazygen.runtime.ts_backend",
+        default="lazygen.runtime.backends.torchscript",
         metavar="PACKAGE",
         help="package with the hand-written kernels/shape functions/lowerings/autograd",
     )

@@ -1,6 +1,6 @@
 """Check the hand-written pieces generated code relies on, by importing and introspecting them.
 
-For a backend whose hand-written package is `P` (`lazygen.runtime.ts_backend` for the TS
+For a backend whose hand-written package is `P` (`lazygen.runtime.backends.torchscript` for the TS
 backend): `supported` kernels in `P.kernels`, autograd kernels in `P.autograd`, shape
 functions in `P.shape_functions` (compared with `inspect.signature`), hand-written
 lowerings and reuse checks in `P.lowerings`. Missing pieces are errors that name the exact

@@ -121,6 +121,14 @@ class LazyIrSchema:
         return op_kind_of(self.func.name, self.opkind)
 
     @property
+    def op_ref(self) -> str:
+        """What `lower()` passes to `ctx.call`: the op kind with its overload
+        (`aten::add.Tensor`, `aten::relu`, `ltc_cast`), so that a backend resolves the exact
+        overload (`torch.ops.aten.add.Tensor`) without re-parsing the schema."""
+        overload = self.func.name.overload
+        return f"{self.op_kind}.{overload}" if overload and self.native else self.op_kind
+
+    @property
     def returns_list(self) -> bool:
         """A single `Tensor[]` return: the number of outputs is known only when traced."""
         return len(self.func.returns) == 1 and self.func.returns[0].type == ListType(

@@ -178,10 +178,17 @@ class NodeView:
         return tuple(a.local for a in self.node.operands)
 
     @property
-    def lowering_inputs(self) -> Group:
-        """The TorchScript inputs `lower` passes: operands as IR values (a generator as the
-        graph's `Generator?` input), attributes as constants."""
-        return list_display(_lowering_input(a) for a in self.node.arguments)
+    def lowering_args(self) -> Group:
+        """The positional arguments `lower` passes to `ctx.call`: operands as the backend's
+        values (a generator as the graph's `Generator?` input), attributes as constants."""
+        return list_display(_lowering_input(a) for a in self.node.positional)
+
+    @property
+    def lowering_kwargs(self) -> Group:
+        """The keyword-only arguments, by name, in schema order."""
+        return dict_display(
+            f"{double_quoted(a.name)}: {_lowering_input(a)}" for a in self.node.keyword
+        )
 
 
 def _lowering_input(a: LazyArgument) -> str:

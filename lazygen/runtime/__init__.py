@@ -1,66 +1,165 @@
-"""lazygen's runtime: the ``lazygen`` device, lazy tensors, IR, graph executor, TS backend.
+"""lazygen's runtime: the lazy device, lazy tensors, IR, graph executor, and backends.
 
 The user API mirrors ``torch._lazy``::
 
     import lazygen.runtime as lr
-    lr.init()
+    lr.init()                      # or lr.init(backend="inductor", device_name="mydev")
     x = torch.randn(3, device="lazygen")
     lr.mark_step()
+
+This module is the composition root: ``init()`` wires the backend-neutral core (dispatch
+table, eager fallback, device kernels, the PrivateUse1 device) to the chosen backend. No
+other module outside ``backends/`` names a backend, and importing lazygen changes nothing
+in torch until ``init()`` runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+import re
+import threading
+
 import torch
 
-from . import config, debug, executor, ir_cache, metrics
-from .devices import init
+from . import config, debug, devices, dispatch, executor, ir_cache, metrics
+from . import device as _device
+from .backend import Backend, KernelTables, available_backends, make_backend, register_backend
+from .backends import BUILTIN, DEFAULT
+from .device_kernels import DEVICE_KERNELS
+from .devices import all_devices, device_from
 from .errors import LazyGraphError
-from .tensor import DEVICE_TYPE, inner
+from .lowering import LoweringContext
+from .settings import settings
+from .tensor import inner
 
 __all__ = [
+    "Backend",
+    "KernelTables",
     "LazyGraphError",
+    "LoweringContext",
     "add_step_closure",
+    "available_backends",
+    "backend",
     "config",
     "debug",
     "device",
+    "device_name",
     "init",
     "ir_cache",
     "mark_step",
     "metrics",
+    "register_backend",
+    "set_device_backend",
     "sync",
     "to_cpu",
     "wait_device_ops",
 ]
 
+_init_lock = threading.Lock()
+_default: Backend | None = None
+_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def init(backend: str | Backend | None = None, device_name: str | None = None) -> None:
+    """Set the lazy device up once per process (later calls with no arguments, or the same
+    ones, do nothing).
+
+    ``backend``: a registered name (``"torchscript"``, the default; ``"inductor"``; ``"fx"``;
+    a third-party one), or a ``Backend`` instance; else ``LAZYGEN_BACKEND``.
+    ``device_name``: the torch device type of the lazy device (default ``"lazygen"``, or
+    ``LAZYGEN_DEVICE_NAME``); torch allows one such device per process.
+    """
+    global _default
+    with _init_lock:
+        name = device_name or settings.device_type
+        if _default is not None:
+            _check_same(backend, name)
+            return
+        if not _NAME.match(name):
+            raise ValueError(
+                f"lazygen: device name {name!r} must be lowercase letters, digits and "
+                "underscores, starting with a letter (torch device types are identifiers)"
+            )
+        chosen = make_backend(backend or os.environ.get("LAZYGEN_BACKEND") or DEFAULT, BUILTIN)
+        tables = chosen.kernel_tables()
+        settings.device_type = name
+        _device.install(name)
+        dispatch.install()
+        dispatch.register_kernels(DEVICE_KERNELS)
+        dispatch.install_tables(tables)
+        devices.configure(chosen)
+        _default = chosen
+    _freeze_startup_objects()
+
+
+def _check_same(backend, name: str) -> None:
+    if name != settings.device_type:
+        raise RuntimeError(
+            f"lazygen: the lazy device is already named {settings.device_type!r}; torch "
+            f"allows one such device per process, so it cannot also be {name!r}"
+        )
+    if backend is None or backend is _default:
+        return
+    if isinstance(backend, str) and BUILTIN.get(backend, backend) == BUILTIN.get(
+        _default.name, _default.name
+    ):
+        return
+    raise RuntimeError(
+        f"lazygen: already initialised with backend {_default.name!r}; run another device "
+        "index on another backend with lazygen.runtime.set_device_backend(index, backend)"
+    )
+
+
+def set_device_backend(index: int, backend: str | Backend) -> Backend:
+    """Run ``<device>:<index>`` on another backend (before that index holds tensors): e.g.
+    ``lazygen:0`` on TorchScript and ``lazygen:1`` on inductor. The two backends must trace
+    with the same kernel tables (the built-in ones do). Returns the backend."""
+    init()
+    chosen = make_backend(backend, BUILTIN)
+    dispatch.install_tables(chosen.kernel_tables())
+    devices.set_device_backend(index, chosen)
+    return chosen
+
+
+def backend(index: int | None = None) -> Backend:
+    """The backend running ``<device>:<index>`` (the current index by default)."""
+    init()
+    return devices.backend_of(devices.current_index() if index is None else index)
+
+
+def device_name() -> str:
+    """The lazy device's torch device type (``"lazygen"`` unless ``init`` named it)."""
+    return settings.device_type
+
 
 def device(index: int = 0) -> torch.device:
-    """The lazy device ``lazygen:<index>`` (initialising the runtime if needed)."""
+    """The lazy device ``<device name>:<index>`` (initialising the runtime if needed)."""
     init()
-    return torch.device(DEVICE_TYPE, index)
+    return torch.device(settings.device_type, index)
 
 
 def mark_step(device: str = "", wait: bool = False) -> None:
     """Cut the trace: launch a graph materialising every live lazy tensor with pending IR,
     then run step closures. The graph runs while the program goes on tracing (reads of its
     results wait for it); ``wait=True`` returns only once it ran, raising any failure."""
-    from .devices import device_from
-
     executor.mark_step(device_from(device) if device else None, wait=wait)
 
 
 def wait_device_ops(devices=None) -> None:
     """Wait for every graph in flight (raising the first failure) and for CUDA work if any."""
-    from .devices import device_from
-
     for name in devices or [None]:
         executor.wait_device_ops(device_from(name) if name else None)
-    if torch.cuda.is_available() and config.settings.backing_device.startswith("cuda"):
+    if torch.cuda.is_available() and any(d.backing.type == "cuda" for d in all_devices()):
         torch.cuda.synchronize()
 
 
 def _inner_tensors(tensors) -> list:
     return [
-        inner(t) for t in tensors if isinstance(t, torch.Tensor) and t.device.type == DEVICE_TYPE
+        inner(t)
+        for t in tensors
+        if isinstance(t, torch.Tensor) and t.device.type == settings.device_type
     ]
 
 
@@ -79,3 +178,27 @@ def to_cpu(tensors, devices=None) -> list[torch.Tensor]:
 def add_step_closure(closure, args=(), run_async: bool = False) -> None:
     """Run ``closure(*args)`` after the next ``mark_step``."""
     executor.add_step_closure(closure, args)
+
+
+def _freeze_startup_objects() -> None:
+    """Move every object alive now (torch's and lazygen's modules, the generated kernels:
+    about 290k objects) out of the cyclic GC's reach with ``gc.freeze()``.
+
+    Each traced op leaves a few GC-tracked objects (node, value, tensors) alive until the
+    sync, so tracing triggers full collections; each full collection walks the whole heap,
+    150-190 ms here, nearly all of it torch's import-time objects. Tracing a 10k-op graph
+    paid one such pause (17 us per op, 2.4x the op itself). Frozen objects are never
+    collected, which costs nothing for modules but would keep cyclic garbage made of
+    objects that were alive before ``init()`` for good: ``LAZYGEN_GC_FREEZE=0`` turns
+    this off (ML servers such as vLLM freeze their start-up heap for the same reason).
+
+    ``torch._dynamo`` is imported first: torch imports it on the first optimizer step or
+    random op (their ``_disable_dynamo`` wrappers), and its ~120k objects (sympy, mpmath,
+    ...) would otherwise stay in every full collection. Training programs pay that import
+    (~0.9 s) anyway; others pay it here."""
+    if os.environ.get("LAZYGEN_GC_FREEZE", "1") == "0":
+        return
+    with contextlib.suppress(ImportError):
+        import torch._dynamo  # noqa: F401
+    gc.collect()  # what is garbage already is freed, not frozen
+    gc.freeze()

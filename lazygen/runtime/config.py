@@ -1,61 +1,37 @@
-"""Runtime settings: one module-level object read on the hot path, set through functions.
+"""The public settings API (``lr.config``, names as ``torch._lazy.config``).
 
-Debug verbosity comes from one environment variable, ``LAZYGEN_DEBUG``:
-0 (default) silent; 1 records each IR node's source line; 2 also logs compiles and syncs.
+Each setter writes ``settings`` and then refreshes what the setting affects (the dispatch
+table, the compile and shape caches). The modules that own those caches read ``settings``
+and never import this module, so the facade sits above them and no import runs backwards.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
 import torch
 
+from . import dispatch, executor, shape_inference
+from .settings import settings
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
-class _Settings:
-    """Mutable runtime settings; the hot path reads attributes of the single instance."""
-
-    __slots__ = (
-        "debug",
-        "record_source",
-        "reuse_ir",
-        "force_fallback",
-        "max_pending_nodes",
-        "compile_cache_size",
-        "shape_cache_size",
-        "backing_device",
-        "async_execution",
-    )
-
-    def __init__(self) -> None:
-        self.debug = _env_int("LAZYGEN_DEBUG", 0)
-        self.record_source = self.debug >= 1
-        self.reuse_ir = False
-        self.force_fallback: frozenset[str] = frozenset()
-        self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)
-        self.compile_cache_size = _env_int("LAZYGEN_COMPILE_CACHE_SIZE", 1024)
-        self.shape_cache_size = _env_int("LAZYGEN_SHAPE_CACHE_SIZE", 50_000)
-        self.backing_device = os.environ.get("LAZYGEN_BACKING_DEVICE", "cpu")
-        self.async_execution = _env_int("LAZYGEN_ASYNC", 1) != 0
-
-
-settings = _Settings()
-
-
-def log(level: int, message: str) -> None:
-    """Print ``message`` to stderr when ``LAZYGEN_DEBUG`` is at least ``level``."""
-    if settings.debug >= level:
-        print(f"[lazygen] {message}", file=sys.stderr)
+__all__ = [
+    "get_async_execution",
+    "get_compile_cache_size",
+    "get_force_fallback",
+    "get_reuse_ir",
+    "get_shape_cache_size",
+    "set_async_execution",
+    "set_backing_device",
+    "set_compile_cache_size",
+    "set_debug",
+    "set_force_fallback",
+    "set_max_pending_nodes",
+    "set_reuse_ir",
+    "set_shape_cache_size",
+    "settings",
+]
 
 
 def set_debug(level: int) -> None:
+    """0 silent; 1 records each IR node's source line; 2 also logs compiles and syncs."""
     settings.debug = level
     settings.record_source = level >= 1
 
@@ -82,9 +58,7 @@ def set_force_fallback(op_names) -> None:
         name = name.strip()
         names.add(name[len("aten::") :] if name.startswith("aten::") else name)
     settings.force_fallback = frozenset(names)
-    from . import registry
-
-    registry.refresh()
+    dispatch.refresh()
 
 
 def get_force_fallback() -> frozenset[str]:
@@ -97,11 +71,9 @@ def set_max_pending_nodes(count: int) -> None:
 
 
 def set_compile_cache_size(entries: int) -> None:
-    """Keep at most this many compiled graphs (least recently used go first)."""
+    """Keep at most this many compiled graphs per backend (least recently used go first)."""
     settings.compile_cache_size = max(0, int(entries))
-    from . import executor
-
-    executor.trim_compile_cache()
+    executor.trim_compile_caches()
 
 
 def get_compile_cache_size() -> int:
@@ -111,8 +83,6 @@ def get_compile_cache_size() -> int:
 def set_shape_cache_size(entries: int) -> None:
     """Keep at most this many cached shape inferences (least recently used go first)."""
     settings.shape_cache_size = max(0, int(entries))
-    from . import shape_inference
-
     shape_inference.trim_cache()
 
 
@@ -121,7 +91,8 @@ def get_shape_cache_size() -> int:
 
 
 def set_backing_device(device: str) -> None:
-    """Where device data lives: ``"cpu"`` or ``"cuda"``; only before the first lazy tensor."""
+    """Where the built-in backends keep device data: ``"cpu"`` or ``"cuda"``; only before
+    the first lazy tensor (``LAZYGEN_BACKING_DEVICE``). A backend may decide otherwise."""
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("lazygen: CUDA backing device requested but CUDA is not available")
     settings.backing_device = device

@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 
-from .executor import backend, post_order
+from .graph import post_order
 from .ir import Node, Value
 from .tensor import inner
 
@@ -79,8 +79,11 @@ def dump_ir(tensors, ir_format: str = "text") -> str:
         return to_dot(order, position, outputs)
     if ir_format == "backend":
         pending = [v for v in outputs if not v.node.is_input]
+        if not pending:
+            return ""
+        device = next(inner(t)._device for t in tensors)
         order, position = post_order(pending)
-        return backend().dump(order, pending)
+        return device.backend.dump(order, pending, device.backing)
     raise ValueError(f"unknown IR format {ir_format!r}; expected 'text', 'dot' or 'backend'")
 
 

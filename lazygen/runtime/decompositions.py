@@ -10,8 +10,9 @@
   without its own kernel: under functionalization, so that the ops it calls (views and
   in-place ones included) reach the lazy kernels.
 
-``lookup(op)`` returns the kernel or None; ``fallback.kernel_for`` caches it in the active
-table (``registry.refresh`` forgets both the kernels and the misses).
+``lookup(op, kernel_for)`` returns the kernel or None; ``dispatch.kernel_for`` (passed in:
+foreach kernels look up their element op's kernel) caches it in the active table, and
+``dispatch.refresh`` forgets both the kernels and the misses.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ import threading
 import torch
 from torch.utils._pytree import tree_map
 
-from .tensor import DEVICE_TYPE, LazyTensor, from_data
+from .devices import get_device
+from .fallback import eager_fallback
+from .metrics import count
+from .settings import settings
+from .tensor import LazyTensor, from_data
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey
@@ -49,12 +54,13 @@ METADATA_ONLY = frozenset(
 )
 
 
-def lookup(op):
-    """A kernel for ``op`` built from lazy kernels, or None."""
+def lookup(op, kernel_for):
+    """A kernel for ``op`` built from lazy kernels, or None. ``kernel_for(op)`` finds the
+    kernel of another op (the dispatcher's lookup)."""
     name = op._schema.name
     kernel = None
     if name.startswith(_FOREACH):
-        kernel = _foreach_kernel(op)
+        kernel = _foreach_kernel(op, kernel_for)
     elif name.startswith("aten::") and name[6:] in METADATA_ONLY:
         kernel = _metadata_only_kernel(op)
     if kernel is None:
@@ -86,10 +92,8 @@ def _matches(foreach_args, element_schema) -> bool:
     return all(_element_type(f) == str(e.type) for f, e in zip(foreach_args, args, strict=False))
 
 
-def _element_kernel(op):
+def _element_kernel(op, kernel_for):
     """``(element op, its kernel)`` for a functional ``_foreach_`` op, or None."""
-    from .fallback import kernel_for
-
     schema = op._schema
     if schema.returns and str(schema.returns[0].type) != "List[Tensor]":
         return None
@@ -108,8 +112,8 @@ def _element_kernel(op):
     return None
 
 
-def _foreach_kernel(op):
-    found = _element_kernel(op)
+def _foreach_kernel(op, kernel_for):
+    found = _element_kernel(op, kernel_for)
     if found is None:
         return None
     element, kernel = found
@@ -161,10 +165,6 @@ def _stand_in(arg):
 
 
 def _metadata_only_kernel(op):
-    from . import fallback
-    from .devices import get_device
-    from .metrics import count
-
     name = f"lazy::{op._schema.name.split('::')[-1]}"
 
     def kernel(*args, **kwargs):
@@ -172,11 +172,11 @@ def _metadata_only_kernel(op):
         target = kwargs.get("device")
         if target is not None:
             target = torch.device(target)
-            if target.type != DEVICE_TYPE:  # the result goes elsewhere
-                return fallback.eager_fallback(op, args, kwargs)
+            if target.type != settings.device_type:  # the result goes elsewhere
+                return eager_fallback(op, args, kwargs)
             device = get_device(target.index or 0)
         if device is None:
-            return fallback.eager_fallback(op, args, kwargs)
+            return eager_fallback(op, args, kwargs)
         count(name)
         result = op(*[_stand_in(a) for a in args], **{**kwargs, "device": device.backing})
         return from_data(result, device)
@@ -228,8 +228,6 @@ def _from_functional(obj):
 
 def composite_kernel(op, with_cpu_kernel: bool = False):
     """A kernel running ``op``'s composite kernel under functionalization, or None."""
-    from . import fallback
-
     call = _composite_call(op, with_cpu_kernel)
     if call is None:
         return None
@@ -241,7 +239,7 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
         if running is None:
             running = _running.ops = set()
         if unusable or op in running:  # op in running: its composite kernel calls the op
-            return fallback.eager_fallback(op, args, kwargs)
+            return eager_fallback(op, args, kwargs)
         functional_args, functional_kwargs = tree_map(_to_functional, (args, kwargs))
         include = torch._C._dispatch_tls_local_include_set()
         exclude = torch._C._dispatch_tls_local_exclude_set()
@@ -253,7 +251,7 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
             # Some composite kernels call ops functionalization refuses (``__iand__``...).
             # Nothing escaped the functional wrappers; eager raises the user's error if
             # it was one, else the composite kernel is not for this device.
-            result = fallback.eager_fallback(op, args, kwargs)
+            result = eager_fallback(op, args, kwargs)
             unusable.append(True)
             return result
         finally:

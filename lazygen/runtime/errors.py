@@ -7,13 +7,16 @@ class LazyGraphError(RuntimeError):
     """Lowering, compiling or running a lazy graph failed.
 
     ``op_name`` names the IR node's op, ``source`` the user's ``file:line`` that traced it
-    (recorded with ``LAZYGEN_DEBUG=1``), ``stage`` is ``"lowering"`` or ``"execution"``; the
-    original exception is ``__cause__``. The tensors being synced keep their IR.
+    (recorded with ``LAZYGEN_DEBUG=1``), ``stage`` is ``"lowering"``, ``"compilation"`` or
+    ``"execution"``, ``backend`` the backend's name; the original exception is ``cause``
+    (and ``__cause__``). The tensors being synced keep their IR.
     """
 
-    def __init__(self, stage: str, node, cause: BaseException | None) -> None:
+    def __init__(self, stage: str, node, cause: BaseException | None, backend=None) -> None:
         self.stage = stage
         self.node = node
+        self.cause = cause
+        self.backend = None if backend is None else backend.name
         self.op_name = None if node is None else (node.op_name or node.op_kind)
         self.source = None if node is None else node.source
         if node is None:
@@ -21,19 +24,14 @@ class LazyGraphError(RuntimeError):
         else:
             where = self.source or "an unknown line (set LAZYGEN_DEBUG=1 to record it)"
             what = f"{self.op_name}, traced at {where}"
-        detail = "" if cause is None else f": {type(cause).__name__}: {_message(cause)}"
-        super().__init__(f"lazygen: {stage} of {what} failed{detail}")
+        on = "" if backend is None else f" on backend {backend.name!r}"
+        detail = ""
+        if cause is not None:
+            text = str(cause) if backend is None else backend.error_message(cause)
+            detail = f": {type(cause).__name__}: {text}"
+        super().__init__(f"lazygen: {stage} of {what}{on} failed{detail}")
 
-
-_TS_TRACEBACK = "Traceback of TorchScript (most recent call last):"
-
-
-def _message(cause: BaseException) -> str:
-    """The cause's message without the TorchScript interpreter's preamble."""
-    text = str(cause)
-    if _TS_TRACEBACK in text:
-        text = text.split(_TS_TRACEBACK, 1)[1].strip()
-        for prefix in ("RuntimeError: ", "Error: "):
-            if text.startswith(prefix):
-                text = text[len(prefix) :]
-    return text
+    def described_by(self, backend) -> LazyGraphError:
+        """The same error, worded by ``backend`` (errors raised while lowering know no
+        backend yet)."""
+        return LazyGraphError(self.stage, self.node, self.cause, backend)

@@ -1,8 +1,15 @@
-"""The eager fallback: run any op without a lazy kernel on the backing device.
+"""The eager fallback: run any op without a lazy kernel on the device data, eagerly.
 
-Lazy inputs are materialised (one sync for all of them), the op runs eagerly, tensor
-results become device data. Mutated arguments get a fresh copy, so device data stays
-immutable (pending graphs may still read the old data).
+Lazy inputs are materialised (one sync for all of them), the op runs eagerly on the
+backend's data device, tensor results become device data. Mutated arguments get a fresh
+copy, so device data stays immutable (pending graphs may still read the old data).
+
+It serves two callers. ``__torch_dispatch__`` of the inner ``LazyTensor`` (below
+functionalization: arguments and results are inner tensors, a mutated argument is pointed
+at its new data). And the ``PrivateUse1`` backend fallback, for ops that reach the device
+key above functionalization (``out=`` variants called inside composite kernels): its
+arguments are functional wrappers, so results are wrapped again and mutated arguments are
+written back through functionalization (``functional=True``).
 """
 
 from __future__ import annotations
@@ -10,9 +17,10 @@ from __future__ import annotations
 import torch
 
 from . import executor
-from . import tensor as _tensor
+from .devices import device_from, get_device
 from .metrics import count
-from .tensor import DEVICE_TYPE, LazyDevice, LazyTensor, from_data
+from .settings import settings
+from .tensor import LazyDevice, LazyTensor, from_data, inner, to_functional
 
 _info: dict = {}  # op -> (counter name, positions of mutated args, names of mutated kwargs)
 
@@ -30,9 +38,19 @@ def _op_info(func):
     return info
 
 
-def _collect(obj, out: list) -> None:
+def _lazy_inner(obj) -> LazyTensor | None:
+    """The inner tensor of a lazy argument (inner already, or a functional wrapper)."""
     if type(obj) is LazyTensor:
-        out.append(obj)
+        return obj
+    if isinstance(obj, torch.Tensor) and obj.device.type == settings.device_type:
+        return inner(obj)
+    return None
+
+
+def _collect(obj, out: list) -> None:
+    lazy = _lazy_inner(obj)
+    if lazy is not None:
+        out.append(lazy)
     elif type(obj) in (list, tuple):
         for item in obj:
             _collect(item, out)
@@ -41,30 +59,24 @@ def _collect(obj, out: list) -> None:
             _collect(item, out)
 
 
-def _unwrap(obj, device: LazyDevice | None):
-    if type(obj) is LazyTensor:
-        return obj._value.node.data
+def _unwrap(obj, device: LazyDevice):
+    lazy = _lazy_inner(obj)
+    if lazy is not None:
+        return lazy._value.node.data
     if type(obj) in (list, tuple):
         return type(obj)(_unwrap(o, device) for o in obj)
-    if isinstance(obj, torch.device) and obj.type == DEVICE_TYPE:
+    if isinstance(obj, torch.device) and obj.type == settings.device_type:
         return device.backing
-    if isinstance(obj, str) and obj.startswith(DEVICE_TYPE):
+    if isinstance(obj, str) and obj.startswith(settings.device_type):
         return device.backing
     return obj
 
 
-def _wrap(obj, device: LazyDevice, aliases: dict):
-    if isinstance(obj, torch.Tensor):
-        target = aliases.get(id(obj))
-        if target is not None:
-            return target
-        return from_data(obj, device)
-    if type(obj) in (list, tuple):
-        return type(obj)(_wrap(o, device, aliases) for o in obj)
-    return obj
-
-
-def eager_fallback(func, args, kwargs):
+def eager_fallback(func, args, kwargs, functional: bool = False, write_back: bool = True):
+    """Run ``func`` eagerly on the device data of its lazy arguments (see the module
+    docstring for ``functional``). ``write_back=False``: mutated arguments are left alone
+    and their new values returned as fresh results (a functionalization kernel above us
+    points them at the results itself)."""
     name, mutated_positions, mutated_kwargs = _op_info(func)
     count(name)
     lazy: list[LazyTensor] = []
@@ -74,50 +86,50 @@ def eager_fallback(func, args, kwargs):
         device = lazy[0]._device
         executor.sync(lazy)
     else:
-        from .devices import device_from
-
         device = device_from(kwargs.get("device"))
     eager_args = [_unwrap(a, device) for a in args]
     eager_kwargs = {k: _unwrap(v, device) for k, v in kwargs.items()}
-    aliases: dict[int, LazyTensor] = {}
+    aliases: dict[int, torch.Tensor] = {}
     targets = [(eager_args, i, args[i]) for i in mutated_positions if i < len(args)]
     targets += [(eager_kwargs, k, kwargs[k]) for k in mutated_kwargs if k in kwargs]
     for container, key, original in targets:
-        if type(original) is LazyTensor:
+        if _lazy_inner(original) is not None:
             container[key] = container[key].clone()
             aliases[id(container[key])] = original
     result = func(*eager_args, **eager_kwargs)
+    if not write_back:
+        aliases = {}
     for container, key, original in targets:
+        if id(container[key]) not in aliases:
+            continue
+        new = container[key]
         if type(original) is LazyTensor:
-            original.set_data(container[key])
+            original.set_data(new)
+        else:  # a functional wrapper: written through functionalization
+            with torch.no_grad():
+                if original.shape != new.shape:
+                    original.resize_(new.shape)
+                original.copy_(new)
     target_device = kwargs.get("device")
-    if target_device is not None and torch.device(target_device).type != DEVICE_TYPE:
+    if target_device is not None and torch.device(target_device).type != settings.device_type:
         return result  # an explicit non-lazy device: results stay where the op put them
-    return _wrap(result, device, aliases)
+    return _wrap(result, device, aliases, functional)
 
 
-def kernel_for(func):
-    """The active kernel of ``func``, or one the runtime builds (cached), or None."""
-    kernel = _tensor._active_kernels.get(func)
-    if kernel is None and func not in _no_decomposition:
-        from . import decompositions, registry
-
-        kernel = None if registry.forced(func) else decompositions.lookup(func)
-        if kernel is None:
-            _no_decomposition.add(func)
-        else:
-            _tensor._active_kernels[func] = kernel
-    return kernel
+def _wrap(obj, device: LazyDevice, aliases: dict, functional: bool):
+    if isinstance(obj, torch.Tensor):
+        target = aliases.get(id(obj))
+        if target is not None:
+            return target
+        lazy = from_data(obj, device)
+        return to_functional(lazy) if functional else lazy
+    if type(obj) in (list, tuple):
+        return type(obj)(_wrap(o, device, aliases, functional) for o in obj)
+    return obj
 
 
-def dispatch_missing(func, args, kwargs):
-    """An op without an active kernel: a runtime-built kernel if one applies, else eager."""
-    kernel = kernel_for(func)
-    if kernel is None:
-        return eager_fallback(func, args, kwargs)
-    return kernel(*args, **kwargs)
-
-
-_no_decomposition: set = set()  # cleared by registry.refresh()
-
-_tensor.set_fallback(dispatch_missing)
+def first_device(args, kwargs) -> LazyDevice | None:
+    for arg in (*args, *kwargs.values()):
+        if isinstance(arg, torch.Tensor) and arg.device.type == settings.device_type:
+            return get_device(arg.device.index or 0)
+    return None

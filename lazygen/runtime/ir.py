@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import torch
 
-from .config import settings
+from .settings import settings
 
 
 class Shape(NamedTuple):

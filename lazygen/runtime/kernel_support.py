@@ -10,7 +10,8 @@ import weakref
 import torch
 
 from . import executor
-from .config import settings
+from .devices import default_device
+from .fallback import eager_fallback
 from .ir import (
     _SCALAR_DTYPES,
     DeviceData,
@@ -22,8 +23,9 @@ from .ir import (
     scalar_shapes,
 )
 from .metrics import count
+from .settings import settings
 from .shape_inference import infer_shapes
-from .tensor import DEVICE_TYPE, LazyDevice, LazyTensor, new_lazy
+from .tensor import LazyDevice, LazyTensor, new_lazy
 
 __all__ = [
     "Shape",
@@ -53,14 +55,20 @@ _new_value = tuple.__new__  # Value(node, i) without the NamedTuple's Python-lev
 
 def elsewhere(device) -> bool:
     """True when a `device=` option names another device than the lazy one."""
-    return device is not None and torch.device(device).type != DEVICE_TYPE
+    return device is not None and torch.device(device).type != settings.device_type
 
 
 def eager(op, args, kwargs):
     """Run `op` through the eager fallback (counted as `aten::<op>`); used for `elsewhere`."""
-    from .fallback import eager_fallback
-
     return eager_fallback(op, args, kwargs)
+
+
+def upload(t: torch.Tensor, device: LazyDevice) -> Value:
+    """Device data holding a copy of host tensor ``t`` (the caller may change ``t`` later)."""
+    data = device.backend.to_data(t, device.backing)
+    if data is t:
+        data = t.clone()
+    return Value(DeviceData(data), 0)
 
 
 def device_of(*tensors) -> LazyDevice:
@@ -71,8 +79,6 @@ def device_of(*tensors) -> LazyDevice:
             for item in t:
                 if type(item) is LazyTensor:
                     return item._device
-    from .devices import default_device
-
     return default_device()
 
 
@@ -81,7 +87,7 @@ def tensor(t, device: LazyDevice) -> Value:
         return t._value
     if isinstance(t, torch.Tensor):
         if t.dim() == 0 and t.device.type == "cpu":
-            return Value(DeviceData(t.to(device.backing, copy=True)), 0)
+            return upload(t, device)
         raise RuntimeError(
             f"Expected all tensors to be on the same device, but found {t.device} and "
             f"{device.torch_device}"
@@ -106,7 +112,7 @@ def optional_tensor_list(ts, device: LazyDevice) -> tuple[Value | None, ...]:
 
 def _index(t, device: LazyDevice) -> Value:
     if isinstance(t, torch.Tensor) and type(t) is not LazyTensor and t.device.type == "cpu":
-        return Value(DeviceData(t.to(device.backing, copy=True)), 0)
+        return upload(t, device)
     return tensor(t, device)
 
 

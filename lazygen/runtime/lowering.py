@@ -1,132 +1,147 @@
-"""``LoweringContext``: what a node's ``lower()`` calls to build the TorchScript graph."""
+"""``LoweringContext``: what a node's ``lower()`` calls to build a backend's graph.
+
+Generated ``lower()`` methods (and hand-written ``lower_<name>`` functions) speak only this
+interface, so every backend implements it once and reuses every generated lowering. The
+values a context hands out (``ctx.tensor(v)``...) are the backend's own: TorchScript
+``torch._C.Value``s, ``torch.fx.Node``s, or anything else that ``call`` accepts back.
+
+The contract, per argument kind (in schema order; keyword-only arguments by name):
+
+=============================  =======================================================
+``Tensor``                     ``ctx.tensor(v)``; a wrapped Python number given where a
+                               tensor is expected (``add(x, 2)``) is a ``ScalarData``
+                               value: it must become a 0-dim tensor of
+                               ``ctx.number_dtype(v)`` (eager's wrapped-number promotion)
+``Tensor?`` / ``Tensor[]`` /   ``ctx.optional_tensor(v)``, ``ctx.tensor_list(vs)``,
+``Tensor?[]``                  ``ctx.optional_tensor_list(vs)``
+``Scalar`` / ``Scalar?``       ``ctx.scalar(v)``, ``ctx.optional_scalar(v)``: a graph input
+                               (a 0-dim tensor) read as a number, never a constant
+``SymInt`` / ``SymInt[]``      ``ctx.symint(v)``, ``ctx.symint_list(vs)`` (symint mode)
+``Generator?``                 ``ctx.generator(v)``: a ``torch.Generator`` graph input
+any attribute                  ``ctx.constant(value)``
+=============================  =======================================================
+
+then ``ctx.call(op, args, kwargs, num_outputs)``, where ``op`` names the exact overload
+(``"aten::add.Tensor"``; ``"aten::relu"`` for a default overload; a non-native op's
+``opkind``), ``args`` are the positional and ``kwargs`` the keyword-only arguments in
+schema order. An op returning ``Tensor[]`` is called with ``num_outputs=1`` and its one
+result split with ``ctx.unpack_list(result, count)``.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from typing import Any
+
 import torch
 
-from .ir import ScalarData, Value, wrapped_number_dtype
-
-_TENSOR = torch._C.TensorType.get()
-_NUMBER = torch._C.NumberType.get()
-_INT = torch._C.IntType.get()
-_TENSOR_LIST = torch._C.ListType.ofTensors()
-_OPTIONAL_TENSOR_LIST = torch._C.ListType(torch._C.OptionalType(_TENSOR))
-_INT_LIST = torch._C.ListType.ofInts()
-_GENERATOR = torch._C.OptionalType(torch._C._GeneratorType.get())
+from .errors import LazyGraphError
+from .ir import Node, ScalarData, Value, wrapped_number_dtype
 
 
-class LoweringContext:
-    """Maps IR values to TorchScript values of one ``torch._C.Graph`` under construction."""
+class LoweringContext(ABC):
+    """Maps IR values to one backend graph under construction.
 
-    def __init__(self, graph: torch._C.Graph | None = None, backing=None) -> None:
-        self.graph = graph if graph is not None else torch._C.Graph()
-        self.backing = torch.device("cpu") if backing is None else torch.device(backing)
-        self.values: dict[Value, torch._C.Value] = {}
-        self._scalars: dict[Value, torch._C.Value] = {}
-        self._ints: dict[Value, torch._C.Value] = {}
-        self.parameters: list = []  # input nodes, in graph input order
-        self.node = None  # the node being lowered
-        self._numbers: dict = {}
-        self._constants: dict = {}  # (type, repr) of a constant -> its one graph value
+    A backend subclasses it and implements the abstract methods; the graph executor feeds
+    nodes in post-order: ``add_parameter`` for every graph input (``node.is_input``),
+    ``lower_node`` for every other node, then ``set_graph_outputs``."""
+
+    def __init__(self, device: torch.device | str | None = None) -> None:
+        #: Where the graph's data lives. An attribute naming the lazy device
+        #: (``torch.device("lazygen")``) means this device in the graph.
+        self.device = torch.device("cpu") if device is None else torch.device(device)
+        self.values: dict[Value, Any] = {}
+        self.parameters: list[Node] = []  # input nodes, in graph input order
+        self.node: Node | None = None  # the node being lowered
 
     # Inputs and results ------------------------------------------------------------------
 
-    def add_parameter(self, node) -> torch._C.Value:
-        value = self.graph.addInput()
-        value.setType(_GENERATOR if getattr(node, "is_generator", False) else _TENSOR)
+    @abstractmethod
+    def parameter(self, node: Node) -> Any:
+        """A new graph input for ``node`` (``DeviceData``, ``ScalarData``, or a generator
+        input when ``getattr(node, "is_generator", False)``); the executor feeds them in
+        this order."""
+
+    def add_parameter(self, node: Node) -> Any:
+        value = self.parameter(node)
         self.parameters.append(node)
         self.values[Value(node, 0)] = value
         return value
 
-    def set_outputs(self, node, outputs) -> None:
+    def lower_node(self, node: Node) -> None:
+        """Lower one node through its generated (or hand-written) ``lower()``."""
+        self.node = node
+        try:
+            outputs = node.lower(self)
+        except LazyGraphError:
+            raise
+        except Exception as error:
+            raise LazyGraphError("lowering", node, error) from error
+        self.set_outputs(node, outputs)
+
+    def set_outputs(self, node: Node, outputs) -> None:
         if len(outputs) != len(node.shapes):
-            raise RuntimeError(
-                f"lowering of {node.op_name or node.op_kind} returned {len(outputs)} values "
-                f"for {len(node.shapes)} outputs"
+            raise LazyGraphError(
+                "lowering",
+                node,
+                RuntimeError(f"lower() returned {len(outputs)} values for {len(node.shapes)}"),
             )
         for index, output in enumerate(outputs):
             self.values[Value(node, index)] = output
 
+    @abstractmethod
+    def set_graph_outputs(self, outputs: list[Value]) -> None:
+        """Make these values the graph's results, in this order."""
+
     # One method per argument kind ---------------------------------------------------------
 
-    def tensor(self, v: Value) -> torch._C.Value:
-        if type(v.node) is ScalarData:
-            return self._number_as_tensor(v)
-        return self.values[v]
+    @abstractmethod
+    def tensor(self, v: Value) -> Any: ...
 
-    def optional_tensor(self, v: Value | None) -> torch._C.Value:
-        return self.constant(None) if v is None else self.values[v]
+    def optional_tensor(self, v: Value | None) -> Any:
+        return self.constant(None) if v is None else self.tensor(v)
 
-    def tensor_list(self, vs) -> torch._C.Value:
-        return self._list([self.values[v] for v in vs], _TENSOR_LIST)
+    @abstractmethod
+    def tensor_list(self, vs) -> Any: ...
 
-    def optional_tensor_list(self, vs) -> torch._C.Value:
-        items = [self.constant(None) if v is None else self.values[v] for v in vs]
-        return self._list(items, _OPTIONAL_TENSOR_LIST)
+    @abstractmethod
+    def optional_tensor_list(self, vs) -> Any: ...
 
-    def scalar(self, v: Value) -> torch._C.Value:
-        value = self._scalars.get(v)
-        if value is None:
-            (value,) = self.call("aten::item", [self.values[v]], 1)
-            value.setType(_NUMBER)
-            self._scalars[v] = value
-        return value
+    @abstractmethod
+    def scalar(self, v: Value) -> Any: ...
 
-    def optional_scalar(self, v: Value | None) -> torch._C.Value:
+    def optional_scalar(self, v: Value | None) -> Any:
         return self.constant(None) if v is None else self.scalar(v)
 
-    def symint(self, v: Value) -> torch._C.Value:
-        value = self._ints.get(v)
-        if value is None:
-            (value,) = self.call("aten::Int", [self.values[v]], 1)
-            value.setType(_INT)
-            self._ints[v] = value
-        return value
+    @abstractmethod
+    def symint(self, v: Value) -> Any: ...
 
-    def symint_list(self, vs) -> torch._C.Value:
-        return self._list([self.symint(v) for v in vs], _INT_LIST)
+    @abstractmethod
+    def symint_list(self, vs) -> Any: ...
 
-    def generator(self, v: Value) -> torch._C.Value:
-        """A random op's generator: a ``Generator?`` graph input (see ``rt.generator``)."""
-        value = self.values[v]
-        if value.type() != _GENERATOR:  # a graph built without add_parameter (node by node)
-            value.setType(_GENERATOR)
-        return value
+    def generator(self, v: Value) -> Any:
+        """A random op's generator: its graph input (see ``rt.generator``)."""
+        return self.values[v]
 
-    def constant(self, value) -> torch._C.Value:
-        """A TorchScript constant for any attribute value the contract allows: None, bool,
-        int, float, complex, str, ``torch.dtype``/``layout``/``memory_format``/``device``,
-        and lists or tuples of them (nested too)."""
-        value = _plain(value)
-        if type(value) is list:
-            if not value:  # attributes' empty lists are int[] (dims, sizes, padding)
-                return self._list([], _INT_LIST)
-            if all(type(v) in (int, float) for v in value) and float in map(type, value):
-                value = [float(v) for v in value]  # float[] given as a mix of ints and floats
-        elif type(value) is torch.device and value.type == "lazygen":
-            value = self.backing  # the graph runs on the backing device
-        # One node per distinct constant: TorchScript's first run of a graph grows faster
-        # than its node count with many equal constants (a 20k-op graph: 2x per node).
-        # repr() tells 1 from 1.0 from True and 0.0 from -0.0, which == does not.
-        key = (type(value), repr(value))
-        constant = self._constants.get(key)
-        if constant is None:
-            constant = self._constants[key] = self.graph.insertConstant(value)
-        return constant
+    @abstractmethod
+    def constant(self, value) -> Any:
+        """An attribute: None, bool, int, float, complex, str, ``torch.dtype`` / ``layout``
+        / ``memory_format`` / ``device``, or lists and tuples of them."""
 
-    def call(self, kind: str, inputs: list, num_outputs: int) -> list:
-        view = _VIEWS.get(kind)
-        if view is not None and (view != "aten::reshape" or _is_int_list(inputs[1])):
-            kind = view
-        node = self.graph.create(kind, inputs, num_outputs)
-        self.graph.insertNode(node)
-        return list(node.outputs())
+    @abstractmethod
+    def call(self, op: str, args: list, kwargs: dict, num_outputs: int) -> list:
+        """Apply ``op`` (see the module docstring); one backend value per output."""
 
-    # Helpers --------------------------------------------------------------------------
+    @abstractmethod
+    def unpack_list(self, value: Any, count: int) -> list:
+        """The ``count`` tensors of a ``Tensor[]`` result."""
 
-    def _number_as_tensor(self, v: Value) -> torch._C.Value:
-        """A Python number given for a ``Tensor`` argument (eager's wrapped number): a 0-dim
-        tensor input, cast where its dtype would otherwise win type promotion."""
+    # Helpers for implementations ------------------------------------------------------------
+
+    def number_dtype(self, v: Value) -> torch.dtype:
+        """The dtype a wrapped Python number (a ``ScalarData`` used as a ``Tensor``
+        argument of the node being lowered) must have so that type promotion treats it as
+        eager treats a wrapped number."""
         natural = v.node.shapes[0].dtype
         others = []
         if self.node is not None:
@@ -134,75 +149,28 @@ class LoweringContext:
                 if type(operand.node) is not ScalarData and operand.node.shapes:
                     shape = operand.node.shapes[operand.index]
                     others.append((shape.dtype, len(shape.sizes)))
-        dtype = wrapped_number_dtype(natural, others)
-        if dtype == natural:
-            return self.values[v]
-        value = self._numbers.get((v, dtype))
-        if value is None:
-            none = self.constant(None)
-            args = [self.values[v], self.constant(dtype), none, none, none]
-            (value,) = self.call("aten::_to_copy", args + [self.constant(False), none], 1)
-            self._numbers[(v, dtype)] = value
-        return value
-
-    def _list(self, items: list, list_type) -> torch._C.Value:
-        node = self.graph.create("prim::ListConstruct", items, 1)
-        self.graph.insertNode(node)
-        output = node.output()
-        output.setType(list_type)
-        return output
+        return wrapped_number_dtype(natural, others)
 
 
-# Functionalization's ``*_copy`` ops run as the view ops they copy: graph results and
-# device data are never written in place (mutation is functionalized; the eager fallback
-# copies what it mutates), so aliasing is invisible, and it saves a copy per op (each
-# linear layer's backward has two transposed weight copies). Results that are not
-# contiguous are made so when they become device data.
-_VIEWS = {
-    "aten::t_copy": "aten::t",
-    "aten::detach_copy": "aten::detach",
-    "aten::alias_copy": "aten::alias",
-    "aten::transpose_copy": "aten::transpose",
-    "aten::permute_copy": "aten::permute",
-    "aten::unsqueeze_copy": "aten::unsqueeze",
-    "aten::squeeze_copy": "aten::squeeze",
-    "aten::expand_copy": "aten::expand",
-    "aten::slice_copy": "aten::slice",
-    "aten::select_copy": "aten::select",
-    "aten::diagonal_copy": "aten::diagonal",
-    "aten::view_copy": "aten::reshape",  # view needs compatible strides; reshape copies if not
-}
+def is_wrapped_number(v: Value) -> bool:
+    """A Python number given where a tensor is expected (see ``number_dtype``)."""
+    return type(v.node) is ScalarData
 
 
-def _is_int_list(value) -> bool:
-    return value.type().kind() == "ListType"  # view_copy(self, int[] size), not (self, dtype)
+_overloads: dict[str, Any] = {}
 
 
-_MEMORY_FORMATS = {
-    torch.contiguous_format: 0,
-    torch.preserve_format: 1,
-    torch.channels_last: 2,
-    torch.channels_last_3d: 3,
-}
-_ENUM_INTS: dict = {}  # torch.dtype / torch.layout -> the int TorchScript stores
-
-
-def _enum_int(value) -> int:
-    number = _ENUM_INTS.get(value)
-    if number is None:
-        graph = torch._C.Graph()  # kept alive while its constant is read
-        number = graph.insertConstant(value).toIValue()
-        _ENUM_INTS[value] = number
-    return number
-
-
-def _plain(value):
-    """Tuples become lists and enums ints, recursively, as TorchScript constants hold them."""
-    kind = type(value)
-    if kind is tuple or kind is list or kind is torch.Size:
-        return [_plain(v) for v in value]
-    if kind is torch.dtype or kind is torch.layout:
-        return _enum_int(value)
-    if kind is torch.memory_format:
-        return _MEMORY_FORMATS[value]
-    return value
+def overload_of(op: str):
+    """``torch.ops.<ns>.<name>.<overload>`` for ``"ns::name.overload"`` (``"ns::name"``: the
+    default overload), or None when torch has no such op (a non-native ``opkind``)."""
+    found = _overloads.get(op)
+    if found is None and op not in _overloads:
+        namespace, sep, rest = op.partition("::")
+        name, _, overload = rest.partition(".")
+        try:
+            packet = getattr(getattr(torch.ops, namespace), name) if sep else None
+            found = None if packet is None else getattr(packet, overload or "default")
+        except (AttributeError, RuntimeError):
+            found = None
+        _overloads[op] = found
+    return found

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from .config import settings
 from .ir import Shape, scalar_dtype, wrapped_number_dtype
-from .tensor import DEVICE_TYPE, LazyTensor
+from .settings import settings
+from .tensor import LazyTensor
 
 # Two generations approximate an LRU without bookkeeping on hits: a miss moves an entry
 # into ``_recent``; once that holds half the bound it becomes ``_old`` (and the previous
@@ -42,7 +42,7 @@ def _to_meta(arg):
         return torch.empty(arg.shape, dtype=arg.dtype, device=_META)
     if type(arg) in (list, tuple):
         return type(arg)(_to_meta(a) for a in arg)
-    if isinstance(arg, torch.device) and arg.type == DEVICE_TYPE:
+    if isinstance(arg, torch.device) and arg.type == settings.device_type:
         return _META
     return arg
 

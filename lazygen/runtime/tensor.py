@@ -13,19 +13,23 @@ import weakref
 
 import torch
 
+from .graph import GraphCache
 from .ir import DeviceData, Value
+from .settings import settings
 
-DEVICE_TYPE = "lazygen"
 _MIN_PRUNE = 4096
 
 
 class LazyDevice:
-    """One lazy device: its torch device, backing device, live tensors and sync lock."""
+    """One lazy device (``lazygen:<index>``): its backend and that backend's compile cache,
+    the torch device its data lives on (``backing``), live tensors and the sync lock."""
 
-    def __init__(self, index: int, backing: torch.device) -> None:
+    def __init__(self, index: int, backend, cache: GraphCache) -> None:
         self.index = index
-        self.torch_device = torch.device(DEVICE_TYPE, index)
-        self.backing = backing
+        self.torch_device = torch.device(settings.device_type, index)
+        self.backend = backend
+        self.cache = cache
+        self.backing = backend.data_device(index)
         self.lock = threading.RLock()  # held while syncing
         # Weak references to live tensors in creation order: a graph's outputs, hence its
         # structure and hash, must not depend on set iteration order, or every step
@@ -58,7 +62,7 @@ class LazyDevice:
         return [t for t in tensors if t is not None]
 
     def __repr__(self) -> str:
-        return f"LazyDevice({self.torch_device}, backing={self.backing})"
+        return f"LazyDevice({self.torch_device}, {self.backend.name}, data on {self.backing})"
 
 
 class LazyTensor(torch.Tensor):
@@ -121,12 +125,13 @@ def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
     return tensor
 
 
-# Filled by registry.refresh(); the eager fallback is installed by fallback.py.
+# The dispatch table and the handler of ops without a kernel: both set by ``dispatch``
+# when ``init()`` wires the runtime (the table is filled in place, never replaced).
 _active_kernels: dict = {}
 
 
-def _fallback(func, args, kwargs):  # replaced at import of .fallback
-    raise NotImplementedError(func)
+def _fallback(func, args, kwargs):
+    raise RuntimeError(f"lazygen: {func} reached a lazy tensor before lazygen.runtime.init()")
 
 
 def set_fallback(fn) -> None:
@@ -135,20 +140,20 @@ def set_fallback(fn) -> None:
 
 
 def unsupported_layout(layout) -> RuntimeError:
+    name = settings.device_type
     return RuntimeError(
-        f"lazygen: {layout} tensors cannot live on the lazygen device, which holds strided "
+        f"lazygen: {layout} tensors cannot live on the {name} device, which holds strided "
         "(dense) tensors only; keep them on the CPU, or convert with .to_dense() first"
     )
 
 
 def from_data(data: torch.Tensor, device: LazyDevice) -> LazyTensor:
-    """An inner lazy tensor holding ``data`` (moved to the backing device, made contiguous)."""
+    """An inner lazy tensor holding ``data`` as device data (the backend uploads it: moved to
+    its data device, contiguous; ``data`` itself when it already is)."""
     if data.layout != torch.strided:
         raise unsupported_layout(data.layout)
-    if data.device != device.backing:
-        data = data.to(device.backing)
-    if not data.is_contiguous():
-        data = data.contiguous()
+    if data.device != device.backing or not data.is_contiguous():
+        data = device.backend.to_data(data, device.backing)
     return LazyTensor(Value(DeviceData(data), 0), device)
 
 
@@ -167,4 +172,4 @@ def inner(tensor: torch.Tensor) -> LazyTensor:
 
 
 def is_lazy(tensor) -> bool:
-    return isinstance(tensor, torch.Tensor) and tensor.device.type == DEVICE_TYPE
+    return isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type

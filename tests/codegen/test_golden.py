@@ -79,8 +79,11 @@ class _RecordingContext:
         def record(*args):
             self.calls.append((method, args))
             if method == "call":
-                kind, inputs, n = args
+                kind, positional, keywords, n = args
                 return [f"{kind}#{i}" for i in range(n)]
+            if method == "unpack_list":
+                value, n = args
+                return [f"{value}#{i}" for i in range(n)]
             return f"{method}{args}"
 
         return record
@@ -126,12 +129,14 @@ def test_lowering_calls(generated):
     v = Value(base, 0)
     add = ir.AddTensor((v, v, v), (), shape)
     ctx = _RecordingContext()
-    assert add.lower(ctx) == ["aten::add#0"]
+    assert add.lower(ctx) == ["aten::add.Tensor#0"]
     assert [c[0] for c in ctx.calls] == ["tensor", "tensor", "scalar", "call"]
+    positional, keywords = ctx.calls[-1][1][1:3]
+    assert len(positional) == 2 and list(keywords) == ["alpha"]  # keyword-only by name
     split = ir.SplitCopyTensor((v, v), (0,), shape * 3)
     ctx = _RecordingContext()
     outputs = split.lower(ctx)
-    assert ctx.calls[-1][0] == "call" and ctx.calls[-1][1][0] == "prim::ListUnpack"
+    assert ctx.calls[-1][0] == "unpack_list" and ctx.calls[-1][1][1] == 3
     assert len(outputs) == 3
     gen = Value(base, 0)  # stands in for the generator's GeneratorData value
     bern = ir.BernoulliP((v, gen), (0.5,), shape)

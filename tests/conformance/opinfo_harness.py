@@ -15,7 +15,11 @@ classified by its worst sample:
 
 Random ops are compared with the same seed for both runs. Ops that return uninitialised
 memory (`empty`, `new_empty`, ...) are compared by shape and dtype only, as PyTorch's own
-OpInfo tests do.
+OpInfo tests do. A floating result outside `assert_close`'s float32 tolerance still counts
+as correct when it is as accurate as eager's: both are measured against the op run in
+float64, and lazy's largest error may be at most twice eager's plus float32's tolerance.
+Lazy graphs may sum in another order than eager's kernels (a decomposed `matmul` runs `mm`
+where eager runs `mv`), and which order a BLAS call takes depends on the CPU.
 """
 
 from __future__ import annotations
@@ -94,6 +98,45 @@ def _compare(lazy, eager, metadata_only: bool = False) -> str:
     return ""
 
 
+def _float64(tree):
+    return tree_map(
+        lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t,
+        tree,
+    )
+
+
+def _as_accurate_as_eager(opinfo, args, kwargs, lazy, eager) -> bool:
+    """Lazy's float results are no further from a float64 run than eager's (see above)."""
+    try:
+        torch.manual_seed(0)
+        reference = opinfo(*_float64(args), **_float64(kwargs))
+    except Exception:
+        return False
+    lazy_leaves, _ = tree_flatten(lazy)
+    eager_leaves, _ = tree_flatten(eager)
+    reference_leaves, _ = tree_flatten(reference)
+    if not len(lazy_leaves) == len(eager_leaves) == len(reference_leaves):
+        return False
+    for got, want, ref in zip(lazy_leaves, eager_leaves, reference_leaves, strict=True):
+        if not isinstance(want, torch.Tensor) or not want.dtype.is_floating_point:
+            if _compare(got, want):
+                return False
+            continue
+        if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+            return False
+        ref = ref.to(torch.float64)
+        lazy_error = (got.double() - ref).abs().nan_to_num(0.0).max().item() if got.numel() else 0
+        eager_error = (
+            (want.double() - ref).abs().nan_to_num(0.0).max().item() if want.numel() else 0
+        )
+        tolerance = 1e-5 + 1.3e-6 * (ref.abs().max().item() if ref.numel() else 0.0)
+        if not lazy_error <= 2 * eager_error + tolerance:
+            return False
+        if not torch.equal(got.isnan(), want.isnan()):
+            return False
+    return True
+
+
 def run_entry(opinfo, device, metrics, max_samples: int) -> EntryResult:
     name = entry_name(opinfo)
     outcomes: list[str] = []
@@ -127,6 +170,8 @@ def run_entry(opinfo, device, metrics, max_samples: int) -> EntryResult:
             )
             continue
         difference = _compare(lazy, eager, opinfo.name in UNINITIALISED)
+        if difference and _as_accurate_as_eager(opinfo, args, sample.kwargs, lazy, eager):
+            difference = ""
         if difference:
             outcomes.append("wrong")
             details.append(difference)

@@ -26,7 +26,7 @@ def _seed():
 @pytest.fixture
 def handwritten():
     """Register the hand-written nodes for one test (as a generated registration would)."""
-    from lazygen.runtime import registry
+    from lazygen.runtime import dispatch as registry
 
     from . import handwritten_nodes
 

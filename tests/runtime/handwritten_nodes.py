@@ -21,7 +21,12 @@ class AddTensor(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::add", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::add.Tensor",
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"alpha": ctx.scalar(alpha)},
+            1,
+        )
 
 
 class MulTensor(Node):
@@ -32,7 +37,7 @@ class MulTensor(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::mul", [ctx.tensor(self_), ctx.tensor(other)], 1)
+        return ctx.call("aten::mul.Tensor", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class MulScalar(Node):
@@ -43,7 +48,7 @@ class MulScalar(Node):
 
     def lower(self, ctx):
         self_, other = self.operands
-        return ctx.call("aten::mul", [ctx.tensor(self_), ctx.scalar(other)], 1)
+        return ctx.call("aten::mul.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
 
 
 class Relu(Node):
@@ -54,7 +59,7 @@ class Relu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::relu", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::relu", [ctx.tensor(self_)], {}, 1)
 
 
 class Mm(Node):
@@ -65,7 +70,7 @@ class Mm(Node):
 
     def lower(self, ctx):
         self_, mat2 = self.operands
-        return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(mat2)], 1)
+        return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(mat2)], {}, 1)
 
 
 class Sum(Node):
@@ -77,7 +82,7 @@ class Sum(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         (dtype,) = self.attrs
-        return ctx.call("aten::sum", [ctx.tensor(self_), ctx.constant(dtype)], 1)
+        return ctx.call("aten::sum", [ctx.tensor(self_)], {"dtype": ctx.constant(dtype)}, 1)
 
 
 class MaxDim(Node):
@@ -90,7 +95,7 @@ class MaxDim(Node):
         (self_,) = self.operands
         dim, keepdim = self.attrs
         return ctx.call(
-            "aten::max", [ctx.tensor(self_), ctx.constant(dim), ctx.constant(keepdim)], 2
+            "aten::max.dim", [ctx.tensor(self_), ctx.constant(dim), ctx.constant(keepdim)], {}, 2
         )
 
 
@@ -103,7 +108,7 @@ class Cat(Node):
     def lower(self, ctx):
         (tensors,) = self.operands
         (dim,) = self.attrs
-        return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(dim)], 1)
+        return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(dim)], {}, 1)
 
 
 class SplitCopyTensor(Node):
@@ -116,10 +121,12 @@ class SplitCopyTensor(Node):
         (self_,) = self.operands
         split_size, dim = self.attrs
         (parts,) = ctx.call(
-            "aten::split", [ctx.tensor(self_), ctx.constant(split_size), ctx.constant(dim)], 1
+            "aten::split.Tensor",
+            [ctx.tensor(self_), ctx.constant(split_size), ctx.constant(dim)],
+            {},
+            1,
         )
-        parts.setType(torch._C.ListType.ofTensors())
-        return ctx.call("prim::ListUnpack", [parts], len(self.shapes))
+        return ctx.unpack_list(parts, len(self.shapes))
 
 
 def add_tensor(self, other, *, alpha=1):
@@ -205,8 +212,8 @@ class FaultyNeg(Node):
         if FaultyNeg.mode == "lowering":
             raise ValueError("injected lowering failure")
         if FaultyNeg.mode == "execution":  # [n] @ [n] as matrices: fails when run
-            return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(self_)], 1)
-        return ctx.call("aten::neg", [ctx.tensor(self_)], 1)
+            return ctx.call("aten::mm", [ctx.tensor(self_), ctx.tensor(self_)], {}, 1)
+        return ctx.call("aten::neg", [ctx.tensor(self_)], {}, 1)
 
 
 def faulty_neg(self):

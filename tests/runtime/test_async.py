@@ -9,8 +9,11 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime import executor
+from lazygen.runtime.backends.torchscript.backend import (
+    TorchScriptBackend as TSBackend,
+)
+from lazygen.runtime.backends.torchscript.backend import TSExecutable, _launcher
 from lazygen.runtime.ir import DeviceData
-from lazygen.runtime.ts_backend.backend import TSBackend, TSExecutable, _launcher
 
 from .ts_graphs import product_graph
 

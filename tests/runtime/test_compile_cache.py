@@ -40,9 +40,9 @@ def test_graph_key_ignores_data_values_and_live_order():
     keys = []
     original = executor.compile_cached
 
-    def record(key, order, outputs):
+    def record(device, key, order, outputs):
         keys.append(key)
-        return original(key, order, outputs)
+        return original(device, key, order, outputs)
 
     executor.compile_cached = record
     try:

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor, registry
+from lazygen.runtime import dispatch as registry
+from lazygen.runtime import executor
 
 from .handwritten_nodes import FaultyNeg, faulty_neg
 

@@ -1,4 +1,4 @@
-"""``init()`` freezes the start-up heap (see devices._freeze_startup_objects)."""
+"""``init()`` freezes the start-up heap (see lazygen.runtime._freeze_startup_objects)."""
 
 import subprocess
 import sys

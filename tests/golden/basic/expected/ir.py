@@ -37,7 +37,9 @@ class PdistForward(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::_pdist_forward", [ctx.tensor(self_), ctx.constant(self.attrs[0])], 1)
+        return ctx.call(
+            "aten::_pdist_forward", [ctx.tensor(self_), ctx.constant(self.attrs[0])], {}, 1
+        )
 
 
 class ToCopy(Node):
@@ -52,15 +54,15 @@ class ToCopy(Node):
         (self_,) = self.operands
         return ctx.call(
             "aten::_to_copy",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
-                ctx.constant(self.attrs[4]),
-                ctx.constant(self.attrs[5]),
-            ],
+            [ctx.tensor(self_)],
+            {
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
+                "non_blocking": ctx.constant(self.attrs[4]),
+                "memory_format": ctx.constant(self.attrs[5]),
+            },
             1,
         )
 
@@ -75,7 +77,12 @@ class AddTensor(Node):
 
     def lower(self, ctx):
         self_, other, alpha = self.operands
-        return ctx.call("aten::add", [ctx.tensor(self_), ctx.tensor(other), ctx.scalar(alpha)], 1)
+        return ctx.call(
+            "aten::add.Tensor",
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"alpha": ctx.scalar(alpha)},
+            1,
+        )
 
 
 class ArangeStartOut(Node):
@@ -91,8 +98,9 @@ class ArangeStartOut(Node):
     def lower(self, ctx):
         start, end, step, out = self.operands
         return ctx.call(
-            "aten::arange",
-            [ctx.scalar(start), ctx.scalar(end), ctx.scalar(step), ctx.tensor(out)],
+            "aten::arange.start_out",
+            [ctx.scalar(start), ctx.scalar(end), ctx.scalar(step)],
+            {"out": ctx.tensor(out)},
             1,
         )
 
@@ -108,8 +116,9 @@ class BernoulliP(Node):
     def lower(self, ctx):
         self_, generator = self.operands
         return ctx.call(
-            "aten::bernoulli",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.generator(generator)],
+            "aten::bernoulli.p",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -124,7 +133,7 @@ class Cat(Node):
 
     def lower(self, ctx):
         (tensors,) = self.operands
-        return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], 1)
+        return ctx.call("aten::cat", [ctx.tensor_list(tensors), ctx.constant(self.attrs[0])], {}, 1)
 
 
 class Clamp(Node):
@@ -140,6 +149,7 @@ class Clamp(Node):
         return ctx.call(
             "aten::clamp",
             [ctx.tensor(self_), ctx.optional_scalar(min), ctx.optional_scalar(max)],
+            {},
             1,
         )
 
@@ -155,7 +165,10 @@ class DivTensorMode(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call(
-            "aten::div", [ctx.tensor(self_), ctx.tensor(other), ctx.constant(self.attrs[0])], 1
+            "aten::div.Tensor_mode",
+            [ctx.tensor(self_), ctx.tensor(other)],
+            {"rounding_mode": ctx.constant(self.attrs[0])},
+            1,
         )
 
 
@@ -172,6 +185,7 @@ class GluJvp(Node):
         return ctx.call(
             "aten::glu_jvp",
             [ctx.tensor(glu), ctx.tensor(x), ctx.tensor(dx), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
 
@@ -186,7 +200,9 @@ class IndexTensor(Node):
 
     def lower(self, ctx):
         self_, indices = self.operands
-        return ctx.call("aten::index", [ctx.tensor(self_), ctx.optional_tensor_list(indices)], 1)
+        return ctx.call(
+            "aten::index.Tensor", [ctx.tensor(self_), ctx.optional_tensor_list(indices)], {}, 1
+        )
 
 
 class LinalgInvEx(Node):
@@ -199,7 +215,9 @@ class LinalgInvEx(Node):
 
     def lower(self, ctx):
         (A,) = self.operands
-        return ctx.call("aten::linalg_inv_ex", [ctx.tensor(A), ctx.constant(self.attrs[0])], 2)
+        return ctx.call(
+            "aten::linalg_inv_ex", [ctx.tensor(A)], {"check_errors": ctx.constant(self.attrs[0])}, 2
+        )
 
 
 class MaxPool2dWithIndices(Node):
@@ -222,6 +240,7 @@ class MaxPool2dWithIndices(Node):
                 ctx.constant(self.attrs[3]),
                 ctx.constant(self.attrs[4]),
             ],
+            {},
             2,
         )
 
@@ -245,6 +264,7 @@ class NativeLayerNorm(Node):
                 ctx.optional_tensor(bias),
                 ctx.constant(self.attrs[0]),
             ],
+            {},
             3,
         )
 
@@ -260,13 +280,9 @@ class RandomFrom(Node):
     def lower(self, ctx):
         self_, generator = self.operands
         return ctx.call(
-            "aten::random",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.generator(generator),
-            ],
+            "aten::random.from",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"generator": ctx.generator(generator)},
             1,
         )
 
@@ -281,7 +297,7 @@ class Selu(Node):
 
     def lower(self, ctx):
         (self_,) = self.operands
-        return ctx.call("aten::selu", [ctx.tensor(self_)], 1)
+        return ctx.call("aten::selu", [ctx.tensor(self_)], {}, 1)
 
 
 class SplitCopyTensor(Node):
@@ -295,11 +311,12 @@ class SplitCopyTensor(Node):
     def lower(self, ctx):
         self_, split_size = self.operands
         (result,) = ctx.call(
-            "aten::split_copy",
+            "aten::split_copy.Tensor",
             [ctx.tensor(self_), ctx.symint(split_size), ctx.constant(self.attrs[0])],
+            {},
             1,
         )
-        return ctx.call("prim::ListUnpack", [result], len(self.shapes))
+        return ctx.unpack_list(result, len(self.shapes))
 
 
 class SumDimIntlist(Node):
@@ -313,13 +330,9 @@ class SumDimIntlist(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call(
-            "aten::sum",
-            [
-                ctx.tensor(self_),
-                ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
-            ],
+            "aten::sum.dim_IntList",
+            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {"dtype": ctx.constant(self.attrs[2])},
             1,
         )
 
@@ -343,5 +356,6 @@ class Topk(Node):
                 ctx.constant(self.attrs[2]),
                 ctx.constant(self.attrs[3]),
             ],
+            {},
             2,
         )

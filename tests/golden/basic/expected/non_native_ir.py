@@ -38,6 +38,7 @@ class Expand(Node):
         return ctx.call(
             "aten::expand",
             [ctx.tensor(input), ctx.constant(self.attrs[0]), ctx.constant(self.attrs[1])],
+            {},
             1,
         )
 

@@ -11,4 +11,4 @@ def can_be_reused_scalar(node, operands, attrs):
 
 def lower_cast(node, ctx):
     (input_,) = node.operands
-    return ctx.call("aten::to", [ctx.tensor(input_), ctx.constant(node.attrs[0])], 1)
+    return ctx.call("aten::to.dtype", [ctx.tensor(input_), ctx.constant(node.attrs[0])], {}, 1)

@@ -1,19 +1,8 @@
-"""Hand-written lowerings ``lower_<snake name>(node, ctx) -> list[torch._C.Value]`` for nodes
-whose lowering is not generated (``LowerDeclOnly``, non-native ``ltc_*`` ops)."""
+"""Hand-written lowerings ``lower_<snake name>(node, ctx) -> list`` for nodes whose lowering
+is not generated (``LowerDeclOnly``, non-native ``ltc_*`` ops). They speak only the
+``LoweringContext`` interface, so every backend sharing this op list uses them."""
 
 from __future__ import annotations
-
-
-def lower_to_copy(node, ctx) -> list:
-    """``_to_copy`` within the lazy device: a dtype conversion on the backing device."""
-    (self_,) = node.operands
-    (dtype,) = node.attrs
-    none = ctx.constant(None)
-    return ctx.call(
-        "aten::_to_copy",
-        [ctx.tensor(self_), ctx.constant(dtype), none, none, none, ctx.constant(False), none],
-        1,
-    )
 
 
 def lower_native_batch_norm_update(node, ctx) -> list:
@@ -25,7 +14,7 @@ def lower_native_batch_norm_update(node, ctx) -> list:
     args = [ctx.tensor(input_), ctx.optional_tensor(weight), ctx.optional_tensor(bias)]
     args += [ctx.tensor(running_mean), ctx.tensor(running_var)]
     args += [ctx.constant(True), ctx.constant(momentum), ctx.constant(eps)]
-    return ctx.call("aten::_native_batch_norm_legit_functional", args, 5)
+    return ctx.call("aten::_native_batch_norm_legit_functional", args, {}, 5)
 
 
 # Non-native view ops (LTC's ltc_* opkinds). The runtime traces functional ops, so these
@@ -38,14 +27,14 @@ def _none(ctx):
 
 def _view(ctx, kind: str, value, *attrs):
     """The view op `kind` of `value` with constant arguments `attrs`."""
-    (view,) = ctx.call(kind, [value, *(ctx.constant(a) for a in attrs)], 1)
+    (view,) = ctx.call(kind, [value, *(ctx.constant(a) for a in attrs)], {}, 1)
     return view
 
 
 def _written_into_copy(ctx, target, source, view_of) -> list:
     """A `*_view_update`: a copy of `target` with `source` written into `view_of(copy)`."""
-    (clone,) = ctx.call("aten::clone", [ctx.tensor(target), _none(ctx)], 1)
-    ctx.call("aten::copy_", [view_of(clone), ctx.tensor(source), ctx.constant(False)], 1)
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(target)], {"memory_format": _none(ctx)}, 1)
+    ctx.call("aten::copy_", [view_of(clone), ctx.tensor(source), ctx.constant(False)], {}, 1)
     return [clone]
 
 
@@ -65,8 +54,9 @@ def lower_cast(node, ctx) -> list:
     (input_,) = node.operands
     dtype, _ = node.attrs
     none = _none(ctx)
-    args = [ctx.tensor(input_), ctx.constant(dtype), none, none, none, ctx.constant(False), none]
-    return ctx.call("aten::_to_copy", args, 1)
+    options = {"dtype": ctx.constant(dtype), "layout": none, "device": none}
+    options |= {"pin_memory": none, "non_blocking": ctx.constant(False), "memory_format": none}
+    return ctx.call("aten::_to_copy", [ctx.tensor(input_)], options, 1)
 
 
 def lower_diagonal_view_update(node, ctx) -> list:
@@ -100,8 +90,8 @@ def lower_narrow_view_update(node, ctx) -> list:
 def lower_resize(node, ctx) -> list:
     (input_,) = node.operands
     (size,) = node.attrs
-    (clone,) = ctx.call("aten::clone", [ctx.tensor(input_), _none(ctx)], 1)
-    return ctx.call("aten::resize_", [clone, ctx.constant(size), _none(ctx)], 1)
+    (clone,) = ctx.call("aten::clone", [ctx.tensor(input_)], {"memory_format": _none(ctx)}, 1)
+    return ctx.call("aten::resize_", [clone, ctx.constant(size)], {"memory_format": _none(ctx)}, 1)
 
 
 def lower_scalar(node, ctx) -> list:
@@ -109,8 +99,9 @@ def lower_scalar(node, ctx) -> list:
     (dtype,) = node.attrs
     none = _none(ctx)
     scalar = ctx.scalar(value) if value is not None else ctx.constant(0)
-    args = [scalar, ctx.constant(dtype), none, ctx.constant(ctx.backing), none]
-    return ctx.call("aten::scalar_tensor", args, 1)
+    options = {"dtype": ctx.constant(dtype), "layout": none}
+    options |= {"device": ctx.constant(ctx.device), "pin_memory": none}
+    return ctx.call("aten::scalar_tensor", [scalar], options, 1)
 
 
 def can_be_reused_scalar(node, operands, attrs) -> bool:
@@ -120,11 +111,11 @@ def can_be_reused_scalar(node, operands, attrs) -> bool:
 
 def lower_select(node, ctx) -> list:
     (input_,) = node.operands
-    return [_view(ctx, "aten::slice", ctx.tensor(input_), *node.attrs)]
+    return [_view(ctx, "aten::slice.Tensor", ctx.tensor(input_), *node.attrs)]
 
 
 def lower_select_view_update(node, ctx) -> list:
     target, source = node.operands
     return _written_into_copy(
-        ctx, target, source, lambda clone: _view(ctx, "aten::slice", clone, *node.attrs)
+        ctx, target, source, lambda clone: _view(ctx, "aten::slice.Tensor", clone, *node.attrs)
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch._tensor_str as tensor_str
 
-from .tensor import DEVICE_TYPE
+from ..settings import settings
 
 _original_str = None
 
@@ -27,8 +27,9 @@ def _lazy_str(self, *, tensor_contents=None):
 
 
 def _str(self, *, tensor_contents=None):
-    if self.device.type == DEVICE_TYPE and not torch._C._functorch.is_functorch_wrapped_tensor(
-        self
+    if (
+        self.device.type == settings.device_type
+        and not torch._C._functorch.is_functorch_wrapped_tensor(self)
     ):
         return _lazy_str(self, tensor_contents=tensor_contents)
     if torch._is_functional_tensor(self) and not torch._C._functorch.is_functorch_wrapped_tensor(

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from ..ir import Shape
+from ... import executor, shape_inference
+from ...ir import Shape
+from ...tensor import LazyTensor
 
 __all__ = ["Shape"]
 
@@ -19,9 +21,6 @@ def compute_shape_glu_jvp(glu, x, dx, dim) -> list[Shape]:
 
 def compute_shape_nonzero(self) -> list[Shape]:
     """Data-dependent: materialises ``self`` to count its non-zeros (never cached)."""
-    from .. import executor
-    from ..tensor import LazyTensor
-
     if type(self) is LazyTensor:
         executor.sync([self])
         data = self._value.node.data
@@ -35,9 +34,6 @@ compute_shape_nonzero.data_dependent = True
 
 def _materialise(t) -> torch.Tensor:
     """The values of ``t``: a lazy tensor is synced (a data-dependent shape needs them)."""
-    from .. import executor
-    from ..tensor import LazyTensor
-
     if type(t) is LazyTensor:
         executor.sync([t])
         return t._value.node.data
@@ -52,8 +48,6 @@ def compute_shape_index_tensor(self, indices) -> list[Shape]:
     """``self[indices]``. Integer indices fix the output shape by their shapes alone (the meta
     kernel, cached); a bool/uint8 mask contributes one dimension per its number of ``True``
     values, so only the masks are materialised (never cached)."""
-    from .. import shape_inference
-
     aten = torch.ops.aten
     if not any(_is_mask(i) for i in indices):
         return list(shape_inference.infer_shapes(aten.index.Tensor, (self, indices), {}))

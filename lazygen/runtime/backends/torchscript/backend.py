@@ -1,5 +1,7 @@
 """The TorchScript backend: lower a post-ordered IR graph to ``torch._C.Graph``, compile it
-with ``torch._C._create_function_from_graph``, run it on the backing device."""
+with ``torch._C._create_function_from_graph``, run it on the data device (the CPU, or CUDA
+with ``LAZYGEN_BACKING_DEVICE=cuda``), synchronously or forked onto TorchScript's inter-op
+thread pool (``launch``)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ import sys
 
 import torch
 
-from ..config import settings
-from ..errors import LazyGraphError
-from ..ir import Node, Value
-from ..lowering import LoweringContext
+from ...backend import Backend, KernelTables
+from ...ir import Node, Value
+from ...settings import settings
+from . import op_list
+from .lowering import TSLoweringContext
 from .passes import transpose_products
 
 _executor_configured = False
@@ -131,38 +134,29 @@ def _per_output(result, num_outputs: int) -> list:
     return [result] if num_outputs == 1 else list(result)
 
 
-class TSBackend:
-    name = "ts"
+class TorchScriptBackend(Backend):
+    """Graphs as TorchScript functions: the default backend."""
+
+    name = "torchscript"
+    asynchronous = True
 
     def __init__(self) -> None:
         self._counter = 0
 
-    def device_type(self) -> str:
-        return torch.device(settings.backing_device).type
+    def kernel_tables(self) -> KernelTables:
+        return op_list.kernel_tables()
 
-    def to_data(self, tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
-        return tensor.to(device, copy=True)
+    def lowering_context(self, device: torch.device) -> TSLoweringContext:
+        return TSLoweringContext(device)
 
-    def from_data(self, data: torch.Tensor) -> torch.Tensor:
-        return data.to("cpu", copy=True)
-
-    def lower(self, order: list[Node], outputs: list[Value]) -> LoweringContext:
-        ctx = LoweringContext(backing=settings.backing_device)
-        for node in order:
-            if node.is_input:
-                ctx.add_parameter(node)
-            else:
-                _lower_node(ctx, node)
-        for value in outputs:
-            ctx.graph.registerOutput(ctx.values[value])
-        if len(outputs) > 1:
-            ctx.graph.makeMultiOutputIntoTuple()
+    def lower(self, order: list[Node], outputs: list[Value], device) -> TSLoweringContext:
+        ctx = super().lower(order, outputs, device)
         transpose_products(ctx.graph)
         return ctx
 
-    def compile(self, order: list[Node], outputs: list[Value]) -> TSExecutable:
+    def compile(self, order: list[Node], outputs: list[Value], device) -> TSExecutable:
         _configure_executor()
-        ctx = self.lower(order, outputs)
+        ctx = self.lower(order, outputs, device)
         self._counter += 1
         name = f"lazygen_graph_{self._counter}"
         function = torch._C._create_function_from_graph(name, ctx.graph)
@@ -178,29 +172,37 @@ class TSBackend:
         with torch.no_grad(), _unoptimized():
             return TSRun(executable.launcher(*inputs), executable.num_outputs)
 
-    def dump(self, order: list[Node], outputs: list[Value]) -> str:
-        return str(self.lower(order, outputs).graph)
+    def dump(self, order: list[Node], outputs: list[Value], device) -> str:
+        return str(self.lower(order, outputs, device).graph)
+
+    def error_message(self, error: BaseException) -> str:
+        """The message without the TorchScript interpreter's preamble."""
+        text = str(error)
+        if _TS_TRACEBACK in text:
+            text = text.split(_TS_TRACEBACK, 1)[1].strip()
+            for prefix in ("RuntimeError: ", "Error: "):
+                if text.startswith(prefix):
+                    text = text[len(prefix) :]
+        return text
 
     def locate_failure(self, order: list[Node], inputs: list) -> tuple[Node, Exception] | None:
         """Run a graph that failed one node at a time: the first node that fails, and why."""
         _configure_executor()
         feed = iter(inputs)
         results: dict[Value, object] = {}
+        device = next((i.device for i in inputs if isinstance(i, torch.Tensor)), None)
         for node in order:
             if node.is_input:
                 results[Value(node, 0)] = next(feed)
                 continue
-            ctx = LoweringContext(backing=settings.backing_device)
+            ctx = TSLoweringContext(device)
             operands = list(dict.fromkeys(node.inputs()))
             for value in operands:
                 ctx.values[value] = ctx.graph.addInput()
                 ctx.values[value].setType(torch._C.TensorType.get())
             try:
-                _lower_node(ctx, node)
-                for index in range(len(node.shapes)):
-                    ctx.graph.registerOutput(ctx.values[Value(node, index)])
-                if len(node.shapes) > 1:
-                    ctx.graph.makeMultiOutputIntoTuple()
+                ctx.lower_node(node)
+                ctx.set_graph_outputs([Value(node, i) for i in range(len(node.shapes))])
                 function = torch._C._create_function_from_graph("lazygen_node", ctx.graph)
                 with torch.no_grad(), _unoptimized():
                     outputs = function(*[results[v] for v in operands])
@@ -215,10 +217,4 @@ class TSBackend:
         return None
 
 
-def _lower_node(ctx: LoweringContext, node: Node) -> None:
-    ctx.node = node
-    try:
-        outputs = node.lower(ctx)
-    except Exception as error:
-        raise LazyGraphError("lowering", node, error) from error
-    ctx.set_outputs(node, outputs)
+_TS_TRACEBACK = "Traceback of TorchScript (most recent call last):"

@@ -1,0 +1,18 @@
+"""lazygen's built-in backends, by name. Listed as ``module:attribute`` strings and imported
+only when chosen (``init(backend=...)``), so the runtime's core never imports one.
+
+* ``torchscript`` (alias ``ts``): graphs as TorchScript functions; the default.
+* ``inductor``: graphs as ``torch.fx`` modules of aten overloads compiled by Inductor.
+* ``fx``: the same ``torch.fx`` modules, run uncompiled (debugging, portability).
+
+Third-party backends register an entry point in the ``lazygen.backends`` group instead.
+"""
+
+BUILTIN = {
+    "torchscript": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
+    "ts": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
+    "inductor": "lazygen.runtime.backends.inductor.backend:InductorBackend",
+    "fx": "lazygen.runtime.backends.inductor.backend:FxBackend",
+}
+
+DEFAULT = "torchscript"

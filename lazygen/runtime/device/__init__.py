@@ -1,0 +1,32 @@
+"""The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
+module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback)
+and printing. ``install(name)`` does it once per process; torch allows one PrivateUse1
+backend per process, so the name cannot change afterwards."""
+
+from __future__ import annotations
+
+import torch
+
+from . import kernels, printing
+from .module import DeviceModule, Guard, Hooks
+
+_libraries: list = []  # torch.library registrations, alive as long as the process
+
+
+def install(name: str) -> None:
+    """Make ``name`` a torch device type backed by lazygen (idempotent for one name)."""
+    current = torch._C._get_privateuse1_backend_name()
+    if current not in ("privateuseone", name):
+        raise RuntimeError(
+            f"lazygen: PrivateUse1 is already taken by {current!r}; only one PrivateUse1 "
+            f"backend can exist per process, so the lazy device cannot be named {name!r}"
+        )
+    if current != name:
+        torch.utils.rename_privateuse1_backend(name)
+        torch.utils.generate_methods_for_privateuse1_backend()
+        torch._register_device_module(name, DeviceModule)
+        torch._C._acc.register_python_privateuseone_hook(Hooks())
+        torch._C._acc.register_python_privateuseone_device_guard(Guard())
+    if not _libraries:
+        _libraries.extend(kernels.register())
+        printing.install()

@@ -1,0 +1,123 @@
+"""Which kernel handles which ``torch.ops`` overload.
+
+The table holds the kernels of the backends in use (``install_tables``, from each
+backend's ``KernelTables``) and kernels added with ``register_kernels`` (tests, experiments).
+``config.set_force_fallback`` removes names from the active table, so those ops reach the
+eager fallback. An op without a kernel gets one the runtime builds (``decompositions``:
+foreach ops per element, metadata-only ops, composite kernels), else the eager fallback.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import decompositions
+from . import tensor as _tensor
+from .fallback import eager_fallback
+from .ir import Node
+from .settings import settings
+
+KERNELS: dict = {}
+AUTOGRAD_KERNELS: dict = {}
+NODE_CLASSES: dict[str, type[Node]] = {}
+_no_decomposition: set = set()
+_autograd_library = None
+_tables: list = []  # KernelTables installed so far, in order
+
+
+def install_tables(tables) -> None:
+    """Add a backend's kernel tables (``backend.KernelTables``). Two backends of one process
+    share the table: their kernels for an op must be the same function."""
+    if any(existing is tables for existing in _tables):
+        return
+    for op, kernel in tables.kernels.items():
+        current = KERNELS.get(op)
+        if current is not None and current is not kernel and _tables:
+            raise RuntimeError(
+                f"lazygen: two backends in this process trace {op} with different kernels; "
+                "backends with different kernel tables cannot share a process"
+            )
+    _tables.append(tables)
+    register_kernels(tables.kernels, tables.autograd_kernels, tables.node_classes)
+    wrapped = {op: wrap(KERNELS[op]) for op, wrap in tables.wrappers.items() if op in KERNELS}
+    register_kernels(wrapped)
+
+
+def register_kernels(kernels: dict, autograd_kernels=None, node_classes=None) -> None:
+    """Add (or replace) kernels keyed by ``torch.ops`` overload; refreshes dispatch."""
+    KERNELS.update(kernels)
+    if autograd_kernels:
+        AUTOGRAD_KERNELS.update(autograd_kernels)
+        _register_autograd(autograd_kernels)
+    if node_classes:
+        NODE_CLASSES.update(node_classes)
+    refresh()
+
+
+def unregister_kernels(ops) -> None:
+    for op in ops:
+        KERNELS.pop(op, None)
+    refresh()
+
+
+def _register_autograd(kernels: dict) -> None:
+    """Autograd kernels for the lazy device (the op list's ``autograd`` section)."""
+    global _autograd_library
+    if _autograd_library is None:
+        _autograd_library = torch.library.Library("aten", "IMPL")
+    for op, fn in kernels.items():
+        name = op._schema.name.split("::", 1)[-1]
+        if op._overloadname != "default":
+            name = f"{name}.{op._overloadname}"
+        _autograd_library.impl(name, fn, "AutogradPrivateUse1", allow_override=True)
+
+
+def forced(op) -> bool:
+    forced = settings.force_fallback
+    if not forced:
+        return False
+    name = op._schema.name.split("::", 1)[-1]
+    overload = op._overloadname
+    full = name if overload == "default" else f"{name}.{overload}"
+    return name in forced or full in forced
+
+
+def refresh() -> None:
+    """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference)."""
+    active = {op: fn for op, fn in KERNELS.items() if not forced(op)}
+    _tensor._active_kernels.clear()
+    _tensor._active_kernels.update(active)
+    _no_decomposition.clear()
+
+
+def kernel_for(func):
+    """The active kernel of ``func``, or one the runtime builds (cached), or None."""
+    kernel = _tensor._active_kernels.get(func)
+    if kernel is None and func not in _no_decomposition:
+        kernel = None if forced(func) else decompositions.lookup(func, kernel_for)
+        if kernel is None:
+            _no_decomposition.add(func)
+        else:
+            _tensor._active_kernels[func] = kernel
+    return kernel
+
+
+def dispatch_missing(func, args, kwargs):
+    """An op without an active kernel: a runtime-built kernel if one applies, else eager."""
+    kernel = kernel_for(func)
+    if kernel is None:
+        return eager_fallback(func, args, kwargs)
+    return kernel(*args, **kwargs)
+
+
+def call(op, *args, **kwargs):
+    """``op`` through its lazy (or runtime-built) kernel, else the eager fallback: what
+    hand-written kernels use to reach another op."""
+    kernel = kernel_for(op)
+    return kernel(*args, **kwargs) if kernel is not None else eager_fallback(op, args, kwargs)
+
+
+def install() -> None:
+    """Route ops of lazy tensors without a kernel here (``init()`` calls it)."""
+    _tensor.set_fallback(dispatch_missing)
+    refresh()

@@ -1,0 +1,244 @@
+"""A lazy graph's structure: post-order, structural key, replayable plans, and the cache of
+compiled graphs (one per backend) that maps keys to executables and remembers plans."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .ir import Node, Value
+from .settings import settings
+
+
+def post_order(roots: list[Value]) -> tuple[list[Node], dict[Node, int]]:
+    """Nodes reachable from ``roots``, operands first; and each node's position."""
+    order: list[Node] = []
+    position: dict[Node, int] = {}
+    stack: list[tuple[Node, bool]] = [(v.node, False) for v in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if node in position:
+            continue
+        if expanded:
+            position[node] = len(order)
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for value in reversed(node.inputs()):
+            if value.node not in position:
+                stack.append((value.node, False))
+    return order, position
+
+
+def _operand_key(operand, position):
+    if type(operand) is Value:
+        return (position[operand.node], operand.index)
+    if operand is None:
+        return None
+    return tuple(_operand_key(o, position) for o in operand)
+
+
+class GraphKey:
+    """A graph's structure as a tuple, with its hash computed once: a step that replays a
+    plan looks its executable up without rehashing (or re-comparing) the whole graph."""
+
+    __slots__ = ("entries", "_hash")
+
+    def __init__(self, entries: tuple) -> None:
+        self.entries = entries
+        self._hash = hash(entries)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if self is other:
+            return True
+        if type(other) is not GraphKey:
+            return NotImplemented
+        return self._hash == other._hash and self.entries == other.entries
+
+    def __repr__(self) -> str:
+        return f"GraphKey({self._hash & 0xFFFFFFFF:08x})"
+
+
+def graph_key(order: list[Node], position: dict[Node, int], outputs: list[Value]) -> GraphKey:
+    """Structure, attributes, shapes and dtypes of the graph; never data values."""
+    entries = tuple(
+        (type(n), n.attrs, n.shapes, tuple(_operand_key(o, position) for o in n.operands))
+        for n in order
+    )
+    return GraphKey((entries, tuple((position[v.node], v.index) for v in outputs)))
+
+
+# Plans: a graph's post-order and inputs, replayed on the next step of the same structure --
+
+
+class Plan:
+    """What ``post_order`` + ``graph_key`` found for one graph, per post-order position:
+    node class, attrs, shapes and operand references ``(position, index)`` (``None`` for an
+    absent optional, a list of them for a list operand). ``replay`` matches a new step's
+    graph against it top-down, checking everything the key holds and that distinct
+    positions hold distinct nodes (so aliasing of inputs is part of the match), and yields
+    the new post-order without walking, hashing or comparing keys."""
+
+    __slots__ = ("key", "types", "attrs", "shapes", "refs", "outputs", "inputs", "size")
+
+    def __init__(self, key: GraphKey, order: list[Node], position: dict, outputs) -> None:
+        self.key = key
+        self.size = len(order)
+        self.types = [type(n) for n in order]
+        self.attrs = [n.attrs for n in order]
+        self.shapes = [n.shapes for n in order]
+        self.refs = [[_ref(o, position) for o in n.operands] for n in order]
+        self.outputs = [(position[v.node], v.index) for v in outputs]
+        self.inputs = [i for i, n in enumerate(order) if n.is_input]
+
+
+def _ref(operand, position):
+    if type(operand) is Value:
+        return (position[operand.node], operand.index)
+    if operand is None:
+        return None
+    return [None if o is None else (position[o.node], o.index) for o in operand]
+
+
+def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
+    """The post-order of ``outputs``' graph if it has ``plan``'s structure, else None.
+
+    Each value is claimed for its plan slot: it fails when another node already holds the
+    slot or this node already holds another one. The common case, an operand that is one
+    ``Value``, is claimed inline (this loop runs for every node of every step)."""
+    slots: list = [None] * plan.size
+    seen: dict = {}
+
+    def claim(value: Value, ref: tuple[int, int]) -> bool:
+        p, index = ref
+        if value.index != index:
+            return False
+        node = value.node
+        q = seen.get(node)
+        if q is None:
+            if slots[p] is not None:
+                return False
+            slots[p] = node
+            seen[node] = p
+            return True
+        return q == p
+
+    for value, ref in zip(outputs, plan.outputs, strict=True):
+        if not claim(value, ref):
+            return None
+    types, attrs, shapes, refs = plan.types, plan.attrs, plan.shapes, plan.refs
+    for i in range(plan.size - 1, -1, -1):
+        node = slots[i]
+        if (
+            node is None
+            or type(node) is not types[i]
+            or node.shapes != shapes[i]
+            or node.attrs != attrs[i]
+        ):
+            return None
+        node_refs = refs[i]
+        if not node_refs:
+            continue
+        operands = node.operands
+        if len(operands) != len(node_refs):
+            return None
+        for operand, ref in zip(operands, node_refs, strict=False):  # lengths checked above
+            if type(operand) is Value:
+                if type(ref) is not tuple or operand[1] != ref[1]:
+                    return None
+                operand_node = operand[0]
+                q = seen.get(operand_node)
+                if q is None:
+                    p = ref[0]
+                    if slots[p] is not None:
+                        return None
+                    slots[p] = operand_node
+                    seen[operand_node] = p
+                elif q != ref[0]:
+                    return None
+            elif operand is None:
+                if ref is not None:
+                    return None
+            else:
+                if type(ref) is not list or len(ref) != len(operand):
+                    return None
+                for value, r in zip(operand, ref, strict=True):
+                    if value is None or r is None:
+                        if value is not r:
+                            return None
+                    elif not claim(value, r):
+                        return None
+    return slots
+
+
+_PLANS_PER_SIGNATURE = 4
+
+
+def _signature(outputs: list[Value]) -> tuple:
+    return tuple([(type(v.node), v.index) for v in outputs])
+
+
+class GraphCache:
+    """One backend's compiled graphs by ``GraphKey`` (least recently used evicted first,
+    bounded by ``config.set_compile_cache_size``) and the plans that replay them. Every
+    backend has its own: a graph compiled by one backend is never run by another, and a
+    fault in one backend's compile leaves the others' caches untouched."""
+
+    __slots__ = ("executables", "plans")
+
+    def __init__(self) -> None:
+        self.executables: OrderedDict = OrderedDict()
+        self.plans: dict = {}  # output signature -> [Plan], most recently used first
+
+    def __len__(self) -> int:
+        return len(self.executables)
+
+    def get(self, key: GraphKey):
+        executable = self.executables.get(key)
+        if executable is not None:
+            self.executables.move_to_end(key)
+        return executable
+
+    def put(self, key: GraphKey, executable) -> None:
+        self.executables[key] = executable
+        self.trim()
+
+    def forget(self, key: GraphKey) -> None:
+        """Drop a graph whose run failed: a later, fixed lowering must not reuse it."""
+        self.executables.pop(key, None)
+
+    def trim(self) -> None:
+        while len(self.executables) > settings.compile_cache_size:
+            self.executables.popitem(last=False)
+
+    def clear(self) -> None:
+        self.executables.clear()
+        self.plans.clear()
+
+    def find_plan(self, outputs: list[Value]) -> tuple[Plan | None, list[Node] | None]:
+        candidates = self.plans.get(_signature(outputs))
+        if candidates:
+            executables = self.executables
+            for i, plan in enumerate(candidates):
+                if plan.key not in executables:  # evicted: its graph is compiled no more
+                    continue
+                order = replay(plan, outputs)
+                if order is not None:
+                    if i:
+                        candidates.insert(0, candidates.pop(i))
+                    return plan, order
+        return None, None
+
+    def remember_plan(self, plan: Plan, outputs: list[Value]) -> None:
+        plans, executables = self.plans, self.executables
+        candidates = plans.setdefault(_signature(outputs), [])
+        candidates[:] = [p for p in candidates if p.key in executables and p.key != plan.key]
+        candidates.insert(0, plan)
+        del candidates[_PLANS_PER_SIGNATURE:]
+        if len(plans) > 2 * settings.compile_cache_size + 16:  # signatures of evicted graphs
+            for signature in [s for s, ps in plans.items() if ps is not candidates]:
+                plans[signature] = [p for p in plans[signature] if p.key in executables]
+                if not plans[signature]:
+                    del plans[signature]

@@ -1,0 +1,195 @@
+"""The layering of docs/architecture.md, enforced over every import in ``lazygen/`` (module
+level and inside functions alike; an import inside a function is still a dependency).
+
+* The generator never imports the runtime and the runtime never imports the generator.
+* In the runtime, imports go one way: ``backends/<name>`` -> ``backend``/``lowering`` ->
+  the core. Nothing outside ``backends/`` imports a concrete backend, and one backend
+  imports another only through the op list they share (see ``SHARED_OP_LIST``).
+* The composition root (``lazygen/runtime/__init__.py``) may import the whole core, and
+  finds backends by name only (``lazygen.runtime.backends.BUILTIN`` holds strings).
+* The core has no import cycle, and no module imports itself back through a function.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "lazygen"
+RUNTIME = "lazygen.runtime"
+BACKENDS = "lazygen.runtime.backends"
+GENERATOR = ("lazygen.model", "lazygen.loaders", "lazygen.lazy", "lazygen.render")
+#: The inductor backend traces with the TorchScript backend's op list, whose hand-written
+#: pieces (kernels, shape functions, lowerings, autograd) live in that backend's package.
+SHARED_OP_LIST = {"inductor": {"lazygen.runtime.backends.torchscript.op_list"}}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Every module ``path`` imports, absolute, with its line."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            # ``from . import x`` imports the submodule x when it is one (the package
+            # itself is then only its parent, already imported).
+            submodules = [f"{target}.{a.name}" for a in node.names]
+            submodules = [m for m in submodules if _exists(m)]
+            if len(submodules) < len(node.names):
+                found.append((target, node.lineno))
+            found += [(m, node.lineno) for m in submodules]
+    return found
+
+
+def _exists(module: str) -> bool:
+    path = ROOT.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _runtime_files() -> list[Path]:
+    return sorted((PACKAGE / "runtime").rglob("*.py"))
+
+
+def _backend_of(module: str) -> str | None:
+    if module.startswith(BACKENDS + "."):
+        return module[len(BACKENDS) + 1 :].split(".")[0]
+    return None
+
+
+def _edges() -> list[tuple[str, str, int]]:
+    edges = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _module_name(path)
+        for target, line in _imports(path):
+            if target == "lazygen" or target.startswith("lazygen."):
+                edges.append((source, target, line))
+    return edges
+
+
+def test_the_scanner_sees_imports_inside_functions(tmp_path):
+    """The scan must count function-level imports (they used to hide a cycle)."""
+    module = PACKAGE / "runtime" / "executor.py"
+    names = {target for target, _ in _imports(module)}
+    assert "lazygen.runtime.devices" in names
+    hidden = ast.parse("def f():\n    from .tensor import x\n")
+    assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(hidden))
+
+
+def test_generator_and_runtime_never_import_each_other():
+    wrong = [
+        f"{s} -> {t} (line {n})"
+        for s, t, n in _edges()
+        if (s.startswith(RUNTIME) and t.startswith(GENERATOR))
+        or (s.startswith(GENERATOR) and t.startswith(RUNTIME))
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_backends_import_a_backend():
+    wrong = []
+    for source, target, line in _edges():
+        backend = _backend_of(target)
+        if backend is None or not source.startswith(RUNTIME):
+            continue
+        own = _backend_of(source)
+        if own == backend or target in SHARED_OP_LIST.get(own or "", set()):
+            continue
+        wrong.append(f"{source} -> {target} (line {line})")
+    assert not wrong, "core modules import a concrete backend:\n" + "\n".join(wrong)
+
+
+def test_core_never_imports_the_composition_root():
+    wrong = [
+        f"{s} -> {t} (line {n})"
+        for s, t, n in _edges()
+        if s.startswith(RUNTIME + ".") and t == RUNTIME
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_core_imports_form_no_cycle():
+    graph: dict[str, set[str]] = {}
+    for source, target, _ in _edges():
+        if source.startswith(RUNTIME + ".") and target.startswith(RUNTIME + "."):
+            if _backend_of(source) or _backend_of(target) or source == BACKENDS:
+                continue
+            if source != target:
+                graph.setdefault(source, set()).add(target)
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle in the runtime core: " + " -> ".join(cycle)
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("path", _runtime_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_runtime_import_hides_in_a_function(path):
+    """Imports of lazygen modules sit at module level: one inside a function dodges a cycle."""
+    tree = ast.parse(path.read_text(), str(path))
+    hidden = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            hidden += [inner.lineno for inner in ast.walk(node) if _imports_lazygen(inner)]
+    assert not hidden, f"{path.name}: imports inside functions at lines {hidden}"
+
+
+def _imports_lazygen(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return bool(node.level) or (node.module or "").startswith("lazygen")
+    if isinstance(node, ast.Import):
+        return any(a.name.startswith("lazygen") for a in node.names)
+    return False
+
+
+def test_importing_the_runtime_changes_nothing_in_torch():
+    """Wiring happens at init(), never as an import side effect."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, lazygen.runtime, lazygen.runtime.backends.torchscript.backend\n"
+        "assert torch._C._get_privateuse1_backend_name() == 'privateuseone'\n"
+        "import torch._tensor_str as s; assert s._str.__module__ == 'torch._tensor_str'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
