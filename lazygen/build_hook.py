@@ -14,6 +14,7 @@ nothing. Paths are relative to the directory holding setup.py.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from setuptools import Command
@@ -80,6 +81,12 @@ class LazygenGen(Command):
             templates=path(self.templates),
             hand_written=self.hand_written or DEFAULT_HAND_WRITTEN,
         )
+        # The hand-written package is part of the project being built: make it importable
+        # from its sources (a PEP 517 build runs in the project directory, which is not on
+        # sys.path), as it is for `lazygen gen` run there.
+        source_root = str(Path.cwd().resolve())
+        if source_root not in sys.path:
+            sys.path.insert(0, source_root)
         try:
             result = run(config)
         except LazygenError as exc:

@@ -68,21 +68,22 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
 
     ``backend``: a registered name (``"torchscript"``, the default; ``"inductor"``; ``"fx"``;
     a third-party one), or a ``Backend`` instance; else ``LAZYGEN_BACKEND``.
-    ``device_name``: the torch device type of the lazy device (default ``"lazygen"``, or
-    ``LAZYGEN_DEVICE_NAME``); torch allows one such device per process.
+    ``device_name``: the torch device type of the lazy device (else ``LAZYGEN_DEVICE_NAME``,
+    else the backend's ``device_name``, else ``"lazygen"``); torch allows one such device
+    per process.
     """
     global _default
     with _init_lock:
-        name = device_name or settings.device_type
         if _default is not None:
-            _check_same(backend, name)
+            _check_same(backend, device_name or settings.device_type)
             return
+        chosen = make_backend(backend or os.environ.get("LAZYGEN_BACKEND") or DEFAULT, BUILTIN)
+        name = device_name or _env_device_name() or chosen.device_name or settings.device_type
         if not _NAME.match(name):
             raise ValueError(
                 f"lazygen: device name {name!r} must be lowercase letters, digits and "
                 "underscores, starting with a letter (torch device types are identifiers)"
             )
-        chosen = make_backend(backend or os.environ.get("LAZYGEN_BACKEND") or DEFAULT, BUILTIN)
         tables = chosen.kernel_tables()
         settings.device_type = name
         _device.install(name)
@@ -92,6 +93,10 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
         devices.configure(chosen)
         _default = chosen
     _freeze_startup_objects()
+
+
+def _env_device_name() -> str | None:
+    return os.environ.get("LAZYGEN_DEVICE_NAME") or None
 
 
 def _check_same(backend, name: str) -> None:

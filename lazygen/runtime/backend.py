@@ -64,6 +64,9 @@ class Backend(ABC):
 
     #: The name it is registered under (``init(backend=name)``).
     name: str = ""
+    #: The device type its users expect when ``init`` is given none (``None``: the
+    #: default, ``lazygen``).
+    device_name: str | None = None
     #: True when ``launch`` starts a run and returns at once (``mark_step`` then returns
     #: while the graph runs); False: every graph runs synchronously through ``execute``.
     asynchronous: bool = False

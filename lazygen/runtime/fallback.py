@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from . import executor
-from .devices import device_from, get_device
+from .devices import device_from
 from .metrics import count
 from .settings import settings
 from .tensor import LazyDevice, LazyTensor, from_data, inner, to_functional
@@ -126,10 +126,3 @@ def _wrap(obj, device: LazyDevice, aliases: dict, functional: bool):
     if type(obj) in (list, tuple):
         return type(obj)(_wrap(o, device, aliases, functional) for o in obj)
     return obj
-
-
-def first_device(args, kwargs) -> LazyDevice | None:
-    for arg in (*args, *kwargs.values()):
-        if isinstance(arg, torch.Tensor) and arg.device.type == settings.device_type:
-            return get_device(arg.device.index or 0)
-    return None

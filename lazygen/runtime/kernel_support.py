@@ -9,7 +9,7 @@ import weakref
 
 import torch
 
-from . import executor
+from . import dispatch, executor
 from .devices import default_device
 from .fallback import eager_fallback
 from .ir import (
@@ -36,6 +36,7 @@ __all__ = [
     "infer_shapes",
     "inplace",
     "make_node",
+    "node_class",
     "optional_scalar",
     "optional_tensor",
     "optional_tensor_list",
@@ -61,6 +62,19 @@ def elsewhere(device) -> bool:
 def eager(op, args, kwargs):
     """Run `op` through the eager fallback (counted as `aten::<op>`); used for `elsewhere`."""
     return eager_fallback(op, args, kwargs)
+
+
+def node_class(op_name: str) -> type[Node]:
+    """The IR node class of ``op_name`` in the installed kernel tables: how a hand-written
+    kernel reaches a generated (e.g. non-native) node class without importing generated
+    code, which does not exist yet when the generator checks the hand-written package."""
+    try:
+        return dispatch.NODE_CLASSES[op_name]
+    except KeyError:
+        raise LookupError(
+            f"lazygen: no IR node class {op_name!r} in the kernel tables of this process's "
+            "backends; is it in the op list, and was the backend initialised?"
+        ) from None
 
 
 def upload(t: torch.Tensor, device: LazyDevice) -> Value:

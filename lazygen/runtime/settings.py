@@ -47,7 +47,7 @@ class _Settings:
         self.async_execution = _env_int("LAZYGEN_ASYNC", 1) != 0
         # The lazy device's name (PrivateUse1 renamed), fixed by ``init(device_name=...)``
         # before the first lazy tensor; every module reads it here.
-        self.device_type = os.environ.get("LAZYGEN_DEVICE_NAME", "lazygen")
+        self.device_type = "lazygen"
 
 
 settings = _Settings()

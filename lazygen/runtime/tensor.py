@@ -41,12 +41,6 @@ class LazyDevice:
         self.pending_nodes = 0
         self.in_flight: list = []  # launches.Launch of graphs still running, oldest first
 
-    def register(self, tensor: LazyTensor) -> None:
-        live = self.live
-        live.append(_ref(tensor))
-        if len(live) > self.prune_at:
-            self.prune()
-
     def prune(self) -> None:
         """Drop references to dead tensors (in place: other threads may be appending)."""
         with self.lock:

@@ -1,14 +1,18 @@
-"""Build the example backend with `pip wheel --no-build-isolation` (offline) and import the
-generated modules from the wheel."""
+"""Build the example backend with `pip wheel --no-build-isolation` (offline), import the
+generated modules from the wheel, and train with it installed into a fresh venv."""
 
 from __future__ import annotations
 
 import importlib
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
+
+import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiny_backend"
 
@@ -54,11 +58,18 @@ def test_wheel_contains_generated_backend(tmp_path, monkeypatch):
     assert torch.ops.aten.add.Tensor in registration.KERNELS
     assert set(registration.NODE_CLASSES) == {
         "add.Tensor",
+        "addmm",
+        "fused_silu",  # the non-native op with the backend's own opkind
+        "mm",
         "mul.Tensor",
         "relu",
         "sum.dim_IntList",
+        "t_copy",
+        "threshold_backward",
         "topk",
+        "view_copy",
     }
+    assert torch.ops.aten.silu.default in registration.KERNELS  # the `supported` kernel
 
     # An unchanged rebuild skips generation: the stamp is current and files keep their mtime.
     generated = src / "tiny_backend" / "generated" / "kernels.py"
@@ -66,3 +77,58 @@ def test_wheel_contains_generated_backend(tmp_path, monkeypatch):
     shutil.rmtree(tmp_path / "dist")
     _build(src, tmp_path / "dist")
     assert generated.stat().st_mtime_ns == before
+
+
+def _fresh_venv(root: Path) -> Path:
+    """A new venv that sees this environment's packages (torch, lazygen) through a .pth
+    file, so the example's wheel is installed into it for real, offline and fast."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    python = root / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    ours = sorted({sysconfig.get_paths()["purelib"], *site.getsitepackages()})
+    # `import` lines of a .pth run at start-up: addsitedir also runs the .pth files there
+    # (lazygen's own editable install is one).
+    lines = [f"import site; site.addsitedir({directory!r})" for directory in ours]
+    Path(purelib, "_lazygen_test_parent.pth").write_text("\n".join(lines) + "\n")
+    return python
+
+
+@pytest.mark.slow
+def test_example_backend_trains_from_an_installed_wheel(tmp_path):
+    """The out-of-tree backend (own device name, op list, supported kernel, non-native op,
+    template override, its own interpreter instead of TorchScript), built into a wheel and
+    installed into a fresh venv, trains equal to eager: lazygen finds it by entry point."""
+    src = tmp_path / "src"
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("generated", "build", "*.egg-info"))
+    wheel = _build(src, tmp_path / "dist")
+    python = _fresh_venv(tmp_path / "venv")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        check=True,
+    )
+    result = subprocess.run(
+        [str(python), str(EXAMPLE / "train.py"), "--steps", "4"],
+        cwd=tmp_path,  # neither the repository nor the example's sources on sys.path
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "backend: tiny, device: tiny:0" in result.stdout
+    assert "lazy::silu" in result.stdout and "lazy::addmm" in result.stdout
