@@ -2,8 +2,9 @@
 
     python bench/run_all.py [--repeats 3]
 
-Each benchmark prints its own table too; anchors (torchgen, torch._lazy, eager) are
-measured in the same run, so the ratios are comparable even on a noisy machine.
+Each benchmark prints its own table too; anchors (torchgen, torch._lazy, eager,
+torch.compile) are measured in the same run, so the ratios are comparable even on a noisy
+machine. The real training loops come first.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import trace  # noqa: E402
 import codegen  # noqa: E402
 import memory  # noqa: E402
 import parse  # noqa: E402
+import real_loops  # noqa: E402
 import scaling  # noqa: E402
 import train_step  # noqa: E402
 
@@ -62,6 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     repeats = str(args.repeats)
     sections = [
+        capture(real_loops.main, ["--repeats", repeats]),
         capture(parse.main, ["--repeats", "5"]),
         capture(codegen.main, ["--repeat", "5"]),
         capture(trace.main, ["--repeats", repeats]),
