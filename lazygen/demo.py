@@ -45,7 +45,8 @@ def make_optimizer(name: str, params):
     return torch.optim.SGD(params, lr=0.05, momentum=0.9)
 
 
-def train(steps: int, optimizer: str, ir_picture: Path | None) -> None:
+def train(steps: int, optimizer: str, ir_picture: Path | None) -> float:
+    """Train lazily and eagerly side by side; returns the largest loss difference."""
     import torch
 
     import lazygen.runtime as lr
@@ -58,7 +59,12 @@ def train(steps: int, optimizer: str, ir_picture: Path | None) -> None:
     lazy_opt = make_optimizer(optimizer, lazy_model.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
     lr.metrics.reset()
-    print(f"\ntraining an MLP 64-128-10 with {optimizer} on {device} (eager CPU alongside)")
+    backend = lr.backend().name
+    print(
+        f"\ntraining an MLP 64-128-10 with {optimizer} on {device}, backend {backend} "
+        "(eager CPU alongside; LAZYGEN_BACKEND chooses the backend)"
+    )
+    worst = 0.0
     print(f"{'step':>4} {'lazy loss':>12} {'eager loss':>12} {'uncached compiles':>18}")
     for step in range(steps):
         for model, x, y, opt, lazy in (
@@ -78,6 +84,7 @@ def train(steps: int, optimizer: str, ir_picture: Path | None) -> None:
                 eager_loss = loss.item()
         compiles = lr.metrics.counter_value("UncachedCompile") or 0
         print(f"{step:>4} {lazy_loss:>12.6f} {eager_loss:>12.6f} {compiles:>18}")
+        worst = max(worst, abs(lazy_loss - eager_loss))
     print(
         "\ncompiles: uncached",
         lr.metrics.counter_value("UncachedCompile") or 0,
@@ -85,6 +92,8 @@ def train(steps: int, optimizer: str, ir_picture: Path | None) -> None:
         lr.metrics.counter_value("CachedCompile") or 0,
     )
     print("\n" + lr.metrics.report())
+    print(f"largest difference from eager's loss: {worst:.2e} (backend {backend})")
+    return worst
 
 
 def _write_picture(lr, tensors, path: Path) -> None:
@@ -104,7 +113,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not args.no_gen:
         regenerate()
-    train(args.steps, args.optimizer, args.ir_picture)
+    worst = train(args.steps, args.optimizer, args.ir_picture)
+    if worst > 1e-4:
+        print("lazy losses differ from eager's", file=sys.stderr)
+        return 1
     return 0
 
 
