@@ -25,7 +25,8 @@ import torch
 
 from . import config, debug, devices, dispatch, executor, ir_cache, metrics
 from . import device as _device
-from .backend import Backend, KernelTables, available_backends, make_backend, register_backend
+from . import backend as _backend_registry
+from .backend import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
 from .device_kernels import DEVICE_KERNELS
 from .devices import all_devices, device_from
@@ -132,6 +133,11 @@ def backend(index: int | None = None) -> Backend:
     """The backend running ``<device>:<index>`` (the current index by default)."""
     init()
     return devices.backend_of(devices.current_index() if index is None else index)
+
+
+def available_backends() -> list[str]:
+    """Names ``init(backend=...)`` accepts: registered, built-in and installed backends."""
+    return _backend_registry.available_backends(BUILTIN)
 
 
 def device_name() -> str:

@@ -57,6 +57,12 @@ def test_environment_chooses_backend_and_name():
     assert out.split() == ["envdev", "torchscript"]
 
 
+def test_available_backends_lists_the_built_in_ones():
+    import lazygen.runtime as lr
+
+    assert {"torchscript", "inductor", "fx"} <= set(lr.available_backends())
+
+
 def test_a_backend_instance_registered_in_process():
     out = _ok("""
         import torch, lazygen.runtime as lr
