@@ -137,6 +137,14 @@ class LazyIrSchema:
         return "LowerDeclOnly" in self.properties or "Lower" not in self.properties
 
     @property
+    def create(self) -> str:
+        """`CreateFn`: a `create` classmethod building (or reusing) the node; `CreateFnDeclOnly`:
+        `create` delegates to a hand-written `create_<snake name>`; `none` otherwise."""
+        if "CreateFnDeclOnly" in self.properties:
+            return "hand_written"
+        return "generated" if "CreateFn" in self.properties else "none"
+
+    @property
     def reuse(self) -> str:
         """`default` (equal operands and attrs), `hand_written`, or `never`."""
         if "CanBeReusedDeclOnly" in self.properties:
