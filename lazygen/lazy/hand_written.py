@@ -172,6 +172,16 @@ def _needs_any(plan: BackendPlan | Needs) -> bool:
     )
 
 
+def _lookup(module: ModuleType | None, name: str) -> object:
+    """`module.name`, or None; a module `__getattr__` that raises counts as absent."""
+    if module is None:
+        return None
+    try:
+        return getattr(module, name, None)
+    except Exception:  # noqa: BLE001 - user code may raise anything
+        return None
+
+
 def _check_functions(
     report: _Report,
     loaded: dict[str, _Loaded],
@@ -184,7 +194,7 @@ def _check_functions(
     if mod.broken:
         return
     for item in items:
-        fn = getattr(mod.module, item.name, None) if mod.module is not None else None
+        fn = _lookup(mod.module, item.name)
         call = call_text(item.signature) if item.signature is not None else None
         if call is None:
             call = f"({', '.join(item.params)})" if item.params is not None else "(...)"
@@ -227,7 +237,7 @@ def _check_shape_functions(
         return
     shapes = mod.module
     for s in needed:
-        fn = getattr(shapes, s.name, None) if shapes is not None else None
+        fn = _lookup(shapes, s.name)
         if not callable(fn):
             report.missing(
                 Diagnostic(
@@ -253,8 +263,7 @@ def _check_shape_functions(
         if name.startswith("compute_shape_") and name not in required:
             report.warnings.append(
                 Diagnostic(
-                    source_location(getattr(shapes, name))
-                    or Location(f"{package}.shape_functions"),
+                    source_location(vars(shapes)[name]) or Location(f"{package}.shape_functions"),
                     f"{name} is not needed: its op uses the meta kernel or is not generated",
                 )
             )
