@@ -2,7 +2,8 @@
 
 For a backend whose hand-written package is `P` (the `--hand-written` value): `supported`
 kernels in `P.kernels`, autograd kernels in `P.autograd`, shape functions in
-`P.shape_functions`, hand-written lowerings, reuse checks and create functions in
+`P.shape_functions` (also `compute_shape_<node>` of ShapeCompute/ShapeCache nodes),
+hand-written lowerings, reuse checks and create functions in
 `P.lowerings`. Signatures are compared with what generated code calls them with
 (`lazygen.lazy.signatures`).
 
@@ -53,6 +54,7 @@ class Needs:
     lowerings: tuple[HandWritten, ...]
     reuse_checks: tuple[HandWritten, ...]
     creators: tuple[HandWritten, ...]
+    node_shape_functions: tuple[HandWritten, ...]
     shape_functions: tuple[ShapeFunction, ...]
 
 
@@ -155,7 +157,21 @@ def check_hand_written(
     _check_functions(
         report, loaded, package, "lowerings", plan.creators, "hand-written create function"
     )
-    _check_shape_functions(report, loaded["shape_functions"], package, plan.shape_functions)
+    _check_functions(
+        report,
+        loaded,
+        package,
+        "shape_functions",
+        plan.node_shape_functions,
+        "hand-written shape function",
+    )
+    _check_shape_functions(
+        report,
+        loaded["shape_functions"],
+        package,
+        plan.shape_functions,
+        {h.name for h in plan.node_shape_functions},
+    )
     return report.errors, report.warnings
 
 
@@ -167,6 +183,7 @@ def _needs_any(plan: BackendPlan | Needs) -> bool:
             plan.lowerings,
             plan.reuse_checks,
             plan.creators,
+            plan.node_shape_functions,
             plan.shape_functions,
         )
     )
@@ -231,7 +248,11 @@ def _signature_problem(fn: object, item: HandWritten) -> str | None:
 
 
 def _check_shape_functions(
-    report: _Report, mod: _Loaded, package: str, needed: tuple[ShapeFunction, ...]
+    report: _Report,
+    mod: _Loaded,
+    package: str,
+    needed: tuple[ShapeFunction, ...],
+    node_functions: set[str],
 ) -> None:
     if mod.broken:
         return
@@ -258,7 +279,7 @@ def _check_shape_functions(
             )
     if shapes is None or _builtin(package):  # lazygen's own package: not the user's to tidy
         return
-    required = {s.name for s in needed}
+    required = {s.name for s in needed} | node_functions
     for name in sorted(vars(shapes)):
         if name.startswith("compute_shape_") and name not in required:
             report.warnings.append(

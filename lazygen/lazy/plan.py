@@ -59,6 +59,7 @@ _OTHER_TORCH_HINT = (
     "this native_functions.yaml seems to come from another torch version: omit "
     "--native-functions to use the installed torch's copy, or install the matching torch"
 )
+_SHAPE_PROPERTY = {"compute": "ShapeCompute", "cache": "ShapeCache"}
 _UNSUPPORTED_HINT = "move the op to 'supported' and write its kernel by hand"
 
 
@@ -232,6 +233,17 @@ def build_plan(
             hand(n, "create", ("cls", "operands", "attrs", "shapes"))
             for n in all_nodes + non_native
             if n.create == "hand_written"
+        ),
+        node_shape_functions=tuple(
+            hand(
+                n,
+                "compute_shape",
+                tuple(a.ident for a in (*n.operands, *n.attributes)),
+                f"{_SHAPE_PROPERTY[n.shape_mode]} on {n.op_name}: a node built without "
+                "shapes computes them with it",
+            )
+            for n in all_nodes + non_native
+            if n.shape_mode != "precompute"
         ),
         meta_ops=tuple(sorted({str(k.shape_op) for k in kernels if k.meta})),
     )

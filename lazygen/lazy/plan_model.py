@@ -93,6 +93,8 @@ class BackendPlan:
     lowerings: tuple[HandWritten, ...]
     reuse_checks: tuple[HandWritten, ...]
     creators: tuple[HandWritten, ...]
+    #: `compute_shape_<node>` of ShapeCompute / ShapeCache nodes (operands, then attributes).
+    node_shape_functions: tuple[HandWritten, ...]
     #: Ops whose shapes come from the meta kernel (for the declarations module).
     meta_ops: tuple[str, ...]
 

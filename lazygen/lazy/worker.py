@@ -289,6 +289,7 @@ def _encode_needs(plan: BackendPlan) -> dict[str, list]:
         "lowerings": hand(plan.lowerings),
         "reuse_checks": hand(plan.reuse_checks),
         "creators": hand(plan.creators),
+        "node_shape_functions": hand(plan.node_shape_functions),
         "shape_functions": [
             [
                 s.name,
@@ -321,6 +322,7 @@ def _decode_needs(data: dict[str, list]) -> Needs:
         hand(data["lowerings"]),
         hand(data["reuse_checks"]),
         hand(data["creators"]),
+        hand(data["node_shape_functions"]),
         tuple(
             ShapeFunction(n, op, tuple(Param(*p) for p in params), _unloc(loc))  # type: ignore[arg-type]
             for n, op, params, loc in data["shape_functions"]

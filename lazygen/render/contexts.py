@@ -296,11 +296,18 @@ def _hand_lowered(nodes: tuple[LazyIrSchema, ...]) -> bool:
     )
 
 
-def _node_imports(nodes: tuple[LazyIrSchema, ...], hand: Import | None) -> tuple[Import, ...]:
-    """`Node`, `make_node` for `CreateFn` nodes, and the hand-written lowerings if used."""
+def _node_imports(
+    nodes: tuple[LazyIrSchema, ...], hand: Import | None, shapes: Import | None
+) -> tuple[Import, ...]:
+    """`Node`, `make_node` for `CreateFn` nodes, the hand-written lowerings and shape
+    functions if used."""
     creates = any(n.create == "generated" for n in nodes)
     make_node = Import("lazygen.runtime.kernel_support", "make_node") if creates else None
-    return imports(Import("lazygen.runtime.ir", "Node"), make_node, hand)
+    return imports(Import("lazygen.runtime.ir", "Node"), make_node, hand, shapes)
+
+
+def _computes_shapes(nodes: tuple[LazyIrSchema, ...]) -> bool:
+    return any(n.shape_mode != "precompute" for n in nodes)
 
 
 def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
@@ -319,7 +326,11 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
     contexts: dict[str, Context] = {
         "ir.py": IrContext(
             header(IrContext.template),
-            _node_imports(plan.nodes, hand("lowerings", "hand_written", _hand_lowered(plan.nodes))),
+            _node_imports(
+                plan.nodes,
+                hand("lowerings", "hand_written", _hand_lowered(plan.nodes)),
+                hand("shape_functions", "hand_shapes", _computes_shapes(plan.nodes)),
+            ),
             tuple(NodeView(n) for n in plan.nodes),
         ),
         "non_native_ir.py": NonNativeIrContext(
@@ -327,6 +338,7 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
             _node_imports(
                 plan.non_native,
                 hand("lowerings", "hand_written", _hand_lowered(plan.non_native)),
+                hand("shape_functions", "hand_shapes", _computes_shapes(plan.non_native)),
             ),
             tuple(NodeView(n) for n in plan.non_native),
         ),

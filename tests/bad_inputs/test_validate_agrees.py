@@ -74,7 +74,10 @@ def test_validate_agrees_with_gen(case_path: Path, tmp_path, monkeypatch, capsys
 
 FIXTURE_LISTS = [
     (REPO / "yaml" / "ts_backend.yaml", []),
-    (FIXTURES / "pytorch_ts_native_functions.yaml", []),
+    # lazygen's own TS package builds these non-native nodes with their shapes (its op list
+    # says ShapePrecompute); PyTorch's list says ShapeCompute/ShapeCache, which would need
+    # compute_shape_<node> functions the package does not have.
+    (FIXTURES / "pytorch_ts_native_functions.yaml", ["--defer-hand-written"]),
     (FIXTURES / "xla_native_functions.yaml", ["--defer-hand-written"]),
 ]
 

@@ -139,6 +139,7 @@ def test_lowering_signature_is_checked(tmp_path, plan_for):
     _package(tmp_path, "hw_low", lowerings="def lower_silu(n, c):\n    return []\n")
     plan, _ = plan_for(
         "backend: L\nnon_native:\n  - func: silu(Tensor input) -> Tensor\n    opkind: mybk_silu\n"
+        "    properties: [ShapePrecompute]\n"
     )
     (error,) = check_hand_written(plan, "hw_low")[0]
     assert "takes (n, c), it must take (node, ctx)" in error.message
@@ -148,6 +149,7 @@ def test_opkind_without_namespace_needs_a_hand_written_lowering(tmp_path, plan_f
     assert has_torchscript_builtin("mybk_silu", ("Tensor",)) is False  # was a RuntimeError
     plan, _ = plan_for(
         "backend: L\nnon_native:\n  - func: silu(Tensor input) -> Tensor\n    opkind: mybk_silu\n"
+        "    properties: [ShapePrecompute]\n"
     )
     (lowering,) = plan.lowerings
     assert lowering.name == "lower_silu" and lowering.location.line == 3
@@ -163,10 +165,10 @@ def test_create_fn_properties_are_honoured(tmp_path, monkeypatch):
             non_native:
               - func: made(Tensor input) -> Tensor
                 opkind: aten::relu
-                properties: [CreateFn]
+                properties: [CreateFn, ShapePrecompute]
               - func: custom(Tensor input) -> Tensor
                 opkind: aten::relu
-                properties: [CreateFnDeclOnly]
+                properties: [CreateFnDeclOnly, ShapePrecompute]
             """))
     _package(tmp_path, "hw_create", lowerings="")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -205,3 +207,25 @@ def test_skip_unknown_ops_of_the_running_torch(tmp_path):
     assert result.counts["kernels"] == 1
     (warning,) = [w for w in result.warnings if "skipped" in w.message]
     assert "frobnicate (line 3)" in warning.message
+
+
+def test_shape_compute_and_shape_cache_need_a_node_shape_function(tmp_path, plan_for):
+    plan, _ = plan_for("""\
+        backend: L
+        non_native:
+          - func: silu(Tensor input, int dim) -> Tensor
+            opkind: aten::silu
+            properties: [ShapeCompute]
+          - func: gelu(Tensor input) -> Tensor
+            opkind: aten::gelu
+        """)
+    assert [(h.name, h.params) for h in plan.node_shape_functions] == [
+        ("compute_shape_gelu", ("input",)),
+        ("compute_shape_silu", ("input", "dim")),
+    ]
+    _package(tmp_path, "hw_shapes", shape_functions="def compute_shape_silu(input, d):\n    pass\n")
+    errors = [e for e in check_hand_written(plan, "hw_shapes")[0] if "shape" in e.message]
+    errors.sort(key=lambda e: e.message)
+    assert "compute_shape_gelu for gelu is missing" in errors[0].message
+    assert "ShapeCache on gelu" in errors[0].hint
+    assert "takes (input, d), it must take (input, dim)" in errors[1].message
