@@ -229,3 +229,12 @@ def test_shape_compute_and_shape_cache_need_a_node_shape_function(tmp_path, plan
     assert "compute_shape_gelu for gelu is missing" in errors[0].message
     assert "ShapeCache on gelu" in errors[0].hint
     assert "takes (input, d), it must take (input, dim)" in errors[1].message
+
+
+def test_package_init_that_raises_is_one_located_error(tmp_path, plan_for):
+    _package(tmp_path, "hw_init", kernels="def clone(self, *, memory_format=None):\n    pass\n")
+    (tmp_path / "hw_init" / "__init__.py").write_text("import no_such_dependency_xyz\n")
+    plan, _ = plan_for("backend: L\nsupported:\n  - clone\n")
+    (error,) = check_hand_written(plan, "hw_init", defer=True)[0]
+    assert error.location.file.endswith("hw_init/__init__.py") and error.location.line == 1
+    assert "ModuleNotFoundError: No module named 'no_such_dependency_xyz'" in error.message
