@@ -84,8 +84,10 @@ def _import_failure(module_name: str, exc: BaseException) -> Diagnostic:
     if isinstance(exc, SyntaxError) and exc.filename:
         where = Location(exc.filename, exc.lineno or 0)
     else:
-        frames = [
-            f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename
+        frames = [  # the user's frames: neither importlib's nor this module's
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if "importlib" not in f.filename and f.filename != __file__
         ]
         if frames:
             where = Location(frames[-1].filename, frames[-1].lineno or 0)
