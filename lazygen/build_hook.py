@@ -33,6 +33,8 @@ class LazygenGen(Command):
         ("hand-written=", None, "package holding the hand-written pieces"),
         ("native-functions=", None, "native_functions.yaml (default: the installed torch's)"),
         ("tags=", None, "tags.yaml (default: the installed torch's)"),
+        ("defer-hand-written=", None, "'yes': missing hand-written pieces are warnings"),
+        ("skip-unknown-ops=", None, "'yes': leave out operators this torch lacks, with a warning"),
         (
             "optional=",
             None,
@@ -73,6 +75,9 @@ class LazygenGen(Command):
         def path(value: str | None) -> Path | None:
             return None if value is None else Path(value)
 
+        def yes(value: object) -> bool:
+            return str(value).lower() in ("yes", "true", "1")
+
         config = GenConfig(
             backend_yaml=Path(self.backend_yaml),
             output_dir=Path(self.output_dir),
@@ -80,6 +85,8 @@ class LazygenGen(Command):
             tags=path(self.tags),
             templates=path(self.templates),
             hand_written=self.hand_written or DEFAULT_HAND_WRITTEN,
+            defer_hand_written=yes(self.defer_hand_written),
+            skip_unknown_ops=yes(self.skip_unknown_ops),
         )
         # The hand-written package is part of the project being built: make it importable
         # from its sources (a PEP 517 build runs in the project directory, which is not on
@@ -91,6 +98,10 @@ class LazygenGen(Command):
             result = run(config)
         except LazygenError as exc:
             raise SystemExit("lazygen: " + "\n".join(str(d) for d in exc.diagnostics)) from None
+        for d in result.warnings:
+            where = f"{d.location}: " if d.location else ""
+            hint = f" ({d.hint})" if d.hint else ""
+            self.announce(f"lazygen: {where}warning: {d.message}{hint}", level=2)
         self.announce(f"lazygen: {config.output_dir}: {result.status}", level=2)
 
 

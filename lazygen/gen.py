@@ -37,6 +37,10 @@ class GenConfig:
     templates: Path | None = None
     hand_written: str = DEFAULT_HAND_WRITTEN
     check_hand_written: bool = True
+    #: Missing hand-written pieces are warnings, not errors (a backend under construction).
+    defer_hand_written: bool = False
+    #: Operators this torch lacks are skipped with one warning instead of one error each.
+    skip_unknown_ops: bool = False
     jobs: int = 2
 
 
@@ -91,8 +95,16 @@ def input_hash(config: GenConfig) -> str:
         torch_version = version("torch")
     except PackageNotFoundError:
         torch_version = "none"
-    options = (
-        f"{lazygen.__version__}|{torch_version}|{config.hand_written}|{config.check_hand_written}"
+    options = "|".join(
+        str(option)
+        for option in (
+            lazygen.__version__,
+            torch_version,
+            config.hand_written,
+            config.check_hand_written,
+            config.defer_hand_written,
+            config.skip_unknown_ops,
+        )
     )
     digest.update(options.encode())
     for path in input_files(config):
@@ -136,7 +148,11 @@ class Generated:
     files: dict[str, str]
     warnings: tuple[Diagnostic, ...]
     errors: tuple[Diagnostic, ...]
+    #: What the plan generates (`nodes`, `kernels`, ...).
     counts: dict[str, int]
+    backend: str = ""
+    #: Entries per section of the op list.
+    sections: dict[str, int] = field(default_factory=dict)
 
 
 def generate(
@@ -152,7 +168,11 @@ def generate(
     if not config.backend_yaml.is_file():
         if child is not None:
             child.close()
-        raise LazygenError.at(None, f"backend op list {config.backend_yaml} does not exist")
+        raise LazygenError.at(
+            Location(str(config.backend_yaml)),
+            "backend op list not found",
+            "check the path or pass another one",
+        )
     if child is None and (worker if worker is not None else _worker_helps(config)):
         child = start_worker(config)
     try:
@@ -182,34 +202,40 @@ def _generate(config: GenConfig, child) -> Generated:
     from lazygen.render.environment import build_environment
 
     catalogue = load_catalogue(_sources(config))
-    ops = load_backend(config.backend_yaml, catalogue)
+    ops = load_backend(config.backend_yaml, catalogue, skip_unknown=config.skip_unknown_ops)
     env = build_environment(config.templates)
-    facts = _prefetch(child, ops, catalogue, env) if child is not None else None
-    plan, errors, warnings = build_plan(ops, catalogue, facts or TorchFacts())
+    facts = _prefetch(child, ops, catalogue, env, config) if child is not None else None
+    plan, errors, warnings = build_plan(
+        ops, catalogue, facts or TorchFacts(), skip_unknown=config.skip_unknown_ops
+    )
+    warnings = [*ops.notices, *warnings]
     if errors:
         raise LazygenError(errors)
     hand_errors: list[Diagnostic] = []
     asked = False
+
+    def check_here() -> tuple[list[Diagnostic], list[Diagnostic]]:
+        return check_hand_written(plan, config.hand_written, defer=config.defer_hand_written)
+
     if config.check_hand_written:
         if facts is not None:  # the child checks while this process renders
-            asked = child.ask_hand_written(plan)
+            asked = child.ask_hand_written(plan, defer=config.defer_hand_written)
         if not asked:
-            hand_errors, hand_warnings = check_hand_written(plan, config.hand_written)
+            hand_errors, hand_warnings = check_here()
             warnings += hand_warnings
     try:
         files = _render(env, plan, config.hand_written)
-    except LazygenError:
-        if asked and child.hand_written_result() is None:
-            check_hand_written(plan, config.hand_written)  # raises first, as in-process
-        raise
-    if asked:
-        result = child.hand_written_result()
-        hand_errors, hand_warnings = result or check_hand_written(plan, config.hand_written)
-        warnings += hand_warnings
-    return Generated(files, tuple(warnings), tuple(hand_errors), plan.counts())
+    finally:
+        if asked:  # collected even when rendering failed, so the child is not left waiting
+            result = child.hand_written_result()
+            hand_errors, hand_warnings = result or check_here()
+            warnings += hand_warnings
+    return Generated(
+        files, tuple(warnings), tuple(hand_errors), plan.counts(), ops.backend, ops.counts()
+    )
 
 
-def _prefetch(child, ops, catalogue, env):
+def _prefetch(child, ops, catalogue, env, config: GenConfig):
     """Record the planner's questions, warm the templates, then take the child's answers."""
     from typing import get_args
 
@@ -219,7 +245,7 @@ def _prefetch(child, ops, catalogue, env):
 
     recording = RecordingFacts()
     try:
-        build_plan(ops, catalogue, recording)
+        build_plan(ops, catalogue, recording, skip_unknown=config.skip_unknown_ops)
     except Exception:  # noqa: BLE001 - the real planning pass reports it
         return None
     for context in get_args(Context):
@@ -241,6 +267,16 @@ def _render(env, plan, hand_written: str) -> dict[str, str]:
         raise LazygenError.at(
             None, f"a template produced invalid Python: {exc}", "check your template overrides"
         ) from None
+
+
+def validate(config: GenConfig) -> Generated:
+    """Every check `run` makes short of touching the output directory: load, plan, check
+    the hand-written pieces, render and format. Raises `LazygenError` exactly where `run`
+    would; `lazygen validate` is this, so it agrees with `lazygen gen`."""
+    generated = generate(config)
+    if generated.errors:
+        raise LazygenError(generated.errors)
+    return generated
 
 
 def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> GenResult:
@@ -271,7 +307,7 @@ def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> Gen
         return GenResult("skipped")
     generated = generate(config, child=child)
     if generated.errors:  # nothing is written when hand-written pieces are missing
-        raise LazygenError(generated.errors)
+        raise LazygenError(generated.errors)  # as `validate` does
     files = dict(generated.files)
     try:
         changes = plan_changes(config.output_dir, files)

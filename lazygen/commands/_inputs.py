@@ -1,12 +1,19 @@
-"""Command-line options shared by sub-commands that read the operator catalogue."""
+"""Command-line options shared by sub-commands: the catalogue, and the generation options
+`gen` and `validate` both take (so that `validate` checks exactly what `gen` would)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lazygen.gen import DEFAULT_HAND_WRITTEN
+
 if TYPE_CHECKING:  # imported lazily: `lazygen --version` and stamp-skipped gens stay fast
+    from lazygen.errors import Diagnostic
+    from lazygen.gen import GenConfig
     from lazygen.loaders.native_yaml import NativeSources
     from lazygen.model.native_function import Catalogue
 
@@ -23,6 +30,70 @@ def add_catalogue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tags", type=Path, metavar="PATH", help="tags.yaml to read (default: beside it)"
     )
+
+
+def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
+    """The op list and every option that changes what `gen` generates or checks."""
+    parser.add_argument(
+        "backend_yaml",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_BACKEND_YAML,
+        help=f"backend op list (default: {DEFAULT_BACKEND_YAML})",
+    )
+    add_catalogue_arguments(parser)
+    parser.add_argument(
+        "--templates", type=Path, help="directory of template overrides, searched first"
+    )
+    parser.add_argument(
+        "--hand-written",
+        default=DEFAULT_HAND_WRITTEN,
+        metavar="PACKAGE",
+        help="package with the hand-written kernels/shape functions/lowerings/autograd "
+        f"(default: {DEFAULT_HAND_WRITTEN})",
+    )
+    parser.add_argument(
+        "--no-check-hand-written",
+        dest="check_hand_written",
+        action="store_false",
+        help="do not import and check the hand-written package",
+    )
+    parser.add_argument(
+        "--defer-hand-written",
+        action="store_true",
+        help="report missing hand-written pieces as warnings and generate anyway",
+    )
+    parser.add_argument(
+        "--skip-unknown-ops",
+        action="store_true",
+        help="leave out operators this torch does not have, with one warning listing them",
+    )
+
+
+def config_from_args(args: argparse.Namespace, output_dir: Path | None = None) -> GenConfig:
+    """The `GenConfig` the generation options describe."""
+    from lazygen.gen import GenConfig
+
+    default_output = Path("generated") / args.backend_yaml.name.removesuffix(".yaml")
+    return GenConfig(
+        backend_yaml=args.backend_yaml,
+        output_dir=output_dir or default_output,
+        native_functions=args.native_functions,
+        tags=args.tags,
+        templates=args.templates,
+        hand_written=args.hand_written,
+        check_hand_written=args.check_hand_written,
+        defer_hand_written=args.defer_hand_written,
+        skip_unknown_ops=args.skip_unknown_ops,
+    )
+
+
+def print_warnings(diagnostics: Iterable[Diagnostic]) -> None:
+    """One `file:line: warning: message (hint)` line each, on stderr."""
+    for d in diagnostics:
+        where = f"{d.location}: " if d.location else ""
+        hint = f" ({d.hint})" if d.hint else ""
+        print(f"{where}warning: {d.message}{hint}", file=sys.stderr)
 
 
 def sources_from(args: argparse.Namespace) -> NativeSources:

@@ -8,8 +8,9 @@ changed; an unchanged rerun is skipped by a content hash of every input.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from lazygen.commands._inputs import add_generation_arguments, config_from_args, print_warnings
 
 HELP = "generate (or check) a backend's lazy kernels, IR nodes and registration"
 
@@ -17,36 +18,13 @@ EXIT_OK, EXIT_STALE, EXIT_USER_ERROR = 0, 1, 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "backend_yaml",
-        nargs="?",
-        type=Path,
-        default=Path("yaml/ts_backend.yaml"),
-        help="backend op list (default: yaml/ts_backend.yaml)",
-    )
+    add_generation_arguments(parser)
     parser.add_argument(
         "-o",
         "--output-dir",
         type=Path,
         default=None,
         help="output directory (default: generated/<op list name without .yaml>)",
-    )
-    parser.add_argument("--native-functions", type=Path, help="native_functions.yaml to use")
-    parser.add_argument("--tags", type=Path, help="tags.yaml to use")
-    parser.add_argument(
-        "--templates", type=Path, help="directory of template overrides, searched first"
-    )
-    parser.add_argument(
-        "--hand-written",
-        default="lazygen.runtime.backends.torchscript",
-        metavar="PACKAGE",
-        help="package with the hand-written kernels/shape functions/lowerings/autograd",
-    )
-    parser.add_argument(
-        "--no-check-hand-written",
-        dest="check_hand_written",
-        action="store_false",
-        help="do not import and check the hand-written package",
     )
     parser.add_argument("--dry-run", action="store_true", help="show what would change")
     parser.add_argument(
@@ -56,32 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true")
 
 
-def config_from_args(args: argparse.Namespace):
-    from lazygen.gen import GenConfig
-
-    output = args.output_dir or Path("generated") / args.backend_yaml.name.removesuffix(".yaml")
-    return GenConfig(
-        backend_yaml=args.backend_yaml,
-        output_dir=output,
-        native_functions=args.native_functions,
-        tags=args.tags,
-        templates=args.templates,
-        hand_written=args.hand_written,
-        check_hand_written=args.check_hand_written,
-    )
-
-
-def _warn(diagnostics) -> None:
-    for d in diagnostics:
-        where = f"{d.location}: " if d.location else ""
-        hint = f" ({d.hint})" if d.hint else ""
-        print(f"{where}warning: {d.message}{hint}", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     from lazygen.gen import STAMP, run
 
-    config = config_from_args(args)
+    config = config_from_args(args, args.output_dir)
     if args.force:
         (config.output_dir / STAMP).unlink(missing_ok=True)
     result = run(config, check=args.check, dry_run=args.dry_run)
@@ -89,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"lazygen gen: {config.output_dir} is up to date (inputs unchanged)")
         return EXIT_OK
-    _warn(result.warnings)
+    print_warnings(result.warnings)
     for change in result.changes:
         if not args.quiet or args.check:
             verb = "would " + change.action if (args.check or args.dry_run) else change.action + "d"

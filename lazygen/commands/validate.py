@@ -1,41 +1,32 @@
-"""Check a backend op list against native_functions.yaml and summarise it.
+"""Check a backend op list as `lazygen gen` would, short of writing, and summarise it.
 
-Exit code 0 when the op list is valid, 2 when it is not (every problem is printed with
-its file and line).
+Runs every check `gen` runs with the same options (loading, planning against the running
+torch, the hand-written package, template overrides), so a list that validates also
+generates. Exit code 0 when valid, 2 when not (every problem is printed with its file and
+line); warnings are printed as `gen` prints them.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from lazygen.commands._inputs import (
-    DEFAULT_BACKEND_YAML,
-    add_catalogue_arguments,
-    catalogue_from,
-)
+from lazygen.commands._inputs import add_generation_arguments, config_from_args, print_warnings
 
-HELP = "validate a backend op list and print a summary"
+HELP = "check a backend op list as `gen` would, without writing, and print a summary"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "backend_yaml",
-        nargs="?",
-        type=Path,
-        default=DEFAULT_BACKEND_YAML,
-        help=f"the backend op list (default: {DEFAULT_BACKEND_YAML})",
-    )
-    add_catalogue_arguments(parser)
+    add_generation_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from lazygen.loaders.backend_yaml import load_backend
+    from lazygen.gen import validate
 
-    catalogue = catalogue_from(args)
-    ops = load_backend(args.backend_yaml, catalogue)
-    print(f"{args.backend_yaml}: backend {ops.backend} is valid")
-    print(f"  catalogue: {len(catalogue)} operators from {catalogue.source}")
-    for section, count in ops.counts().items():
+    config = config_from_args(args)
+    generated = validate(config)
+    print_warnings(generated.warnings)
+    print(f"{args.backend_yaml}: backend {generated.backend} is valid")
+    for section, count in generated.sections.items():
         print(f"  {section:<13} {count:>5}")
+    print("  generates: " + ", ".join(f"{k} {v}" for k, v in generated.counts.items()))
     return 0

@@ -145,6 +145,24 @@ class LazyIrSchema:
         return "LowerDeclOnly" in self.properties or "Lower" not in self.properties
 
     @property
+    def shape_mode(self) -> str:
+        """`precompute`: whoever builds the node passes its shapes. `compute` (ShapeCompute)
+        and `cache` (ShapeCache): a node built without shapes gets them from the hand-written
+        `compute_shape_<snake name>(*operands, *attrs)` when it is built (lazygen's nodes have
+        no slot to fill on first use, so ShapeCache computes at construction too)."""
+        if "ShapeCompute" in self.properties:
+            return "compute"
+        return "cache" if "ShapeCache" in self.properties else "precompute"
+
+    @property
+    def create(self) -> str:
+        """`CreateFn`: a `create` classmethod building (or reusing) the node; `CreateFnDeclOnly`:
+        `create` delegates to a hand-written `create_<snake name>`; `none` otherwise."""
+        if "CreateFnDeclOnly" in self.properties:
+            return "hand_written"
+        return "generated" if "CreateFn" in self.properties else "none"
+
+    @property
     def reuse(self) -> str:
         """`default` (equal operands and attrs), `hand_written`, or `never`."""
         if "CanBeReusedDeclOnly" in self.properties:

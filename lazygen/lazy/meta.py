@@ -49,11 +49,21 @@ def _category(text: str) -> tuple[bool, bool, bool]:
 
 
 def has_torchscript_builtin(kind: str, argument_types: tuple[str, ...]) -> bool:
-    """True when TorchScript has an operator `kind` taking arguments of these categories."""
+    """True when TorchScript has an operator `kind` taking arguments of these categories.
+
+    Any identifier is a valid `opkind`; one without a namespace (`mybk_silu`) or one
+    TorchScript refuses to look up simply has no builtin, so the answer is False.
+    """
     import torch
 
+    if "::" not in kind:
+        return False
+    try:
+        schemas = torch._C._jit_get_schemas_for_operator(kind)
+    except RuntimeError:
+        return False
     wanted = tuple(_category(t) for t in argument_types)
-    for schema in torch._C._jit_get_schemas_for_operator(kind):
+    for schema in schemas:
         if tuple(_category(str(a.type)) for a in schema.arguments) == wanted:
             return True
     return False

@@ -8,11 +8,11 @@ a predicate, so this module never imports torch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
 from lazygen.errors import Diagnostic, Location
-from lazygen.lazy.arguments import ArgKind, LazyArgument, UnsupportedArgument, python_name
+from lazygen.lazy.arguments import ArgKind, UnsupportedArgument, python_name
 from lazygen.lazy.defaults import UnsupportedDefault, python_default
 from lazygen.lazy.ir_schema import (
     NATIVE_DEFAULTS,
@@ -20,6 +20,13 @@ from lazygen.lazy.ir_schema import (
     LazyIrSchema,
     resolve_properties,
     snake_name,
+)
+from lazygen.lazy.plan_model import (
+    BackendPlan,
+    HandWritten,
+    KernelPlan,
+    Param,
+    ShapeFunction,
 )
 from lazygen.model.backend import BackendOpList
 from lazygen.model.native_function import Catalogue, NativeFunction
@@ -30,94 +37,6 @@ from lazygen.model.types import BaseTy, ListType, OptionalType
 DYNAMIC_SHAPE_TAG = "dynamic_output_shape"
 #: Base names whose output size depends on the *values* of Scalar/float arguments.
 _VALUE_SIZED = frozenset({"arange", "range", "linspace", "logspace"})
-
-
-@dataclass(frozen=True, slots=True)
-class Param:
-    """One kernel / shape-function parameter: name, keyword-only, Python default text."""
-
-    name: str
-    keyword_only: bool
-    default: str | None
-
-
-@dataclass(frozen=True)
-class KernelPlan:
-    """A generated kernel for one `full_codegen` op."""
-
-    function: NativeFunction
-    node: LazyIrSchema
-    params: tuple[Param, ...]
-    #: `functional`, `inplace` (writes `target`, node is the functional op) or `out`.
-    mode: str
-    target: str | None
-    shape_op: OperatorName
-    meta: bool
-    value_dependent: bool
-
-    @property
-    def name(self) -> str:
-        return snake_name(self.function.name)
-
-    @property
-    def op_name(self) -> str:
-        return str(self.function.name)
-
-    @property
-    def shape_function(self) -> str:
-        return f"compute_shape_{snake_name(self.shape_op)}"
-
-    @property
-    def device_args(self) -> tuple[LazyArgument, ...]:
-        """Tensor-like arguments the lazy device is looked for in."""
-        return tuple(a for a in self.node.arguments if a.type.is_tensor_like())
-
-
-@dataclass(frozen=True, slots=True)
-class ShapeFunction:
-    """A `compute_shape_<op>` the backend must write by hand (no usable meta kernel)."""
-
-    name: str
-    op_name: str
-    params: tuple[Param, ...]
-    location: Location
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class HandWritten:
-    """A hand-written function the generated code refers to."""
-
-    name: str
-    op_name: str
-    location: Location | None
-    #: Parameter names it must accept (`None`: not checked).
-    params: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class BackendPlan:
-    backend: str
-    nodes: tuple[LazyIrSchema, ...]
-    non_native: tuple[LazyIrSchema, ...]
-    kernels: tuple[KernelPlan, ...]
-    supported: tuple[HandWritten, ...]
-    autograd: tuple[HandWritten, ...]
-    shape_functions: tuple[ShapeFunction, ...]
-    lowerings: tuple[HandWritten, ...]
-    reuse_checks: tuple[HandWritten, ...]
-    #: Ops whose shapes come from the meta kernel (for the declarations module).
-    meta_ops: tuple[str, ...]
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "nodes": len(self.nodes),
-            "non_native": len(self.non_native),
-            "kernels": len(self.kernels),
-            "supported": len(self.supported),
-            "autograd": len(self.autograd),
-            "shape_functions": len(self.shape_functions),
-            "lowerings": len(self.lowerings),
-        }
 
 
 class _Problems(Exception):
@@ -140,6 +59,7 @@ _OTHER_TORCH_HINT = (
     "this native_functions.yaml seems to come from another torch version: omit "
     "--native-functions to use the installed torch's copy, or install the matching torch"
 )
+_SHAPE_PROPERTY = {"compute": "ShapeCompute", "cache": "ShapeCache"}
 _UNSUPPORTED_HINT = "move the op to 'supported' and write its kernel by hand"
 
 
@@ -149,37 +69,51 @@ def _check_running_torch(
     facts: Facts,
     problems: list[Diagnostic],
     warnings: list[Diagnostic],
+    skip_unknown: bool,
 ) -> set[OperatorName]:
-    """Ops the running torch lacks (errors) or declares differently (warnings).
+    """Ops the running torch lacks (errors, or one warning with `skip_unknown`) or declares
+    differently (warnings).
 
     Both are reported at the operator's line in native_functions.yaml; the generated
     kernels follow that file, so a differing schema is usable but worth knowing about.
     """
-    missing: set[OperatorName] = set()
+    missing: dict[OperatorName, Location] = {}
     for _, entry in ops.entries():
         f = catalogue[entry.name]
         registered = facts.registered(f)
         if registered is None:
-            if f.name not in missing:
+            if f.name not in missing and not skip_unknown:
                 problems.append(
                     Diagnostic(
                         f.location,
                         f"{f.name} is not an operator of the running torch",
-                        _OTHER_TORCH_HINT,
+                        _OTHER_TORCH_HINT + "; or pass --skip-unknown-ops",
                     )
                 )
-            missing.add(f.name)
+            missing.setdefault(f.name, entry.location)
         elif registered != facts.normalised(f):
             warnings.append(
                 Diagnostic(f.location, f"{f.name} differs from the running torch's {registered}")
             )
-    return missing
+    if missing and skip_unknown:
+        names = ", ".join(f"{name} (line {where.line})" for name, where in missing.items())
+        warnings.append(
+            Diagnostic(
+                Location(ops.path),
+                f"skipped {len(missing)} operator(s) the running torch does not have: {names}",
+                "--skip-unknown-ops is on; remove them once no torch you build for has them",
+            )
+        )
+    return set(missing)
 
 
 def build_plan(
-    ops: BackendOpList, catalogue: Catalogue, facts: Facts
+    ops: BackendOpList, catalogue: Catalogue, facts: Facts, *, skip_unknown: bool = False
 ) -> tuple[BackendPlan, list[Diagnostic], list[Diagnostic]]:
-    """Plan the backend; returns (plan, errors, warnings). The plan omits ops in error."""
+    """Plan the backend; returns (plan, errors, warnings). The plan omits ops in error.
+
+    `skip_unknown`: ops the running torch lacks are left out with one warning.
+    """
     problems: list[Diagnostic] = []
     warnings: list[Diagnostic] = []
     symint = ops.symint_names
@@ -192,7 +126,7 @@ def build_plan(
         nodes.setdefault(schema.op_name, schema)
         return schema
 
-    foreign = _check_running_torch(ops, catalogue, facts, problems, warnings)
+    foreign = _check_running_torch(ops, catalogue, facts, problems, warnings, skip_unknown)
     for entry in ops.ir_gen:
         f = catalogue[entry.name]
         if f.name in foreign:
@@ -212,6 +146,8 @@ def build_plan(
             problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}", _UNSUPPORTED_HINT))
 
     non_native: list[LazyIrSchema] = []
+    why_hand_lowered: dict[str, str] = {}
+    locations: dict[str, Location] = {str(e.name): e.location for _, e in ops.entries()}
     for item in ops.non_native:
         props = resolve_properties(NON_NATIVE_DEFAULTS, item.properties)
         schema = LazyIrSchema(item.func, props, symint=True, opkind=item.opkind, native=False)
@@ -226,8 +162,23 @@ def build_plan(
                 )
             )
             continue
-        if "LowerDeclOnly" not in item.properties and _lowerable(schema, facts):
+        locations[schema.op_name] = item.location
+        lowerable = _lowerable(schema, facts)
+        if "Lower" in item.properties and not lowerable:
+            problems.append(
+                Diagnostic(
+                    item.location,
+                    f"{item.func.name} asks for a generated lowering (Lower), but "
+                    f"{_no_builtin(schema)}",
+                    f"drop 'Lower' and write lower_{schema.snake_name}(node, ctx) in the "
+                    "hand-written lowerings, or set opkind to a TorchScript operator",
+                )
+            )
+            continue
+        if "LowerDeclOnly" not in item.properties and lowerable:
             schema = replace(schema, properties=resolve_properties(props, frozenset({"Lower"})))
+        elif "LowerDeclOnly" not in item.properties:
+            why_hand_lowered[schema.op_name] = _no_builtin(schema)
         non_native.append(schema)
 
     _check_names(list(nodes.values()) + non_native, ops, problems)
@@ -235,18 +186,18 @@ def build_plan(
         if not _lowerable(n, facts):
             warnings.append(
                 Diagnostic(
-                    Location(ops.path),
-                    f"{n.op_name}: TorchScript has no {n.op_kind} taking these arguments; "
-                    "its generated lowering will fail when traced",
+                    locations.get(n.op_name, Location(ops.path)),
+                    f"{n.op_name}: {_no_builtin(n)}; its generated lowering will fail when "
+                    "traced",
+                    "move the op to ir_gen + supported and lower it by hand",
                 )
             )
-    locations = {e.name: e.location for _, e in ops.entries()}
     shape_functions = [
         ShapeFunction(
             k.shape_function,
             str(k.shape_op),
             k.params,
-            locations.get(k.function.name, Location(ops.path)),
+            locations.get(str(k.function.name), Location(ops.path)),
         )
         for k in kernels
         if not k.meta
@@ -254,32 +205,69 @@ def build_plan(
     all_nodes = sorted(nodes.values(), key=lambda n: n.op_name)
     non_native.sort(key=lambda n: n.op_name)
     hand_lowered = [n for n in all_nodes + non_native if n.lowering_hand_written]
+
+    def hand(
+        n: LazyIrSchema, prefix: str, params: tuple[str, ...], reason: str = ""
+    ) -> HandWritten:
+        where = locations.get(n.op_name)
+        return HandWritten(f"{prefix}_{n.snake_name}", n.op_name, where, params, None, reason)
+
     plan = BackendPlan(
         backend=ops.backend,
         nodes=tuple(all_nodes),
         non_native=tuple(non_native),
         kernels=tuple(sorted(kernels, key=lambda k: k.op_name)),
-        supported=tuple(
-            sorted(HandWritten(snake_name(e.name), str(e.name), e.location) for e in ops.supported)
-        ),
-        autograd=tuple(
-            sorted(HandWritten(snake_name(e.name), str(e.name), e.location) for e in ops.autograd)
-        ),
+        supported=_kernels_by_hand(ops.supported, catalogue, foreign),
+        autograd=_kernels_by_hand(ops.autograd, catalogue, foreign),
         shape_functions=tuple(_dedupe(shape_functions)),
         lowerings=tuple(
-            HandWritten(f"lower_{n.snake_name}", n.op_name, None, ("node", "ctx"))
+            hand(n, "lower", ("node", "ctx"), why_hand_lowered.get(n.op_name, ""))
             for n in hand_lowered
         ),
         reuse_checks=tuple(
-            HandWritten(
-                f"can_be_reused_{n.snake_name}", n.op_name, None, ("node", "operands", "attrs")
-            )
+            hand(n, "can_be_reused", ("node", "operands", "attrs"))
             for n in all_nodes + non_native
             if n.reuse == "hand_written"
+        ),
+        creators=tuple(
+            hand(n, "create", ("cls", "operands", "attrs", "shapes"))
+            for n in all_nodes + non_native
+            if n.create == "hand_written"
+        ),
+        node_shape_functions=tuple(
+            hand(
+                n,
+                "compute_shape",
+                tuple(a.ident for a in (*n.operands, *n.attributes)),
+                f"{_SHAPE_PROPERTY[n.shape_mode]} on {n.op_name}: a node built without "
+                "shapes computes them with it",
+            )
+            for n in all_nodes + non_native
+            if n.shape_mode != "precompute"
         ),
         meta_ops=tuple(sorted({str(k.shape_op) for k in kernels if k.meta})),
     )
     return plan, problems, warnings
+
+
+def _kernels_by_hand(entries, catalogue: Catalogue, foreign: set[OperatorName]):
+    """Hand-written kernels, each with the schema parameters the dispatcher calls it with."""
+    kernels = []
+    for e in entries:
+        if e.name in foreign:
+            continue
+        try:
+            params = tuple(_param(a) for a in _kernel_arguments(catalogue[e.name]))
+        except UnsupportedDefault:
+            params = None  # a default lazygen cannot spell: the signature goes unchecked
+        kernels.append(HandWritten(snake_name(e.name), str(e.name), e.location, None, params))
+    return tuple(sorted(kernels))
+
+
+def _no_builtin(node: LazyIrSchema) -> str:
+    if "::" not in node.op_kind:
+        return f"TorchScript has no builtin '{node.op_kind}' (it has no namespace)"
+    return f"TorchScript has no {node.op_kind} taking these arguments"
 
 
 def _lowerable(node: LazyIrSchema, facts: Facts) -> bool:
@@ -381,4 +369,12 @@ def _check_names(nodes: list[LazyIrSchema], ops: BackendOpList, problems: list[D
             )
 
 
-__all__ = ["ArgKind", "BackendPlan", "KernelPlan", "Param", "ShapeFunction", "build_plan"]
+__all__ = [
+    "ArgKind",
+    "BackendPlan",
+    "HandWritten",
+    "KernelPlan",
+    "Param",
+    "ShapeFunction",
+    "build_plan",
+]

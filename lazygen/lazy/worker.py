@@ -197,9 +197,9 @@ class TorchWorker:
         except (KeyError, TypeError, ValueError):
             return None
 
-    def ask_hand_written(self, plan: BackendPlan) -> bool:
+    def ask_hand_written(self, plan: BackendPlan, *, defer: bool = False) -> bool:
         """Send the plan's hand-written needs; `hand_written_result` collects the answer."""
-        return self._send({"hand_written": _encode_needs(plan)})
+        return self._send({"hand_written": _encode_needs(plan), "defer": defer})
 
     def hand_written_result(self) -> tuple[list[Diagnostic], list[Diagnostic]] | None:
         answer = self._receive()
@@ -228,7 +228,9 @@ def serve(setup: dict, requests: Any, out: Any) -> None:
             if "facts" in request:
                 answer = _answer_facts(request["facts"])
             else:
-                answer = _answer_hand_written(request["hand_written"], setup["hand_written"])
+                answer = _answer_hand_written(
+                    request["hand_written"], setup["hand_written"], request.get("defer", False)
+                )
         except BaseException:  # noqa: BLE001 - the parent redoes it in-process and reports
             answer = {"failed": True}
         out.write(json.dumps(answer) + "\n")
@@ -248,10 +250,10 @@ def _answer_facts(request: dict[str, list]) -> dict[str, list]:
     }
 
 
-def _answer_hand_written(needs: dict, package: str) -> dict[str, list]:
+def _answer_hand_written(needs: dict, package: str, defer: bool) -> dict[str, list]:
     from lazygen.lazy.hand_written import check_hand_written
 
-    errors, warnings = check_hand_written(_decode_needs(needs), package)
+    errors, warnings = check_hand_written(_decode_needs(needs), package, defer=defer)
     return {"errors": _encode_diagnostics(errors), "warnings": _encode_diagnostics(warnings)}
 
 
@@ -266,15 +268,28 @@ def _unloc(data: list | None) -> Location | None:
     return None if data is None else Location(*data)
 
 
+def _params(params: tuple[Param, ...] | None) -> list | None:
+    return None if params is None else [[p.name, p.keyword_only, p.default] for p in params]
+
+
+def _unparams(data: list | None) -> tuple[Param, ...] | None:
+    return None if data is None else tuple(Param(*p) for p in data)
+
+
 def _encode_needs(plan: BackendPlan) -> dict[str, list]:
     def hand(items: tuple[HandWritten, ...]) -> list:
-        return [[h.name, h.op_name, _loc(h.location), h.params] for h in items]
+        return [
+            [h.name, h.op_name, _loc(h.location), h.params, _params(h.signature), h.reason]
+            for h in items
+        ]
 
     return {
         "supported": hand(plan.supported),
         "autograd": hand(plan.autograd),
         "lowerings": hand(plan.lowerings),
         "reuse_checks": hand(plan.reuse_checks),
+        "creators": hand(plan.creators),
+        "node_shape_functions": hand(plan.node_shape_functions),
         "shape_functions": [
             [
                 s.name,
@@ -290,8 +305,15 @@ def _encode_needs(plan: BackendPlan) -> dict[str, list]:
 def _decode_needs(data: dict[str, list]) -> Needs:
     def hand(items: list) -> tuple[HandWritten, ...]:
         return tuple(
-            HandWritten(n, op, _unloc(loc), None if params is None else tuple(params))
-            for n, op, loc, params in items
+            HandWritten(
+                n,
+                op,
+                _unloc(loc),
+                None if params is None else tuple(params),
+                _unparams(signature),
+                reason,
+            )
+            for n, op, loc, params, signature, reason in items
         )
 
     return Needs(
@@ -299,6 +321,8 @@ def _decode_needs(data: dict[str, list]) -> Needs:
         hand(data["autograd"]),
         hand(data["lowerings"]),
         hand(data["reuse_checks"]),
+        hand(data["creators"]),
+        hand(data["node_shape_functions"]),
         tuple(
             ShapeFunction(n, op, tuple(Param(*p) for p in params), _unloc(loc))  # type: ignore[arg-type]
             for n, op, params, loc in data["shape_functions"]

@@ -17,9 +17,15 @@ from typing import Any
 from lazygen.errors import Diagnostic, LazygenError, Location, SchemaParseError
 from lazygen.loaders.located_yaml import LocatedDocument, load_located
 from lazygen.model.backend import (
+    AUTOGRAD_CONFLICT_HINT,
+    BOOLEAN_KEYS,
+    CONFLICT_HINTS,
     EXCLUSIVE_SECTIONS,
+    IGNORED_KEYS,
     NODE_PROPERTIES,
     OP_SECTIONS,
+    SHARED_SECTIONS,
+    SYMINT_HOSTS,
     TOP_LEVEL_KEYS,
     BackendOpList,
     NonNativeEntry,
@@ -32,25 +38,42 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPKIND = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*$")
 _NAMESPACE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*$")
 _NON_NATIVE_KEYS = frozenset({"func", "opkind", "properties"})
-#: Sections an op listed in `symint` must also appear in.
-_SYMINT_HOSTS = ("full_codegen", "supported")
 
 
 class _Collector:
-    """Accumulates diagnostics for one file."""
+    """Accumulates diagnostics for one file, and the operators skipped as unknown."""
 
-    def __init__(self, doc: LocatedDocument):
+    def __init__(self, doc: LocatedDocument, skip_unknown: bool = False):
         self.doc = doc
+        self.skip_unknown = skip_unknown
         self.problems: list[Diagnostic] = []
+        self.notices: list[Diagnostic] = []
+        self.skipped: list[tuple[str, int]] = []
 
     def error(self, line: int, message: str, hint: str = "") -> None:
         self.problems.append(Diagnostic(self.doc.location(line), message, hint))
 
+    def notice(self, line: int, message: str, hint: str = "") -> None:
+        self.notices.append(Diagnostic(self.doc.location(line), message, hint))
 
-def load_backend(path: str | Path, catalogue: Catalogue) -> BackendOpList:
-    """Parse and validate the op list at `path`; raise `LazygenError` listing every problem."""
+    def unknown(self, line: int, op: OperatorName, message: str, hint: str) -> None:
+        """An operator this catalogue lacks: an error, or skipped with `skip_unknown`."""
+        if self.skip_unknown:
+            self.skipped.append((str(op), line))
+        else:
+            self.error(line, message, hint)
+
+
+def load_backend(
+    path: str | Path, catalogue: Catalogue, *, skip_unknown: bool = False
+) -> BackendOpList:
+    """Parse and validate the op list at `path`; raise `LazygenError` listing every problem.
+
+    `skip_unknown`: operators the catalogue lacks (a list written for another torch) are
+    left out and reported in one notice instead of one error each.
+    """
     doc = load_located(path, "backend op list")
-    out = _Collector(doc)
+    out = _Collector(doc, skip_unknown)
     data = doc.data
     if data is None:
         raise LazygenError.at(
@@ -75,18 +98,54 @@ def load_backend(path: str | Path, catalogue: Catalogue) -> BackendOpList:
             f"cpp_namespace {namespace!r} is not a namespace",
             "write it like 'torch::lazy' or leave it out",
         )
+    _ignored_keys(data, out)
     sections = {name: _op_section(name, data, catalogue, out) for name in OP_SECTIONS}
     _check_membership(sections, out)
     non_native = _non_native_section(data, out)
     if out.problems:
         raise LazygenError(out.problems)
+    if out.skipped:
+        out.notices.append(skipped_notice(doc.location(0), out.skipped, catalogue.source))
     return BackendOpList(
         path=str(path),
         backend=backend,
         cpp_namespace=namespace,
         non_native=non_native,
+        notices=tuple(out.notices),
         **sections,
     )
+
+
+def skipped_notice(where: Location, skipped: list[tuple[str, int]], source: str) -> Diagnostic:
+    """The one warning `--skip-unknown-ops` prints instead of an error per operator."""
+    names = ", ".join(f"{name} (line {line})" if line else name for name, line in skipped)
+    return Diagnostic(
+        where,
+        f"skipped {len(skipped)} operator(s) not in {Path(source).name}: {names}",
+        "--skip-unknown-ops is on; remove them from the list once no torch you build for has them",
+    )
+
+
+def _ignored_keys(data: dict, out: _Collector) -> None:
+    """torchgen's C++-only keys: type-checked as torchgen does, then noted as ignored."""
+    for key, why in IGNORED_KEYS.items():
+        if key not in data:
+            continue
+        line = out.doc.key_lines.get(key, 0)
+        value = data[key]
+        if key in BOOLEAN_KEYS and not isinstance(value, bool):
+            out.error(line, f"'{key}' must be true or false, not {value!r}", f"write '{key}: true'")
+            continue
+        if key == "class_name" and not (isinstance(value, str) and _IDENTIFIER.match(value)):
+            out.error(line, f"class_name {value!r} is not an identifier", "use letters, digits, _")
+            continue
+        if key == "extra_headers" and not (
+            isinstance(value, str)
+            or (isinstance(value, list) and all(isinstance(h, str) for h in value))
+        ):
+            out.error(line, "'extra_headers' must be a header or a list of headers", "or omit it")
+            continue
+        out.notice(line, f"'{key}' is accepted and ignored: {why}", "")
 
 
 def _known_keys() -> str:
@@ -155,9 +214,8 @@ def _resolve(
     overloads = catalogue.overloads(op.name)
     if overloads:
         names = ", ".join(sorted(f.name.overload or "<default>" for f in overloads))
-        out.error(
-            line, f"operator {op.name} has no overload '{op.overload}'", f"overloads: {names}"
-        )
+        message = f"operator {op.name} has no overload '{op.overload}'"
+        out.unknown(line, op, message, f"overloads: {names}; or pass --skip-unknown-ops")
         return None
     pool = sorted({str(n) for n in catalogue.names()} | {n.name for n in catalogue.names()})
     near = difflib.get_close_matches(str(op), pool, n=3, cutoff=0.75)
@@ -166,27 +224,33 @@ def _resolve(
     else:
         hint = f"search the catalogue with `lazygen ops --grep {op.name}`"
     where = Path(catalogue.source).name
-    out.error(line, f"unknown operator '{op}' (not in {where})", hint)
+    out.unknown(line, op, f"unknown operator '{op}' (not in {where})", hint)
     return None
 
 
 def _check_membership(sections: dict[str, tuple[OpEntry, ...]], out: _Collector) -> None:
-    home: dict[OperatorName, str] = {}
+    """Each pair of sections one operator is in must be a pair torchgen gives a meaning to."""
+    homes: dict[OperatorName, list[str]] = {}
     for section in EXCLUSIVE_SECTIONS:
         for entry in sections[section]:
-            first = home.setdefault(entry.name, section)
-            if first != section:
+            earlier = homes.setdefault(entry.name, [])
+            for first in earlier:
+                pair = frozenset({first, section})
+                if pair in SHARED_SECTIONS:
+                    continue
+                hint = CONFLICT_HINTS.get(pair, AUTOGRAD_CONFLICT_HINT)
                 out.error(
                     entry.location.line,
                     f"{entry.name} is listed in both '{first}' and '{section}'",
-                    "an operator belongs to one of full_codegen, ir_gen, supported, autograd",
+                    hint,
                 )
+            earlier.append(section)
     for entry in sections["symint"]:
-        if home.get(entry.name) not in _SYMINT_HOSTS:
+        if not set(homes.get(entry.name, ())) & set(SYMINT_HOSTS):
             out.error(
                 entry.location.line,
                 f"symint entry {entry.name} is not in full_codegen or supported",
-                "add it to one of them or remove it from symint",
+                "add it to one of them (or autograd), or remove it from symint",
             )
 
 

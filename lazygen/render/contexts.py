@@ -296,7 +296,25 @@ _overload = aten_ref
 
 
 def _hand_lowered(nodes: tuple[LazyIrSchema, ...]) -> bool:
-    return any(n.lowering_hand_written or n.reuse == "hand_written" for n in nodes)
+    """Some node method delegates to the hand-written lowerings module."""
+    return any(
+        n.lowering_hand_written or n.reuse == "hand_written" or n.create == "hand_written"
+        for n in nodes
+    )
+
+
+def _node_imports(
+    nodes: tuple[LazyIrSchema, ...], hand: Import | None, shapes: Import | None
+) -> tuple[Import, ...]:
+    """`Node`, `make_node` for `CreateFn` nodes, the hand-written lowerings and shape
+    functions if used."""
+    creates = any(n.create == "generated" for n in nodes)
+    make_node = Import("lazygen.runtime.kernel_support", "make_node") if creates else None
+    return imports(Import("lazygen.runtime.ir", "Node"), make_node, hand, shapes)
+
+
+def _computes_shapes(nodes: tuple[LazyIrSchema, ...]) -> bool:
+    return any(n.shape_mode != "precompute" for n in nodes)
 
 
 def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
@@ -308,7 +326,6 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
     def hand(module: str, alias: str | None, needed: bool) -> Import | None:
         return Import(hand_written, module, alias) if needed else None
 
-    node_import = Import("lazygen.runtime.ir", "Node")
     kernels = (
         *(RegistrationEntry(_overload(k.op_name), "kernels", k.name) for k in plan.kernels),
         *(RegistrationEntry(_overload(s.op_name), "handwritten", s.name) for s in plan.supported),
@@ -316,12 +333,20 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
     contexts: dict[str, Context] = {
         "ir.py": IrContext(
             header(IrContext.template),
-            imports(node_import, hand("lowerings", "hand_written", _hand_lowered(plan.nodes))),
+            _node_imports(
+                plan.nodes,
+                hand("lowerings", "hand_written", _hand_lowered(plan.nodes)),
+                hand("shape_functions", "hand_shapes", _computes_shapes(plan.nodes)),
+            ),
             tuple(NodeView(n) for n in plan.nodes),
         ),
         "non_native_ir.py": NonNativeIrContext(
             header(NonNativeIrContext.template),
-            imports(node_import, hand("lowerings", "hand_written", _hand_lowered(plan.non_native))),
+            _node_imports(
+                plan.non_native,
+                hand("lowerings", "hand_written", _hand_lowered(plan.non_native)),
+                hand("shape_functions", "hand_shapes", _computes_shapes(plan.non_native)),
+            ),
             tuple(NodeView(n) for n in plan.non_native),
         ),
         "kernels.py": KernelsContext(

@@ -11,8 +11,9 @@ from lazygen.render import layout
 if TYPE_CHECKING:
     import jinja2
 
-#: The built-in templates: `templates/` at the repository / installed-package root.
-BUILTIN_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+#: The built-in templates ship inside the package (`lazygen/templates/`), so a wheel install
+#: renders exactly what a checkout does.
+BUILTIN_TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 def _py_repr(value: object) -> str:

@@ -23,9 +23,9 @@ import threading
 
 import torch
 
+from . import backend as _backend_registry
 from . import config, debug, devices, dispatch, executor, ir_cache, metrics
 from . import device as _device
-from . import backend as _backend_registry
 from .backend import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
 from .device_kernels import DEVICE_KERNELS

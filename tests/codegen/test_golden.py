@@ -145,3 +145,31 @@ def test_lowering_calls(generated):
     # The Generator? argument is an operand: the graph's generator input, last.
     assert [c[0] for c in ctx.calls] == ["tensor", "constant", "generator", "call"]
     assert ctx.calls[2][1] == (gen,)
+
+
+def test_shape_compute_nodes_and_create_fn(generated):
+    """ShapeCompute/ShapeCache nodes built without shapes ask the hand-written
+    `compute_shape_<node>`; given shapes win; CreateFn's `create` builds the node."""
+    pytest.importorskip("lazygen.runtime.ir")
+    import torch
+
+    from lazygen.runtime.ir import Shape, Value
+
+    case, out, package = generated
+    if case.name != "basic":
+        pytest.skip("the basic case has the ShapeCompute / CreateFn nodes")
+    sys.path.insert(0, str(out.parent))
+    try:
+        nn = importlib.import_module(f"{package}.non_native_ir")
+    finally:
+        sys.path.remove(str(out.parent))
+    source = nn.Scalar((), (1.5, torch.float64))
+    assert source.shapes == [Shape(torch.float64, ())]
+    given = (Shape(torch.float32, (3,)),)
+    assert nn.Scalar((), (1.5, torch.float64), given).shapes == given
+    cast = nn.Cast(
+        (Value(nn.Expand((Value(source, 0),), ((2, 3), False)), 0),), (torch.int32, None)
+    )
+    assert cast.shapes == [Shape(torch.int32, (2, 3))]
+    made = nn.Expand.create((Value(source, 0),), ((4,), False), given)
+    assert isinstance(made, nn.Expand) and made.shapes == given

@@ -138,3 +138,85 @@ def test_bare_name_is_the_default_overload(tmp_path, catalogue):
     ops = load_backend(path, catalogue)
     assert [str(e.name) for e in ops.full_codegen] == ["relu", "max.dim"]
     assert ops.cpp_namespace == "torch::lazy"
+
+
+def load(tmp_path, catalogue, text: str, **options):
+    path = tmp_path / "backend.yaml"
+    path.write_text(textwrap.dedent(text))
+    return load_backend(path, catalogue, **options)
+
+
+def test_torchgen_cpp_keys_are_accepted_with_a_notice_each(tmp_path, catalogue):
+    ops = load(
+        tmp_path,
+        catalogue,
+        """\
+        backend: XLA
+        cpp_namespace: torch_xla
+        class_name: XLANativeFunctions
+        extra_headers: [a.h]
+        use_out_as_primary: true
+        device_guard: false
+        full_codegen:
+          - abs
+        """,
+    )
+    notices = {d.location.line: d.message for d in ops.notices}
+    assert sorted(notices) == [3, 4, 5, 6]
+    assert all("accepted and ignored" in m for m in notices.values())
+    assert "C++ #includes" in notices[4]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("backend: L\nuse_out_as_primary: 1\n", ":2: error: 'use_out_as_primary' must be true"),
+        ("backend: L\nclass_name: 'a b'\n", ":2: error: class_name 'a b' is not an identifier"),
+        ("backend: L\nextra_headers: {a: 1}\n", ":2: error: 'extra_headers' must be a header"),
+    ],
+)
+def test_torchgen_keys_are_type_checked(tmp_path, catalogue, text, expected):
+    assert any(expected in e for e in errors(tmp_path, catalogue, text))
+
+
+def test_ir_gen_with_supported_is_a_generated_node_and_a_hand_written_kernel(tmp_path, catalogue):
+    ops = load(
+        tmp_path,
+        catalogue,
+        "backend: L\nir_gen:\n  - atan2\n  - selu\nsupported:\n  - atan2\nautograd:\n  - selu\n",
+    )
+    assert [str(e.name) for e in ops.ir_gen] == ["atan2", "selu"]
+    assert [str(e.name) for e in ops.supported] == ["atan2"]
+
+
+@pytest.mark.parametrize(
+    "sections, hint",
+    [
+        (("full_codegen", "ir_gen"), "already generates its IR node"),
+        (("supported", "autograd"), "autograd key"),
+        (("full_codegen", "autograd"), "autograd key"),
+    ],
+)
+def test_conflicting_sections_say_why(tmp_path, catalogue, sections, hint):
+    first, second = sections
+    found = errors(tmp_path, catalogue, f"backend: L\n{first}:\n  - abs\n{second}:\n  - abs\n")
+    assert any(f"listed in both '{first}' and '{second}'" in e and hint in e for e in found)
+
+
+def test_skip_unknown_ops_gives_one_notice(tmp_path, catalogue):
+    text = "backend: L\nfull_codegen:\n  - abs\n  - symeig\n  - relu.nope\nsymint:\n  - symeig\n"
+    assert len(errors(tmp_path, catalogue, text)) == 3
+    ops = load(tmp_path, catalogue, text, skip_unknown=True)
+    assert [str(e.name) for e in ops.full_codegen] == ["abs"]
+    (notice,) = ops.notices
+    assert "skipped 3 operator(s)" in notice.message
+    assert "symeig (line 4), relu.nope (line 5), symeig (line 7)" in notice.message
+
+
+def test_any_identifier_opkind_is_accepted(tmp_path, catalogue):
+    ops = load(
+        tmp_path,
+        catalogue,
+        "backend: L\nnon_native:\n  - func: silu(Tensor x) -> Tensor\n    opkind: mybk_silu\n",
+    )
+    assert ops.non_native[0].opkind == "mybk_silu"

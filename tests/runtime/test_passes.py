@@ -1,4 +1,4 @@
-"""Rewrites of lowered TorchScript graphs (lazygen/runtime/ts_backend/passes.py)."""
+"""Rewrites of lowered TorchScript graphs (lazygen/runtime/backends/torchscript/passes.py)."""
 
 import torch
 

@@ -4,7 +4,9 @@
 """IR node classes of the backend's own (non-native) operators."""
 
 from golden_basic_handwritten import lowerings as hand_written
+from golden_basic_handwritten import shape_functions as hand_shapes
 from lazygen.runtime.ir import Node
+from lazygen.runtime.kernel_support import make_node
 
 __all__ = [
     "Cast",
@@ -21,6 +23,11 @@ class Cast(Node):
     op_name = "cast"
     schema = "cast(Tensor input, ScalarType dtype, ScalarType? stype) -> Tensor"
 
+    def __init__(self, operands, attrs, shapes=None):
+        if shapes is None:
+            shapes = hand_shapes.compute_shape_cast(*operands, *attrs)
+        Node.__init__(self, operands, attrs, shapes)
+
     def lower(self, ctx):
         return hand_written.lower_cast(self, ctx)
 
@@ -33,6 +40,11 @@ class Expand(Node):
     op_name = "expand"
     schema = "expand(Tensor input, int[] size, bool is_scalar_expand) -> Tensor"
 
+    def __init__(self, operands, attrs, shapes=None):
+        if shapes is None:
+            shapes = hand_shapes.compute_shape_expand(*operands, *attrs)
+        Node.__init__(self, operands, attrs, shapes)
+
     def lower(self, ctx):
         (input,) = self.operands
         return ctx.call(
@@ -42,6 +54,8 @@ class Expand(Node):
             1,
         )
 
+    create = classmethod(make_node)
+
 
 class Scalar(Node):
     """prim::Constant: scalar(Scalar value, ScalarType type) -> Tensor"""
@@ -50,6 +64,11 @@ class Scalar(Node):
     op_kind = "prim::Constant"
     op_name = "scalar"
     schema = "scalar(Scalar value, ScalarType type) -> Tensor"
+
+    def __init__(self, operands, attrs, shapes=None):
+        if shapes is None:
+            shapes = hand_shapes.compute_shape_scalar(*operands, *attrs)
+        Node.__init__(self, operands, attrs, shapes)
 
     def lower(self, ctx):
         return hand_written.lower_scalar(self, ctx)
