@@ -64,7 +64,45 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     return _NativeGroupNorm.apply(input, weight, bias, N, C, HxW, group, eps)
 
 
+def _host(t):
+    """The plain host tensor behind a functional wrapper of one."""
+    if torch._is_functional_tensor(t):
+        torch._sync(t)
+        return torch._from_functional_tensor(t)
+    return t
+
+
+class _PackPaddedSequence(torch.autograd.Function):
+    """``batch_sizes`` is a host tensor, as on every device: functionalization wraps every
+    result of an op of lazy tensors, the host one too, and a functional wrapper has no data
+    pointer, which ATen's RNN drivers (``lstm.data``...), ``_pad_packed_sequence`` and this
+    op's backward read. Above functionalization (the autograd key) the wrapper comes off."""
+
+    @staticmethod
+    def forward(ctx, input, lengths, batch_first):
+        with torch._C._AutoDispatchBelowAutograd():
+            data, batch_sizes = aten._pack_padded_sequence.default(input, lengths, batch_first)
+        batch_sizes = _host(batch_sizes)
+        ctx.input_size = input.shape
+        ctx.batch_first = batch_first
+        ctx.batch_sizes = batch_sizes  # a host tensor: not saved through autograd
+        ctx.mark_non_differentiable(batch_sizes)
+        return data, batch_sizes
+
+    @staticmethod
+    def backward(ctx, grad_data, grad_batch_sizes):
+        grad = aten._pack_padded_sequence_backward.default(
+            grad_data, ctx.input_size, ctx.batch_sizes, ctx.batch_first
+        )
+        return grad, None, None
+
+
+def _pack_padded_sequence(input, lengths, batch_first):
+    return _PackPaddedSequence.apply(input, lengths, batch_first)
+
+
 AUTOGRAD = {
     aten.max_pool3d.default: max_pool3d,
     aten.native_group_norm.default: native_group_norm,
+    aten._pack_padded_sequence.default: _pack_padded_sequence,
 }
