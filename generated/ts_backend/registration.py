@@ -46,6 +46,10 @@ KERNELS = {
     aten._segment_reduce_backward.default: kernels._segment_reduce_backward,
     aten._softmax.default: kernels._softmax,
     aten._softmax_backward_data.default: kernels._softmax_backward_data,
+    aten._thnn_fused_gru_cell.default: handwritten._thnn_fused_gru_cell,
+    aten._thnn_fused_gru_cell_backward.default: handwritten._thnn_fused_gru_cell_backward,
+    aten._thnn_fused_lstm_cell.default: handwritten._thnn_fused_lstm_cell,
+    aten._thnn_fused_lstm_cell_backward_impl.default: handwritten._thnn_fused_lstm_cell_backward_impl,
     aten._to_copy.default: handwritten._to_copy,
     aten._trilinear.default: handwritten._trilinear,
     aten._unsafe_view.default: handwritten._unsafe_view,
@@ -516,6 +520,7 @@ KERNELS = {
 }
 
 AUTOGRAD_KERNELS = {
+    aten._pack_padded_sequence.default: autograd._pack_padded_sequence,
     aten.max_pool3d.default: autograd.max_pool3d,
     aten.native_group_norm.default: autograd.native_group_norm,
 }

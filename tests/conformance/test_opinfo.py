@@ -1,9 +1,23 @@
-"""OpInfo conformance suite (always runs in CI): >= 95% correct, no regression vs baseline.
+"""OpInfo conformance suites: no regression against their stored baselines.
+
+* float32 forward (always runs in CI, ~5 min): >= 95% correct, baseline ``baseline.json``.
+* gradients and the float64 / bfloat16 / int64 / bool forward suites (``--grad``,
+  ``--dtype``), baselines ``baseline_<suite>.json``. Their full runs take as long as the
+  float32 suite each (the gradient one longer), more than CI's 30-minute budget allows
+  together, so every CI run runs them on a deterministic subset: the first
+  ``SUBSET_SAMPLES`` sample inputs of **every** entry (samples are built under a fixed seed,
+  so the subset is the same each run and a subset of the full run). An entry's outcome is
+  its worst sample's, so a subset run can only be as good as or better than the full run:
+  any entry worse than its full baseline is a regression. The full suites are
+  ``@pytest.mark.slow`` and also need ``LAZYGEN_FULL_CONFORMANCE=1`` (``CI=true`` alone
+  runs slow tests, and these would take it past its budget); run them before changing a
+  kernel widely, and to rewrite the baselines.
 
 The harness runs in a subprocess so that a crash in one op cannot take pytest down with
-it. Regenerate the stored baseline after an intended change with
+it. Regenerate the stored baselines after an intended change with
 
-    LAZYGEN_UPDATE_BASELINE=1 python -m pytest tests/conformance
+    LAZYGEN_UPDATE_BASELINE=1 python -m pytest tests/conformance -k float32
+    LAZYGEN_FULL_CONFORMANCE=1 LAZYGEN_UPDATE_BASELINE=1 python -m pytest tests/conformance --slow
 """
 
 from __future__ import annotations
@@ -12,26 +26,51 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "baseline.json"
 CORRECT = {"lazy", "fallback"}
 #: Moving from the left outcome to the right one is a regression.
 RANK = {"lazy": 0, "fallback": 1, "wrong": 2, "error": 2, "no_sample": 2}
+#: Suite -> harness arguments (its baseline is baseline_<suite>.json).
+WIDENED = {
+    "grad": ["--grad"],
+    "float64": ["--dtype", "float64"],
+    "bfloat16": ["--dtype", "bfloat16"],
+    "int64": ["--dtype", "int64"],
+    "bool": ["--dtype", "bool"],
+}
+#: Sample inputs per entry in the CI subset of the widened suites.
+SUBSET_SAMPLES = 1
 
 
-def run_harness(tmp_path) -> dict[str, str]:
+def run_harness(tmp_path, *arguments: str, timeout: int = 1500) -> dict[str, str]:
     out = tmp_path / "results.json"
     result = subprocess.run(
-        [sys.executable, str(HERE / "opinfo_harness.py"), "--json", str(out)],
+        [sys.executable, str(HERE / "opinfo_harness.py"), *arguments, "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=1500,
+        timeout=timeout,
     )
     print(result.stdout[-4000:])
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(out.read_text())
+
+
+def regressions(results: dict[str, str], baseline: dict[str, str]) -> dict[str, str]:
+    return {
+        name: f"{before} -> {results.get(name, 'missing')}"
+        for name, before in baseline.items()
+        if RANK.get(results.get(name, "error"), 2) > RANK[before]
+    }
+
+
+def _update_requested() -> bool:
+    return os.environ.get("LAZYGEN_UPDATE_BASELINE") == "1"
 
 
 def test_opinfo_conformance(tmp_path):
@@ -39,14 +78,42 @@ def test_opinfo_conformance(tmp_path):
     correct = sum(outcome in CORRECT for outcome in results.values())
     fully_lazy = sum(outcome == "lazy" for outcome in results.values())
     print(f"conformance: {correct}/{len(results)} correct, {fully_lazy} fully lazy")
-    if os.environ.get("LAZYGEN_UPDATE_BASELINE") == "1":
+    if _update_requested():
         BASELINE.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     baseline = json.loads(BASELINE.read_text())
     assert len(results) >= 677, "every float32 CPU entry of op_db must run"
     assert correct >= 0.95 * len(results), f"only {correct}/{len(results)} correct"
-    regressions = {
-        name: f"{before} -> {results.get(name, 'missing')}"
-        for name, before in baseline.items()
-        if RANK.get(results.get(name, "error"), 2) > RANK[before]
-    }
-    assert not regressions, regressions
+    found = regressions(results, baseline)
+    assert not found, found
+
+
+def _baseline_path(suite: str) -> Path:
+    return HERE / f"baseline_{suite}.json"
+
+
+@pytest.mark.parametrize("suite", sorted(WIDENED))
+def test_opinfo_widened_subset(suite, tmp_path):
+    """Every entry of the suite, first ``SUBSET_SAMPLES`` samples: nothing worse than the
+    full run's baseline, and no entry missing."""
+    results = run_harness(tmp_path, *WIDENED[suite], "--samples", str(SUBSET_SAMPLES))
+    print(f"{suite} (subset): {dict(Counter(results.values()))}")
+    baseline = json.loads(_baseline_path(suite).read_text())
+    assert set(results) >= set(baseline), sorted(set(baseline) - set(results))
+    found = regressions(results, baseline)
+    assert not found, found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("LAZYGEN_FULL_CONFORMANCE") != "1",
+    reason="the full widened suites need LAZYGEN_FULL_CONFORMANCE=1 (CI runs their subset)",
+)
+@pytest.mark.parametrize("suite", sorted(WIDENED))
+def test_opinfo_widened_full(suite, tmp_path):
+    results = run_harness(tmp_path, *WIDENED[suite], timeout=3600)
+    print(f"{suite}: {dict(Counter(results.values()))}")
+    path = _baseline_path(suite)
+    if _update_requested():
+        path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    found = regressions(results, json.loads(path.read_text()))
+    assert not found, found

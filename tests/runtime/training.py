@@ -65,6 +65,36 @@ class TinyEncoder(torch.nn.Module):
         return self.head(self.layer(x).mean(dim=1))
 
 
+class TinyLSTM(torch.nn.Module):
+    """A two-layer LSTM with dropout between the layers, its last output classified."""
+
+    def __init__(self, features: int = 6, classes: int = 4) -> None:
+        super().__init__()
+        self.rnn = torch.nn.LSTM(features, 8, num_layers=2, dropout=0.2, batch_first=True)
+        self.head = torch.nn.Linear(8, classes)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0][:, -1])
+
+
+class TinyPackedGRU(torch.nn.Module):
+    """A bidirectional GRU over padded sequences of unsorted lengths (packed, as users feed
+    variable-length batches), its final hidden states classified."""
+
+    def __init__(self, features: int = 6, classes: int = 4) -> None:
+        super().__init__()
+        self.rnn = torch.nn.GRU(features, 8, bidirectional=True, batch_first=True)
+        self.head = torch.nn.Linear(16, classes)
+
+    def forward(self, x):
+        lengths = torch.arange(x.shape[0]) % x.shape[1] + 1  # host lengths, as on CUDA
+        packed = torch.nn.utils.rnn.pack_padded_sequence(
+            x, lengths, batch_first=True, enforce_sorted=False
+        )
+        _, hidden = self.rnn(packed)
+        return self.head(torch.cat([hidden[0], hidden[1]], dim=1))
+
+
 @dataclass(frozen=True)
 class Workload:
     """A model and the shape of its inputs."""
@@ -93,6 +123,8 @@ WORKLOADS = {
     "mlp": Workload(make_mlp, (8, 20)),
     "cnn": Workload(SmallCNN, (4, 3, 12, 12)),
     "transformer": Workload(TinyEncoder, (4, 5, 16)),
+    "lstm": Workload(TinyLSTM, (4, 5, 6)),
+    "packed_gru": Workload(TinyPackedGRU, (4, 5, 6)),
 }
 
 
@@ -101,7 +133,9 @@ def make_batches(steps: int, batch: int = 8, features: int = 20, classes: int = 
 
 
 def train(model, optimizer_name: str, batches, device: str, step_fn=None):
-    """Train ``model`` on ``device``; returns (losses, final parameters and buffers on CPU)."""
+    """Train ``model`` on ``device``; returns (losses, final parameters and buffers on CPU).
+    Seeded, so that dropout draws the same masks on every device."""
+    torch.manual_seed(2)
     model = model.to(device)
     model.train()
     optimizer = OPTIMIZERS[optimizer_name](model.parameters())

@@ -38,6 +38,9 @@ def max_pool3d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
 
 
 class _NativeGroupNorm(torch.autograd.Function):
+    """``mean`` and ``rstd`` are differentiable outputs, as in eager (``derivatives.yaml``):
+    a gradient reaching them flows back to the input."""
+
     @staticmethod
     def forward(ctx, input, weight, bias, n, c, hxw, group, eps):
         with torch._C._AutoDispatchBelowAutograd():
@@ -46,25 +49,82 @@ class _NativeGroupNorm(torch.autograd.Function):
             )
         ctx.save_for_backward(input, weight, mean, rstd)
         ctx.args = (n, c, hxw, group)
-        ctx.has = (weight is not None, bias is not None)
-        ctx.mark_non_differentiable(mean, rstd)
+        ctx.set_materialize_grads(False)  # unused statistics cost nothing in the backward
         return out, mean, rstd
 
     @staticmethod
     def backward(ctx, grad_out, grad_mean, grad_rstd):
         input, weight, mean, rstd = ctx.saved_tensors
         mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]]
-        grad_input, grad_weight, grad_bias = aten.native_group_norm_backward.default(
-            grad_out.contiguous(), input, mean, rstd, weight, *ctx.args, mask
-        )
+        grad_input = grad_weight = grad_bias = None
+        if grad_out is not None:
+            grad_input, grad_weight, grad_bias = aten.native_group_norm_backward.default(
+                grad_out.contiguous(), input, mean, rstd, weight, *ctx.args, mask
+            )
+        if mask[0] and (grad_mean is not None or grad_rstd is not None):
+            grad_stats = _group_stats_backward(input, mean, rstd, grad_mean, grad_rstd, ctx.args)
+            grad_input = grad_stats if grad_input is None else grad_input + grad_stats
         return grad_input, grad_weight, grad_bias, None, None, None, None, None
+
+
+def _group_stats_backward(input, mean, rstd, grad_mean, grad_rstd, args):
+    """d/d(input) of the per-group statistics over ``m`` values each: ``mean`` gives
+    ``grad_mean / m``; ``rstd = (var + eps)^-1/2`` gives ``-rstd^3 (x - mean) / m``."""
+    n, c, hxw, group = args
+    m = c // group * hxw
+    x = input.reshape(n, group, m)
+    grad = torch.zeros_like(x)
+    if grad_mean is not None:
+        grad = grad + (grad_mean / m).unsqueeze(-1)
+    if grad_rstd is not None:
+        scale = (-grad_rstd * rstd.pow(3) / m).unsqueeze(-1)
+        grad = grad + scale * (x - mean.unsqueeze(-1))
+    return grad.reshape(input.shape)
 
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     return _NativeGroupNorm.apply(input, weight, bias, N, C, HxW, group, eps)
 
 
+def _host(t):
+    """The plain host tensor behind a functional wrapper of one."""
+    if torch._is_functional_tensor(t):
+        torch._sync(t)
+        return torch._from_functional_tensor(t)
+    return t
+
+
+class _PackPaddedSequence(torch.autograd.Function):
+    """``batch_sizes`` is a host tensor, as on every device: functionalization wraps every
+    result of an op of lazy tensors, the host one too, and a functional wrapper has no data
+    pointer, which ATen's RNN drivers (``lstm.data``...), ``_pad_packed_sequence`` and this
+    op's backward read. Above functionalization (the autograd key) the wrapper comes off."""
+
+    @staticmethod
+    def forward(ctx, input, lengths, batch_first):
+        with torch._C._AutoDispatchBelowAutograd():
+            data, batch_sizes = aten._pack_padded_sequence.default(input, lengths, batch_first)
+        batch_sizes = _host(batch_sizes)
+        ctx.input_size = input.shape
+        ctx.batch_first = batch_first
+        ctx.batch_sizes = batch_sizes  # a host tensor: not saved through autograd
+        ctx.mark_non_differentiable(batch_sizes)
+        return data, batch_sizes
+
+    @staticmethod
+    def backward(ctx, grad_data, grad_batch_sizes):
+        grad = aten._pack_padded_sequence_backward.default(
+            grad_data, ctx.input_size, ctx.batch_sizes, ctx.batch_first
+        )
+        return grad, None, None
+
+
+def _pack_padded_sequence(input, lengths, batch_first):
+    return _PackPaddedSequence.apply(input, lengths, batch_first)
+
+
 AUTOGRAD = {
     aten.max_pool3d.default: max_pool3d,
     aten.native_group_norm.default: native_group_norm,
+    aten._pack_padded_sequence.default: _pack_padded_sequence,
 }

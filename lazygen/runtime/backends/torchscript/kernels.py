@@ -31,6 +31,12 @@ from ...fallback import eager_fallback
 from ...ir import Node, Shape
 from ...tensor import LazyTensor
 from . import lowerings
+from .recurrent import (  # noqa: F401  (the op list's `supported` names them)
+    _thnn_fused_gru_cell,
+    _thnn_fused_gru_cell_backward,
+    _thnn_fused_lstm_cell,
+    _thnn_fused_lstm_cell_backward_impl,
+)
 
 aten = torch.ops.aten
 
