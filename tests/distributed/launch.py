@@ -47,6 +47,17 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def stop_session(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop a launcher that owns its workers (torchrun): SIGTERM to its session, which
+    it forwards to its workers, then SIGKILL whatever is left after ``grace`` seconds."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace)
+    _kill(proc)
+
+
 def run(argv: list[str], nproc: int = 2, timeout: float = 120.0, env: dict | None = None):
     """Start ``python argv...`` as ranks 0..nproc-1; wait at most ``timeout`` seconds."""
     port = free_port()

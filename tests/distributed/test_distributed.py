@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from . import launch
 
@@ -85,3 +86,33 @@ def test_ddp_find_unused_parameters_fails_cleanly():
     result = launch.run([str(HERE / "ddp_worker.py"), "unused"], nproc=2, timeout=TIMEOUT)
     assert result.returncodes == (1, 1), result.report()
     assert all("getPinnedMemoryAllocator" in out for out in result.outputs), result.report()
+
+
+@pytest.mark.slow
+def test_example_runs_under_torchrun(tmp_path):
+    """examples/ddp/train.py as the README runs it (torchrun --standalone: a free port),
+    in its own session, terminated (then killed) with its workers if it overruns."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed next to this Python")
+    checkpoint = tmp_path / "ckpt.pt"
+    argv = [str(torchrun), "--standalone", "--nproc-per-node", "2"]
+    argv += [str(HERE.parents[1] / "examples" / "ddp" / "train.py"), "--steps", "5"]
+    argv += ["--log-every", "5", "--checkpoint", str(checkpoint)]
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", LAZYGEN_GC_FREEZE="0")
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT)
+    finally:
+        launch.stop_session(proc)
+    assert proc.returncode == 0, out[-4000:]
+    assert "cuts: 0" in out, out[-4000:]
+    saved = torch.load(checkpoint)
+    assert saved["world"] == 2 and all(t.device.type == "cpu" for t in saved["model"].values())
