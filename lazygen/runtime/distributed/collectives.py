@@ -33,7 +33,8 @@ def _collective(op, cls, input_: LazyTensor, attrs: tuple, sizes: tuple) -> Lazy
     shapes = (Shape(input_.dtype, sizes),)
     node = rt.make_node(cls, (rt.tensor(input_, device),), attrs, shapes)
     result = rt.wrap(node, device)
-    device.must_run.append(result)  # runs at the next sync even if this rank drops it
+    with device.lock:  # a sync on another thread takes the list under this lock
+        device.must_run.append(result)  # runs at the next sync even if this rank drops it
     return result
 
 
