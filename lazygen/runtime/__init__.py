@@ -24,7 +24,7 @@ import threading
 import torch
 
 from . import backend as _backend_registry
-from . import config, debug, devices, dispatch, executor, ir_cache, metrics
+from . import config, debug, devices, dispatch, distributed, executor, ir_cache, metrics
 from . import device as _device
 from .backend import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
@@ -47,6 +47,7 @@ __all__ = [
     "debug",
     "device",
     "device_name",
+    "distributed",
     "init",
     "ir_cache",
     "mark_step",
@@ -91,6 +92,7 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
         dispatch.install()
         dispatch.register_kernels(DEVICE_KERNELS)
         dispatch.install_tables(tables)
+        dispatch.register_kernels(distributed.install())
         devices.configure(chosen)
         _default = chosen
     _freeze_startup_objects()

@@ -99,7 +99,23 @@ def sync(tensors, wait: bool = True) -> None:
         _sync_device(dev, group, wait)
 
 
+def run_must_run(device: LazyDevice | None = None) -> None:
+    """Run every device's ``must_run`` tensors now (before an eager collective, which must
+    come after the traced ones on every process)."""
+    for dev in [device] if device is not None else all_devices():
+        if dev.must_run:
+            _sync_device(dev, [])
+
+
 def _sync_device(device: LazyDevice, tensors: list[LazyTensor], wait: bool = True) -> None:
+    if device.must_run:
+        # Collectives run in trace order: first this device's graphs in flight (which may
+        # hold earlier ones; two graphs never issue collectives at once), then the traced
+        # ones ahead of everything else in this graph (post-order keeps their order).
+        settle(device.in_flight, device.lock)
+        with device.lock:
+            must_run, device.must_run = device.must_run, []
+        tensors = must_run + list(tensors)
     with device.lock:
         # Another thread may have synced some meanwhile; a tensor may be listed twice.
         tensors = list(dict.fromkeys(pending(tensors)))

@@ -40,6 +40,10 @@ class LazyDevice:
         self.prune_at = _MIN_PRUNE
         self.pending_nodes = 0
         self.in_flight: list = []  # launches.Launch of graphs still running, oldest first
+        # Tensors the next sync of this device materialises first, in this order, whether
+        # or not anyone reads them: results of collectives, which every process of a group
+        # must run, in one order, even where its result is dropped (see ``executor.sync``).
+        self.must_run: list[LazyTensor] = []
 
     def prune(self) -> None:
         """Drop references to dead tensors (in place: other threads may be appending)."""

@@ -122,8 +122,9 @@ def test_example_backend_trains_from_an_installed_wheel(tmp_path):
         ],
         check=True,
     )
+    script = shutil.copy(EXAMPLE / "train.py", tmp_path / "train.py")
     result = subprocess.run(
-        [str(python), str(EXAMPLE / "train.py"), "--steps", "4"],
+        [str(python), str(script), "--steps", "4"],
         cwd=tmp_path,  # neither the repository nor the example's sources on sys.path
         capture_output=True,
         text=True,
@@ -132,3 +133,13 @@ def test_example_backend_trains_from_an_installed_wheel(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "backend: tiny, device: tiny:0" in result.stdout
     assert "lazy::silu" in result.stdout and "lazy::addmm" in result.stdout
+    assert (
+        f"{tmp_path}/venv/"
+        in subprocess.run(
+            [str(python), "-c", "import tiny_backend; print(tiny_backend.__file__)"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )  # the installed wheel's package, not the example's sources

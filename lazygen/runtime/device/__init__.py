@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import kernels, printing
+from . import host_copy, kernels, printing
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
@@ -29,4 +29,5 @@ def install(name: str) -> None:
         torch._C._acc.register_python_privateuseone_device_guard(Guard())
     if not _libraries:
         _libraries.extend(kernels.register())
+        _libraries.append(host_copy.register())
         printing.install()

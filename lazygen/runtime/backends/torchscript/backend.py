@@ -139,6 +139,7 @@ class TorchScriptBackend(Backend):
 
     name = "torchscript"
     asynchronous = True
+    collectives_in_graph = True  # _c10d_functional ops are registered TorchScript operators
 
     def __init__(self) -> None:
         self._counter = 0

@@ -1,0 +1,228 @@
+"""``LazyProcessGroup``: the c10d process group of the lazy device (backend ``lazygen``).
+
+c10d cannot take a Python ``Backend`` (its C++ class has no Python constructor), so the lazy
+device's backend is a Python ``ProcessGroup``, which c10d then uses as the whole group
+(``init_process_group("lazygen")`` or ``"cpu:gloo,lazygen:lazygen"``, where torch gives
+the group to the Python one). It owns a plain c10d group of the data device: gloo for CPU
+data, nccl (and gloo for host tensors) for CUDA data, registered by name for the graph's
+functional collectives.
+
+* Lazy tensors: each collective is traced as a functional collective on the tensor
+  (``collectives.py``: an IR node, or a graph cut when the backend cannot run it in a
+  graph) and written back with ``copy_``, which functionalization turns into re-pointing
+  the tensor and its views (DDP's gradient bucket views) at the result. The returned
+  ``Work`` is complete at once: the collective runs with the graph, and every rank
+  traces the same collectives in the same order.
+* Host tensors (DDP's bucket indices and parameter checks, user CPU tensors) go to the data
+  group as they are, once the traced collectives have run: c10d pairs collectives by
+  issue order, so every process must issue them in program order.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from .. import executor
+from ..devices import current_index, get_device
+from ..settings import settings
+from ..tensor import is_lazy
+from . import groups
+
+C = torch._C._distributed_c10d
+funcol = torch.ops._c10d_functional
+
+_REDUCE_OPS = {
+    dist.ReduceOp.RedOpType.SUM: "sum",
+    dist.ReduceOp.RedOpType.AVG: "sum",  # then divided: gloo has no average
+    dist.ReduceOp.RedOpType.PRODUCT: "product",
+    dist.ReduceOp.RedOpType.MIN: "min",
+    dist.ReduceOp.RedOpType.MAX: "max",
+    dist.ReduceOp.RedOpType.BAND: "band",
+    dist.ReduceOp.RedOpType.BOR: "bor",
+    dist.ReduceOp.RedOpType.BXOR: "bxor",
+}
+
+
+def _reduce_op(op) -> tuple[str, bool]:
+    """The functional collective's name of ``op`` and whether to average afterwards."""
+    kind = op.op if isinstance(op, dist.ReduceOp) else op
+    name = _REDUCE_OPS.get(kind)
+    if name is None:
+        raise ValueError(f"lazygen: reduce op {kind} is not supported on lazy tensors")
+    return name, kind == dist.ReduceOp.RedOpType.AVG
+
+
+def _done(result) -> C.Work:
+    """A completed ``Work`` whose future holds ``result`` (what DDP's reducer reads)."""
+    future = torch.futures.Future()
+    future.set_result(result)
+    return C._create_work_from_future(future)
+
+
+def _lazy(tensors) -> bool:
+    """True when the tensors are lazy, False when none is; a mix is a user error."""
+    flags = {is_lazy(t) for t in tensors}
+    if len(flags) > 1:
+        raise RuntimeError(
+            f"lazygen: a collective got both {settings.device_type} and other tensors; "
+            "move them to one device first"
+        )
+    return flags == {True}
+
+
+def data_group(store, rank: int, size: int, timeout, data_device: torch.device):
+    """A c10d group of the data device: gloo for host tensors, and nccl for CUDA data."""
+    group = C.ProcessGroup(store, rank, size)
+    gloo = dist.ProcessGroupGloo(dist.PrefixStore("gloo/", store), rank, size, timeout)
+    group._register_backend(torch.device("cpu"), C.ProcessGroup.BackendType.GLOO, gloo)
+    default = C.ProcessGroup.BackendType.GLOO
+    if data_device.type == "cuda":
+        nccl_class = getattr(dist, "ProcessGroupNCCL", None)
+        if nccl_class is None:
+            raise RuntimeError("lazygen: CUDA data needs torch built with NCCL")
+        options = nccl_class.Options()
+        options._timeout = timeout
+        nccl = nccl_class(dist.PrefixStore("nccl/", store), rank, size, options)
+        group._register_backend(torch.device("cuda"), C.ProcessGroup.BackendType.NCCL, nccl)
+        default = C.ProcessGroup.BackendType.NCCL
+    group._set_default_backend(default)
+    return group
+
+
+class LazyProcessGroup(dist.ProcessGroup):
+    """The lazy device's process group (see the module docstring)."""
+
+    def __init__(self, store, rank: int, size: int, timeout, name: str) -> None:
+        super().__init__(rank, size)
+        self._name = name
+        backing = get_device(current_index()).backing
+        prefix = dist.PrefixStore(f"{settings.device_type}-data/", store)
+        self._data = data_group(prefix, rank, size, timeout, backing)
+        self._data_name = f"{name}/{settings.device_type}-data"
+        self._data._set_group_name(self._data_name)
+        C._register_process_group(self._data_name, self._data)
+        groups.register(name, self._data_name)
+
+    @property
+    def data_group(self):
+        """The gloo / nccl group underneath (what graphs' collectives run on)."""
+        return self._data
+
+    @property
+    def data_group_name(self) -> str:
+        return self._data_name
+
+    def getBackendName(self) -> str:  # noqa: N802 (c10d's name)
+        return settings.device_type
+
+    def _eager(self):
+        """The data group, once every traced collective was issued and every graph in flight
+        has run (see the module docstring)."""
+        executor.run_must_run()
+        executor.wait_device_ops()
+        return self._data
+
+    # Collectives ------------------------------------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        opts = dist.AllreduceOptions() if opts is None else opts
+        if not _lazy(tensors):
+            return self._eager().allreduce(tensors, opts)
+        op, average = _reduce_op(opts.reduceOp)
+        with torch.no_grad():
+            for t in tensors:
+                result = funcol.wait_tensor(funcol.all_reduce(t, op, self._data_name))
+                t.copy_(result / self.size() if average else result)
+        return _done(tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        options = dist.AllreduceOptions()
+        if opts is not None:
+            options.reduceOp = opts.reduceOp
+        return self.allreduce(tensors, options)
+
+    def broadcast(self, tensors, opts=None):
+        opts = dist.BroadcastOptions() if opts is None else opts
+        if not _lazy(tensors):
+            return self._eager().broadcast(tensors, opts)
+        with torch.no_grad():
+            for t in tensors:
+                t.copy_(funcol.wait_tensor(funcol.broadcast(t, opts.rootRank, self._data_name)))
+        return _done(tensors)
+
+    def _gathered(self, tensor):
+        size, name = self.size(), self._data_name
+        return funcol.wait_tensor(funcol.all_gather_into_tensor(tensor, size, name))
+
+    def allgather(self, output_lists, inputs, opts=None):
+        if not _lazy(inputs):
+            return self._eager().allgather(output_lists, inputs, opts or dist.AllgatherOptions())
+        with torch.no_grad():
+            for outputs, t in zip(output_lists, inputs, strict=True):
+                chunks = self._gathered(t.reshape(1, -1)).unbind(0)
+                for out, chunk in zip(outputs, chunks, strict=True):
+                    out.copy_(chunk.view(out.shape))
+        return _done(output_lists)
+
+    def _allgather_base(self, output, input, opts=None):
+        if not _lazy([output, input]):
+            return self._eager()._allgather_base(output, input, opts or dist.AllgatherOptions())
+        with torch.no_grad():
+            output.copy_(self._gathered(input.reshape(1, -1)).view(output.shape))
+        return _done([output])
+
+    all_gather_single = _allgather_base  # the name torch 2.13's all_gather_into_tensor calls
+
+    def _scattered(self, flat, opts):
+        op, average = _reduce_op(opts.reduceOp)
+        size, name = self.size(), self._data_name
+        result = funcol.wait_tensor(funcol.reduce_scatter_tensor(flat, op, size, name))
+        return result / size if average else result
+
+    def reduce_scatter(self, outputs, input_lists, opts=None):
+        opts = dist.ReduceScatterOptions() if opts is None else opts
+        if not _lazy(outputs):
+            return self._eager().reduce_scatter(outputs, input_lists, opts)
+        with torch.no_grad():
+            for out, inputs in zip(outputs, input_lists, strict=True):
+                flat = torch.stack([t.reshape(-1) for t in inputs])
+                out.copy_(self._scattered(flat, opts).view(out.shape))
+        return _done(outputs)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        opts = dist.ReduceScatterOptions() if opts is None else opts
+        if not _lazy([output, input]):
+            return self._eager()._reduce_scatter_base(output, input, opts)
+        with torch.no_grad():
+            flat = input.reshape(self.size(), -1)
+            output.copy_(self._scattered(flat, opts).view(output.shape))
+        return _done([output])
+
+    reduce_scatter_single = _reduce_scatter_base  # what reduce_scatter_tensor calls
+
+    def barrier(self, opts=None):
+        """Every rank reached this point, and every graph launched before it has run (its
+        collectives included). Traced but unsynced lazy work is not forced: lazy results
+        are made when they are read, on every rank in the same order."""
+        opts = dist.BarrierOptions() if opts is None else opts
+        work = self._eager().barrier(opts)
+        work.wait()
+        return _done([])
+
+
+def create(options, backend_options=None) -> LazyProcessGroup:
+    """c10d's creator of the ``lazygen`` backend (``extended_api``: it gets the group's
+    name, which the data group's name derives from)."""
+    return LazyProcessGroup(
+        options.store, options.group_rank, options.group_size, options.timeout, options.group_id
+    )
+
+
+def register_c10d_backend() -> None:
+    """Register the lazy device's c10d backend under the device's name (``lazygen`` unless
+    ``init`` named it otherwise), for the lazy device type and host tensors. Idempotent."""
+    name = settings.device_type
+    if name.upper() in dist.Backend._plugins:
+        return
+    dist.Backend.register_backend(name, create, extended_api=True, devices=[name, "cpu"])
