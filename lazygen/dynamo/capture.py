@@ -1,0 +1,232 @@
+"""Capture: run an aten-level FX graph once through lazygen's kernels on lazy tensors and
+keep the IR it builds, with what each graph input and output of the FX graph maps to.
+
+This is the only place where the Dynamo path traces op by op: every generated kernel,
+shape function and lowering is reused as the lazy device uses them. What comes out is a
+``Capture``: the post-ordered IR graph, how to feed each of its inputs from the FX graph's
+arguments, and how to rebuild the FX graph's outputs from the compiled graph's results.
+
+A capture is *cut* when some value of the graph was computed eagerly while tracing (an op
+without a lazy kernel went through the eager fallback, or a random op whose consumption
+depends on values synced its inputs): that value is then data of this one call, not a
+function of the arguments, and the graph must not be replayed. ``Capture.cuts`` names the
+ops responsible; the caller runs those segments eagerly instead (see ``partition``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from lazygen.runtime import metrics
+from lazygen.runtime.graph import post_order
+from lazygen.runtime.ir import DeviceData, ScalarData, Value
+from lazygen.runtime.kernel_support import GeneratorData, default_generator
+from lazygen.runtime.settings import settings
+from lazygen.runtime.tensor import LazyDevice, from_data, inner, to_functional
+
+# How a graph input is fed at replay (``Capture.feeds`` entries are ``(kind, payload)``).
+ARG = 0  # payload: index of the FX graph argument
+FIXED = 1  # payload: a tensor fixed at capture (a scalar constant, a module constant)
+GENERATOR = 2  # payload: the torch device whose default generator the op draws from
+
+# How an FX graph output is rebuilt (``Capture.results`` entries are ``(kind, payload)``).
+RESULT = 0  # payload: index into the compiled graph's results
+PASS = 1  # payload: index of the FX graph argument returned as it is
+CONSTANT = 2  # payload: a non-tensor output (None, an int), or a constant tensor (cloned)
+
+
+@dataclass
+class Capture:
+    """One FX graph traced into IR for one set of input metadata."""
+
+    order: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    feeds: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    cuts: list = field(default_factory=list)  # the ops that ran eagerly, or why it is cut
+    spec: object = None  # the pytree spec of the FX graph's output
+    generators: list = field(default_factory=list)  # GeneratorData in the order traced
+
+
+def _fallback_counts() -> dict[str, int]:
+    """Eager-fallback (``aten::<op>``) and value-dependent random (``RandomSync::<op>``)
+    counters: their growth during a capture names the ops that cut it."""
+    return {
+        name: metrics.counter_value(name) or 0
+        for name in metrics.counter_names()
+        if name.startswith(("aten::", "RandomSync::"))
+    }
+
+
+@contextlib.contextmanager
+def _generators_restored(devices):
+    """Tracing a random op advances the real generator as eager would (``rt.generator``);
+    a capture only builds IR, so the run that follows must start from the same state."""
+    generators = list({id(g): g for g in (default_generator(d) for d in devices)}.values())
+    states = [g.get_state() for g in generators]
+    try:
+        yield
+    finally:
+        for g, state in zip(generators, states, strict=True):
+            g.set_state(state)
+
+
+class _LazyInterpreter(torch.fx.Interpreter):
+    """Runs the FX graph on lazy tensors: module constants become device data, and a
+    ``device=`` naming the host (the FX graph was traced for host tensors) names the lazy
+    device instead, so factories inside the graph are traced too."""
+
+    def __init__(self, gm: torch.fx.GraphModule, device: LazyDevice, host_type: str | None):
+        super().__init__(gm, garbage_collect_values=True)
+        self.device = device
+        self.host_type = host_type
+        self.constants: set = set()
+        self.suspects: list[str] = []
+        self.seen: set = set()
+        self.generators: list = []
+
+    def _lazy(self, value):
+        if isinstance(value, torch.Tensor) and value.device.type != settings.device_type:
+            data = self.device.backend.to_data(value.detach(), self.device.backing)
+            lazy = from_data(data.clone() if data is value else data, self.device)
+            self.constants.add(lazy._value.node)
+            return to_functional(lazy)
+        return value
+
+    def get_attr(self, target, args, kwargs):
+        return self._lazy(super().get_attr(target, args, kwargs))
+
+    def _retarget(self, value):
+        if isinstance(value, torch.device) and value.type == self.host_type:
+            return self.device.torch_device
+        return value
+
+    def call_function(self, target, args, kwargs):
+        if self.host_type is not None and "device" in kwargs:
+            kwargs = {k: self._retarget(v) for k, v in kwargs.items()}
+        result = super().call_function(target, args, kwargs)
+        self._check(target, args, kwargs, result)
+        return result
+
+    def _check(self, target, args, kwargs, result) -> None:
+        """Note ops whose results came back as device data: either the eager fallback ran
+        them (a cut, when they read lazy inputs or draw random numbers) or they made a
+        constant (a factory), which replays as it is."""
+        flat = torch.utils._pytree.tree_leaves(result)
+        made = [inner(t)._value.node for t in flat if _is_lazy(t)]
+        self._note_generators(made)
+        fresh = [n for n in made if type(n) is DeviceData and n not in self.constants]
+        if not fresh:
+            return
+        reads = any(_is_lazy(a) for a in torch.utils._pytree.tree_leaves((args, kwargs)))
+        seeded = isinstance(target, torch._ops.OpOverload) and (
+            torch.Tag.nondeterministic_seeded in target.tags
+        )
+        if reads or seeded:
+            self.suspects.append(str(target))
+        else:
+            self.constants.update(fresh)
+
+    def _note_generators(self, roots) -> None:
+        """Record the generator inputs of newly traced IR in the order they were made."""
+        stack = [n for n in roots if n not in self.seen]
+        while stack:
+            node = stack.pop()
+            if node in self.seen:
+                continue
+            self.seen.add(node)
+            if isinstance(node, GeneratorData):
+                self.generators.append(node)
+            stack.extend(reversed([v.node for v in node.inputs() if v.node not in self.seen]))
+
+
+def _is_lazy(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == settings.device_type
+
+
+def host_type_of(args) -> str | None:
+    """The device type of the first non-lazy tensor argument (where results go back)."""
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return None if _is_lazy(a) else a.device.type
+    return None
+
+
+def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture:
+    """Trace ``gm`` on lazy stand-ins of ``args`` (real data, so value-dependent kernels
+    trace as they would) and describe the IR graph it builds."""
+    arg_of: dict = {}
+    lazy_args = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            t = inner(a) if _is_lazy(a) else None
+            data = t._value.node.data if t is not None else a.detach()
+            lazy = from_data(device.backend.to_data(data, device.backing), device)
+            arg_of[lazy._value.node] = i
+            lazy_args.append(to_functional(lazy))
+        else:
+            lazy_args.append(a)
+    host = host_type_of(args)
+    interpreter = _LazyInterpreter(gm, device, host)
+    before = _fallback_counts()
+    backing = {device.backing, torch.device("cpu")}
+    with _generators_restored(backing), torch.no_grad():
+        flat_out, spec = torch.utils._pytree.tree_flatten(interpreter.run(*lazy_args))
+    after = _fallback_counts()
+    fell_back = sorted(name for name, n in after.items() if n > before.get(name, 0))
+    result = Capture()
+    values: dict[Value, int] = {}
+    for out in flat_out:
+        if not isinstance(out, torch.Tensor):
+            result.results.append((CONSTANT, out))
+            continue
+        value = inner(out)._value if _is_lazy(out) else None
+        if value is None:  # a host tensor made by an explicit device= elsewhere
+            result.results.append((CONSTANT, out))
+        elif value.node in arg_of:
+            result.results.append((PASS, arg_of[value.node]))
+        elif value.node.is_input and value.node in interpreter.constants:
+            result.results.append((CONSTANT, value.node.data))
+        else:
+            result.results.append((RESULT, values.setdefault(value, len(values))))
+    result.outputs = list(values)
+    result.order, _ = post_order(result.outputs) if values else ([], {})
+    for node in result.order:
+        if not node.is_input:
+            continue
+        if node in arg_of:
+            result.feeds.append((ARG, arg_of[node]))
+        elif type(node) is ScalarData or node in interpreter.constants:
+            result.feeds.append((FIXED, node.materialize()))
+        elif isinstance(node, GeneratorData):
+            result.feeds.append((GENERATOR, node.device))
+        else:  # data computed eagerly during this trace
+            result.cuts.append("a value computed eagerly while tracing")
+    if result.cuts:
+        result.cuts = interpreter.suspects + fell_back or result.cuts[:1]
+    result.spec = spec
+    result.generators = interpreter.generators
+    _check_random_order(result)
+    return result
+
+
+def _check_random_order(result: Capture) -> None:
+    """The compiled graph is fed the live generator and runs its nodes in post-order: it
+    draws eager's numbers only if its random ops draw in the order the FX graph calls them.
+    Two of them on independent branches may come out swapped; such a graph is cut."""
+    in_graph = set(result.order)
+    generators = [g for g in result.generators if g in in_graph]
+    if len(generators) < 2:
+        return
+    first_use = {}
+    for position, node in enumerate(result.order):
+        for v in node.inputs():
+            if isinstance(v.node, GeneratorData):
+                first_use.setdefault(v.node, position)
+    uses = [first_use.get(g, -1) for g in generators]
+    if uses != sorted(uses):
+        result.cuts.append("random ops that the graph would run out of eager's order")
