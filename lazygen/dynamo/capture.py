@@ -48,8 +48,18 @@ class Capture:
     feeds: list = field(default_factory=list)
     results: list = field(default_factory=list)
     cuts: list = field(default_factory=list)  # the ops that ran eagerly, or why it is cut
+    eager_nodes: set = field(default_factory=set)  # FX nodes that ran through the fallback
+    only_fallbacks: bool = True  # every cut is an FX node that ran eagerly (partitionable)
     spec: object = None  # the pytree spec of the FX graph's output
     generators: list = field(default_factory=list)  # GeneratorData in the order traced
+
+
+#: aten-level ops that aot_autograd's graphs contain but lazygen's op list names otherwise.
+SUBSTITUTES = {
+    torch.ops.prims.convert_element_type.default: lambda x, dtype: torch.ops.aten._to_copy(
+        x, dtype=dtype
+    ),
+}
 
 
 def _fallback_counts() -> dict[str, int]:
@@ -85,7 +95,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         self.device = device
         self.host_type = host_type
         self.constants: set = set()
-        self.suspects: list[str] = []
+        self.suspects: dict[str, str] = {}  # FX node name -> its target
         self.seen: set = set()
         self.generators: list = []
 
@@ -105,14 +115,22 @@ class _LazyInterpreter(torch.fx.Interpreter):
             return self.device.torch_device
         return value
 
+    def run_node(self, n: torch.fx.Node):
+        result = super().run_node(n)
+        if n.op == "call_function":
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            self._check(n, args, kwargs, result)
+        return result
+
     def call_function(self, target, args, kwargs):
         if self.host_type is not None and "device" in kwargs:
             kwargs = {k: self._retarget(v) for k, v in kwargs.items()}
-        result = super().call_function(target, args, kwargs)
-        self._check(target, args, kwargs, result)
-        return result
+        substitute = SUBSTITUTES.get(target)
+        if substitute is not None:
+            return substitute(*args, **kwargs)
+        return super().call_function(target, args, kwargs)
 
-    def _check(self, target, args, kwargs, result) -> None:
+    def _check(self, n: torch.fx.Node, args, kwargs, result) -> None:
         """Note ops whose results came back as device data: either the eager fallback ran
         them (a cut, when they read lazy inputs or draw random numbers) or they made a
         constant (a factory), which replays as it is."""
@@ -123,11 +141,11 @@ class _LazyInterpreter(torch.fx.Interpreter):
         if not fresh:
             return
         reads = any(_is_lazy(a) for a in torch.utils._pytree.tree_leaves((args, kwargs)))
-        seeded = isinstance(target, torch._ops.OpOverload) and (
-            torch.Tag.nondeterministic_seeded in target.tags
+        seeded = isinstance(n.target, torch._ops.OpOverload) and (
+            torch.Tag.nondeterministic_seeded in n.target.tags
         )
         if reads or seeded:
-            self.suspects.append(str(target))
+            self.suspects[n.name] = str(n.target)
         else:
             self.constants.update(fresh)
 
@@ -207,7 +225,13 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
         else:  # data computed eagerly during this trace
             result.cuts.append("a value computed eagerly while tracing")
     if result.cuts:
-        result.cuts = interpreter.suspects + fell_back or result.cuts[:1]
+        result.eager_nodes = set(interpreter.suspects)
+        result.only_fallbacks = bool(result.eager_nodes) and not any(
+            name.startswith("RandomSync::") for name in fell_back
+        )
+        named = [f"{name} ({target})" for name, target in interpreter.suspects.items()]
+        result.cuts = named + [n for n in fell_back if n.startswith("RandomSync::")]
+        result.cuts = result.cuts or ["a value computed eagerly while tracing"]
     result.spec = spec
     result.generators = interpreter.generators
     _check_random_order(result)
@@ -230,3 +254,4 @@ def _check_random_order(result: Capture) -> None:
     uses = [first_use.get(g, -1) for g in generators]
     if uses != sorted(uses):
         result.cuts.append("random ops that the graph would run out of eager's order")
+        result.only_fallbacks = False

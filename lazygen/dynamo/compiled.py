@@ -22,6 +22,7 @@ from lazygen.runtime.kernel_support import default_generator
 from lazygen.runtime.settings import log, settings
 from lazygen.runtime.tensor import LazyDevice, from_data, inner, to_functional
 
+from . import partition
 from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, Capture, capture, host_type_of
 
 #: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
@@ -165,6 +166,18 @@ class Eager:
         return self.gm(*args)
 
 
+class Partitioned:
+    """An FX graph split into lazy and eager segments (``partition.split``)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: torch.fx.GraphModule) -> None:
+        self.parts = parts
+
+    def __call__(self, args: list):
+        return self.parts(*args)
+
+
 class CompiledGraph:
     """What lazygen's Dynamo backend returns for one FX graph. aot_autograd calls it with
     one list of arguments (the boxed convention, ``_boxed_call``: an instance attribute,
@@ -179,8 +192,11 @@ class CompiledGraph:
         self.name = name
         self.entries: dict = {}
         self.eager_reasons: list[str] = []
+        self.eager_segments: list[list[str]] = []
+        self.segments: list[CompiledGraph] = []
         self.nodes = 0
-        _graphs.add(self)
+        if "/" not in name:  # segments are reported with the graph they belong to
+            _graphs.add(self)
 
     def __call__(self, *args):
         if len(args) == 1 and type(args[0]) is list:
@@ -198,6 +214,8 @@ class CompiledGraph:
         device = self.device
         with device.lock:
             cap = capture(self.gm, args, device)
+        if cap.cuts and cap.only_fallbacks:
+            return self._partition(cap)
         if cap.cuts:
             metrics.count("DynamoEagerGraph")
             self.eager_reasons = cap.cuts
@@ -216,9 +234,29 @@ class CompiledGraph:
             return Eager(self.gm, self.eager_reasons)
         return Replay(cap, device, executable, args)
 
+    def _partition(self, cap: Capture) -> Partitioned:
+        """Split the graph around the ops that ran through the eager fallback."""
+        metrics.count("DynamoPartitionedGraph")
+
+        def make_lazy(gm: torch.fx.GraphModule, name: str) -> CompiledGraph:
+            segment = CompiledGraph(gm, self.device, f"{self.name}/{name}")
+            self.segments.append(segment)
+            return segment
+
+        parts, eager = partition.split(self.gm, cap.eager_nodes, make_lazy)
+        metrics.count("DynamoEagerSegment", len(eager))
+        self.eager_segments = eager
+        log(1, f"lazygen.dynamo: {self.name} split around {', '.join(cap.cuts)}")
+        return Partitioned(parts)
+
     def describe(self) -> str:
         if self.eager_reasons:
             return f"{self.name}: eager ({'; '.join(self.eager_reasons)})"
+        if self.eager_segments:
+            lines = [f"{self.name}: {len(self.eager_segments)} eager segment(s)"]
+            lines += [f"  eager: {', '.join(nodes)}" for nodes in self.eager_segments]
+            lines += [f"  {segment.describe()}" for segment in self.segments]
+            return "\n".join(lines)
         return f"{self.name}: {self.nodes} IR nodes, {len(self.entries)} input signature(s)"
 
 
