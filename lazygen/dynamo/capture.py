@@ -62,13 +62,14 @@ SUBSTITUTES = {
 }
 
 
+_EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors")
+
+
 def _fallback_counts() -> dict[str, int]:
-    """Eager-fallback (``aten::<op>``) and value-dependent random (``RandomSync::<op>``)
-    counters: their growth during a capture names the ops that cut it."""
+    """Eager-fallback (``aten::<op>``), value-dependent random (``RandomSync::<op>``) and
+    sync counters: their growth during an op names the ops that cut the capture."""
     return {
-        name: metrics.counter_value(name) or 0
-        for name in metrics.counter_names()
-        if name.startswith(("aten::", "RandomSync::"))
+        name: value for name, value in metrics.counters().items() if name.startswith(_EAGER_WORK)
     }
 
 
@@ -98,6 +99,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         self.suspects: dict[str, str] = {}  # FX node name -> its target
         self.seen: set = set()
         self.generators: list = []
+        self._memory_order: list[int] | None = None
 
     def _lazy(self, value):
         if isinstance(value, torch.Tensor) and value.device.type != settings.device_type:
@@ -116,10 +118,13 @@ class _LazyInterpreter(torch.fx.Interpreter):
         return value
 
     def run_node(self, n: torch.fx.Node):
+        if n.op != "call_function":
+            return super().run_node(n)
+        self._memory_order = _permuted_random_input(n)
+        before = _fallback_counts()
         result = super().run_node(n)
-        if n.op == "call_function":
-            args, kwargs = self.fetch_args_kwargs_from_env(n)
-            self._check(n, args, kwargs, result)
+        args, kwargs = self.fetch_args_kwargs_from_env(n)
+        self._check(n, args, kwargs, result, _fallback_counts() != before)
         return result
 
     def call_function(self, target, args, kwargs):
@@ -128,29 +133,40 @@ class _LazyInterpreter(torch.fx.Interpreter):
         substitute = SUBSTITUTES.get(target)
         if substitute is not None:
             return substitute(*args, **kwargs)
+        order = self._memory_order
+        if order is not None:
+            return _in_memory_order(target, args, kwargs, order)
         return super().call_function(target, args, kwargs)
 
-    def _check(self, n: torch.fx.Node, args, kwargs, result) -> None:
-        """Note ops whose results came back as device data: either the eager fallback ran
-        them (a cut, when they read lazy inputs or draw random numbers) or they made a
-        constant (a factory), which replays as it is."""
+    def _check(self, n: torch.fx.Node, args, kwargs, result, eager_work: bool) -> None:
+        """Sort the device data an op made. Without eager work (no fallback, no sync) it is
+        a constant: a factory's result, an ``empty`` a kernel fills with IR, an uploaded
+        host scalar; it replays as it is, unless it is the result of a random op (drawn
+        eagerly: it must be drawn again at every call). With eager work the op is a cut
+        when it read lazy inputs or drew random numbers, and a constant otherwise."""
         flat = torch.utils._pytree.tree_leaves(result)
         made = [inner(t)._value.node for t in flat if _is_lazy(t)]
-        self._note_generators(made)
+        data = self._walk_new(made)
         fresh = [n for n in made if type(n) is DeviceData and n not in self.constants]
-        if not fresh:
-            return
-        reads = any(_is_lazy(a) for a in torch.utils._pytree.tree_leaves((args, kwargs)))
         seeded = isinstance(n.target, torch._ops.OpOverload) and (
             torch.Tag.nondeterministic_seeded in n.target.tags
         )
+        if not eager_work and not (seeded and fresh):
+            self.constants.update(data)
+            return
+        if not fresh and not data:
+            return
+        reads = any(_is_lazy(a) for a in torch.utils._pytree.tree_leaves((args, kwargs)))
         if reads or seeded:
             self.suspects[n.name] = str(n.target)
         else:
             self.constants.update(fresh)
+            self.constants.update(data)
 
-    def _note_generators(self, roots) -> None:
-        """Record the generator inputs of newly traced IR in the order they were made."""
+    def _walk_new(self, roots) -> list:
+        """Walk the IR an op added: record its generator inputs in the order they were
+        made, and return the device data it reads that no earlier op made or read."""
+        data = []
         stack = [n for n in roots if n not in self.seen]
         while stack:
             node = stack.pop()
@@ -159,7 +175,50 @@ class _LazyInterpreter(torch.fx.Interpreter):
             self.seen.add(node)
             if isinstance(node, GeneratorData):
                 self.generators.append(node)
+            elif type(node) is DeviceData and node not in self.constants:
+                data.append(node)
             stack.extend(reversed([v.node for v in node.inputs() if v.node not in self.seen]))
+        return data
+
+
+def _permuted_random_input(n: torch.fx.Node) -> list[int] | None:
+    """For an elementwise random op (results of its first argument's shape) whose first
+    argument is, in eager, a dense tensor laid out in another order than its dimensions
+    (a transpose): the dimensions from outermost to innermost in memory. Eager draws the
+    random numbers in memory order; lazy tensors are contiguous, so the op is traced on the
+    permuted tensor (whose logical order is eager's memory order) and permuted back."""
+    if not isinstance(n.target, torch._ops.OpOverload) or not n.args:
+        return None
+    if torch.Tag.nondeterministic_seeded not in n.target.tags:
+        return None
+    first = n.args[0]
+    val = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.is_contiguous() or val.dim() < 2:
+        return None
+    outs = torch.utils._pytree.tree_leaves(n.meta.get("val"))
+    if not outs or any(not isinstance(o, torch.Tensor) or o.shape != val.shape for o in outs):
+        return None
+    try:
+        strides = [int(s) for s in val.stride()]
+        sizes = [int(s) for s in val.shape]
+    except Exception:  # symbolic strides: leave it alone
+        return None
+    order = sorted(range(val.dim()), key=lambda d: (-strides[d], d))
+    expected = 1
+    for d in reversed(order):  # dense: each stride the product of the inner sizes
+        if sizes[d] != 1 and strides[d] != expected:
+            return None
+        expected *= sizes[d]
+    return order
+
+
+def _in_memory_order(target, args, kwargs, order: list[int]):
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    args = (args[0].permute(order), *args[1:])
+    result = target(*args, **kwargs)
+    return torch.utils._pytree.tree_map(
+        lambda r: r.permute(inverse) if isinstance(r, torch.Tensor) else r, result
+    )
 
 
 def _is_lazy(t) -> bool:
@@ -190,6 +249,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
             lazy_args.append(a)
     host = host_type_of(args)
     interpreter = _LazyInterpreter(gm, device, host)
+    interpreter.seen.update(arg_of)
     before = _fallback_counts()
     backing = {device.backing, torch.device("cpu")}
     with _generators_restored(backing), torch.no_grad():
@@ -224,7 +284,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
             result.feeds.append((GENERATOR, node.device))
         else:  # data computed eagerly during this trace
             result.cuts.append("a value computed eagerly while tracing")
-    if result.cuts:
+    if result.cuts or interpreter.suspects:
         result.eager_nodes = set(interpreter.suspects)
         result.only_fallbacks = bool(result.eager_nodes) and not any(
             name.startswith("RandomSync::") for name in fell_back

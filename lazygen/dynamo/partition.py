@@ -5,6 +5,8 @@ FX graph's order, so the split graph has no cycle."""
 
 from __future__ import annotations
 
+import operator
+
 import torch
 import torch.fx
 from torch.fx.passes.split_module import split_module
@@ -36,6 +38,15 @@ class LazySegment(torch.nn.Module):
         return self.compiled(list(args))
 
 
+def _unpacks(node: torch.fx.Node, eager_nodes: set[str]) -> bool:
+    """``getitem`` of an eager op's tuple result stays in its segment: a lazy segment takes
+    tensors, not the tuple."""
+    if node.target is not operator.getitem:
+        return False
+    source = node.args[0]
+    return isinstance(source, torch.fx.Node) and source.name in eager_nodes
+
+
 def split(gm: torch.fx.GraphModule, eager_nodes: set[str], make_lazy) -> tuple:
     """``gm`` split into lazy and eager segments; ``make_lazy(segment_gm, name)`` builds the
     callable of a lazy segment. Returns the split module and the eager segments' node
@@ -46,7 +57,7 @@ def split(gm: torch.fx.GraphModule, eager_nodes: set[str], make_lazy) -> tuple:
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
-        eager = node.name in eager_nodes
+        eager = node.name in eager_nodes or _unpacks(node, eager_nodes)
         if eager is not last:
             segment, last = segment + 1, eager
         segment_of[node.name] = segment
