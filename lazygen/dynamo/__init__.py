@@ -26,7 +26,7 @@ import threading
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import devices
+from lazygen.runtime import devices, metrics
 from lazygen.runtime.backends import BUILTIN
 from lazygen.runtime.tensor import LazyDevice
 
@@ -75,6 +75,10 @@ def _init_or_keep(backend: str) -> None:
         lr.init()
 
 
+def _on_lazy_device(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == lr.device_name()
+
+
 def lazygen_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
     """The Dynamo backend: aot_autograd with lazygen compiling forward, backward and
     inference graphs."""
@@ -87,6 +91,11 @@ def lazygen_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | No
         )
     device = device_for(options.get("backend"))
     graph_id = next(_graph_ids)
+    if any(_on_lazy_device(x) for x in example_inputs):
+        # Lazy tensors are functional wrappers, which aot_autograd cannot functionalize
+        # again: the Dynamo graph runs as it is, traced op by op by the lazy device.
+        metrics.count("DynamoLazyInputGraph")
+        return gm.forward
 
     def compiler(kind: str):
         def compile_graph(graph: torch.fx.GraphModule, inputs):
