@@ -103,8 +103,9 @@ class _LazyInterpreter(torch.fx.Interpreter):
 
     def _lazy(self, value):
         if isinstance(value, torch.Tensor) and value.device.type != settings.device_type:
-            data = self.device.backend.to_data(value.detach(), self.device.backing)
-            lazy = from_data(data.clone() if data is value else data, self.device)
+            detached = value.detach()
+            data = self.device.backend.to_data(detached, self.device.backing)
+            lazy = from_data(data.clone() if data is detached else data, self.device)
             self.constants.add(lazy._value.node)
             return to_functional(lazy)
         return value
@@ -292,6 +293,8 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
         named = [f"{name} ({target})" for name, target in interpreter.suspects.items()]
         result.cuts = named + [n for n in fell_back if n.startswith("RandomSync::")]
         result.cuts = result.cuts or ["a value computed eagerly while tracing"]
+    for node in arg_of:  # the first call's arguments: replays are fed their own
+        node.deliver(None)
     result.spec = spec
     result.generators = interpreter.generators
     _check_random_order(result)

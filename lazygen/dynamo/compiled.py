@@ -227,8 +227,14 @@ class CompiledGraph:
         dynamic dimension)."""
         metrics.count("DynamoCapture")
         device = self.device
-        with device.lock:
-            cap = capture(self.gm, args, device)
+        try:
+            with device.lock:
+                cap = capture(self.gm, args, device)
+        except Exception as error:  # a kernel or lowering bug must not fail the program
+            metrics.count("DynamoEagerGraph")
+            self.eager_reasons = [f"capture failed: {type(error).__name__}: {error}"]
+            log(1, f"lazygen.dynamo: {self.name} runs eagerly: {self.eager_reasons[0]}")
+            return Eager(self.gm, self.eager_reasons)
         if cap.cuts and cap.only_fallbacks:
             return self._partition(cap)
         if cap.cuts:
