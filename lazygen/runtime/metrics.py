@@ -72,6 +72,11 @@ def _merged_timers() -> dict[str, list]:
     return merged
 
 
+def counters() -> dict[str, int]:
+    """Every counter and its value, in one read (merging the threads' counts once)."""
+    return _merged_counters()
+
+
 def counter_names() -> list[str]:
     return sorted(name for name, value in _merged_counters().items() if value)
 

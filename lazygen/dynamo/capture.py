@@ -1,0 +1,320 @@
+"""Capture: run an aten-level FX graph once through lazygen's kernels on lazy tensors and
+keep the IR it builds, with what each graph input and output of the FX graph maps to.
+
+This is the only place where the Dynamo path traces op by op: every generated kernel,
+shape function and lowering is reused as the lazy device uses them. What comes out is a
+``Capture``: the post-ordered IR graph, how to feed each of its inputs from the FX graph's
+arguments, and how to rebuild the FX graph's outputs from the compiled graph's results.
+
+A capture is *cut* when some value of the graph was computed eagerly while tracing (an op
+without a lazy kernel went through the eager fallback, or a random op whose consumption
+depends on values synced its inputs): that value is then data of this one call, not a
+function of the arguments, and the graph must not be replayed. ``Capture.cuts`` names the
+ops responsible; the caller runs those segments eagerly instead (see ``partition``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from lazygen.runtime import metrics
+from lazygen.runtime.graph import post_order
+from lazygen.runtime.ir import DeviceData, ScalarData, Value
+from lazygen.runtime.kernel_support import GeneratorData, default_generator
+from lazygen.runtime.settings import settings
+from lazygen.runtime.tensor import LazyDevice, from_data, inner, to_functional
+
+# How a graph input is fed at replay (``Capture.feeds`` entries are ``(kind, payload)``).
+ARG = 0  # payload: index of the FX graph argument
+FIXED = 1  # payload: a tensor fixed at capture (a scalar constant, a module constant)
+GENERATOR = 2  # payload: the torch device whose default generator the op draws from
+
+# How an FX graph output is rebuilt (``Capture.results`` entries are ``(kind, payload)``).
+RESULT = 0  # payload: index into the compiled graph's results
+PASS = 1  # payload: index of the FX graph argument returned as it is
+CONSTANT = 2  # payload: a non-tensor output (None, an int), or a constant tensor (cloned)
+
+
+@dataclass
+class Capture:
+    """One FX graph traced into IR for one set of input metadata."""
+
+    order: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    feeds: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    cuts: list = field(default_factory=list)  # the ops that ran eagerly, or why it is cut
+    eager_nodes: set = field(default_factory=set)  # FX nodes that ran through the fallback
+    only_fallbacks: bool = True  # every cut is an FX node that ran eagerly (partitionable)
+    spec: object = None  # the pytree spec of the FX graph's output
+    generators: list = field(default_factory=list)  # GeneratorData in the order traced
+
+
+#: aten-level ops that aot_autograd's graphs contain but lazygen's op list names otherwise.
+SUBSTITUTES = {
+    torch.ops.prims.convert_element_type.default: lambda x, dtype: torch.ops.aten._to_copy(
+        x, dtype=dtype
+    ),
+}
+
+
+_EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors")
+
+
+def _fallback_counts() -> dict[str, int]:
+    """Eager-fallback (``aten::<op>``), value-dependent random (``RandomSync::<op>``) and
+    sync counters: their growth during an op names the ops that cut the capture."""
+    return {
+        name: value for name, value in metrics.counters().items() if name.startswith(_EAGER_WORK)
+    }
+
+
+@contextlib.contextmanager
+def _generators_restored(devices):
+    """Tracing a random op advances the real generator as eager would (``rt.generator``);
+    a capture only builds IR, so the run that follows must start from the same state."""
+    generators = list({id(g): g for g in (default_generator(d) for d in devices)}.values())
+    states = [g.get_state() for g in generators]
+    try:
+        yield
+    finally:
+        for g, state in zip(generators, states, strict=True):
+            g.set_state(state)
+
+
+class _LazyInterpreter(torch.fx.Interpreter):
+    """Runs the FX graph on lazy tensors: module constants become device data, and a
+    ``device=`` naming the host (the FX graph was traced for host tensors) names the lazy
+    device instead, so factories inside the graph are traced too."""
+
+    def __init__(self, gm: torch.fx.GraphModule, device: LazyDevice, host_type: str | None):
+        super().__init__(gm, garbage_collect_values=True)
+        self.device = device
+        self.host_type = host_type
+        self.constants: set = set()
+        self.suspects: dict[str, str] = {}  # FX node name -> its target
+        self.seen: set = set()
+        self.generators: list = []
+        self._memory_order: list[int] | None = None
+
+    def _lazy(self, value):
+        if isinstance(value, torch.Tensor) and value.device.type != settings.device_type:
+            detached = value.detach()
+            data = self.device.backend.to_data(detached, self.device.backing)
+            lazy = from_data(data.clone() if data is detached else data, self.device)
+            self.constants.add(lazy._value.node)
+            return to_functional(lazy)
+        return value
+
+    def get_attr(self, target, args, kwargs):
+        return self._lazy(super().get_attr(target, args, kwargs))
+
+    def _retarget(self, value):
+        if isinstance(value, torch.device) and value.type == self.host_type:
+            return self.device.torch_device
+        return value
+
+    def run_node(self, n: torch.fx.Node):
+        if n.op != "call_function":
+            return super().run_node(n)
+        self._memory_order = _permuted_random_input(n)
+        before = _fallback_counts()
+        result = super().run_node(n)
+        args, kwargs = self.fetch_args_kwargs_from_env(n)
+        self._check(n, args, kwargs, result, _fallback_counts() != before)
+        return result
+
+    def call_function(self, target, args, kwargs):
+        if self.host_type is not None and "device" in kwargs:
+            kwargs = {k: self._retarget(v) for k, v in kwargs.items()}
+        substitute = SUBSTITUTES.get(target)
+        if substitute is not None:
+            return substitute(*args, **kwargs)
+        order = self._memory_order
+        if order is not None:
+            return _in_memory_order(target, args, kwargs, order)
+        return super().call_function(target, args, kwargs)
+
+    def _check(self, n: torch.fx.Node, args, kwargs, result, eager_work: bool) -> None:
+        """Sort the device data an op made. Without eager work (no fallback, no sync) it is
+        a constant: a factory's result, an ``empty`` a kernel fills with IR, an uploaded
+        host scalar; it replays as it is, unless it is the result of a random op (drawn
+        eagerly: it must be drawn again at every call). With eager work the op is a cut
+        when it read lazy inputs or drew random numbers, and a constant otherwise."""
+        flat = torch.utils._pytree.tree_leaves(result)
+        made = [inner(t)._value.node for t in flat if _is_lazy(t)]
+        data = self._walk_new(made)
+        fresh = [n for n in made if type(n) is DeviceData and n not in self.constants]
+        seeded = isinstance(n.target, torch._ops.OpOverload) and (
+            torch.Tag.nondeterministic_seeded in n.target.tags
+        )
+        if not eager_work and not (seeded and fresh):
+            self.constants.update(data)
+            return
+        if not fresh and not data:
+            return
+        reads = any(_is_lazy(a) for a in torch.utils._pytree.tree_leaves((args, kwargs)))
+        if reads or seeded:
+            self.suspects[n.name] = str(n.target)
+        else:
+            self.constants.update(fresh)
+            self.constants.update(data)
+
+    def _walk_new(self, roots) -> list:
+        """Walk the IR an op added: record its generator inputs in the order they were
+        made, and return the device data it reads that no earlier op made or read."""
+        data = []
+        stack = [n for n in roots if n not in self.seen]
+        while stack:
+            node = stack.pop()
+            if node in self.seen:
+                continue
+            self.seen.add(node)
+            if isinstance(node, GeneratorData):
+                self.generators.append(node)
+            elif type(node) is DeviceData and node not in self.constants:
+                data.append(node)
+            stack.extend(reversed([v.node for v in node.inputs() if v.node not in self.seen]))
+        return data
+
+
+def _permuted_random_input(n: torch.fx.Node) -> list[int] | None:
+    """For an elementwise random op (results of its first argument's shape) whose first
+    argument is, in eager, a dense tensor laid out in another order than its dimensions
+    (a transpose): the dimensions from outermost to innermost in memory. Eager draws the
+    random numbers in memory order; lazy tensors are contiguous, so the op is traced on the
+    permuted tensor (whose logical order is eager's memory order) and permuted back."""
+    if not isinstance(n.target, torch._ops.OpOverload) or not n.args:
+        return None
+    if torch.Tag.nondeterministic_seeded not in n.target.tags:
+        return None
+    first = n.args[0]
+    val = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.is_contiguous() or val.dim() < 2:
+        return None
+    outs = torch.utils._pytree.tree_leaves(n.meta.get("val"))
+    if not outs or any(not isinstance(o, torch.Tensor) or o.shape != val.shape for o in outs):
+        return None
+    try:
+        strides = [int(s) for s in val.stride()]
+        sizes = [int(s) for s in val.shape]
+    except Exception:  # symbolic strides: leave it alone
+        return None
+    order = sorted(range(val.dim()), key=lambda d: (-strides[d], d))
+    expected = 1
+    for d in reversed(order):  # dense: each stride the product of the inner sizes
+        if sizes[d] != 1 and strides[d] != expected:
+            return None
+        expected *= sizes[d]
+    return order
+
+
+def _in_memory_order(target, args, kwargs, order: list[int]):
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    args = (args[0].permute(order), *args[1:])
+    result = target(*args, **kwargs)
+    return torch.utils._pytree.tree_map(
+        lambda r: r.permute(inverse) if isinstance(r, torch.Tensor) else r, result
+    )
+
+
+def _is_lazy(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == settings.device_type
+
+
+def host_type_of(args) -> str | None:
+    """The device type of the first non-lazy tensor argument (where results go back)."""
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return None if _is_lazy(a) else a.device.type
+    return None
+
+
+def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture:
+    """Trace ``gm`` on lazy stand-ins of ``args`` (real data, so value-dependent kernels
+    trace as they would) and describe the IR graph it builds."""
+    arg_of: dict = {}
+    lazy_args = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            t = inner(a) if _is_lazy(a) else None
+            data = t._value.node.data if t is not None else a.detach()
+            lazy = from_data(device.backend.to_data(data, device.backing), device)
+            arg_of[lazy._value.node] = i
+            lazy_args.append(to_functional(lazy))
+        else:
+            lazy_args.append(a)
+    host = host_type_of(args)
+    interpreter = _LazyInterpreter(gm, device, host)
+    interpreter.seen.update(arg_of)
+    before = _fallback_counts()
+    backing = {device.backing, torch.device("cpu")}
+    with _generators_restored(backing), torch.no_grad():
+        flat_out, spec = torch.utils._pytree.tree_flatten(interpreter.run(*lazy_args))
+    after = _fallback_counts()
+    fell_back = sorted(name for name, n in after.items() if n > before.get(name, 0))
+    result = Capture()
+    values: dict[Value, int] = {}
+    for out in flat_out:
+        if not isinstance(out, torch.Tensor):
+            result.results.append((CONSTANT, out))
+            continue
+        value = inner(out)._value if _is_lazy(out) else None
+        if value is None:  # a host tensor made by an explicit device= elsewhere
+            result.results.append((CONSTANT, out))
+        elif value.node in arg_of:
+            result.results.append((PASS, arg_of[value.node]))
+        elif value.node.is_input and value.node in interpreter.constants:
+            result.results.append((CONSTANT, value.node.data))
+        else:
+            result.results.append((RESULT, values.setdefault(value, len(values))))
+    result.outputs = list(values)
+    result.order, _ = post_order(result.outputs) if values else ([], {})
+    for node in result.order:
+        if not node.is_input:
+            continue
+        if node in arg_of:
+            result.feeds.append((ARG, arg_of[node]))
+        elif type(node) is ScalarData or node in interpreter.constants:
+            result.feeds.append((FIXED, node.materialize()))
+        elif isinstance(node, GeneratorData):
+            result.feeds.append((GENERATOR, node.device))
+        else:  # data computed eagerly during this trace
+            result.cuts.append("a value computed eagerly while tracing")
+    if result.cuts or interpreter.suspects:
+        result.eager_nodes = set(interpreter.suspects)
+        result.only_fallbacks = bool(result.eager_nodes) and not any(
+            name.startswith("RandomSync::") for name in fell_back
+        )
+        named = [f"{name} ({target})" for name, target in interpreter.suspects.items()]
+        result.cuts = named + [n for n in fell_back if n.startswith("RandomSync::")]
+        result.cuts = result.cuts or ["a value computed eagerly while tracing"]
+    for node in arg_of:  # the first call's arguments: replays are fed their own
+        node.deliver(None)
+    result.spec = spec
+    result.generators = interpreter.generators
+    _check_random_order(result)
+    return result
+
+
+def _check_random_order(result: Capture) -> None:
+    """The compiled graph is fed the live generator and runs its nodes in post-order: it
+    draws eager's numbers only if its random ops draw in the order the FX graph calls them.
+    Two of them on independent branches may come out swapped; such a graph is cut."""
+    in_graph = set(result.order)
+    generators = [g for g in result.generators if g in in_graph]
+    if len(generators) < 2:
+        return
+    first_use = {}
+    for position, node in enumerate(result.order):
+        for v in node.inputs():
+            if isinstance(v.node, GeneratorData):
+                first_use.setdefault(v.node, position)
+    uses = [first_use.get(g, -1) for g in generators]
+    if uses != sorted(uses):
+        result.cuts.append("random ops that the graph would run out of eager's order")
+        result.only_fallbacks = False

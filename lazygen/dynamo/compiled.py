@@ -1,0 +1,287 @@
+"""The callable that replaces one aten-level FX graph (a forward, backward or inference graph
+from aot_autograd): captured once per input metadata, then replayed.
+
+Steady state is one dict look-up on the inputs' metadata, the inputs put in the compiled
+graph's parameter order, ``backend.execute`` and the outputs put back in the FX graph's
+order: no per-op tracing, no functionalization, no shape inference. Host (CPU) tensors go
+in and come out as they are when the backend's data device is the host; lazy tensors go in
+as their device data and come out as lazy tensors.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+import torch.fx
+
+from lazygen.runtime import executor, metrics
+from lazygen.runtime.errors import LazyGraphError
+from lazygen.runtime.graph import graph_key, post_order
+from lazygen.runtime.kernel_support import default_generator
+from lazygen.runtime.settings import log, settings
+from lazygen.runtime.tensor import LazyDevice, from_data, inner, to_functional
+
+from . import partition
+from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, Capture, capture, host_type_of
+
+#: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
+_graphs: weakref.WeakSet = weakref.WeakSet()
+
+
+def _metadata(args) -> tuple:
+    """What a capture depends on besides the FX graph: each tensor's dtype, sizes and
+    whether it is lazy, and the value of every non-tensor argument (an int from a dynamic
+    size is baked into the IR as an attribute)."""
+    key = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            key.append((a.dtype, a.shape, a.device.type))
+        else:
+            key.append(a)
+    return tuple(key)
+
+
+def _static(gm: torch.fx.GraphModule) -> bool:
+    """True when every argument is a tensor of static sizes in Dynamo's example values:
+    Dynamo's guards then admit only calls of that metadata, so the look-up key is ()."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            return False
+        if not all(type(s) is int for s in (*val.shape, *val.stride())):
+            return False
+    return True
+
+
+class Replay:
+    """A captured graph compiled by the backend, and how to feed and unpack it."""
+
+    __slots__ = (
+        "executable",
+        "order",
+        "template",
+        "host_args",
+        "lazy_args",
+        "generators",
+        "results",
+        "spec",
+        "device",
+        "copy_in",
+        "copy_out",
+        "lazy_out",
+        "clones",
+        "checked",
+    )
+
+    def __init__(self, cap: Capture, device: LazyDevice, executable, args) -> None:
+        self.executable = executable
+        self.order = cap.order
+        self.device = device
+        self.template: list = [None] * len(cap.feeds)
+        self.host_args: list[tuple[int, int]] = []
+        self.lazy_args: list[tuple[int, int]] = []
+        self.generators: list[tuple[int, torch.device]] = []
+        for position, (kind, payload) in enumerate(cap.feeds):
+            if kind == ARG:
+                lazy = args[payload].device.type == settings.device_type
+                (self.lazy_args if lazy else self.host_args).append((position, payload))
+            elif kind == FIXED:
+                self.template[position] = payload
+            elif kind == GENERATOR:
+                self.generators.append((position, payload))
+        self.results = cap.results
+        self.spec = cap.spec
+        host = host_type_of(args)
+        self.lazy_out = host is None
+        self.copy_in = host is not None and host != device.backing.type
+        self.copy_out = torch.device(host) if self.copy_in else None
+        self.clones: tuple[int, ...] = ()
+        self.checked = False
+
+    def __call__(self, args: list):
+        inputs = self.template.copy()
+        if self.copy_in:
+            to_data, backing = self.device.backend.to_data, self.device.backing
+            for position, i in self.host_args:
+                inputs[position] = to_data(args[i], backing)
+        else:
+            for position, i in self.host_args:
+                t = args[i]
+                inputs[position] = t if t.is_contiguous() else t.contiguous()
+        for position, i in self.lazy_args:
+            inputs[position] = _lazy_data(args[i])
+        for position, device in self.generators:
+            inputs[position] = default_generator(device)
+        if self.executable is None:  # every output is an argument or a constant
+            results = []
+        else:
+            results = executor.execute(self.device, self.executable, self.order, inputs)
+        if not self.checked:
+            self._check(results, inputs)
+        for i in self.clones:
+            results[i] = results[i].clone()
+        if self.lazy_out:
+            results = [to_functional(from_data(r, self.device)) for r in results]
+        elif self.copy_out is not None:
+            results = [r.to(self.copy_out) for r in results]
+        else:
+            results = [r if r.is_contiguous() else r.contiguous() for r in results]
+        out = []
+        for kind, payload in self.results:
+            if kind == RESULT:
+                out.append(results[payload])
+            elif kind == PASS:
+                out.append(args[payload])
+            elif isinstance(payload, torch.Tensor):
+                out.append(payload.clone())
+            else:
+                out.append(payload)
+        return torch.utils._pytree.tree_unflatten(out, self.spec)
+
+    def _check(self, results: list, inputs: list) -> None:
+        """On the first run: results that share memory with an input or with an earlier
+        result (a lowering that returns a view, e.g. of a contiguous input) are cloned on
+        every run, since callers own the FX graph's outputs and may write them."""
+        self.checked = True
+        seen = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+        clones = []
+        for i, r in enumerate(results):
+            ptr = r.untyped_storage().data_ptr()
+            if ptr in seen and r.numel():
+                clones.append(i)
+            seen.add(ptr)
+        self.clones = tuple(clones)
+
+
+def _lazy_data(t: torch.Tensor) -> torch.Tensor:
+    """The device data of a lazy argument, running its pending IR first."""
+    lazy = inner(t)
+    node = lazy._value.node
+    if not node.is_input:
+        executor.sync([lazy])
+        node = lazy._value.node
+    return node.data
+
+
+class Eager:
+    """An FX graph, or part of one, that could not be captured: run as it is."""
+
+    __slots__ = ("gm", "reasons")
+
+    def __init__(self, gm: torch.fx.GraphModule, reasons: list[str]) -> None:
+        self.gm = gm
+        self.reasons = reasons
+
+    def __call__(self, args: list):
+        metrics.count("DynamoEagerGraphRun")
+        return self.gm(*args)
+
+
+class Partitioned:
+    """An FX graph split into lazy and eager segments (``partition.split``)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: torch.fx.GraphModule) -> None:
+        self.parts = parts
+
+    def __call__(self, args: list):
+        return self.parts(*args)
+
+
+class CompiledGraph:
+    """What lazygen's Dynamo backend returns for one FX graph. aot_autograd calls it with
+    one list of arguments (the boxed convention, ``_boxed_call``: an instance attribute,
+    so that Dynamo's ``disable`` wrapper around the backward copies it with the instance's
+    ``__dict__``); called with the arguments themselves it works too (FX graph arguments
+    are tensors and numbers, never a list)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, device: LazyDevice, name: str) -> None:
+        self._boxed_call = True
+        self.gm = gm
+        self.device = device
+        self.name = name
+        self.entries: dict = {}
+        self.eager_reasons: list[str] = []
+        self.eager_segments: list[list[str]] = []
+        self.segments: list[CompiledGraph] = []
+        self.nodes = 0
+        self.static = _static(gm)
+        if "/" not in name:  # segments are reported with the graph they belong to
+            _graphs.add(self)
+
+    def __call__(self, *args):
+        if len(args) == 1 and type(args[0]) is list:
+            args = args[0]
+        key = () if self.static else _metadata(args)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = self._prepare(args)
+        return entry(args)
+
+    def _prepare(self, args: list):
+        """Capture and compile for a new input metadata (the first call, or a new size of a
+        dynamic dimension)."""
+        metrics.count("DynamoCapture")
+        device = self.device
+        try:
+            with device.lock:
+                cap = capture(self.gm, args, device)
+        except Exception as error:  # a kernel or lowering bug must not fail the program
+            metrics.count("DynamoEagerGraph")
+            self.eager_reasons = [f"capture failed: {type(error).__name__}: {error}"]
+            log(1, f"lazygen.dynamo: {self.name} runs eagerly: {self.eager_reasons[0]}")
+            return Eager(self.gm, self.eager_reasons)
+        if cap.cuts and cap.only_fallbacks:
+            return self._partition(cap)
+        if cap.cuts:
+            metrics.count("DynamoEagerGraph")
+            self.eager_reasons = cap.cuts
+            log(1, f"lazygen.dynamo: {self.name} runs eagerly: {', '.join(cap.cuts)}")
+            return Eager(self.gm, cap.cuts)
+        if not cap.outputs:
+            return Replay(cap, device, None, args)
+        order, position = post_order(cap.outputs)
+        self.nodes = sum(1 for n in order if not n.is_input)
+        key = graph_key(order, position, cap.outputs)
+        try:
+            executable = executor.compile_cached(device, key, order, cap.outputs)
+        except LazyGraphError as error:
+            metrics.count("DynamoEagerGraph")
+            self.eager_reasons = [f"compilation failed: {error}"]
+            return Eager(self.gm, self.eager_reasons)
+        return Replay(cap, device, executable, args)
+
+    def _partition(self, cap: Capture) -> Partitioned:
+        """Split the graph around the ops that ran through the eager fallback."""
+        metrics.count("DynamoPartitionedGraph")
+
+        def make_lazy(gm: torch.fx.GraphModule, name: str) -> CompiledGraph:
+            segment = CompiledGraph(gm, self.device, f"{self.name}/{name}")
+            self.segments.append(segment)
+            return segment
+
+        parts, eager = partition.split(self.gm, cap.eager_nodes, make_lazy)
+        metrics.count("DynamoEagerSegment", len(eager))
+        self.eager_segments = eager
+        log(1, f"lazygen.dynamo: {self.name} split around {', '.join(cap.cuts)}")
+        return Partitioned(parts)
+
+    def describe(self) -> str:
+        if self.eager_reasons:
+            return f"{self.name}: eager ({'; '.join(self.eager_reasons)})"
+        if self.eager_segments:
+            lines = [f"{self.name}: {len(self.eager_segments)} eager segment(s)"]
+            lines += [f"  eager: {', '.join(nodes)}" for nodes in self.eager_segments]
+            lines += [f"  {segment.describe()}" for segment in self.segments]
+            return "\n".join(lines)
+        return f"{self.name}: {self.nodes} IR nodes, {len(self.entries)} input signature(s)"
+
+
+def report() -> str:
+    """One line per FX graph compiled in this process: captured or run eagerly, and why."""
+    lines = [g.describe() for g in sorted(_graphs, key=lambda g: g.name)]
+    return "\n".join(lines) + ("\n" if lines else "")

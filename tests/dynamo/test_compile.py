@@ -1,0 +1,258 @@
+"""torch.compile(backend="lazygen"): training and inference equal eager, graphs are captured
+once per input metadata and replayed, and what cannot be captured runs eagerly, counted."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import lazygen.dynamo as ld
+import lazygen.runtime as lr
+
+from .conftest import count
+
+
+def _close(a, b, tol=1e-5):
+    for x, y in zip(a, b, strict=True):
+        torch.testing.assert_close(x, y, atol=tol, rtol=tol)
+
+
+def test_the_name_reaches_dynamo_through_the_entry_point_without_wiring_torch():
+    code = (
+        "import torch\n"
+        "from torch._dynamo.backends.registry import lookup_backend\n"
+        "import lazygen.dynamo\n"
+        "assert lookup_backend('lazygen') is lazygen.dynamo.lazygen_backend\n"
+        "assert torch._C._get_privateuse1_backend_name() == 'privateuseone'\n"
+        "f = torch.compile(lambda x: x.sin() * 2, backend='lazygen')\n"
+        "x = torch.randn(3)\n"
+        "assert torch.allclose(f(x), x.sin() * 2)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=240)
+
+
+def _train(model, steps, x, y, compiled_step=None, opt_cls=torch.optim.SGD, **opt_kw):
+    opt = opt_cls(model.parameters(), **opt_kw)
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = torch.compile(step, backend="lazygen") if compiled_step else step
+    return [run().item() for _ in range(steps)]
+
+
+def test_mlp_training_equals_eager_and_captures_once():
+    model = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.ReLU(), torch.nn.Linear(16, 5))
+    ref = copy.deepcopy(model)
+    x, y = torch.randn(8, 12), torch.randint(0, 5, (8,))
+    compiled = torch.compile(model, backend="lazygen")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(4):  # optimizer step outside the compiled region
+        for m, o in ((compiled, opt), (ref, ref_opt)):
+            o.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            o.step()
+    _close(list(model.parameters()), list(ref.parameters()))
+    assert count("DynamoCapture") == 2  # forward and backward, once each
+    assert count("UncachedCompile") == 2
+    assert count("DynamoEagerGraph") == 0
+    report = ld.report()
+    assert "forward" in report and "backward" in report
+
+
+def test_cnn_training_equals_eager():
+    def make():
+        torch.manual_seed(1)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 3),
+            torch.nn.BatchNorm2d(4),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(),
+            torch.nn.Linear(36, 5),
+        )
+
+    model, ref = make(), make()
+    x, y = torch.randn(2, 3, 8, 8), torch.randint(0, 5, (2,))
+    got = _train(model, 3, x, y, compiled_step=True, lr=0.1, momentum=0.9)
+    want = _train(ref, 3, x, y, lr=0.1, momentum=0.9)
+    _close([torch.tensor(got)], [torch.tensor(want)])
+    _close(
+        list(model.parameters()) + list(model.buffers()),
+        list(ref.parameters()) + list(ref.buffers()),
+    )
+    assert count("DynamoEagerGraph") == 0
+
+
+def test_adam_inside_the_compiled_step_does_not_recompile_as_its_step_count_changes():
+    def make():
+        torch.manual_seed(2)
+        return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+
+    model, ref = make(), make()
+    x, y = torch.randn(4, 6), torch.randint(0, 3, (4,))
+    got = _train(model, 5, x, y, compiled_step=True, opt_cls=torch.optim.Adam, lr=0.01)
+    captures = count("DynamoCapture")
+    want = _train(ref, 5, x, y, opt_cls=torch.optim.Adam, lr=0.01)
+    _close([torch.tensor(got)], [torch.tensor(want)], tol=1e-4)
+    _close(list(model.parameters()), list(ref.parameters()), tol=1e-4)
+    assert captures <= 8  # first steps specialise, then Adam's step is a graph input
+    assert count("DynamoEagerGraph") == 0
+
+
+@pytest.mark.slow
+def test_transformer_layer_with_dropout_and_adamw_inside_equals_eager():
+    def make():
+        torch.manual_seed(3)
+        return torch.nn.TransformerDecoderLayer(16, 4, 32, dropout=0.1, batch_first=True)
+
+    model, ref = make(), make()
+    x, memory = torch.randn(3, 6, 16), torch.randn(3, 6, 16)
+
+    def stepper(m):
+        opt = torch.optim.AdamW(m.parameters())
+
+        def step():
+            opt.zero_grad()
+            loss = m(x, memory).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    run, ref_run = torch.compile(stepper(model), backend="lazygen"), stepper(ref)
+    for i in range(3):
+        torch.manual_seed(10 + i)
+        got = run()
+        torch.manual_seed(10 + i)
+        want = ref_run()
+        _close([got], [want], tol=1e-4)
+    _close(list(model.parameters()), list(ref.parameters()), tol=1e-4)
+    assert count("DynamoEagerGraph") == 0
+
+
+def test_random_ops_draw_eagers_numbers_and_advance_the_generator_as_eager():
+    def f(x):
+        y = torch.nn.functional.dropout(x, 0.5)
+        return torch.nn.functional.dropout(y.t(), 0.3) + torch.rand_like(x)
+
+    x = torch.randn(4, 4)
+    compiled = torch.compile(f, backend="lazygen")
+    for seed in (3, 4):
+        torch.manual_seed(seed)
+        got, got_after = compiled(x), torch.rand(3)
+        torch.manual_seed(seed)
+        want, want_after = f(x), torch.rand(3)
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+        torch.testing.assert_close(got_after, want_after, atol=0, rtol=0)
+
+
+def test_dropout_of_a_transposed_tensor_trains_as_eager():
+    def f(x, w):
+        y = (x @ w).view(4, 2, 4).transpose(0, 1)
+        return (torch.nn.functional.dropout(y, 0.3) * torch.arange(32.0).view(2, 4, 4)).sum()
+
+    x = torch.randn(4, 8)
+    w = torch.randn(8, 8, requires_grad=True)
+    w_ref = w.detach().clone().requires_grad_()
+    torch.manual_seed(1)
+    torch.compile(f, backend="lazygen")(x, w).backward()
+    torch.manual_seed(1)
+    f(x, w_ref).backward()
+    torch.testing.assert_close(w.grad, w_ref.grad)
+
+
+def test_inputs_mutated_in_place_and_aliasing_outputs_behave_as_eager():
+    def g(x, y):
+        x.add_(1)
+        return y * 2, x.view(-1)
+
+    x, y = torch.randn(3, 3), torch.randn(3, 3)
+    x_ref = x.clone()
+    got, got_view = torch.compile(g, backend="lazygen")(x, y)
+    want, want_view = g(x_ref, y)
+    _close([x, got, got_view], [x_ref, want, want_view])
+    got_view.mul_(0)  # the output is a view of the input, as in eager
+    assert x.abs().sum() == 0
+
+
+def test_changing_scalars_do_not_recompile():
+    def h(x, s):
+        return x * s + 1
+
+    compiled = torch.compile(h, backend="lazygen")
+    x = torch.randn(3)
+    for s in (0.5, 1.5, 2.5, 3.5, 4.5):
+        torch.testing.assert_close(compiled(x, s), h(x, s))
+    assert count("DynamoCapture") == 2  # specialised on the first value, then an input
+    assert count("DynamoEagerGraph") == 0
+
+
+def test_dynamic_batch_sizes_capture_once_per_new_size():
+    def h(x):
+        return (x.relu() * 2).sum(0)
+
+    compiled = torch.compile(h, backend="lazygen")
+    for n in (4, 5, 6, 5, 4):
+        x = torch.randn(n, 3)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), h(x))
+    assert count("DynamoCapture") == 3
+
+
+def test_an_op_without_a_lazy_kernel_runs_as_an_eager_segment():
+    lr.config.set_force_fallback(["special_zeta"])
+
+    def k(x):
+        return torch.special.zeta(x.abs() + 2, torch.full_like(x, 1.0)) * 2 + 1
+
+    compiled = torch.compile(k, backend="lazygen")
+    x = torch.rand(4)
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), k(x))
+    assert count("DynamoPartitionedGraph") == 1
+    assert count("DynamoEagerSegment") == 1
+    assert count("DynamoEagerSegmentRun") == 3
+    assert count("aten::special_zeta") == 1  # only while capturing
+    assert "eager: special_zeta" in ld.report()
+
+
+def test_graph_breaks_give_graphs_each_captured():
+    def f(x):
+        y = x.sin() * 2
+        print("", end="")  # a graph break
+        return y.cos() + 1
+
+    compiled = torch.compile(f, backend="lazygen")
+    x = torch.randn(5)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), f(x))
+    assert count("DynamoCapture") == 2
+
+
+def test_lazy_tensors_in_and_out():
+    def f(x, y):
+        return (x @ y).relu() + 1
+
+    x, y = torch.randn(3, 3), torch.randn(3, 3)
+    got = torch.compile(f, backend="lazygen")(x.to(lr.device()), y.to(lr.device()))
+    assert got.device == lr.device()
+    torch.testing.assert_close(got.cpu(), f(x, y))
+
+
+def test_options_choose_the_lazygen_backend_and_unknown_ones_are_refused():
+    f = torch.compile(lambda x: x + 1, backend="lazygen", options={"backend": "torchscript"})
+    torch.testing.assert_close(f(torch.ones(2)), torch.full((2,), 2.0))
+    g = torch.compile(lambda x: x + 1, backend="lazygen", options={"colour": "blue"})
+    with pytest.raises(Exception, match="unknown torch.compile option"):
+        g(torch.ones(2))
