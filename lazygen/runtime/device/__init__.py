@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import kernels, printing
+from . import kernels, printing, serialization
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
@@ -30,3 +30,4 @@ def install(name: str) -> None:
     if not _libraries:
         _libraries.extend(kernels.register())
         printing.install()
+        serialization.install()
