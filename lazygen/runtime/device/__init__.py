@@ -1,13 +1,14 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
-module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback)
-and printing. ``install(name)`` does it once per process; torch allows one PrivateUse1
-backend per process, so the name cannot change afterwards."""
+module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
+autocast with CUDA's policy, printing, and copying/serialisation as for CUDA tensors.
+``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
+process, so the name cannot change afterwards."""
 
 from __future__ import annotations
 
 import torch
 
-from . import kernels, printing, serialization
+from . import autocast, kernels, printing, serialization
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
@@ -29,5 +30,6 @@ def install(name: str) -> None:
         torch._C._acc.register_python_privateuseone_device_guard(Guard())
     if not _libraries:
         _libraries.extend(kernels.register())
+        _libraries.extend(autocast.register())
         printing.install()
         serialization.install()
