@@ -1,6 +1,7 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
 module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
-autocast with CUDA's policy, printing, and copying/serialisation as for CUDA tensors.
+autocast with CUDA's policy, printing, copying/serialisation and tied parameters as for
+CUDA tensors.
 ``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
 process, so the name cannot change afterwards."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from . import autocast, kernels, printing, serialization
+from . import autocast, kernels, modules, printing, serialization
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
@@ -33,3 +34,4 @@ def install(name: str) -> None:
         _libraries.extend(autocast.register())
         printing.install()
         serialization.install()
+        modules.install()
