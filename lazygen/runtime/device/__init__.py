@@ -1,13 +1,15 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
-module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback)
-and printing. ``install(name)`` does it once per process; torch allows one PrivateUse1
-backend per process, so the name cannot change afterwards."""
+module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
+autocast with CUDA's policy, printing, copying/serialisation and tied parameters as for
+CUDA tensors.
+``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
+process, so the name cannot change afterwards."""
 
 from __future__ import annotations
 
 import torch
 
-from . import host_copy, kernels, printing
+from . import autocast, host_copy, kernels, modules, printing, serialization
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
@@ -30,4 +32,7 @@ def install(name: str) -> None:
     if not _libraries:
         _libraries.extend(kernels.register())
         _libraries.append(host_copy.register())
+        _libraries.extend(autocast.register())
         printing.install()
+        serialization.install()
+        modules.install()

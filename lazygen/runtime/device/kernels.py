@@ -166,6 +166,31 @@ def _host_factory(op):
     return kernel
 
 
+_CTC_LOSS = torch.ops.aten.ctc_loss.Tensor
+
+
+def _ctc_loss(
+    log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False
+):
+    """``ctc_loss`` with host length tensors, as CUDA takes them. Lazy inputs are functional
+    wrappers, which ATen sends down its tensor-subclass branch; that branch divides the
+    device loss by ``target_lengths`` and so refused host lengths. CUDA's branch reads the
+    lengths on the host; here they move to the loss's device first."""
+    device = log_probs.device
+    input_lengths = input_lengths.to(device)
+    target_lengths = target_lengths.to(device)
+    return _CTC_LOSS._op_dk(
+        torch._C.DispatchKey.CompositeImplicitAutograd,
+        log_probs,
+        targets,
+        input_lengths,
+        target_lengths,
+        blank,
+        reduction,
+        zero_infinity,
+    )
+
+
 def register() -> list:
     """Register the PrivateUse1 kernels and the backend fallback; returns the libraries
     (kept alive by the caller: a dropped library unregisters its kernels)."""
@@ -176,6 +201,7 @@ def register() -> list:
     lib.impl("_to_copy", _to_copy, "PrivateUse1")
     lib.impl("_copy_from", _copy_from, "PrivateUse1")
     lib.impl("_copy_from_and_resize", _copy_from_and_resize, "PrivateUse1")
+    lib.impl("ctc_loss.Tensor", _ctc_loss, "AutogradPrivateUse1")
     for key in _SPARSE_KEYS:
         lib.impl("_to_copy", _sparse_to_copy, key)
     for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):  # sparse layouts on lazygen

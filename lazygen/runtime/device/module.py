@@ -9,8 +9,34 @@ from .. import devices, executor
 from ..settings import settings
 
 
+class _DeviceContext:
+    """``torch.<device name>.device(d)``: make ``d`` the current lazy device inside a ``with``
+    block, like ``torch.cuda.device`` (torch's storage copies enter it; ``None`` or a
+    negative index changes nothing)."""
+
+    def __init__(self, device) -> None:
+        if isinstance(device, (str, torch.device)):
+            device = torch.device(device).index
+        self.index = -1 if device is None else device
+        self.previous = -1
+
+    def __enter__(self):
+        self.previous = devices.current_index()
+        if self.index >= 0:
+            devices.set_current_index(self.index)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self.index >= 0:
+            devices.set_current_index(self.previous)
+        return False
+
+
 class DeviceModule:
-    """What torch calls on ``torch.<device name>`` (``Module.to``, RNG helpers, autocast)."""
+    """What torch calls on ``torch.<device name>`` (``Module.to``, RNG helpers, autocast,
+    serialization)."""
+
+    device = _DeviceContext
 
     @staticmethod
     def is_available() -> bool:

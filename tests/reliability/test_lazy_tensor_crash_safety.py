@@ -1,0 +1,200 @@
+"""A hard crash is a bug class of its own (issue #12): each risky operation on lazy tensors
+runs in a fresh interpreter and must end in the right result or a Python exception with a
+clear message, never a signal. Several of these killed the interpreter before (SIGSEGV in
+deepcopy, in storage clones and storage allocation on the lazy device)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PRELUDE = """
+import copy, io, pickle, sys
+import numpy as np
+import torch
+import lazygen.runtime as lr
+lr.init()
+d = "lazygen"
+x = torch.randn(4, 4, device=d)
+"""
+
+DRIVER = """
+try:
+{body}
+except Exception as error:
+    print(f"RAISED {{type(error).__name__}}: {{error}}")
+else:
+    print("RETURNED")
+"""
+
+OK = "RETURNED"
+
+# name -> (code, what its output must contain): "RETURNED" plus printed values, or the
+# exception type and the words of its message that tell the user what to do.
+CASES = {
+    "deepcopy": ("print(copy.deepcopy(x).device)", "lazygen:0"),
+    "deepcopy_state_dict": (
+        "m = torch.nn.Linear(3, 3).to(d); print(copy.deepcopy(m.state_dict())['weight'].device)",
+        "lazygen:0",
+    ),
+    "deepcopy_leaf_with_grad": (
+        "p = torch.randn(3, device=d, requires_grad=True); p.grad = torch.ones(3, device=d)\n"
+        "print(copy.deepcopy(p).grad.device)",
+        "lazygen:0",
+    ),
+    "deepcopy_non_leaf": (
+        "copy.deepcopy(torch.randn(3, device=d, requires_grad=True) * 2)",
+        "RAISED RuntimeError: Only Tensors created explicitly by the user",
+    ),
+    "pickle": ("print(pickle.loads(pickle.dumps(x)).device)", "lazygen:0"),
+    "save_load": (
+        "f = io.BytesIO(); torch.save(x, f); f.seek(0); print(torch.load(f).device)",
+        "lazygen:0",
+    ),
+    "save_load_to_cpu": (
+        "f = io.BytesIO(); torch.save(x, f); f.seek(0)\n"
+        "print(torch.load(f, map_location='cpu').device)",
+        "cpu",
+    ),
+    "load_onto_lazy": (
+        "f = io.BytesIO(); torch.save(torch.randn(3), f); f.seek(0)\n"
+        "print(torch.load(f, map_location=d).device)",
+        "lazygen:0",
+    ),
+    "print": ("print(x)", "device='lazygen:0'"),
+    "print_large": ("print(torch.randn(300, 300, device=d))", "device='lazygen:0'"),
+    "numpy": ("x.numpy()", "RAISED TypeError: can't convert lazygen:0 device type tensor"),
+    "numpy_force": ("print(type(x.numpy(force=True)).__name__)", "ndarray"),
+    "array": ("np.asarray(x)", "Use Tensor.cpu() to copy the tensor to host memory first"),
+    "tolist": ("print(len(x.tolist()))", "4"),
+    "item": ("print(type(torch.randn(1, device=d).item()).__name__)", "float"),
+    "item_big": ("torch.randn(1000, device=d).item()", "RAISED RuntimeError: a Tensor with 1000"),
+    "data_ptr": ("print(x.data_ptr())", OK),
+    "untyped_storage": ("s = x.untyped_storage(); print(s.device, s.nbytes())", "lazygen:0 64"),
+    "storage_data_ptr": ("x.untyped_storage().data_ptr()", "RAISED RuntimeError"),
+    "storage_clone": ("x.untyped_storage().clone()", "storages cannot be allocated"),
+    "storage_deepcopy": ("copy.deepcopy(x.untyped_storage())", "storages cannot be allocated"),
+    "storage_cpu": ("x.untyped_storage().cpu()", "RAISED RuntimeError"),
+    "storage_tolist": ("x.untyped_storage().tolist()", "RAISED RuntimeError"),
+    "storage_pickle": ("pickle.dumps(x.untyped_storage())", "RAISED RuntimeError"),
+    "storage_new": ("torch.UntypedStorage(4, device=d)", "storages cannot be allocated"),
+    "storage_to_lazy": (
+        "torch.randn(3).untyped_storage().to(device=d)",
+        "storages cannot be allocated",
+    ),
+    "typed_storage": ("print(x.storage().size())", "16"),
+    "set_tensor": ("y = torch.empty(0, device=d); y.set_(x); print(y.shape)", "4, 4"),
+    "set_lazy_storage": (
+        "y = torch.empty(0, device=d); y.set_(x.untyped_storage(), 0, (16,))",
+        "RAISED RuntimeError",
+    ),
+    "set_host_tensor": (
+        "y = torch.empty(0, device=d); y.set_(torch.randn(3))",
+        "RAISED RuntimeError",
+    ),
+    "resize_grow": ("y = torch.randn(4, device=d); y.resize_(8); print(y.cpu().shape)", "[8]"),
+    "resize_shrink": ("y = torch.randn(4, device=d); y.resize_(2); print(y.cpu().shape)", "[2]"),
+    "share_memory": ("x.share_memory_(); print(x.is_shared())", OK),
+    "pin_memory": ("x.pin_memory()", "RAISED"),
+    "is_pinned": ("print(x.is_pinned())", "False"),
+    "views_of_views": (
+        "y = x.view(16)[2:10].view(2, 4).t()[1:]; y.add_(1)\n"
+        "print(y.cpu().shape, x.cpu().shape)",
+        "torch.Size([3, 2]) torch.Size([4, 4])",
+    ),
+    "as_strided": ("print(x.as_strided((2, 2), (1, 4), 3).cpu().shape)", "[2, 2]"),
+    "dlpack": ("torch.utils.dlpack.to_dlpack(x)", OK),
+    "from_dlpack": ("torch.from_dlpack(x)", "RAISED"),
+    "memoryview": ("memoryview(x)", "RAISED TypeError"),
+    "data_assign_host_to_lazy": (
+        "y = torch.randn(4, 4); y.data = x",
+        "RAISED RuntimeError: Attempted to call `variable.set_data(tensor)`",
+    ),
+    "swap_tensors": (
+        "y = torch.randn(4, 4); torch.utils.swap_tensors(y, torch.randn(4, 4, device=d))\n"
+        "print(y.device)",
+        "lazygen:0",
+    ),
+    "sparse": ("x.to_sparse()", "holds strided (dense) tensors only"),
+    "autocast": (
+        "with torch.autocast(device_type=d, dtype=torch.bfloat16): print((x @ x).dtype)",
+        "torch.bfloat16",
+    ),
+}
+
+# An exception raised by a lazy kernel while autograd runs backward: torch's Python device
+# guard (torch/csrc/acc/Module.cpp, PythonDeviceGuard) calls back into Python from a
+# noexcept destructor while the error is still set, and the process aborts. Not fixable
+# from Python; tracked here so that a torch fix shows up as an unexpected pass.
+KNOWN_TORCH_ABORTS = {
+    "error_in_backward_kernel": (
+        "from lazygen.runtime import tensor\n"
+        "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
+        "def broken(*args, **kwargs): raise ValueError('broken kernel')\n"
+        "tensor._active_kernels[torch.ops.aten.mul.Tensor] = broken\n"
+        "y.sum().backward()",
+        "RAISED",
+    ),
+}
+
+
+def _script(cases: list[tuple[str, str]]) -> str:
+    """One interpreter runs the cases in turn; each prints a start marker and its outcome,
+    so a signal names the case that was running."""
+    parts = [PRELUDE]
+    for name, code in cases:
+        parts.append(f"print('CASE {name}', flush=True)")
+        parts.append(DRIVER.format(body=textwrap.indent(code, "    ")))
+        parts.append("sys.stdout.flush()")
+    return "\n".join(parts)
+
+
+def _outcomes(cases: dict) -> dict[str, tuple[int, str]]:
+    """name -> (return code of the interpreter that ran it, its output). After a crash the
+    rest run in a fresh interpreter, so one crash never hides another."""
+    pending = sorted((name, case[0]) for name, case in cases.items())
+    outcomes = {}
+    while pending:
+        result = subprocess.run(
+            [sys.executable, "-c", _script(pending)], capture_output=True, text=True, timeout=600
+        )
+        chunks = result.stdout.split("CASE ")[1:]
+        ran = [chunk.partition("\n") for chunk in chunks]
+        for i, (name, _, output) in enumerate(ran):
+            last = i == len(ran) - 1
+            code = (
+                result.returncode
+                if last and "RETURNED" not in output and "RAISED" not in output
+                else 0
+            )
+            outcomes[name] = (code, output + (result.stderr[-2000:] if code else ""))
+        done = {name for name, _, _ in ran}
+        pending = [case for case in pending if case[0] not in done]
+        if result.returncode != 0 and not ran:
+            raise AssertionError(f"the prelude failed: {result.stderr[-2000:]}")
+    return outcomes
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return _outcomes(CASES)
+
+
+def _check(name: str, returncode: int, output: str, expected: str) -> None:
+    assert returncode >= 0, f"{name}: killed by signal {-returncode}\n{output}"
+    assert returncode == 0, f"{name}: exit {returncode}\n{output}"
+    assert expected in output, f"{name}: {output}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_risky_operation_never_kills_the_interpreter(name, outcomes):
+    _check(name, *outcomes[name], CASES[name][1])
+
+
+@pytest.mark.xfail(strict=True, reason="torch's PythonDeviceGuard aborts (see above)")
+@pytest.mark.parametrize("name", sorted(KNOWN_TORCH_ABORTS))
+def test_known_torch_abort(name):
+    _check(name, *_outcomes({name: KNOWN_TORCH_ABORTS[name]})[name], KNOWN_TORCH_ABORTS[name][1])
