@@ -8,7 +8,7 @@ numbers are not eager's. A graph with a random op (a ``GeneratorData`` input) th
 runs as the uncompiled GraphModule on the ``inductor`` backend too: the op then draws
 exactly eager's numbers from the generator state ``rt.generator`` captured (counted as
 ``InductorUncompiledRandomGraph``). Training without dropout never has one; with it, the
-step runs as ``fx`` would (see docs/backend-guide.md for what splitting such graphs around
+step runs as ``fx`` would (docs/inductor-backend.md: what splitting such graphs around
 their random ops would take).
 """
 

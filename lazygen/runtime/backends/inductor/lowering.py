@@ -31,8 +31,8 @@ IR_NODE = "lazygen_node"
 SIZE_IS_RESULT_SHAPE = frozenset({"view_copy", "expand_copy", "empty.memory_format"})
 
 #: A lowering for an op torch has no overload for (a non-native ``opkind``):
-#: ``(ctx, args, kwargs, num_outputs) -> list of fx nodes``.
-OpLowering = Callable[["FXLoweringContext", list, dict, int], list]
+#: ``(ctx, op, args, kwargs, num_outputs) -> list of fx nodes`` (``op`` as ``ctx.call`` got it).
+OpLowering = Callable[["FXLoweringContext", str, list, dict, int], list]
 
 
 class UnsupportedOpError(NotImplementedError):
@@ -130,7 +130,7 @@ class FXLoweringContext(LoweringContext):
     def call(self, op: str, args: list, kwargs: dict, num_outputs: int) -> list:
         lowering = self.op_lowerings.get(op)
         if lowering is not None:
-            return lowering(self, list(args), dict(kwargs), num_outputs)
+            return lowering(self, op, list(args), dict(kwargs), num_outputs)
         target = overload_of(op)
         if target is None:
             raise UnsupportedOpError(
@@ -235,21 +235,28 @@ def _fits(kind, value) -> bool:
 # Lowerings for Inductor ----------------------------------------------------------------
 
 
-def lower_scaled_scalar(ctx: FXLoweringContext, args: list, kwargs: dict, num_outputs: int):
-    """``add.Scalar(self, other, alpha)`` / ``sub.Scalar`` as ``op(self, other * alpha)``:
-    Inductor's lowering of these overloads takes no ``alpha``."""
-    op = ctx.node.op_kind + "." + ctx.node.op_name.partition(".")[2]
+def lower_alpha(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_outputs: int):
+    """``add``/``sub`` with ``alpha`` as ``op(self, other * alpha)``: Inductor's lowering of
+    ``add.Tensor`` branches on ``alpha == 1``, which would compile a changing ``alpha`` (SGD's
+    ``-lr`` under a schedule) in as a constant; its lowering of ``add.Scalar`` takes no
+    ``alpha`` at all. Eager computes ``alpha * other`` in the op's dtype too."""
     self_, other, *rest = args
     alpha = rest[0] if rest else kwargs.get("alpha", 1)
     if not (type(alpha) is int and alpha == 1):
-        other = ctx.graph.call_function(operator.mul, (other, alpha))
+        if op.endswith(".Scalar"):  # other is a number
+            other = ctx.graph.call_function(operator.mul, (other, alpha))
+        else:
+            other = ctx.graph.call_function(torch.ops.aten.mul.Scalar, (other, alpha))
     node = ctx.graph.call_function(overload_of(op), (self_, other))
-    node.meta[IR_NODE] = ctx.node
+    if ctx.node is not None:
+        node.meta[IR_NODE] = ctx.node
     return [node]
 
 
 #: Ops Inductor needs lowered differently from their eager form.
 INDUCTOR_LOWERINGS: dict[str, OpLowering] = {
-    "aten::add.Scalar": lower_scaled_scalar,
-    "aten::sub.Scalar": lower_scaled_scalar,
+    "aten::add.Scalar": lower_alpha,
+    "aten::sub.Scalar": lower_alpha,
+    "aten::add.Tensor": lower_alpha,
+    "aten::sub.Tensor": lower_alpha,
 }
