@@ -58,7 +58,10 @@ def train(steps: int, optimizer: str, ir_picture: Path | None) -> None:
     lazy_opt = make_optimizer(optimizer, lazy_model.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
     lr.metrics.reset()
-    print(f"\ntraining an MLP 64-128-10 with {optimizer} on {device} (eager CPU alongside)")
+    print(
+        f"\ntraining an MLP 64-128-10 with {optimizer} on {device}, backend "
+        f"{lr.backend().name!r} (eager CPU alongside)"
+    )
     print(f"{'step':>4} {'lazy loss':>12} {'eager loss':>12} {'uncached compiles':>18}")
     for step in range(steps):
         for model, x, y, opt, lazy in (

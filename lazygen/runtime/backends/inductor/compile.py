@@ -22,7 +22,12 @@ keeps the ``CompiledGraph`` per backend in memory.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import re
+import tempfile
 from collections.abc import Callable
 
 import torch
@@ -31,6 +36,7 @@ from torch._subclasses import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ... import metrics
+from ...settings import log
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
@@ -47,9 +53,12 @@ class CompiledGraph:
     def __init__(self, module: torch.fx.GraphModule, inputs: list) -> None:
         self.module = module
         self._scalar_inputs = _scalar_inputs(module)
-        self.fixed: tuple[int, ...] = ()
+        self._key = hashlib.sha256(module.code.encode()).hexdigest()
+        self.fixed: tuple[int, ...] = tuple(_remembered_fixed().get(self._key, ()))
         self.variants: dict[tuple, Callable] = {}
         self._compile_first(inputs)
+        if self.fixed:
+            _remember_fixed(self._key, self.fixed)
 
     def __call__(self, *inputs):
         key = tuple([inputs[i].item() for i in self.fixed])
@@ -72,6 +81,7 @@ class CompiledGraph:
                 if not culprits:
                     raise
                 metrics.count("InductorFixedScalar", len(culprits))
+                log(2, f"inductor: fixing scalar inputs {sorted(culprits)}: {_first_line(error)}")
                 self.fixed = tuple(sorted(set(self.fixed) | culprits))
 
     def _compile(self, inputs: list, key: tuple) -> Callable:
@@ -92,13 +102,12 @@ class CompiledGraph:
         found: set[int] = set()
         for name in _EXECUTING.findall(text):
             node = nodes.get(name)
-            if node is not None:
-                found |= self._scalars_read_by(node)
-            else:
-                op = re.sub(r"_\d+$", "", name)
-                for candidate in self.module.graph.nodes:
-                    if _op_name(candidate) == op:
-                        found |= self._scalars_read_by(candidate)
+            # Every node of the failing op: a graph has many (one addmm per linear layer),
+            # and they would otherwise fail, and be fixed, one trace at a time.
+            op = _op_name(node) if node is not None else re.sub(r"_\d+$", "", name)
+            for candidate in self.module.graph.nodes:
+                if candidate is node or _op_name(candidate) == op:
+                    found |= self._scalars_read_by(candidate)
         return found or set(self._scalar_inputs.values())
 
     def _scalars_read_by(self, node: torch.fx.Node) -> set[int]:
@@ -147,6 +156,47 @@ def _op_name(node: torch.fx.Node) -> str:
     target = node.target
     packet = getattr(target, "overloadpacket", None)
     return getattr(packet, "__name__", "") if packet is not None else ""
+
+
+# Which scalars a graph needs fixed is found by failed traces (seconds each); it is kept
+# next to Inductor's cache, keyed by the GraphModule's code, so a later process starts
+# from it and its compile is a cache hit at once.
+_FIXED_FILE = "lazygen_fixed_scalars.json"
+
+
+def _fixed_path() -> str:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return os.path.join(cache_dir(), _FIXED_FILE)
+
+
+def _remembered_fixed() -> dict:
+    try:
+        with open(_fixed_path()) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember_fixed(key: str, fixed: tuple[int, ...]) -> None:
+    """Add ``key -> fixed`` to the file (written whole and renamed: readers never see half
+    a file; a concurrent writer may drop an entry, which only costs a retrace)."""
+    data = _remembered_fixed()
+    if data.get(key) == list(fixed):
+        return
+    data[key] = list(fixed)
+    with contextlib.suppress(OSError):
+        directory = os.path.dirname(_fixed_path())
+        fd, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(temporary, _fixed_path())
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else type(error).__name__
 
 
 def _full_text(error: BaseException) -> str:
