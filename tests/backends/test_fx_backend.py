@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from lazygen.generated.ts_backend import non_native_ir
+from runtime.test_non_native_lowerings import BASE
+from runtime.test_non_native_lowerings import CASES as NON_NATIVE_CASES
 from runtime.test_random import RANDOM_OPS
 from runtime.training import OPTIMIZERS, WORKLOADS, compare_training
 
@@ -92,3 +95,27 @@ def test_op_lowerings_hook_lowers_non_native_ops():
     inner = _frobnicated(x)
     lr.mark_step()
     assert inner._value.node.data.tolist() == [9.0, 9.0, 9.0]
+
+
+def _run_node(cls, tensors, attrs, sizes, device):
+    lazy = [lr.inner(t.to(device)) for t in tensors]
+    dev = rt.device_of(*lazy)
+    operands = tuple(rt.tensor(t, dev) for t in lazy)
+    result = rt.wrap(rt.make_node(cls, operands, attrs, (rt.Shape(torch.float32, sizes),)), dev)
+    executor.sync([result])
+    return result._value.node.data.cpu()
+
+
+EXTRA_NON_NATIVE = {  # ops named without their overload, keyword-only arguments positional
+    "expand": (non_native_ir.Expand, [BASE[:1]], ((3, 6), False), (3, 6), BASE[:1].expand(3, 6)),
+    "squeeze": (non_native_ir.Squeeze, [BASE[:1]], (0,), (6,), BASE[0]),
+    "unsqueeze": (non_native_ir.Unsqueeze, [BASE], (1,), (4, 1, 6), BASE.unsqueeze(1)),
+    "permute": (non_native_ir.Permute, [BASE], ((1, 0),), (6, 4), BASE.t()),
+    "view": (non_native_ir.View, [BASE], ((6, 4),), (6, 4), BASE.view(6, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NON_NATIVE_CASES) + sorted(EXTRA_NON_NATIVE))
+def test_hand_written_and_non_native_lowerings_build_fx_graphs(name):
+    cls, tensors, attrs, sizes, expected = {**NON_NATIVE_CASES, **EXTRA_NON_NATIVE}[name]
+    assert torch.equal(_run_node(cls, tensors, attrs, sizes, FX), expected)

@@ -54,7 +54,9 @@ class CompiledGraph:
         self.module = module
         self._scalar_inputs = _scalar_inputs(module)
         self._key = hashlib.sha256(module.code.encode()).hexdigest()
-        self.fixed: tuple[int, ...] = tuple(_remembered_fixed().get(self._key, ()))
+        remembered = _remembered_fixed().get(self._key, ())
+        scalars = set(self._scalar_inputs.values())
+        self.fixed: tuple[int, ...] = tuple(i for i in remembered if i in scalars)
         self.variants: dict[tuple, Callable] = {}
         self._compile_first(inputs)
         if self.fixed:
@@ -77,7 +79,11 @@ class CompiledGraph:
                 self._compile(inputs, key)
                 return
             except Exception as error:
+                if not _is_data_dependent(error):
+                    raise
                 culprits = self._culprits(error) - set(self.fixed)
+                if not culprits:  # the error named no scalar: fix them all, once
+                    culprits = set(self._scalar_inputs.values()) - set(self.fixed)
                 if not culprits:
                     raise
                 metrics.count("InductorFixedScalar", len(culprits))
@@ -93,11 +99,9 @@ class CompiledGraph:
         return compiled
 
     def _culprits(self, error: BaseException) -> set[int]:
-        """The scalar inputs read by the node a failed trace names, else (a node of
-        Inductor's own graph) by nodes of the same op, else every scalar input."""
+        """The scalar inputs read by the nodes of the op a failed trace names (by name in
+        this graph, or by op for a node of Inductor's own graph)."""
         text = _full_text(error)
-        if "data-dependent" not in text and "DataDependent" not in text:
-            return set()
         nodes = {n.name: n for n in self.module.graph.nodes}
         found: set[int] = set()
         for name in _EXECUTING.findall(text):
@@ -108,7 +112,7 @@ class CompiledGraph:
             for candidate in self.module.graph.nodes:
                 if candidate is node or _op_name(candidate) == op:
                     found |= self._scalars_read_by(candidate)
-        return found or set(self._scalar_inputs.values())
+        return found
 
     def _scalars_read_by(self, node: torch.fx.Node) -> set[int]:
         found = set()
@@ -192,6 +196,11 @@ def _remember_fixed(key: str, fixed: tuple[int, ...]) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)
         os.replace(temporary, _fixed_path())
+
+
+def _is_data_dependent(error: BaseException) -> bool:
+    text = _full_text(error)
+    return "data-dependent" in text or "DataDependent" in text
 
 
 def _first_line(error: BaseException) -> str:
