@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "baseline.json"
 CORRECT = {"lazy", "fallback"}
@@ -50,3 +52,26 @@ def test_opinfo_conformance(tmp_path):
         if RANK.get(results.get(name, "error"), 2) > RANK[before]
     }
     assert not regressions, regressions
+
+
+#: Entries the inductor test compiles (one sample each, a graph each: seconds per compile):
+#: a Scalar ``alpha``, a Scalar ``value``, a Scalar weight Inductor branches on, a
+#: reduction and a select. ``opinfo_harness.py --subset inductor`` runs a larger slice.
+INDUCTOR_ENTRIES = ["add", "addcdiv", "lerp", "sum", "where"]
+
+
+@pytest.mark.slow
+def test_opinfo_inductor_subset(tmp_path):
+    out = tmp_path / "results.json"
+    result = subprocess.run(
+        [sys.executable, str(HERE / "opinfo_harness.py"), "--backend", "inductor"]
+        + ["--samples", "1", "--json", str(out), "--only", *INDUCTOR_ENTRIES],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    print(result.stdout[-4000:])
+    assert result.returncode == 0, result.stderr[-4000:]
+    results = json.loads(out.read_text())
+    assert set(results) == set(INDUCTOR_ENTRIES)
+    assert all(outcome in CORRECT for outcome in results.values()), results
