@@ -47,7 +47,7 @@ def test_wrapped_numbers_promote_as_eager():
         assert torch.equal(lazy.cpu(), want)
 
 
-@pytest.mark.parametrize("name", ["bernoulli", "uniform", "normal.Tensor_Tensor", "dropout"])
+@pytest.mark.parametrize("name", sorted(RANDOM_OPS))
 def test_random_ops_draw_eagers_numbers(name):
     torch.manual_seed(3)
     eager = RANDOM_OPS[name]("cpu")

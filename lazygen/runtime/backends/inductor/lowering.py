@@ -11,6 +11,7 @@ symbol of the compiled code (see ``compile.py``). Every ``call_function`` target
 
 from __future__ import annotations
 
+import keyword
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -139,6 +140,8 @@ class FXLoweringContext(LoweringContext):
             )
         if "." not in op.partition("::")[2]:  # no overload named: pick it as TorchScript does
             target, args, kwargs = resolve_overload(op, target, list(args), dict(kwargs))
+        if keyword.iskeyword(target._overloadname):
+            target = _callable_by_name(target)
         node = self.graph.call_function(target, tuple(args), dict(kwargs))
         if self.node is not None:
             node.meta[IR_NODE] = self.node
@@ -162,6 +165,26 @@ class FXLoweringContext(LoweringContext):
             )
             self._numbers[(v, dtype)] = node
         return node
+
+
+_by_name: dict = {}
+
+
+def _callable_by_name(overload):
+    """A function calling ``overload``, for overloads named by a Python keyword
+    (``random.from``): the GraphModule's generated code cannot spell
+    ``torch.ops.aten.random.from``. Only random ops have one, which Inductor never
+    compiles (see ``backend.py``)."""
+    function = _by_name.get(overload)
+    if function is None:
+
+        def function(*args, **kwargs):
+            return overload(*args, **kwargs)
+
+        name = f"{overload._schema.name.partition('::')[2]}_{overload._overloadname}_overload"
+        function.__name__ = function.__qualname__ = name
+        _by_name[overload] = function
+    return function
 
 
 # Overloads of ops named without one ------------------------------------------------------
