@@ -1,7 +1,11 @@
 """OpInfo conformance: run torch's `op_db` lazily and eagerly, and classify every entry.
 
     python tests/conformance/opinfo_harness.py [--dtype D] [--grad] [--samples N]
-        [--only NAME ...] [--json FILE]
+        [--only NAME ...] [--json FILE] [--backend NAME] [--subset inductor]
+
+The lazy device runs on the backend ``--backend`` names, else ``LAZYGEN_BACKEND``, else the
+default (torchscript). ``--subset inductor`` runs ``INDUCTOR_SUBSET`` only: every sample
+is a graph Inductor compiles (seconds each here), so the whole suite would take hours.
 
 Every `op_db` entry that supports the dtype (``--dtype``: float32 by default, float64,
 bfloat16, int64, bool) on CPU runs its sample inputs twice: eagerly on CPU, and on the
@@ -70,6 +74,33 @@ class EntryResult:
     samples: int
     detail: str = ""
     fallbacks: tuple[str, ...] = ()
+
+
+#: A representative slice of op_db for compiling backends: elementwise ops with wrapped
+#: Scalar arguments (the values Inductor must keep as runtime inputs), promotion of int
+#: tensors by float scalars, reductions, matmuls, softmax, views and indexing.
+INDUCTOR_SUBSET = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "div.no_rounding_mode",
+        "pow",
+        "clamp",
+        "lerp",
+        "addcdiv",
+        "addmm",
+        "sum",
+        "mean",
+        "amax",
+        "softmax",
+        "nn.functional.gelu",
+        "where",
+        "cat",
+        "transpose",
+        "index_select",
+    }
+)
 
 
 def entry_name(opinfo) -> str:
@@ -275,10 +306,11 @@ def run_suite(
     only: set[str] | None = None,
     dtype: torch.dtype = torch.float32,
     grad: bool = False,
+    backend: str | None = None,
 ) -> list[EntryResult]:
     import lazygen.runtime as lr
 
-    lr.init()
+    lr.init(backend)
     device = lr.device()
     results = []
     with warnings.catch_warnings():
@@ -311,15 +343,20 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", help="entry names to run")
     parser.add_argument("--json", help="write per-entry results here")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every entry")
+    parser.add_argument("--backend", help="the backend to run on (default: LAZYGEN_BACKEND)")
+    parser.add_argument("--subset", choices=["inductor"], help="run INDUCTOR_SUBSET only")
     args = parser.parse_args(argv)
-    results = run_suite(
-        args.samples, set(args.only) if args.only else None, DTYPES[args.dtype], args.grad
-    )
+    only = set(args.only) if args.only else None
+    if args.subset == "inductor":
+        only = (only or set()) | INDUCTOR_SUBSET
+    results = run_suite(args.samples, only, DTYPES[args.dtype], args.grad, args.backend)
     for r in results:
         if args.verbose or r.outcome in ("wrong", "error"):
             print(f"{r.outcome:<9} {r.name:<40} {r.detail}")
     summary = summarise(results)
-    print(json.dumps(summary))
+    import lazygen.runtime as lr
+
+    print(json.dumps({"backend": lr.backend().name, **summary}))
     fallback_ops = Counter(op for r in results for op in r.fallbacks)
     print(
         "most common fallbacks:", ", ".join(f"{op} ({n})" for op, n in fallback_ops.most_common(25))

@@ -117,3 +117,18 @@ def test_opinfo_widened_full(suite, tmp_path):
         path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     found = regressions(results, json.loads(path.read_text()))
     assert not found, found
+
+
+#: Entries the inductor test compiles (one sample each, a graph each: seconds per compile):
+#: a Scalar ``alpha``, a Scalar ``value``, a Scalar weight Inductor branches on, a
+#: reduction and a select. ``opinfo_harness.py --subset inductor`` runs a larger slice.
+INDUCTOR_ENTRIES = ["add", "addcdiv", "lerp", "sum", "where"]
+
+
+@pytest.mark.slow
+def test_opinfo_inductor_subset(tmp_path):
+    results = run_harness(
+        tmp_path, "--backend", "inductor", "--samples", "1", "--only", *INDUCTOR_ENTRIES
+    )
+    assert set(results) == set(INDUCTOR_ENTRIES)
+    assert all(outcome in CORRECT for outcome in results.values()), results

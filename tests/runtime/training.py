@@ -154,10 +154,16 @@ def train(model, optimizer_name: str, batches, device: str, step_fn=None):
 
 
 def compare_training(
-    optimizer_name: str, steps: int = 5, atol: float = 1e-5, model=None, workload: str = "mlp"
+    optimizer_name: str,
+    steps: int = 5,
+    atol: float = 1e-5,
+    model=None,
+    workload: str = "mlp",
+    device: str = "lazygen",
 ) -> list[int]:
-    """Train the same model eagerly and lazily (``mark_step`` after each step); assert losses,
-    parameters and buffers agree. Returns the ``UncachedCompile`` count after each step."""
+    """Train the same model eagerly and lazily on ``device`` (``mark_step`` after each step);
+    assert losses, parameters and buffers agree. Returns the ``UncachedCompile`` count after
+    each step."""
     spec = WORKLOADS[workload]
     model = model if model is not None else spec.model()
     batches = spec.batches(steps)
@@ -169,7 +175,7 @@ def compare_training(
         uncached.append(lr.metrics.counter_value("UncachedCompile") or 0)
 
     lazy_losses, lazy_state = train(
-        copy.deepcopy(model), optimizer_name, batches, "lazygen", step_fn=step_fn
+        copy.deepcopy(model), optimizer_name, batches, device, step_fn=step_fn
     )
     torch.testing.assert_close(lazy_losses, eager_losses, atol=atol, rtol=0)
     for lazy, eager in zip(lazy_state, eager_state, strict=True):

@@ -4,11 +4,16 @@ other backend that lowers aten ops (the inductor backend shares it)."""
 
 from __future__ import annotations
 
+import functools
+
 from ...backend import KernelTables
 from . import kernels
 
 REGISTRATION = "lazygen.generated.ts_backend.registration"
 
 
+@functools.cache
 def kernel_tables() -> KernelTables:
+    """One object per process: backends sharing it (``set_device_backend``) install it
+    once, so its wrapped kernels are not mistaken for another backend's."""
     return KernelTables.from_module(REGISTRATION, kernels.WRAPPERS)

@@ -1,0 +1,134 @@
+"""The ``fx`` and ``inductor`` backends: a lazy graph becomes a ``torch.fx.GraphModule`` of
+aten overloads (``FXLoweringContext``); ``fx`` runs it as Python, ``inductor`` compiles it
+with Inductor (``compile.py``). Both trace with lazygen's built-in op list (shared with the
+TorchScript backend) and keep device data on the backing device like it.
+
+Generators. Inductor cannot take a ``torch.Generator`` as an input, and its own random
+numbers are not eager's. A graph with a random op (a ``GeneratorData`` input) therefore
+runs as the uncompiled GraphModule on the ``inductor`` backend too: the op then draws
+exactly eager's numbers from the generator state ``rt.generator`` captured (counted as
+``InductorUncompiledRandomGraph``). Training without dropout never has one; with it, the
+step runs as ``fx`` would (docs/inductor-backend.md: what splitting such graphs around
+their random ops would take).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from ... import metrics
+from ...backend import Backend, KernelTables
+from ...ir import Node, Value
+from ..torchscript import op_list
+from .compile import CompiledGraph
+from .lowering import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
+
+
+class FxExecutable:
+    """A lowered graph ready to run: ``run(*inputs)`` returns one result per output."""
+
+    __slots__ = ("module", "run", "compiled")
+
+    def __init__(self, module: torch.fx.GraphModule, run, compiled: bool) -> None:
+        self.module = module
+        self.run = run
+        self.compiled = compiled
+
+
+class FxBackend(Backend):
+    """Graphs as ``torch.fx.GraphModule``s of aten overloads, run uncompiled: every op is
+    the eager kernel, so results equal eager's bit for bit (debugging, portability, cheap
+    tests, and the reference the ``inductor`` mode is checked against).
+
+    ``op_lowerings`` lowers ops torch has no overload for (see ``FXLoweringContext``)."""
+
+    name = "fx"
+
+    def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
+        self.op_lowerings = dict(op_lowerings or {})
+
+    def kernel_tables(self) -> KernelTables:
+        return op_list.kernel_tables()
+
+    def lowering_context(self, device: torch.device) -> FXLoweringContext:
+        return FXLoweringContext(device, self.op_lowerings)
+
+    def graph_module(
+        self, order: list[Node], outputs: list[Value], device
+    ) -> tuple[torch.fx.GraphModule, FXLoweringContext]:
+        ctx = self.lower(order, outputs, device)
+        ctx.graph.eliminate_dead_code()
+        return torch.fx.GraphModule(torch.nn.Module(), ctx.graph), ctx
+
+    def compile(self, order: list[Node], outputs: list[Value], device) -> FxExecutable:
+        module, _ = self.graph_module(order, outputs, device)
+        return FxExecutable(module, module, compiled=False)
+
+    def execute(self, executable: FxExecutable, inputs: list) -> list:
+        with torch.no_grad():
+            return list(executable.run(*inputs))
+
+    def dump(self, order: list[Node], outputs: list[Value], device) -> str:
+        module, _ = self.graph_module(order, outputs, device)
+        return module.code
+
+    def locate_failure(self, order: list[Node], inputs: list) -> tuple[Node, Exception] | None:
+        """Interpret the graph one FX node at a time: the IR node of the first that fails."""
+        device = next((i.device for i in inputs if isinstance(i, torch.Tensor)), None)
+        ctx = self.lowering_context(device)
+        for node in order:
+            if node.is_input:
+                ctx.add_parameter(node)
+            else:
+                ctx.lower_node(node)
+        ctx.graph.output(())
+        interpreter = _Locator(torch.fx.GraphModule(torch.nn.Module(), ctx.graph))
+        with torch.no_grad():
+            try:
+                interpreter.run(*inputs)
+            except Exception as error:  # the node that fails
+                if interpreter.failed is None:
+                    return None
+                return interpreter.failed, error.with_traceback(None)
+        return None
+
+
+class _Locator(torch.fx.Interpreter):
+    """Remembers the IR node of the FX node that raised."""
+
+    def __init__(self, module: torch.fx.GraphModule) -> None:
+        super().__init__(module)
+        self.failed: Node | None = None
+
+    def run_node(self, n: torch.fx.Node):
+        try:
+            return super().run_node(n)
+        except Exception:
+            self.failed = n.meta.get(IR_NODE)
+            raise
+
+
+class InductorBackend(FxBackend):
+    """The same GraphModules compiled by Inductor (fused C++ loops on the CPU). Compiling
+    takes seconds (a training step's graph: tens of seconds cold on 2 cores, a few from
+    Inductor's on-disk cache); lazygen compiles each graph key once."""
+
+    name = "inductor"
+
+    def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
+        super().__init__(INDUCTOR_LOWERINGS | dict(op_lowerings or {}))
+
+    def compile(self, order: list[Node], outputs: list[Value], device) -> FxExecutable:
+        module, ctx = self.graph_module(order, outputs, device)
+        if ctx.has_generators:
+            metrics.count("InductorUncompiledRandomGraph")
+            return FxExecutable(module, module, compiled=False)
+        inputs = [node.materialize() for node in ctx.parameters]
+        run = CompiledGraph(module, inputs)
+        return FxExecutable(module, run, compiled=True)
+
+    def dump(self, order: list[Node], outputs: list[Value], device) -> str:
+        """The GraphModule Inductor is given (its generated C++ is in its cache dir; set
+        ``TORCH_COMPILE_DEBUG=1`` to keep a copy per graph)."""
+        return super().dump(order, outputs, device)

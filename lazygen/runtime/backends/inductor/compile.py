@@ -1,0 +1,219 @@
+"""Compiling a lazy graph's ``torch.fx.GraphModule`` with Inductor, scalars kept as inputs.
+
+Scalars. A wrapped scalar is a 0-dim tensor input that the graph reads with
+``aten._local_scalar_dense`` (see ``lowering.py``). Inductor traces the graph under a
+fake-tensor mode with a ``ShapeEnv``, so each read is an *unbacked* symbol (``zuf0`` for a
+float, ``u0`` for an int): the compiled kernel takes the number as a runtime argument, and
+the op keeps its ``Scalar`` overload, so type promotion stays eager's (an int tensor times a
+float scalar is float32, not float64). Unbacked symbols never specialise silently: where a
+decomposition or lowering branches on a value (``addmm``'s ``beta == 0``, ``add``'s
+``alpha == 1``), tracing raises instead. Those scalars, and only those, are then compiled in
+as constants (``CompiledGraph.fixed``) and their values are checked on every run: another
+value compiles another variant (counted as ``InductorRecompile``). In practice they are
+structural constants (``alpha=1``, ``beta=1``, a momentum), while values that change every
+step (Adam's bias corrections, a scheduled lr) flow into arithmetic and stay runtime inputs:
+``tests/backends/test_inductor_backend.py`` counts one compile for changing scalars.
+
+Caching. Inductor's FX graph cache (on by default, under ``TORCHINDUCTOR_CACHE_DIR``,
+default ``/tmp/torchinductor_<user>``) keys compiled code by graph and input metadata, so
+a second process compiling the same lazy graph loads it from disk. lazygen's compile cache
+keeps the ``CompiledGraph`` per backend in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+
+import torch
+import torch.fx
+from torch._subclasses import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from ... import metrics
+from ...settings import log
+
+_READ = torch.ops.aten._local_scalar_dense.default
+_EXECUTING = re.compile(r"While executing %(\w+)")
+#: Variants of one graph kept for different values of its fixed scalars.
+MAX_VARIANTS = 16
+
+
+class CompiledGraph:
+    """Inductor's code for one lazy graph: ``graph(*inputs)`` returns a tuple of results.
+
+    ``fixed`` are the indices of scalar inputs whose values are compiled in (see the module
+    docstring); one compiled variant per tuple of their values."""
+
+    def __init__(self, module: torch.fx.GraphModule, inputs: list) -> None:
+        self.module = module
+        self._scalar_inputs = _scalar_inputs(module)
+        self._key = hashlib.sha256(module.code.encode()).hexdigest()
+        remembered = _remembered_fixed().get(self._key, ())
+        scalars = set(self._scalar_inputs.values())
+        self.fixed: tuple[int, ...] = tuple(i for i in remembered if i in scalars)
+        self.variants: dict[tuple, Callable] = {}
+        self._compile_first(inputs)
+        if self.fixed:
+            _remember_fixed(self._key, self.fixed)
+
+    def __call__(self, *inputs):
+        key = tuple([inputs[i].item() for i in self.fixed])
+        compiled = self.variants.get(key)
+        if compiled is None:
+            metrics.count("InductorRecompile")
+            compiled = self._compile(inputs, key)
+        return compiled(*inputs)
+
+    def _compile_first(self, inputs: list) -> None:
+        """Compile; while tracing stops at a value-dependent branch, fix the scalars that
+        branch reads and try again."""
+        while True:
+            key = tuple([inputs[i].item() for i in self.fixed])
+            try:
+                self._compile(inputs, key)
+                return
+            except Exception as error:
+                if not _is_data_dependent(error):
+                    raise
+                culprits = self._culprits(error) - set(self.fixed)
+                if not culprits:  # the error named no scalar: fix them all, once
+                    culprits = set(self._scalar_inputs.values()) - set(self.fixed)
+                if not culprits:
+                    raise
+                metrics.count("InductorFixedScalar", len(culprits))
+                log(2, f"inductor: fixing scalar inputs {sorted(culprits)}: {_first_line(error)}")
+                self.fixed = tuple(sorted(set(self.fixed) | culprits))
+
+    def _compile(self, inputs: list, key: tuple) -> Callable:
+        module = _with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
+        compiled = compile_graph_module(module, list(inputs))
+        if len(self.variants) >= MAX_VARIANTS:
+            self.variants.pop(next(iter(self.variants)))
+        self.variants[key] = compiled
+        return compiled
+
+    def _culprits(self, error: BaseException) -> set[int]:
+        """The scalar inputs read by the nodes of the op a failed trace names (by name in
+        this graph, or by op for a node of Inductor's own graph)."""
+        text = _full_text(error)
+        nodes = {n.name: n for n in self.module.graph.nodes}
+        found: set[int] = set()
+        for name in _EXECUTING.findall(text):
+            node = nodes.get(name)
+            # Every node of the failing op: a graph has many (one addmm per linear layer),
+            # and they would otherwise fail, and be fixed, one trace at a time.
+            op = _op_name(node) if node is not None else re.sub(r"_\d+$", "", name)
+            for candidate in self.module.graph.nodes:
+                if candidate is node or _op_name(candidate) == op:
+                    found |= self._scalars_read_by(candidate)
+        return found
+
+    def _scalars_read_by(self, node: torch.fx.Node) -> set[int]:
+        found = set()
+        for operand in node.all_input_nodes:
+            if operand.target is _READ and operand.args[0] in self._scalar_inputs:
+                found.add(self._scalar_inputs[operand.args[0]])
+        return found
+
+
+def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable:
+    """Inductor's compiled form of ``module`` (a callable taking the graph inputs
+    positionally and returning a tuple), traced with ``inputs`` as example inputs."""
+    # Imported when first compiling: torch._inductor costs ~1 s to import, which the fx
+    # mode (same package) must not pay.
+    from torch._inductor.compile_fx import compile_fx
+
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    with torch._guards.tracing(torch._guards.TracingContext(fake_mode)), torch.no_grad():
+        return compile_fx(module, inputs)
+
+
+def _scalar_inputs(module: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:
+    """Placeholders read as numbers, with their input index."""
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    read = {n.args[0] for n in module.graph.nodes if n.target is _READ}
+    return {p: i for i, p in enumerate(placeholders) if p in read}
+
+
+def _with_constants(module: torch.fx.GraphModule, values: dict[int, object]):
+    """A copy of ``module`` whose reads of the scalar inputs in ``values`` are those values
+    (compile_fx takes ownership of the module it is given, so always a copy)."""
+    graph = torch.fx.Graph()
+    result = graph.graph_copy(module.graph, {})
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    fixed = {placeholders[i]: value for i, value in values.items()}
+    for node in list(graph.nodes):
+        if node.target is _READ and node.args[0] in fixed:
+            node.replace_all_uses_with(fixed[node.args[0]])
+            graph.erase_node(node)
+    graph.output(result)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _op_name(node: torch.fx.Node) -> str:
+    target = node.target
+    packet = getattr(target, "overloadpacket", None)
+    return getattr(packet, "__name__", "") if packet is not None else ""
+
+
+# Which scalars a graph needs fixed is found by failed traces (seconds each); it is kept
+# next to Inductor's cache, keyed by the GraphModule's code, so a later process starts
+# from it and its compile is a cache hit at once.
+_FIXED_FILE = "lazygen_fixed_scalars.json"
+
+
+def _fixed_path() -> str:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return os.path.join(cache_dir(), _FIXED_FILE)
+
+
+def _remembered_fixed() -> dict:
+    try:
+        with open(_fixed_path()) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember_fixed(key: str, fixed: tuple[int, ...]) -> None:
+    """Add ``key -> fixed`` to the file (written whole and renamed: readers never see half
+    a file; a concurrent writer may drop an entry, which only costs a retrace)."""
+    data = _remembered_fixed()
+    if data.get(key) == list(fixed):
+        return
+    data[key] = list(fixed)
+    with contextlib.suppress(OSError):
+        directory = os.path.dirname(_fixed_path())
+        fd, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(temporary, _fixed_path())
+
+
+def _is_data_dependent(error: BaseException) -> bool:
+    text = _full_text(error)
+    return "data-dependent" in text or "DataDependent" in text
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else type(error).__name__
+
+
+def _full_text(error: BaseException) -> str:
+    parts = []
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        parts.append(str(error))
+        parts.extend(getattr(error, "__notes__", ()))
+        error = error.__cause__ or error.__context__
+    return "\n".join(parts)
