@@ -132,3 +132,17 @@ def test_opinfo_inductor_subset(tmp_path):
     )
     assert set(results) == set(INDUCTOR_ENTRIES)
     assert all(outcome in CORRECT for outcome in results.values()), results
+
+
+def test_opinfo_fx_backend_subset(tmp_path):
+    """The fx backend (the same generated lowerings, run as torch.fx graphs) over every
+    float32 entry's first sample: nothing worse than the TorchScript backend's full-run
+    baseline (a subset scores the same or better than the full run). The full fx run,
+    ``LAZYGEN_BACKEND=fx python tests/conformance/opinfo_harness.py``, takes as long as the
+    TorchScript suite; its figures are in the README."""
+    results = run_harness(tmp_path, "--backend", "fx", "--samples", str(SUBSET_SAMPLES))
+    print(f"fx (subset): {dict(Counter(results.values()))}")
+    baseline = json.loads(BASELINE.read_text())
+    assert set(results) >= set(baseline), sorted(set(baseline) - set(results))
+    found = regressions(results, baseline)
+    assert not found, found
