@@ -119,7 +119,15 @@ WORKLOADS = {
 }
 
 
+BACKENDS = ("torchscript", "inductor", "fx")
+IMPLS = ("eager", "ltc", "compile") + tuple(f"lazygen-{b}" for b in BACKENDS)
+
+
 def run(workload: str, impl: str, steps: int) -> dict:
+    if impl not in IMPLS:
+        # An unknown name used to fall through to eager and report eager's numbers as
+        # if they were the named implementation's.
+        raise SystemExit(f"unknown IMPL {impl!r}: choose one of {', '.join(IMPLS)}")
     model, inputs, loss_fn, make_optimizer = WORKLOADS[workload]()
     mark_step = lambda: None  # noqa: E731
     compiles = lambda: 0  # noqa: E731
@@ -165,7 +173,7 @@ def run(workload: str, impl: str, steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=sorted(WORKLOADS))
-    parser.add_argument("impl")
+    parser.add_argument("impl", choices=IMPLS)
     parser.add_argument("--steps", type=int, default=40)
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from . import autocast, host_copy, kernels, modules, printing, serialization
+from . import autocast, foreach_meta, host_copy, kernels, modules, printing, serialization
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
@@ -32,6 +32,7 @@ def install(name: str) -> None:
     if not _libraries:
         _libraries.extend(kernels.register())
         _libraries.append(host_copy.register())
+        _libraries.append(foreach_meta.register())
         _libraries.extend(autocast.register())
         printing.install()
         serialization.install()
