@@ -25,6 +25,7 @@ from torch.utils._pytree import tree_map
 from .devices import get_device
 from .fallback import eager_fallback
 from .metrics import count
+from .overloads import COMPOSITE
 from .settings import settings
 from .tensor import LazyTensor, from_data
 
@@ -197,11 +198,10 @@ def _composite_call(op, with_cpu_kernel: bool):
     if op.has_kernel_for_dispatch_key(
         _KEY.CompositeExplicitAutograd
     ) or op.has_kernel_for_dispatch_key(_KEY.CompositeExplicitAutogradNonFunctional):
-        return lambda *args, **kwargs: op.redispatch(_BACKEND, *args, **kwargs)
+        return lambda *args, **kwargs: op.redispatch(COMPOSITE, *args, **kwargs)
     return None
 
 
-_BACKEND = torch._C.DispatchKeySet(_KEY.PrivateUse1)
 _REENABLED = torch._C.DispatchKeySet(_KEY.Functionalize) | torch._C.DispatchKeySet(
     _KEY.ADInplaceOrView
 )

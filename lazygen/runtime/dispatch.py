@@ -15,6 +15,7 @@ from . import decompositions
 from . import tensor as _tensor
 from .fallback import eager_fallback
 from .ir import Node
+from .overloads import library_name
 from .settings import settings
 
 KERNELS: dict = {}
@@ -66,20 +67,14 @@ def _register_autograd(kernels: dict) -> None:
     if _autograd_library is None:
         _autograd_library = torch.library.Library("aten", "IMPL")
     for op, fn in kernels.items():
-        name = op._schema.name.split("::", 1)[-1]
-        if op._overloadname != "default":
-            name = f"{name}.{op._overloadname}"
-        _autograd_library.impl(name, fn, "AutogradPrivateUse1", allow_override=True)
+        _autograd_library.impl(library_name(op), fn, "AutogradPrivateUse1", allow_override=True)
 
 
 def forced(op) -> bool:
     forced = settings.force_fallback
     if not forced:
         return False
-    name = op._schema.name.split("::", 1)[-1]
-    overload = op._overloadname
-    full = name if overload == "default" else f"{name}.{overload}"
-    return name in forced or full in forced
+    return op._schema.name.split("::", 1)[-1] in forced or library_name(op) in forced
 
 
 def refresh() -> None:

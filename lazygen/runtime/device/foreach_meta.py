@@ -23,6 +23,8 @@ import functools
 
 import torch
 
+from ..overloads import COMPOSITE, library_name
+
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey
 
@@ -49,9 +51,6 @@ FAMILY = (
     "sub",
     "zero",
 )
-
-#: The composite kernel, reached by redispatching to a key where only it is registered.
-_COMPOSITE = torch._C.DispatchKeySet(_KEY.PrivateUse1)
 
 
 def _plain_scalar(value) -> bool:
@@ -107,7 +106,7 @@ def _meta_kernel(op, lists: tuple[int, ...], scalars: tuple[int, ...], scalar_li
 
     def kernel(*args, **kwargs):
         if not settled(args, kwargs):
-            return op.redispatch(_COMPOSITE, *args, **kwargs)
+            return op.redispatch(COMPOSITE, *args, **kwargs)
         return None
 
     kernel.__name__ = f"meta_{op._schema.name.split('::')[-1]}_{op._overloadname}"
@@ -144,8 +143,5 @@ def _uncovered():
 def register() -> torch.library.Library:
     library = torch.library.Library("aten", "IMPL")
     for op, (lists, scalars, scalar_lists) in overloads():
-        name = op._schema.name.split("::", 1)[1]
-        if op._overloadname != "default":
-            name = f"{name}.{op._overloadname}"
-        library.impl(name, _meta_kernel(op, lists, scalars, scalar_lists), "Meta")
+        library.impl(library_name(op), _meta_kernel(op, lists, scalars, scalar_lists), "Meta")
     return library
