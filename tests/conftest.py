@@ -13,6 +13,10 @@ import os
 
 import pytest
 
+# Imported before any test runs: it registers the lazy device's guard, and torch's autograd
+# engine fixes its devices at the first backward() of the process, whichever test runs it.
+import lazygen.runtime  # noqa: F401
+
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").lower() not in ("", "0", "false")

@@ -28,12 +28,15 @@ from . import config, debug, devices, dispatch, distributed, executor, ir_cache,
 from . import device as _device
 from .backend import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
+from .device import autograd_queue
 from .device_kernels import DEVICE_KERNELS
 from .devices import all_devices, device_from
 from .errors import LazyGraphError
 from .lowering import LoweringContext
 from .settings import settings
 from .tensor import inner
+
+_device.reserve_autograd_queue()
 
 __all__ = [
     "Backend",
@@ -96,6 +99,7 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
         devices.configure(chosen)
         _default = chosen
     _freeze_startup_objects()
+    autograd_queue.check(device())
 
 
 def _env_device_name() -> str | None:

@@ -13,6 +13,23 @@ from . import autocast, foreach_meta, host_copy, kernels, modules, printing, ser
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
+_guards: list = []  # the one device guard, registered at most once
+
+
+def reserve_autograd_queue() -> None:
+    """Register the lazy device's guard ahead of ``install``, if PrivateUse1 is unclaimed.
+
+    torch's autograd engine fixes its devices at the first backward() of the process
+    (see ``autograd_queue``); a guard registered at import, rather than at init, keeps a
+    script that imports lazygen first, trains an eager reference and then calls init()
+    working. The guard alone changes nothing else torch does."""
+    if not _guards and torch._C._get_privateuse1_backend_name() == "privateuseone":
+        _register_guard()
+
+
+def _register_guard() -> None:
+    _guards.append(Guard())
+    torch._C._acc.register_python_privateuseone_device_guard(_guards[-1])
 
 
 def install(name: str) -> None:
@@ -28,7 +45,8 @@ def install(name: str) -> None:
         torch.utils.generate_methods_for_privateuse1_backend()
         torch._register_device_module(name, DeviceModule)
         torch._C._acc.register_python_privateuseone_hook(Hooks())
-        torch._C._acc.register_python_privateuseone_device_guard(Guard())
+        if not _guards:
+            _register_guard()
     if not _libraries:
         _libraries.extend(kernels.register())
         _libraries.append(host_copy.register())

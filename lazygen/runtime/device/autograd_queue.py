@@ -1,0 +1,75 @@
+"""Whether torch's autograd engine can run backward() on the lazy device.
+
+The engine sizes its per-device ready queues once per process, on the first backward(),
+from the device guards registered at that moment. A backward() that runs before
+``lazygen.runtime.init()`` (so before the lazy device's guard exists) leaves the engine
+without a queue for it, and every later backward() through a lazy tensor fails with
+torch's ``device_ready_queues_ ... INTERNAL ASSERT FAILED ... please report a bug to
+PyTorch``. The process cannot be repaired; what can be done is to say so plainly:
+``check(device)`` probes the engine once at init, warns, and makes later backward() calls
+raise an error that names the cause and the fix instead of torch's assert.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import torch
+import torch.autograd
+import torch.autograd.graph
+
+_ASSERT_TEXT = "device_ready_queues_"
+
+
+def explanation(device_type: str) -> str:
+    """The user-facing account of the broken state, shared by the warning and the error."""
+    return (
+        f"lazygen: backward() cannot run on {device_type!r} tensors in this process: a "
+        "backward() ran before lazygen.runtime.init(), and torch's autograd engine fixes "
+        "its set of devices at the first backward() of a process. Call "
+        "lazygen.runtime.init() before any backward(), e.g. at the top of the script or in a test suite's conftest; "
+        "forward passes and inference on the lazy device still work"
+    )
+
+
+def engine_has_queue(device: torch.device) -> bool:
+    """Run an empty backward on ``device``; False when the engine has no queue for it."""
+    leaf = torch.empty(0, device=device, requires_grad=True)
+    try:
+        torch.autograd.grad(leaf, leaf, grad_outputs=torch.empty(0, device=device))
+    except RuntimeError as error:
+        if _ASSERT_TEXT in str(error):
+            return False
+        raise
+    return True
+
+
+def check(device: torch.device) -> bool:
+    """Probe once; on failure warn and translate torch's assert on every later backward."""
+    if engine_has_queue(device):
+        return True
+    message = explanation(device.type)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+    _translate_engine_assert(message)
+    return False
+
+
+def _translate_engine_assert(message: str) -> None:
+    original = torch.autograd.graph._engine_run_backward
+    if getattr(original, "_lazygen_translates", False):
+        return
+
+    @functools.wraps(original)
+    def run_backward(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except RuntimeError as error:
+            if _ASSERT_TEXT in str(error):
+                raise RuntimeError(message) from None
+            raise
+
+    run_backward._lazygen_translates = True
+    # torch.autograd binds the function by name at import, so both names are replaced.
+    torch.autograd.graph._engine_run_backward = run_backward
+    torch.autograd._engine_run_backward = run_backward
