@@ -26,6 +26,7 @@ import torch
 from . import backend as _backend_registry
 from . import config, debug, devices, dispatch, distributed, executor, ir_cache, metrics
 from . import device as _device
+from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
 from .backend import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
 from .device import autograd_queue
@@ -94,6 +95,7 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
         _device.install(name)
         dispatch.install()
         dispatch.register_kernels(DEVICE_KERNELS)
+        dispatch.register_kernels(ATTENTION_KERNELS, ATTENTION_AUTOGRAD_KERNELS)
         dispatch.install_tables(tables)
         dispatch.register_kernels(distributed.install())
         devices.configure(chosen)
