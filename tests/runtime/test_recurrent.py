@@ -164,3 +164,36 @@ def test_packed_batch_sizes_is_a_host_tensor():
     assert batch_sizes.data_ptr() != 0
     assert batch_sizes.tolist() == [2, 2, 1]
     assert packed.data.device.type == LAZY
+
+
+@pytest.mark.parametrize("used", ["h", "c", "both"])
+def test_lstm_cell_gradient_through_either_state(used, fresh_metrics):
+    """The fused backward node's branches: gradient from hy only, cy only, or both."""
+
+    def run(device):
+        torch.manual_seed(0)
+        cell = torch.nn.LSTMCell(4, 5).to(device)
+        x = torch.randn(3, 4).to(device)
+        h, c = cell(x)
+        loss = {"h": h.sin().sum(), "c": c.cos().sum(), "both": (h * c).sum()}[used]
+        loss.backward()
+        return [t.detach().cpu() for t in (h, c, *(p.grad for p in cell.parameters()))]
+
+    want = run("cpu")
+    got = run(LAZY)
+    for actual, expected in zip(got, want, strict=True):
+        torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_an_lstm_cell_step_is_one_node_forward_and_one_backward(fresh_metrics):
+    """Each cell step records one elementwise node each way (plus the concatenation of the
+    gates and the bias sum), not the ~15 ops of its formula."""
+    lstm = torch.nn.LSTM(4, 5).to(LAZY)
+    x = torch.randn(6, 2, 4).to(LAZY)
+    lstm(x)[0].sum().backward()
+    lr.mark_step()
+    counters = fresh_metrics.counters()
+    assert counters["lazy::_thnn_fused_lstm_cell"] == 6
+    assert counters["lazy::_thnn_fused_lstm_cell_backward_impl"] == 6
+    for elementwise in ("lazy::sigmoid", "lazy::tanh", "lazy::sigmoid_backward"):
+        assert counters.get(elementwise, 0) == 0, counters
