@@ -14,11 +14,13 @@ from .settings import settings
 
 __all__ = [
     "get_async_execution",
+    "get_early_results",
     "get_compile_cache_size",
     "get_force_fallback",
     "get_reuse_ir",
     "get_shape_cache_size",
     "set_async_execution",
+    "set_early_results",
     "set_backing_device",
     "set_compile_cache_size",
     "set_debug",
@@ -107,3 +109,15 @@ def set_async_execution(enabled: bool) -> None:
 
 def get_async_execution() -> bool:
     return settings.async_execution
+
+
+def set_early_results(enabled: bool) -> None:
+    """Let ``mark_step`` run a step's single-element results (the loss) in a graph of their
+    own, ahead of the rest, so that reading them does not wait for the whole step (the
+    default; ``LAZYGEN_EARLY_RESULTS=0`` turns it off). Costs a second compile per step
+    structure."""
+    settings.early_results = bool(enabled)
+
+
+def get_early_results() -> bool:
+    return settings.early_results

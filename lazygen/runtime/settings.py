@@ -32,6 +32,8 @@ class _Settings:
         "shape_cache_size",
         "backing_device",
         "async_execution",
+        "early_results",
+        "early_results_max_nodes",
         "device_type",
     )
 
@@ -45,6 +47,8 @@ class _Settings:
         self.shape_cache_size = _env_int("LAZYGEN_SHAPE_CACHE_SIZE", 50_000)
         self.backing_device = os.environ.get("LAZYGEN_BACKING_DEVICE", "cpu")
         self.async_execution = _env_int("LAZYGEN_ASYNC", 1) != 0
+        self.early_results = _env_int("LAZYGEN_EARLY_RESULTS", 1) != 0
+        self.early_results_max_nodes = _env_int("LAZYGEN_EARLY_RESULTS_MAX_NODES", 512)
         # The lazy device's name (PrivateUse1 renamed), fixed by ``init(device_name=...)``
         # before the first lazy tensor; every module reads it here.
         self.device_type = "lazygen"
