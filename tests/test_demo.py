@@ -27,5 +27,10 @@ def test_demo_trains_lazily_like_eager(tmp_path):
     assert [int(r[0]) for r in rows] == [0, 1, 2, 3]
     for _, lazy, eager, _ in rows:
         assert abs(float(lazy) - float(eager)) < 1e-5
-    assert int(rows[-1][3]) <= 3, "steps after the first must reuse cached compiles"
+    # Each step runs as two graphs (the loss first, see runtime/split.py); the first step's
+    # structure differs (the optimizer's state is created), later steps reuse the second's.
+    compiles = [int(r[3]) for r in rows]
+    assert (
+        compiles[1] <= 4 and compiles[-1] == compiles[1]
+    ), f"steps after the second must reuse cached compiles: {compiles}"
     assert "Counter: MarkStep" in result.stdout and "lazy::addmm" in result.stdout
