@@ -123,20 +123,60 @@ CASES = {
         "with torch.autocast(device_type=d, dtype=torch.bfloat16): print((x @ x).dtype)",
         "torch.bfloat16",
     ),
-}
-
-# An exception raised by a lazy kernel while autograd runs backward: torch's Python device
-# guard (torch/csrc/acc/Module.cpp, PythonDeviceGuard) calls back into Python from a
-# noexcept destructor while the error is still set, and the process aborts. Not fixable
-# from Python; tracked here so that a torch fix shows up as an unexpected pass.
-KNOWN_TORCH_ABORTS = {
+    # Errors raised while autograd runs backward on the lazy device's thread: torch's Python
+    # device guard used to abort the process on them (see runtime/device/backward_errors.py).
     "error_in_backward_kernel": (
         "from lazygen.runtime import tensor\n"
         "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
         "def broken(*args, **kwargs): raise ValueError('broken kernel')\n"
+        "saved = tensor._active_kernels[torch.ops.aten.mul.Tensor]\n"
         "tensor._active_kernels[torch.ops.aten.mul.Tensor] = broken\n"
-        "y.sum().backward()",
-        "RAISED",
+        "try:\n"
+        "    y.sum().backward()\n"
+        "finally:\n"
+        "    tensor._active_kernels[torch.ops.aten.mul.Tensor] = saved",
+        "RAISED ValueError: broken kernel",
+    ),
+    "error_in_tensor_hook": (
+        "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
+        "y.register_hook(lambda grad: 1 / 0); y.sum().backward()",
+        "RAISED ZeroDivisionError",
+    ),
+    "error_in_grad_fn_hook": (
+        "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
+        "y.grad_fn.register_hook(lambda grad_in, grad_out: 1 / 0); y.sum().backward()",
+        "RAISED ZeroDivisionError",
+    ),
+    "error_in_grad_fn_prehook": (
+        "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
+        "y.grad_fn.register_prehook(lambda grad_out: 1 / 0); y.sum().backward()",
+        "RAISED ZeroDivisionError",
+    ),
+    "error_in_accumulate_grad_hook": (
+        "p = torch.randn(3, device=d, requires_grad=True)\n"
+        "p.register_post_accumulate_grad_hook(lambda param: 1 / 0); (p * p).sum().backward()",
+        "RAISED ZeroDivisionError",
+    ),
+    "error_in_autograd_grad": (
+        "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
+        "y.register_hook(lambda grad: 1 / 0); torch.autograd.grad(y.sum(), p)",
+        "RAISED ZeroDivisionError",
+    ),
+    "error_in_module_backward_hook": (
+        "m = torch.nn.Linear(3, 3).to(d)\n"
+        "def hook(module, grad_in, grad_out): raise KeyError('module hook')\n"
+        "m.register_full_backward_hook(hook); m(torch.randn(2, 3, device=d)).sum().backward()",
+        "RAISED KeyError: 'module hook'",
+    ),
+    "backward_after_an_error_in_backward": (
+        "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
+        "y.register_hook(lambda grad: 1 / 0)\n"
+        "try:\n"
+        "    y.sum().backward()\n"
+        "except ZeroDivisionError:\n"
+        "    pass\n"
+        "(p * 2).sum().backward(); print(p.grad.cpu().tolist())",
+        "[2.0, 2.0, 2.0]",
     ),
 }
 
@@ -192,9 +232,3 @@ def _check(name: str, returncode: int, output: str, expected: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_risky_operation_never_kills_the_interpreter(name, outcomes):
     _check(name, *outcomes[name], CASES[name][1])
-
-
-@pytest.mark.xfail(strict=True, reason="torch's PythonDeviceGuard aborts (see above)")
-@pytest.mark.parametrize("name", sorted(KNOWN_TORCH_ABORTS))
-def test_known_torch_abort(name):
-    _check(name, *_outcomes({name: KNOWN_TORCH_ABORTS[name]})[name], KNOWN_TORCH_ABORTS[name][1])

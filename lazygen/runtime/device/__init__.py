@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import torch
 
-from . import autocast, foreach_meta, host_copy, kernels, modules, printing, serialization
+from . import (
+    autocast,
+    backward_errors,
+    foreach_meta,
+    host_copy,
+    kernels,
+    modules,
+    printing,
+    serialization,
+)
 from .module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
@@ -28,6 +37,7 @@ def reserve_autograd_queue() -> None:
 
 
 def _register_guard() -> None:
+    backward_errors.install()
     _guards.append(Guard())
     torch._C._acc.register_python_privateuseone_device_guard(_guards[-1])
 

@@ -12,12 +12,11 @@ raise an error that names the cause and the fix instead of torch's assert.
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import torch
-import torch.autograd
-import torch.autograd.graph
+
+from . import backward_errors
 
 _ASSERT_TEXT = "device_ready_queues_"
 
@@ -56,20 +55,9 @@ def check(device: torch.device) -> bool:
 
 
 def _translate_engine_assert(message: str) -> None:
-    original = torch.autograd.graph._engine_run_backward
-    if getattr(original, "_lazygen_translates", False):
-        return
+    def translate(error: BaseException) -> BaseException | None:
+        if isinstance(error, RuntimeError) and _ASSERT_TEXT in str(error):
+            return RuntimeError(message)
+        return None
 
-    @functools.wraps(original)
-    def run_backward(*args, **kwargs):
-        try:
-            return original(*args, **kwargs)
-        except RuntimeError as error:
-            if _ASSERT_TEXT in str(error):
-                raise RuntimeError(message) from None
-            raise
-
-    run_backward._lazygen_translates = True
-    # torch.autograd binds the function by name at import, so both names are replaced.
-    torch.autograd.graph._engine_run_backward = run_backward
-    torch.autograd._engine_run_backward = run_backward
+    backward_errors.add_translator(translate)

@@ -7,6 +7,9 @@ import torch
 
 from .. import devices, executor
 from ..settings import settings
+from .backward_errors import take_over_pending_error
+
+_PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
 
 
 class _DeviceContext:
@@ -120,5 +123,10 @@ class Hooks(torch._C._acc.PrivateUse1Hooks):
 
 
 class Guard(torch._C._acc.DeviceGuard):
-    def type_(self):
-        return torch._C._autograd.DeviceType.PrivateUse1
+    """The lazy device's guard. torch calls ``type_`` from ``noexcept`` C++, also while an
+    error raised in a backward node is unwinding (see ``backward_errors``)."""
+
+    @staticmethod
+    def type_():
+        take_over_pending_error()
+        return _PRIVATE_USE1

@@ -26,7 +26,6 @@ import torch
 from ... import kernel_support as rt
 from ...dispatch import call
 from ...ir import Node, Shape
-from ...tensor import LazyTensor
 
 aten = torch.ops.aten
 
@@ -75,7 +74,7 @@ class LstmCell(Node):
         i, f, g, o = _g_chunks(ctx, gates, self.shapes[2].sizes[-1])
         i, f, o = (_g(ctx, "aten::sigmoid", t) for t in (i, f, o))
         g = _g(ctx, "aten::tanh", g)
-        cy = _g_add(ctx, _g(ctx, "aten::mul.Tensor", f, ctx.tensor(cx)), _g_mul(ctx, i, g))
+        cy = _g_add(ctx, _g_mul(ctx, f, ctx.tensor(cx)), _g_mul(ctx, i, g))
         hy = _g_mul(ctx, o, _g(ctx, "aten::tanh", cy))
         return [hy, cy, i, f, g, o]
 
@@ -148,11 +147,6 @@ def _gate_shape(gates, *others) -> Shape:
 
 def _thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
     """``(hy, cy, workspace)``; the gates sum as CUDA's does: input, hidden, then biases."""
-    if not all(
-        t is None or type(t) is LazyTensor
-        for t in (input_gates, hidden_gates, cx, input_bias, hidden_bias)
-    ):
-        return _thnn_fused_lstm_cell_traced(input_gates, hidden_gates, cx, input_bias, hidden_bias)
     rt.count("lazy::_thnn_fused_lstm_cell")
     device = rt.device_of(input_gates)
     operands = tuple(
@@ -164,18 +158,6 @@ def _thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden
     shapes = (Shape(state.dtype, state.sizes), state) + (gate,) * 4
     node = rt.make_node(LstmCell, operands, (), shapes)
     hy, cy, i, f, g, o = rt.wrap_tuple(node, device)
-    return hy, cy, _cat((i, f, g, o))
-
-
-def _thnn_fused_lstm_cell_traced(input_gates, hidden_gates, cx, input_bias, hidden_bias):
-    """The cell as separate traced ops, for arguments that are not all lazy tensors."""
-    rt.count("lazy::_thnn_fused_lstm_cell")
-    gates = _add(_add(_add(input_gates, hidden_gates), input_bias), hidden_bias)
-    i, f, g, o = _chunks(gates, 4)
-    i, f, o = (call(aten.sigmoid.default, t) for t in (i, f, o))
-    g = call(aten.tanh.default, g)
-    cy = _add(_mul(f, cx), _mul(i, g))
-    hy = _mul(o, call(aten.tanh.default, cy))
     return hy, cy, _cat((i, f, g, o))
 
 
