@@ -129,6 +129,7 @@ __all__ = [
     "Deg2rad",
     "DetachCopy",
     "DiagEmbed",
+    "DiagonalBackward",
     "DiagonalCopy",
     "DiagonalScatter",
     "Digamma",
@@ -363,6 +364,7 @@ __all__ = [
     "SearchsortedScalar",
     "SearchsortedTensor",
     "SegmentReduce",
+    "SelectBackward",
     "SelectCopyInt",
     "SelectScatter",
     "Selu",
@@ -376,6 +378,7 @@ __all__ = [
     "Sin",
     "Sinc",
     "Sinh",
+    "SliceBackward",
     "SliceCopyTensor",
     "SliceScatter",
     "SmoothL1Loss",
@@ -2774,6 +2777,30 @@ class DiagEmbed(Node):
             "aten::diag_embed",
             [
                 ctx.tensor(self_),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            {},
+            1,
+        )
+
+
+class DiagonalBackward(Node):
+    """aten::diagonal_backward: diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::diagonal_backward"
+    op_name = "diagonal_backward"
+    schema = "diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, input_sizes = self.operands
+        return ctx.call(
+            "aten::diagonal_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.symint_list(input_sizes),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
@@ -6833,6 +6860,31 @@ class SegmentReduce(Node):
         )
 
 
+class SelectBackward(Node):
+    """aten::select_backward: select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::select_backward"
+    op_name = "select_backward"
+    schema = (
+        "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor"
+    )
+
+    def lower(self, ctx):
+        (grad_output,) = self.operands
+        return ctx.call(
+            "aten::select_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+            ],
+            {},
+            1,
+        )
+
+
 class SelectCopyInt(Node):
     """aten::select_copy: select_copy.int(Tensor self, int dim, SymInt index) -> Tensor"""
 
@@ -7017,6 +7069,31 @@ class Sinh(Node):
     def lower(self, ctx):
         (self_,) = self.operands
         return ctx.call("aten::sinh", [ctx.tensor(self_)], {}, 1)
+
+
+class SliceBackward(Node):
+    """aten::slice_backward: slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::slice_backward"
+    op_name = "slice_backward"
+    schema = "slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor"
+
+    def lower(self, ctx):
+        grad_output, input_sizes, start, end, step = self.operands
+        return ctx.call(
+            "aten::slice_backward",
+            [
+                ctx.tensor(grad_output),
+                ctx.symint_list(input_sizes),
+                ctx.constant(self.attrs[0]),
+                ctx.symint(start),
+                ctx.symint(end),
+                ctx.symint(step),
+            ],
+            {},
+            1,
+        )
 
 
 class SliceCopyTensor(Node):

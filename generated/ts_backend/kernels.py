@@ -1769,6 +1769,18 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
     return rt.wrap(node, device)
 
 
+def diagonal_backward(grad_output, input_sizes, offset, dim1, dim2):
+    rt.count("lazy::diagonal_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device), rt.symint_list(input_sizes, device))
+    attrs = (offset, dim1, dim2)
+    shapes = rt.infer_shapes(
+        aten.diagonal_backward.default, (grad_output, input_sizes, offset, dim1, dim2), {}
+    )
+    node = rt.make_node(ir.DiagonalBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def diagonal_copy(self, offset=0, dim1=0, dim2=1):
     rt.count("lazy::diagonal_copy")
     device = rt.device_of(self)
@@ -4666,6 +4678,18 @@ def segment_reduce(
     return rt.wrap(node, device)
 
 
+def select_backward(grad_output, input_sizes, dim, index):
+    rt.count("lazy::select_backward")
+    device = rt.device_of(grad_output)
+    operands = (rt.tensor(grad_output, device),)
+    attrs = (tuple(input_sizes), dim, index)
+    shapes = rt.infer_shapes(
+        aten.select_backward.default, (grad_output, input_sizes, dim, index), {}
+    )
+    node = rt.make_node(ir.SelectBackward, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 def select_copy_int(self, dim, index):
     rt.count("lazy::select_copy.int")
     device = rt.device_of(self)
@@ -4783,6 +4807,24 @@ def sinh(self):
     attrs = ()
     shapes = rt.infer_shapes(aten.sinh.default, (self,), {})
     node = rt.make_node(ir.Sinh, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+def slice_backward(grad_output, input_sizes, dim, start, end, step):
+    rt.count("lazy::slice_backward")
+    device = rt.device_of(grad_output)
+    operands = (
+        rt.tensor(grad_output, device),
+        rt.symint_list(input_sizes, device),
+        rt.symint(start, device),
+        rt.symint(end, device),
+        rt.symint(step, device),
+    )
+    attrs = (dim,)
+    shapes = rt.infer_shapes(
+        aten.slice_backward.default, (grad_output, input_sizes, dim, start, end, step), {}
+    )
+    node = rt.make_node(ir.SliceBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 
