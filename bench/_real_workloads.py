@@ -5,7 +5,9 @@
 WORKLOAD: decoder_adamw, resnet_sgd, lstm_adam, mlp_sgd, mlp_adam. IMPL: `eager`, `ltc`
 (torch._lazy's C++ TS backend), `lazygen-<backend>` (`lazygen-torchscript`,
 `lazygen-inductor`, `lazygen-fx`), `compile` (`torch.compile` with inductor: the model's
-forward and backward compiled, the optimizer eager). Every step reads the loss
+forward and backward compiled, the optimizer eager), `dynamo-<backend>`
+(`torch.compile(model, backend="lazygen")` with that lazygen backend: CPU tensors in and
+out, forward and backward compiled, the optimizer eager, as for `compile`). Every step reads the loss
 (`loss.item()`), as real loops do to log it; lazy steps end with `mark_step()` first.
 """
 
@@ -120,7 +122,11 @@ WORKLOADS = {
 
 
 BACKENDS = ("torchscript", "inductor", "fx")
-IMPLS = ("eager", "ltc", "compile") + tuple(f"lazygen-{b}" for b in BACKENDS)
+IMPLS = (
+    ("eager", "ltc", "compile")
+    + tuple(f"lazygen-{b}" for b in BACKENDS)
+    + tuple(f"dynamo-{b}" for b in BACKENDS)
+)
 
 
 def run(workload: str, impl: str, steps: int) -> dict:
@@ -150,7 +156,14 @@ def run(workload: str, impl: str, steps: int) -> dict:
     model = model.to(device)
     inputs = tuple(t.to(device) for t in inputs)
     optimizer = make_optimizer(model.parameters())
-    forward = torch.compile(model) if impl == "compile" else model
+    if impl == "compile":
+        forward = torch.compile(model)
+    elif impl.startswith("dynamo-"):
+        import lazygen.runtime as lr
+
+        options = {"backend": impl.split("-", 1)[1]}
+        forward = torch.compile(model, backend="lazygen", options=options)
+        compiles = lambda: lr.metrics.counter_value("UncachedCompile") or 0  # noqa: E731
     times, losses = [], []
     for _ in range(steps):
         start = time.perf_counter()

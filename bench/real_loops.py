@@ -1,7 +1,9 @@
 """Real training loops that read the loss every step: eager, torch._lazy, lazygen on each
-built-in backend, and torch.compile (inductor) as a reference with its compile time.
+built-in backend, torch.compile(backend="lazygen") on each of its backends, and
+torch.compile (inductor) as a reference, with their compile times.
 
     python bench/real_loops.py [--repeats 3] [--steps 40] [--backends torchscript,inductor,fx]
+                               [--dynamo-backends torchscript,inductor] [--no-compile]
                                [--workloads decoder_adamw,resnet_sgd,...]
 
 Each (workload, implementation) runs in a fresh process, implementations alternating; the
@@ -9,6 +11,8 @@ table gives the median steady-state step (steps 10..N) and its ratio to eager me
 the same run, and the first step's time (compiles included). An implementation that cannot
 run a workload is listed with the first line of its error (torch._lazy cannot run the
 decoder). Issue #13's targets: every workload <= 3x eager on the TorchScript backend.
+Issue #14's: `dynamo-torchscript` steady state <= 1.2x eager; `dynamo-inductor` <= 1.1x
+`compile` with a first step no slower. `--no-compile` skips every compiled row.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ def measure(workload: str, impls: list[str], repeats: int, steps: int) -> list[t
                 continue  # it failed once: it fails again
             runs[impl].append(_run(workload, impl, steps))
     eager = statistics.median(r["ms_per_step"] for r in runs["eager"])
+    compiled_runs = [r for r in runs.get("compile", []) if "error" not in r]
+    compiled = statistics.median(r["ms_per_step"] for r in compiled_runs) if compiled_runs else 0
     rows = []
     for impl in impls:
         failed = next((r["error"] for r in runs[impl] if "error" in r), None)
@@ -57,6 +63,8 @@ def measure(workload: str, impls: list[str], repeats: int, steps: int) -> list[t
         first = statistics.median(r["first_step_s"] for r in runs[impl])
         compiles = max(r["uncached_compiles"] for r in runs[impl])
         note = f"{compiles} uncached compiles" if impl not in ("eager", "compile") else ""
+        if compiled and (impl.startswith("dynamo-") or impl == "compile"):
+            note = (note + "; " if note else "") + f"{ms / compiled:.2f}x compile"
         rows.append((workload, impl, f"{ms:.2f} ms", f"{ms / eager:.2f}x", f"{first:.2f} s", note))
     return rows
 
@@ -67,11 +75,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--backends", default="torchscript")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--dynamo-backends", default="torchscript,inductor")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile rows")
     args = parser.parse_args()
     impls = ["eager", "ltc"] + [f"lazygen-{b}" for b in args.backends.split(",") if b]
     if not args.no_compile:
         impls.append("compile")
+        impls += [f"dynamo-{b}" for b in args.dynamo_backends.split(",") if b]
     print(
         f"\n### real loops: loss read every step (steps 10-{args.steps}, median of "
         f"{args.repeats}, one thread)\n"
