@@ -83,6 +83,7 @@ class Node:
     op_name: str = ""
     schema: str = ""
     is_input = False
+    is_constant = False  # a value every graph recreates itself (``SizeConstant``)
 
     def __init__(self, operands, attrs, shapes) -> None:
         self.operands = operands
@@ -228,6 +229,26 @@ class ScalarData(Node):
                 _SCALAR_TENSORS[key] = tensor
             return tensor
         return torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
+
+
+class SizeConstant(Node):
+    """One int of a size or stride list (``SymInt[]`` operands of ops in symint mode:
+    ``view_copy``'s size, ``expand_copy``'s, ``empty_strided``'s strides...): a constant of
+    the graph, hashed by value, as LTC's size constants are. Such lists restate the
+    result's shape or layout, which the graph key holds already, so a graph input per int
+    would cost a tensor per int per step and change no cache decision. One node per value
+    is shared by every graph (``kernel_support.symint_list``)."""
+
+    __slots__ = ()
+    op_kind = "prim::SizeConstant"
+    op_name = "size_constant"
+    is_constant = True
+
+    def __init__(self, value: int) -> None:
+        super().__init__((), (value,), scalar_shapes(torch.int64))
+
+    def lower(self, ctx):
+        return [ctx.constant(self.attrs[0])]
 
 
 # Graph inputs of scalar values, shared across steps: graphs never write their inputs (nor

@@ -18,6 +18,7 @@ from .ir import (
     Node,
     ScalarData,
     Shape,
+    SizeConstant,
     Value,
     scalar_dtype,
     scalar_shapes,
@@ -158,7 +159,20 @@ def symint(value, device: LazyDevice) -> Value:
 
 
 def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
-    return tuple([symint(v, device) for v in values])
+    """A size or stride list as shared ``SizeConstant`` values (one dict lookup per list
+    seen before). A single ``SymInt`` (``symint``) stays a graph input: starts and
+    offsets change from step to step (``data[i : i + n]``) where sizes do not."""
+    key = tuple([int(v) for v in values])
+    found = _SIZE_LISTS.get(key)
+    if found is None:
+        if len(_SIZE_LISTS) >= _SIZE_LISTS_MAX:
+            _SIZE_LISTS.clear()
+        found = _SIZE_LISTS[key] = tuple([Value(SizeConstant(v), 0) for v in key])
+    return found
+
+
+_SIZE_LISTS: dict[tuple[int, ...], tuple[Value, ...]] = {}
+_SIZE_LISTS_MAX = 4096
 
 
 class GeneratorData(Node):

@@ -16,7 +16,10 @@ The contract, per argument kind (in schema order; keyword-only arguments by name
 ``Tensor?[]``                  ``ctx.optional_tensor_list(vs)``
 ``Scalar`` / ``Scalar?``       ``ctx.scalar(v)``, ``ctx.optional_scalar(v)``: a graph input
                                (a 0-dim tensor) read as a number, never a constant
-``SymInt`` / ``SymInt[]``      ``ctx.symint(v)``, ``ctx.symint_list(vs)`` (symint mode)
+``SymInt`` / ``SymInt[]``      ``ctx.symint(v)``, ``ctx.symint_list(vs)`` (symint mode): a
+                               ``SymInt`` is a graph input read as an int; each int of a
+                               ``SymInt[]`` is a ``SizeConstant`` node lowered before its
+                               users as ``ctx.constant(int)`` (``ctx.values[v]``)
 ``Generator?``                 ``ctx.generator(v)``: a ``torch.Generator`` graph input
 any attribute                  ``ctx.constant(value)``
 =============================  =======================================================

@@ -37,12 +37,13 @@ def _single_element(tensor: LazyTensor) -> bool:
 
 
 def region(roots: list[Value]) -> set[Node]:
-    """The computed (non-input) nodes reachable from ``roots``."""
+    """The computed nodes reachable from ``roots`` (not inputs, nor constants: every graph
+    makes its own, so they are never handed over)."""
     seen: set[Node] = set()
     stack = [v.node for v in roots]
     while stack:
         node = stack.pop()
-        if node in seen or node.is_input:
+        if node in seen or node.is_input or node.is_constant:
             continue
         seen.add(node)
         stack.extend(value.node for value in node.inputs())

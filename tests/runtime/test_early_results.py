@@ -93,3 +93,16 @@ def test_shared_nodes_read_by_both_graphs_and_by_later_ops(early_results, fresh_
     torch.testing.assert_close(scaled.cpu(), want_shared / want_shared.sum())
     torch.testing.assert_close(total.cpu(), want_shared.sum())
     torch.testing.assert_close((scaled * 3).cpu(), want_shared / want_shared.sum() * 3)
+
+
+def test_size_constants_shared_by_both_graphs_are_not_handed_over(early_results):
+    """A size list (view's [4, 4]) used by the loss's graph and by the rest: each graph makes
+    its own constants; handing one over as a result used to fail ("'int' object has no
+    attribute 'dtype'")."""
+    lr.config.set_early_results(True)
+    x = torch.arange(16.0).to(LAZY)
+    loss = x.view(4, 4).sum()
+    rest = (x * 2).view(4, 4)
+    lr.mark_step()
+    assert loss.item() == 120.0
+    torch.testing.assert_close(rest.cpu(), (torch.arange(16.0) * 2).view(4, 4))

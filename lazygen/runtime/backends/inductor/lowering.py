@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from ...ir import ScalarData, Value
+from ...ir import ScalarData, SizeConstant, Value
 from ...lowering import LoweringContext, overload_of
 from ...settings import settings
 
@@ -104,7 +104,9 @@ class FXLoweringContext(LoweringContext):
             self._scalars[v] = node
         return node
 
-    def symint(self, v: Value) -> torch.fx.Node:
+    def symint(self, v: Value) -> torch.fx.Node | int:
+        if type(v.node) is SizeConstant:
+            return self.values[v]  # its constant
         return self.scalar(v)
 
     def symint_list(self, vs) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...ir import ScalarData, Value
+from ...ir import ScalarData, SizeConstant, Value
 from ...lowering import LoweringContext
 from ...settings import settings
 
@@ -64,6 +64,8 @@ class TSLoweringContext(LoweringContext):
         return value
 
     def symint(self, v: Value) -> torch._C.Value:
+        if type(v.node) is SizeConstant:
+            return self.values[v]  # its constant
         value = self._ints.get(v)
         if value is None:
             (value,) = self._create("aten::Int", [self.values[v]], 1)
