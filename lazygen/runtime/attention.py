@@ -160,14 +160,7 @@ def fused_attention(
         )
     rt.count("lazy::_scaled_dot_product_fused_attention_overrideable")
     device = rt.device_of(query, key, value)
-    operands = tuple(rt.tensor(t, device) for t in (query, key, value))
-    if attn_bias is not None:
-        operands += (rt.tensor(attn_bias, device),)
-    shapes = rt.infer_shapes(
-        _CPU_FLASH, (query, key, value, 0.0, is_causal), {"attn_mask": attn_bias, "scale": scale}
-    )
-    node = rt.make_node(FusedAttention, operands, (is_causal, scale), shapes)
-    output, logsumexp = rt.wrap_tuple(node, device)
+    output, logsumexp = _attention(query, key, value, attn_bias, is_causal, scale)
     max_q, max_k = query.shape[-2], key.shape[-2]
     seed, offset = _lazy_int64_zero(device), _lazy_int64_zero(device)
     return output, logsumexp, None, None, max_q, max_k, seed, offset, None
@@ -198,20 +191,79 @@ def fused_attention_backward(
     the softmax it recomputes (``dS = P * (dP - rowsum(dO * O))``, summed to the bias's
     shape)."""
     rt.count("lazy::_scaled_dot_product_fused_attention_overrideable_backward")
-    device = rt.device_of(grad_out, query)
     tensors = (grad_out, query, key, value, out, logsumexp)
-    operands = tuple(rt.tensor(t, device) for t in tensors)
-    if attn_bias is not None:
-        operands += (rt.tensor(attn_bias, device),)
-    shapes = rt.infer_shapes(
-        _CPU_FLASH_BACKWARD, (*tensors, 0.0, is_causal), {"attn_mask": attn_bias, "scale": scale}
-    )
-    node = rt.make_node(FusedAttentionBackward, operands, (is_causal, scale), shapes)
-    grad_query, grad_key, grad_value = rt.wrap_tuple(node, device)
+    grad_query, grad_key, grad_value = _attention_backward(tensors, attn_bias, is_causal, scale)
     grad_bias = None
     if grad_input_mask[3] and attn_bias is not None:
         grad_bias = _bias_gradient(grad_out, query, key, value, attn_bias, out, logsumexp, scale)
     return grad_query, grad_key, grad_value, grad_bias
+
+
+def cpu_flash_attention(
+    query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None
+):
+    """``_scaled_dot_product_flash_attention_for_cpu`` itself, as the same node: graphs that
+    Dynamo and aot_autograd captured on the CPU call it directly (``torch.compile(...,
+    backend="lazygen")``), and without a kernel each call split the graph around an eager
+    segment."""
+    if dropout_p != 0.0:
+        raise RuntimeError(
+            "lazygen: _scaled_dot_product_flash_attention_for_cpu with dropout is not "
+            "supported on the lazy device (its random mask is drawn inside the CPU kernel)"
+        )
+    rt.count("lazy::_scaled_dot_product_flash_attention_for_cpu")
+    return _attention(query, key, value, attn_mask, is_causal, scale)
+
+
+def _attention(query, key, value, mask, is_causal, scale) -> tuple:
+    """``(output, logsumexp)`` of one ``FusedAttention`` node."""
+    device = rt.device_of(query, key, value)
+    operands = tuple(rt.tensor(t, device) for t in (query, key, value))
+    if mask is not None:
+        operands += (rt.tensor(mask, device),)
+    shapes = rt.infer_shapes(
+        _CPU_FLASH, (query, key, value, 0.0, is_causal), {"attn_mask": mask, "scale": scale}
+    )
+    node = rt.make_node(FusedAttention, operands, (is_causal, scale), shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def cpu_flash_attention_backward(
+    grad_out,
+    query,
+    key,
+    value,
+    out,
+    logsumexp,
+    dropout_p,
+    is_causal,
+    *,
+    attn_mask=None,
+    scale=None,
+):
+    """``_scaled_dot_product_flash_attention_for_cpu_backward`` as the backward node."""
+    if dropout_p != 0.0:
+        raise RuntimeError(
+            "lazygen: _scaled_dot_product_flash_attention_for_cpu_backward with dropout is "
+            "not supported on the lazy device"
+        )
+    rt.count("lazy::_scaled_dot_product_flash_attention_for_cpu_backward")
+    tensors = (grad_out, query, key, value, out, logsumexp)
+    return _attention_backward(tensors, attn_mask, is_causal, scale)
+
+
+def _attention_backward(tensors, mask, is_causal, scale) -> tuple:
+    """``(grad_query, grad_key, grad_value)`` of one ``FusedAttentionBackward`` node, from
+    ``(grad_out, query, key, value, out, logsumexp)``."""
+    device = rt.device_of(*tensors[:2])
+    operands = tuple(rt.tensor(t, device) for t in tensors)
+    if mask is not None:
+        operands += (rt.tensor(mask, device),)
+    shapes = rt.infer_shapes(
+        _CPU_FLASH_BACKWARD, (*tensors, 0.0, is_causal), {"attn_mask": mask, "scale": scale}
+    )
+    node = rt.make_node(FusedAttentionBackward, operands, (is_causal, scale), shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def _bias_gradient(grad_out, query, key, value, bias, out, logsumexp, scale):
@@ -236,6 +288,8 @@ ATTENTION_KERNELS = {
     aten._scaled_dot_product_fused_attention_overrideable_backward.default: (
         fused_attention_backward
     ),
+    _CPU_FLASH: cpu_flash_attention,
+    _CPU_FLASH_BACKWARD: cpu_flash_attention_backward,
 }
 
 #: At the lazy device's autograd key, on the user's tensors.

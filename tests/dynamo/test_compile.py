@@ -256,3 +256,22 @@ def test_options_choose_the_lazygen_backend_and_unknown_ones_are_refused():
     g = torch.compile(lambda x: x + 1, backend="lazygen", options={"colour": "blue"})
     with pytest.raises(Exception, match="unknown torch.compile option"):
         g(torch.ones(2))
+
+
+def test_attention_is_captured_without_eager_segments():
+    """aot_autograd's graphs call the CPU flash-attention ops; they have lazy kernels, so
+    a transformer layer is one lazy graph each way (it was split around 4 eager segments)."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    x = torch.randn(2, 5, 8)
+    eager_layer = copy.deepcopy(layer)
+    compiled = torch.compile(layer, backend="lazygen")
+    for _ in range(2):
+        got, want = compiled(x), eager_layer(x)
+        got.sum().backward()
+        want.sum().backward()
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    for a, b in zip(layer.parameters(), eager_layer.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-5)
+    assert count("DynamoEagerSegment") == 0, ld.report()
+    assert count("DynamoCapture") == 2, ld.report()  # forward and backward, once each

@@ -143,3 +143,33 @@ def test_transformer_decoder_training_equals_eager(fresh_metrics):
     assert got_losses == pytest.approx(want_losses, rel=1e-5)
     _assert_equal(want, got, torch.float32)
     assert _count(FUSED) == 3 * 2 * 2  # steps x layers x (self + cross attention)
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "mask"])
+def test_the_cpu_flash_ops_called_directly_are_one_node_each_way(masked, fresh_metrics):
+    """Graphs captured by Dynamo/aot_autograd on the CPU call the CPU flash kernels
+    directly; on the lazy device each is one node, equal to the CPU's."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 8) for _ in range(3))
+    mask = torch.randn(5, 5) if masked else None
+    forward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+    out, lse = forward(q, k, v, 0.0, True, attn_mask=mask, scale=0.3)
+    grad = torch.randn_like(out)
+    grads = backward(grad, q, k, v, out, lse, 0.0, True, attn_mask=mask, scale=0.3)
+    lazy = [t.to(LAZY) for t in (q, k, v, grad)]
+    lazy_mask = None if mask is None else mask.to(LAZY)
+    lazy_out, lazy_lse = forward(*lazy[:3], 0.0, True, attn_mask=lazy_mask, scale=0.3)
+    lazy_grads = backward(
+        lazy[3], *lazy[:3], lazy_out, lazy_lse, 0.0, True, attn_mask=lazy_mask, scale=0.3
+    )
+    for want, got in zip((out, lse, *grads), (lazy_out, lazy_lse, *lazy_grads), strict=True):
+        torch.testing.assert_close(got.cpu(), want)
+    assert _count("lazy::_scaled_dot_product_flash_attention_for_cpu") == 1
+    assert _count("lazy::_scaled_dot_product_flash_attention_for_cpu_backward") == 1
+
+
+def test_the_cpu_flash_ops_refuse_dropout():
+    q = torch.randn(1, 2, 3, 4).to(LAZY)
+    with pytest.raises(RuntimeError, match="dropout"):
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, q, q, 0.5)
