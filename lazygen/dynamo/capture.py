@@ -52,6 +52,14 @@ class Capture:
     only_fallbacks: bool = True  # every cut is an FX node that ran eagerly (partitionable)
     spec: object = None  # the pytree spec of the FX graph's output
     generators: list = field(default_factory=list)  # GeneratorData in the order traced
+    arguments: list = field(default_factory=list)  # DeviceData of the first call's arguments
+
+    def release_arguments(self) -> None:
+        """Drop the first call's argument data (replays are fed their own). Not before the
+        graph is compiled: a backend may compile with example inputs (Inductor does)."""
+        for node in self.arguments:
+            node.deliver(None)
+        self.arguments = []
 
 
 #: aten-level ops that aot_autograd's graphs contain but lazygen's op list names otherwise.
@@ -293,8 +301,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
         named = [f"{name} ({target})" for name, target in interpreter.suspects.items()]
         result.cuts = named + [n for n in fell_back if n.startswith("RandomSync::")]
         result.cuts = result.cuts or ["a value computed eagerly while tracing"]
-    for node in arg_of:  # the first call's arguments: replays are fed their own
-        node.deliver(None)
+    result.arguments = list(arg_of)
     result.spec = spec
     result.generators = interpreter.generators
     _check_random_order(result)

@@ -14,6 +14,7 @@ import weakref
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime import executor, metrics
 from lazygen.runtime.errors import LazyGraphError
@@ -235,6 +236,14 @@ class CompiledGraph:
             self.eager_reasons = [f"capture failed: {type(error).__name__}: {error}"]
             log(1, f"lazygen.dynamo: {self.name} runs eagerly: {self.eager_reasons[0]}")
             return Eager(self.gm, self.eager_reasons)
+        try:
+            return self._compile(cap, args)
+        finally:
+            cap.release_arguments()
+
+    def _compile(self, cap: Capture, args: list):
+        """What runs this graph from now on, for a successful capture."""
+        device = self.device
         if cap.cuts and cap.only_fallbacks:
             return self._partition(cap)
         if cap.cuts:
@@ -248,7 +257,10 @@ class CompiledGraph:
         self.nodes = sum(1 for n in order if not n.is_input)
         key = graph_key(order, position, cap.outputs)
         try:
-            executable = executor.compile_cached(device, key, order, cap.outputs)
+            # Not under the caller's dispatch modes: the first call runs inside
+            # aot_autograd's runtime wrapper, whose mode broke Inductor's own tracing.
+            with _disable_current_modes():
+                executable = executor.compile_cached(device, key, order, cap.outputs)
         except LazyGraphError as error:
             metrics.count("DynamoEagerGraph")
             self.eager_reasons = [f"compilation failed: {error}"]

@@ -275,3 +275,22 @@ def test_attention_is_captured_without_eager_segments():
         torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-5)
     assert count("DynamoEagerSegment") == 0, ld.report()
     assert count("DynamoCapture") == 2, ld.report()  # forward and backward, once each
+
+
+@pytest.mark.slow
+def test_the_inductor_backend_compiles_training_graphs_instead_of_running_them_eagerly():
+    """Inductor compiles with example inputs: the first call's arguments must outlive the
+    compile, and aot_autograd's runtime mode must not leak into Inductor's own tracing
+    (both made every training graph run eagerly, reported as a compile failure)."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(8, 4)
+    reference = copy.deepcopy(layer)
+    compiled = torch.compile(layer, backend="lazygen", options={"backend": "inductor"})
+    x = torch.randn(3, 8)
+    got, want = compiled(x), reference(x)
+    got.sum().backward()
+    want.sum().backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(layer.weight.grad, reference.weight.grad)
+    assert count("DynamoEagerGraph") == 0, ld.report()
+    assert count("DynamoCapture") == 2, ld.report()
