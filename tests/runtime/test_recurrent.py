@@ -139,8 +139,9 @@ def test_recurrent_cell_matches_eager_lazily(
 
 
 def test_fused_cells_trace_lazily(fresh_metrics):
-    """The fused cells and their backward ops are lazy kernels, not eager fallbacks."""
-    lstm, gru = torch.nn.LSTM(4, 5).to(LAZY), torch.nn.GRU(4, 5).to(LAZY)
+    """The fused cells and their backward ops are lazy kernels, not eager fallbacks (an
+    LSTM with projections still runs ATen's per-cell composite)."""
+    lstm, gru = torch.nn.LSTM(4, 5, proj_size=3).to(LAZY), torch.nn.GRU(4, 5).to(LAZY)
     x = torch.randn(2, 3, 4).to(LAZY)
     (lstm(x)[0].sum() + gru(x)[0].sum()).backward()
     lr.mark_step()
@@ -186,9 +187,10 @@ def test_lstm_cell_gradient_through_either_state(used, fresh_metrics):
 
 
 def test_an_lstm_cell_step_is_one_node_forward_and_one_backward(fresh_metrics):
-    """Each cell step records one elementwise node each way (plus the concatenation of the
-    gates and the bias sum), not the ~15 ops of its formula."""
-    lstm = torch.nn.LSTM(4, 5).to(LAZY)
+    """Each cell step of ATen's per-cell path (here: an LSTM with projections) records one
+    elementwise node each way (plus the concatenation of the gates and the bias sum), not
+    the ~15 ops of its formula."""
+    lstm = torch.nn.LSTM(4, 5, proj_size=3).to(LAZY)
     x = torch.randn(6, 2, 4).to(LAZY)
     lstm(x)[0].sum().backward()
     lr.mark_step()
