@@ -31,6 +31,7 @@ from torch.autograd.function import once_differentiable
 
 from . import kernel_support as rt
 from .ir import Node, Shape
+from .rnn_lowering import Emit, Layout, previous_hidden
 from .tensor import inner, is_lazy, to_functional
 
 aten = torch.ops.aten
@@ -40,87 +41,6 @@ _LSTM = aten.lstm.input
 #: (``torch._decomp``), which has no fused cells and never draws dropout here.
 _COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
 _FLOATS = (torch.float32, torch.float64)
-
-
-class _Emit:
-    """Backend ops of one lowering, on backend values (the ``LoweringContext`` contract)."""
-
-    def __init__(self, ctx) -> None:
-        self.ctx = ctx
-        self.c = ctx.constant
-
-    def op(self, name, *args):
-        return self.ctx.call(name, list(args), {}, 1)[0]
-
-    def keywords(self, name, args, **options):
-        """An op with keyword-only arguments (given as constants)."""
-        options = {key: self.c(value) for key, value in options.items()}
-        return self.ctx.call(name, args, options, 1)[0]
-
-    def add(self, a, b):
-        return self.keywords("aten::add.Tensor", [a, b], alpha=1)
-
-    def mul(self, a, b):
-        return self.op("aten::mul.Tensor", a, b)
-
-    def select(self, t, index):
-        return self.op("aten::select.int", t, self.c(0), self.c(index))
-
-    def narrow(self, t, dim, start, length):
-        return self.op("aten::narrow", t, self.c(dim), self.c(start), self.c(length))
-
-    def split(self, t, count, dim):
-        """``count`` equal views along ``dim``: two graph nodes however many parts, where
-        a ``select``/``narrow`` per part would be one node each."""
-        if count == 1:
-            return [self.select(t, 0) if dim == 0 else t]
-        op = "aten::unbind.int" if dim == 0 else "aten::chunk"
-        args = [t, self.c(dim)] if dim == 0 else [t, self.c(count), self.c(dim)]
-        return self.ctx.unpack_list(self.ctx.call(op, args, {}, 1)[0], count)
-
-    def stack(self, items):
-        return self.op("aten::stack", self.ctx.value_list(items), self.c(0))
-
-    def cat(self, items, dim):
-        if len(items) == 1:
-            return items[0]
-        return self.op("aten::cat", self.ctx.value_list(items), self.c(dim))
-
-    def transpose01(self, t):
-        return self.op("aten::transpose.int", t, self.c(0), self.c(1))
-
-    def mm(self, a, b):
-        return self.op("aten::mm", a, b)
-
-    def t(self, a):
-        return self.op("aten::t", a)
-
-    def reshape(self, t, sizes):
-        return self.op("aten::reshape", t, self.c(list(sizes)))
-
-
-class _Layout:
-    """Sizes and operand positions shared by the forward and backward nodes."""
-
-    def __init__(self, attrs, input_shape) -> None:
-        self.num_layers, self.bidirectional, self.batch_first, self.has_biases = attrs[:4]
-        self.directions = 2 if self.bidirectional else 1
-        self.per_cell = 4 if self.has_biases else 2
-        if self.batch_first:
-            self.batch, self.steps = input_shape[0], input_shape[1]
-        else:
-            self.steps, self.batch = input_shape[0], input_shape[1]
-
-    def cells(self):
-        """``(layer, direction, index in h0/c0)`` in ATen's parameter order."""
-        for layer in range(self.num_layers):
-            for direction in range(self.directions):
-                yield layer, direction, layer * self.directions + direction
-
-    def order(self, direction):
-        """The time indices a direction visits, in processing order."""
-        steps = range(self.steps)
-        return list(steps if direction == 0 else reversed(steps))
 
 
 #: Workspace tensors per layer and direction, each ``steps x batch x n``, in time order.
@@ -152,9 +72,9 @@ class LstmLayers(Node):
     )
 
     def lower(self, ctx):
-        e = _Emit(ctx)
+        e = Emit(ctx)
         x, h0, c0, *params = (ctx.tensor(v) for v in self.operands)
-        layout = _Layout(self.attrs, _input_sizes(self))
+        layout = Layout(self.attrs, _input_sizes(self))
         hidden = self.shapes[1].sizes[-1]
         layer_input = e.transpose01(x) if layout.batch_first else x
         starts_h = e.split(h0, self.shapes[1].sizes[0], 0)
@@ -210,10 +130,10 @@ class LstmLayersBackward(Node):
     )
 
     def lower(self, ctx):
-        e = _Emit(ctx)
+        e = Emit(ctx)
         values = [ctx.tensor(v) for v in self.operands]
         grad_output, grad_hn, grad_cn, x, h0, c0 = values[:6]
-        layout = _Layout(self.attrs, _input_sizes(self))
+        layout = Layout(self.attrs, _input_sizes(self))
         count = layout.num_layers * layout.directions * layout.per_cell
         params, workspace = values[6 : 6 + count], values[6 + count :]
         hidden, cells = self.shapes[1].sizes[-1], self.shapes[1].sizes[0]
@@ -260,7 +180,7 @@ class LstmLayersBackward(Node):
                 flat_t = e.t(flat)
                 inputs = e.reshape(layer_input, (steps * batch, -1))
                 grad_params[first] = e.mm(flat_t, inputs)
-                previous = _previous_hidden(e, hs, starts_h[index], direction, steps)
+                previous = previous_hidden(e, hs, starts_h[index], direction, steps)
                 grad_params[first + 1] = e.mm(flat_t, e.reshape(previous, (steps * batch, hidden)))
                 if layout.has_biases:
                     bias = e.keywords(
@@ -289,16 +209,6 @@ def _cell_backward(e, grad_h, grad_c, sig, g, tanh_c, c_prev):
     return e.cat([grad_i, grad_f, grad_g, grad_o], 1), e.mul(grad_c, f)
 
 
-def _previous_hidden(e, hs, h_start, direction, steps):
-    """The hidden state each step of ``hs`` (time order) started from, in time order."""
-    start = e.op("aten::unsqueeze", h_start, e.c(0))
-    if steps == 1:
-        return start
-    if direction == 0:
-        return e.cat([start, e.narrow(hs, 0, 0, steps - 1)], 0)
-    return e.cat([e.narrow(hs, 0, 1, steps - 1), start], 0)
-
-
 # Tracing ----------------------------------------------------------------------------------
 
 
@@ -322,7 +232,7 @@ def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidire
 
 def _shapes(input, h0, params, attrs):
     """The forward node's output shapes."""
-    layout = _Layout(attrs, tuple(input.shape))
+    layout = Layout(attrs, tuple(input.shape))
     dtype, hidden = input.dtype, h0.shape[-1]
     steps, batch = layout.steps, layout.batch
     out = (batch, steps) if layout.batch_first else (steps, batch)

@@ -284,3 +284,114 @@ def test_same_length_reuses_the_compiled_graph(fresh_metrics):
         model(x)[0].sum().backward()
         lr.mark_step()
     assert fresh_metrics.counter_value("UncachedCompile") == first
+
+
+# GRU (``lazygen/runtime/gru.py``) ------------------------------------------------------------
+
+GRU_NODE, GRU_BACKWARD = "lazy::gru_layers", "lazy::gru_layers_backward"
+GRU_CELL = "lazy::_thnn_fused_gru_cell"
+
+
+def _gru(dtype=torch.float32, **options):
+    torch.manual_seed(0)
+    return torch.nn.GRU(4, 5, **options).to(dtype)
+
+
+def _run_gru(model, x, state, device, loss_of=None):
+    model = copy.deepcopy(model).to(device).train()
+    x = x.clone().to(device).requires_grad_()
+    leaves = [x]
+    if state is None:
+        out, h = model(x)
+    else:
+        state = state[0].clone().to(device).requires_grad_()
+        leaves.append(state)
+        out, h = model(x, state)
+    loss_of = loss_of or (lambda o, h: o.pow(2).sum() + h.sin().sum())
+    loss_of(out, h).backward()
+    grads = [t.grad for t in (*leaves, *model.parameters())]
+    return [t.detach().cpu() for t in (out, h)], grads
+
+
+GRU_CASES = [
+    ({}, torch.float32, False),
+    ({"num_layers": 2}, torch.float64, True),
+    ({"num_layers": 2, "bidirectional": True, "batch_first": True}, torch.float32, True),
+    ({"bias": False, "bidirectional": True}, torch.float32, False),
+    ({"num_layers": 3, "batch_first": True, "bias": False}, torch.float64, True),
+]
+
+
+@pytest.mark.parametrize(
+    "options,dtype,with_state",
+    GRU_CASES,
+    ids=[
+        f"{'-'.join(f'{a}={b}' for a, b in o.items()) or 'default'}-{d}-{s}"
+        for o, d, s in GRU_CASES
+    ],
+)
+def test_gru_is_one_node_each_way_and_equals_eager(options, dtype, with_state, fresh_metrics):
+    model = _gru(dtype, **options)
+    x, state = _inputs(model, dtype, with_state=with_state)
+    eager = _run_gru(model, x, state, "cpu")
+    fresh_metrics.reset()
+    lazy = _run_gru(model, x, state, LAZY)
+    counters = fresh_metrics.counters()
+    assert counters.get(GRU_NODE) == 1 and counters.get(GRU_BACKWARD) == 1, counters
+    assert GRU_CELL not in counters, counters
+    assert not [n for n in counters if n.startswith("aten::")], counters
+    _assert_same(lazy, eager)
+
+
+@pytest.mark.parametrize("used", ["output", "h_n"])
+def test_gru_gradient_through_one_result_only(used, fresh_metrics):
+    model = _gru(num_layers=2, bidirectional=True)
+    x, state = _inputs(model, torch.float32, with_state=True)
+
+    def loss_of(out, h):
+        return {"output": out, "h_n": h}[used].tanh().sum()
+
+    eager = _run_gru(model, x, state, "cpu", loss_of)
+    fresh_metrics.reset()
+    lazy = _run_gru(model, x, state, LAZY, loss_of)
+    assert fresh_metrics.counters().get(GRU_BACKWARD) == 1
+    _assert_same(lazy, eager)
+
+
+@pytest.mark.parametrize(
+    "options,node",
+    [({"num_layers": 2, "batch_first": True}, True), ({"num_layers": 2, "dropout": 0.3}, False)],
+)
+def test_gru_training_with_adam_equals_eager(options, node, fresh_metrics):
+    def train(device):
+        torch.manual_seed(0)
+        gru = torch.nn.GRU(4, 6, **options).to(device)
+        head = torch.nn.Linear(6, 3).to(device)
+        params = [*gru.parameters(), *head.parameters()]
+        optimizer = torch.optim.Adam(params, lr=0.05)
+        torch.manual_seed(3)
+        x = torch.randn(5, 7, 4).to(device)
+        target = torch.randint(0, 3, (5 if gru.batch_first else 7,)).to(device)
+        losses = []
+        for _ in range(4):
+            optimizer.zero_grad()
+            torch.manual_seed(4)
+            out, _ = gru(x)
+            last = out[:, -1] if gru.batch_first else out[-1]
+            loss = torch.nn.functional.cross_entropy(head(last), target)
+            loss.backward()
+            optimizer.step()
+            if device != "cpu":
+                lr.mark_step()
+            losses.append(loss.item())
+        return losses, [p.detach().cpu() for p in params]
+
+    want_losses, want_params = train("cpu")
+    fresh_metrics.reset()
+    got_losses, got_params = train(LAZY)
+    counters = fresh_metrics.counters()
+    assert (counters.get(GRU_NODE, 0) == 4) is node, counters
+    assert (counters.get(GRU_CELL, 0) > 0) is not node, counters
+    torch.testing.assert_close(got_losses, want_losses, atol=1e-5, rtol=1e-5)
+    for got, want in zip(got_params, want_params, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
