@@ -12,7 +12,8 @@ Per step, as ``nn.GRU`` documents: ``r = sigmoid(x_r + h_r)``, ``z = sigmoid(x_z
 ``[r, z]``, ``n`` and ``h_n`` of every step.
 
 Scope as ``lstm.py``'s: dropout between layers in training, packed sequences
-(``gru.data``), other inputs and inference mode keep ATen's composite.
+(``gru.data``), other inputs and inference mode keep ATen's composite; the backward is
+``once_differentiable`` (no gradient of the gradient through an ``nn.GRU``).
 """
 
 from __future__ import annotations

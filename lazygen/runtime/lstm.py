@@ -21,7 +21,9 @@ may be wanted; inference records the node without them).
 Scope: what ``nn.LSTM`` passes for a dense input without projections, of one floating
 dtype, all on one lazy device; dropout between layers in training mode, ``proj_size``,
 packed sequences (``lstm.data``), other inputs and inference mode keep ATen's composite
-(the per-cell path), so eager's random numbers and errors stay eager's.
+(the per-cell path), so eager's random numbers and errors stay eager's. The backward is
+``once_differentiable``: a gradient of the gradient through an ``nn.LSTM``
+(``create_graph=True`` and a second backward) raises, where the per-cell path allowed it.
 """
 
 from __future__ import annotations
