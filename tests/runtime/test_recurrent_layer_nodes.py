@@ -395,3 +395,25 @@ def test_gru_training_with_adam_equals_eager(options, node, fresh_metrics):
     torch.testing.assert_close(got_losses, want_losses, atol=1e-5, rtol=1e-5)
     for got, want in zip(got_params, want_params, strict=True):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_unbatched_input_and_carried_state(fresh_metrics):
+    """An unbatched sequence (``nn.LSTM`` adds the batch dimension) and a second call that
+    starts from the first one's detached final state (truncated BPTT)."""
+    model = _lstm(num_layers=2)
+
+    def run(device):
+        m = copy.deepcopy(model).to(device)
+        x = torch.randn(3, 4, generator=torch.Generator().manual_seed(1)).to(device)
+        out, (h, c) = m(x)
+        out2, (h2, c2) = m(x * 2, (h.detach(), c.detach()))
+        (out.sum() + out2.pow(2).sum() + c2.sum()).backward()
+        grads = [p.grad for p in m.parameters()]
+        return [t.detach().cpu() for t in (out, out2, h2, c2)], grads
+
+    eager = run("cpu")
+    fresh_metrics.reset()
+    lazy = run(LAZY)
+    counters = fresh_metrics.counters()
+    assert counters.get(NODE) == 2 and counters.get(BACKWARD) == 2, counters
+    _assert_same(lazy, eager)
