@@ -12,14 +12,13 @@ Per step, as ``nn.GRU`` documents: ``r = sigmoid(x_r + h_r)``, ``z = sigmoid(x_z
 ``[r, z]``, ``n`` and ``h_n`` of every step.
 
 Scope as ``lstm.py``'s: dropout between layers in training, packed sequences
-(``gru.data``), other inputs and inference mode keep ATen's composite; the backward is
-``once_differentiable`` (no gradient of the gradient through an ``nn.GRU``).
+(``gru.data``), other inputs and inference mode keep ATen's composite; a backward with
+``create_graph=True`` recomputes through the composite (as ``lstm.py``'s does).
 """
 
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from . import kernel_support as rt
 from .ir import Node, Shape
@@ -247,25 +246,40 @@ class _GruFunction(torch.autograd.Function):
     """Autograd for the node pair; the workspace is saved, never differentiated."""
 
     @staticmethod
-    def forward(ctx, attrs, input, h0, *params):
+    def forward(ctx, attrs, options, input, h0, *params):
         outputs = _trace_forward(input, h0, params, attrs)
-        ctx.attrs = attrs[:4]
+        ctx.attrs, ctx.options = attrs[:4], options
         ctx.save_for_backward(input, h0, *params, *outputs[2:])
         return tuple(outputs[:2])
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_output, grad_hn):
-        rt.count("lazy::gru_layers_backward")
         saved = ctx.saved_tensors
+        count = len(saved) - 2 - len(_WORKSPACE) * len(saved[1])  # parameters, then workspace
+        if torch.is_grad_enabled():  # create_graph: a gradient autograd can differentiate
+            grads = _recomputed_gradients(ctx, saved[: 2 + count], [grad_output, grad_hn])
+            return (None, None, *grads)
+        rt.count("lazy::gru_layers_backward")
         tensors = [inner(t) for t in (grad_output, grad_hn, *saved)]
         device = tensors[2]._device
         operands = tuple(rt.tensor(t, device) for t in tensors)
-        count = len(saved) - 2 - len(_WORKSPACE) * len(saved[1])  # parameters, then workspace
         shapes = [Shape(t.dtype, tuple(t.shape)) for t in saved[: 2 + count]]
         node = rt.make_node(GruLayersBackward, operands, ctx.attrs, tuple(shapes))
         grads = [to_functional(t) for t in rt.wrap_tuple(node, device)]
-        return (None, *grads)
+        return (None, None, *grads)
+
+
+def _recomputed_gradients(ctx, inputs, grads):
+    """The inputs' gradients through ATen's composite, recomputed with a graph: only for
+    ``create_graph=True`` (see ``lstm._recomputed_gradients``)."""
+    num_layers, bidirectional, batch_first, has_biases = ctx.attrs
+    dropout, train = ctx.options
+    input, h0, *params = inputs
+    arguments = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    outputs = _GRU._op_dk(_COMPOSITE, input, h0, params, *arguments)
+    wanted = [t for t in inputs if t.requires_grad]
+    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True, allow_unused=True))
+    return [next(found) if t.requires_grad else None for t in inputs]
 
 
 def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
@@ -279,7 +293,7 @@ def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional
     attrs = (num_layers, bidirectional, batch_first, has_biases, wants_grad)
     if not wants_grad:
         return tuple(_trace_forward(input, hx, params, attrs))
-    return _GruFunction.apply(attrs, input, hx, *params)
+    return _GruFunction.apply(attrs, (dropout, train), input, hx, *params)
 
 
 #: At the lazy device's autograd key, on the user's tensors.

@@ -21,15 +21,14 @@ may be wanted; inference records the node without them).
 Scope: what ``nn.LSTM`` passes for a dense input without projections, of one floating
 dtype, all on one lazy device; dropout between layers in training mode, ``proj_size``,
 packed sequences (``lstm.data``), other inputs and inference mode keep ATen's composite
-(the per-cell path), so eager's random numbers and errors stay eager's. The backward is
-``once_differentiable``: a gradient of the gradient through an ``nn.LSTM``
-(``create_graph=True`` and a second backward) raises, where the per-cell path allowed it.
+(the per-cell path), so eager's random numbers and errors stay eager's. A backward with
+``create_graph=True`` (a gradient of the gradient) recomputes through ATen's composite
+instead of recording the backward node, whose gradients autograd cannot differentiate.
 """
 
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from . import kernel_support as rt
 from .ir import Node, Shape
@@ -263,26 +262,41 @@ class _LstmFunction(torch.autograd.Function):
     """Autograd for the node pair; the workspace is saved, never differentiated."""
 
     @staticmethod
-    def forward(ctx, attrs, input, h0, c0, *params):
+    def forward(ctx, attrs, options, input, h0, c0, *params):
         outputs = _trace_forward(input, h0, c0, params, attrs)
-        ctx.attrs = attrs[:4]
+        ctx.attrs, ctx.options = attrs[:4], options
         ctx.save_for_backward(input, h0, c0, *params, *outputs[3:])
         return tuple(outputs[:3])
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_output, grad_hn, grad_cn):
-        rt.count("lazy::lstm_layers_backward")
         saved = ctx.saved_tensors
+        count = len(saved) - 3 - len(_WORKSPACE) * len(saved[1])  # parameters, then workspace
+        if torch.is_grad_enabled():  # create_graph: a gradient autograd can differentiate
+            grads = _recomputed_gradients(ctx, saved[: 3 + count], [grad_output, grad_hn, grad_cn])
+            return (None, None, *grads)
+        rt.count("lazy::lstm_layers_backward")
         tensors = [inner(t) for t in (grad_output, grad_hn, grad_cn, *saved)]
         device = tensors[3]._device
         operands = tuple(rt.tensor(t, device) for t in tensors)
-        input, h0, c0 = saved[:3]
-        count = len(saved) - 3 - len(_WORKSPACE) * len(h0)  # parameters, then workspace
-        shapes = [Shape(t.dtype, tuple(t.shape)) for t in saved[: 3 + count]]
-        node = rt.make_node(LstmLayersBackward, operands, ctx.attrs, tuple(shapes))
+        shapes = tuple(Shape(t.dtype, tuple(t.shape)) for t in saved[: 3 + count])
+        node = rt.make_node(LstmLayersBackward, operands, ctx.attrs, shapes)
         grads = [to_functional(t) for t in rt.wrap_tuple(node, device)]
-        return (None, *grads)
+        return (None, None, *grads)
+
+
+def _recomputed_gradients(ctx, inputs, grads):
+    """The inputs' gradients through ATen's composite, recomputed from the saved inputs with
+    a graph (as activation checkpointing does): only for ``create_graph=True``, whose
+    gradients must themselves be differentiable, which the backward node's are not."""
+    num_layers, bidirectional, batch_first, has_biases = ctx.attrs
+    dropout, train = ctx.options
+    input, h0, c0, *params = inputs
+    arguments = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    outputs = _LSTM._op_dk(_COMPOSITE, input, [h0, c0], params, *arguments)
+    wanted = [t for t in inputs if t.requires_grad]
+    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True, allow_unused=True))
+    return [next(found) if t.requires_grad else None for t in inputs]
 
 
 def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
@@ -297,7 +311,7 @@ def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectiona
     attrs = (num_layers, bidirectional, batch_first, has_biases, wants_grad)
     if not wants_grad:
         return tuple(_trace_forward(input, h0, c0, params, attrs))
-    return _LstmFunction.apply(attrs, input, h0, c0, *params)
+    return _LstmFunction.apply(attrs, (dropout, train), input, h0, c0, *params)
 
 
 #: At the lazy device's autograd key, on the user's tensors.

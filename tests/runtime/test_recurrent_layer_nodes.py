@@ -417,3 +417,33 @@ def test_unbatched_input_and_carried_state(fresh_metrics):
     counters = fresh_metrics.counters()
     assert counters.get(NODE) == 2 and counters.get(BACKWARD) == 2, counters
     _assert_same(lazy, eager)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_gradient_of_the_gradient_equals_eager(kind, fresh_metrics):
+    """``create_graph=True`` (e.g. a gradient penalty): the backward recomputes through
+    ATen's composite, whose gradients autograd differentiates again."""
+    torch.manual_seed(0)
+    model = getattr(torch.nn, kind)(4, 5, num_layers=2, bidirectional=True)
+    x = torch.randn(4, 3, 4)
+
+    def run(device):
+        m = copy.deepcopy(model).to(device)
+        inputs = x.clone().to(device).requires_grad_()
+        out = m(inputs)[0]
+        params = list(m.parameters())
+        grads = torch.autograd.grad(out.pow(2).sum(), [inputs, *params], create_graph=True)
+        penalty = sum(g.pow(2).sum() for g in grads)
+        second = torch.autograd.grad(penalty, [inputs, *params])
+        return [t.detach().cpu() for t in (out, *grads, *second)]
+
+    want = run("cpu")
+    fresh_metrics.reset()
+    got = run(LAZY)
+    counters = fresh_metrics.counters()
+    assert counters.get(NODE if kind == "LSTM" else GRU_NODE) == 1, counters
+    # The first backward recomputes; the second reaches the forward node again through
+    # ``out`` (the penalty depends on it), without a graph: the backward node.
+    assert counters.get(BACKWARD if kind == "LSTM" else GRU_BACKWARD) == 1, counters
+    for actual, expected in zip(got, want, strict=True):
+        torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
