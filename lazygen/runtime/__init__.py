@@ -33,7 +33,9 @@ from .device import autograd_queue
 from .device_kernels import DEVICE_KERNELS
 from .devices import all_devices, device_from
 from .errors import LazyGraphError
+from .gru import GRU_AUTOGRAD_KERNELS
 from .lowering import LoweringContext
+from .lstm import LSTM_AUTOGRAD_KERNELS
 from .settings import settings
 from .tensor import inner
 
@@ -96,6 +98,7 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
         dispatch.install()
         dispatch.register_kernels(DEVICE_KERNELS)
         dispatch.register_kernels(ATTENTION_KERNELS, ATTENTION_AUTOGRAD_KERNELS)
+        dispatch.register_kernels({}, {**LSTM_AUTOGRAD_KERNELS, **GRU_AUTOGRAD_KERNELS})
         dispatch.install_tables(tables)
         dispatch.register_kernels(distributed.install())
         devices.configure(chosen)

@@ -139,6 +139,11 @@ class LoweringContext(ABC):
     def unpack_list(self, value: Any, count: int) -> list:
         """The ``count`` tensors of a ``Tensor[]`` result."""
 
+    def value_list(self, items: list) -> Any:
+        """A ``Tensor[]`` argument made of backend values this context handed out (a
+        hand-written lowering stacking per-step results); a Python list by default."""
+        return list(items)
+
     # Helpers for implementations ------------------------------------------------------------
 
     def number_dtype(self, v: Value) -> torch.dtype:

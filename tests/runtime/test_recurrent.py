@@ -139,10 +139,13 @@ def test_recurrent_cell_matches_eager_lazily(
 
 
 def test_fused_cells_trace_lazily(fresh_metrics):
-    """The fused cells and their backward ops are lazy kernels, not eager fallbacks."""
-    lstm, gru = torch.nn.LSTM(4, 5).to(LAZY), torch.nn.GRU(4, 5).to(LAZY)
+    """The fused cells and their backward ops are lazy kernels, not eager fallbacks (an
+    LSTM with projections and a GRU over a packed sequence still run ATen's per-cell
+    composite; dense ones are whole-layer nodes, see test_recurrent_layer_nodes.py)."""
+    lstm, gru = torch.nn.LSTM(4, 5, proj_size=3).to(LAZY), torch.nn.GRU(4, 5).to(LAZY)
     x = torch.randn(2, 3, 4).to(LAZY)
-    (lstm(x)[0].sum() + gru(x)[0].sum()).backward()
+    packed = pack_padded_sequence(x, torch.tensor([2, 2, 1]))
+    (lstm(x)[0].sum() + gru(packed)[0].data.sum()).backward()
     lr.mark_step()
     names = fresh_metrics.counter_names()
     for op in (
@@ -186,9 +189,10 @@ def test_lstm_cell_gradient_through_either_state(used, fresh_metrics):
 
 
 def test_an_lstm_cell_step_is_one_node_forward_and_one_backward(fresh_metrics):
-    """Each cell step records one elementwise node each way (plus the concatenation of the
-    gates and the bias sum), not the ~15 ops of its formula."""
-    lstm = torch.nn.LSTM(4, 5).to(LAZY)
+    """Each cell step of ATen's per-cell path (here: an LSTM with projections) records one
+    elementwise node each way (plus the concatenation of the gates and the bias sum), not
+    the ~15 ops of its formula."""
+    lstm = torch.nn.LSTM(4, 5, proj_size=3).to(LAZY)
     x = torch.randn(6, 2, 4).to(LAZY)
     lstm(x)[0].sum().backward()
     lr.mark_step()

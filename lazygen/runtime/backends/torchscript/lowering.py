@@ -116,6 +116,9 @@ class TSLoweringContext(LoweringContext):
             kind = view
         return self._create(kind, inputs, num_outputs)
 
+    def value_list(self, items: list) -> torch._C.Value:
+        return self._list(list(items), _TENSOR_LIST)
+
     def unpack_list(self, value: torch._C.Value, count: int) -> list:
         return self._create("prim::ListUnpack", [value], count)
 

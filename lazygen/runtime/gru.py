@@ -1,0 +1,300 @@
+"""``aten::gru`` (dense input) as one lazy op forward and one backward.
+
+The same lever as ``lstm.py``: ATen's composite runs a GRU per step, layer and direction as
+a transposed weight, two matrix products, the fused cell (its formula traced op by op) and
+a stack, forward and backward. The lazy device's ``gru`` autograd kernel records one
+``GruLayers`` node and, in its backward, one ``GruLayersBackward`` node, whose lowerings
+unroll the recurrence (and backpropagation through time) into the backend's graph.
+
+Per step, as ``nn.GRU`` documents: ``r = sigmoid(x_r + h_r)``, ``z = sigmoid(x_z + h_z)``,
+``n = tanh(x_n + r * h_n)``, ``h' = n + z * (h - n)``, where ``x_* = W_i* x + b_i*`` and
+``h_* = W_h* h + b_h*``. The workspace holds per layer and direction the hidden states,
+``[r, z]``, ``n`` and ``h_n`` of every step.
+
+Scope as ``lstm.py``'s: dropout between layers in training, packed sequences
+(``gru.data``), other inputs and inference mode keep ATen's composite; a backward with
+``create_graph=True`` recomputes through the composite (as ``lstm.py``'s does).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import kernel_support as rt
+from .ir import Node, Shape
+from .rnn_lowering import Emit, Layout, previous_hidden
+from .tensor import inner, is_lazy, to_functional
+
+aten = torch.ops.aten
+_GRU = aten.gru.input
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd  # see lstm.py's _COMPOSITE
+_FLOATS = (torch.float32, torch.float64)
+
+#: Workspace tensors per layer and direction, each ``steps x batch x n``, in time order.
+_WORKSPACE = ("hidden", "reset_update", "new_gate", "hidden_new_gate")
+_WIDTHS = (1, 2, 1, 1)  # n in units of the hidden size
+
+
+def _input_sizes(node):
+    """The sizes of the node's ``input`` operand (its first; the backward's third)."""
+    value = node.operands[0 if type(node) is GruLayers else 2]
+    return value.node.shapes[value.index].sizes
+
+
+class GruLayers(Node):
+    """``(output, h_n[, workspace])`` of a GRU over ``(input, h0, *params)``; attributes
+    ``(num_layers, bidirectional, batch_first, has_biases, with_workspace)``."""
+
+    __slots__ = ()
+    op_kind = "lazygen::gru_layers"
+    op_name = "gru_layers"
+    schema = (
+        "gru_layers(Tensor input, Tensor h0, Tensor[] params, int num_layers, "
+        "bool bidirectional, bool batch_first, bool has_biases, bool with_workspace) "
+        "-> Tensor[]"
+    )
+
+    def lower(self, ctx):
+        e = Emit(ctx)
+        x, h0, *params = (ctx.tensor(v) for v in self.operands)
+        layout = Layout(self.attrs, _input_sizes(self))
+        cells, hidden = self.shapes[1].sizes[0], self.shapes[1].sizes[-1]
+        layer_input = e.transpose01(x) if layout.batch_first else x
+        starts = e.split(h0, cells, 0)
+        finals, workspace, outputs = [], [], []
+        for _, direction, index in layout.cells():
+            w_ih, w_hh, *biases = params[index * layout.per_cell : (index + 1) * layout.per_cell]
+            b_ih, b_hh = biases if biases else (ctx.constant(None), None)
+            projected = e.split(e.op("aten::linear", layer_input, w_ih, b_ih), layout.steps, 0)
+            w_hh_t = e.t(w_hh)
+            h = starts[index]
+            saved = [{} for _ in _WORKSPACE]
+            for step in layout.order(direction):
+                if b_hh is None:
+                    recurrent = e.mm(h, w_hh_t)
+                else:
+                    recurrent = e.keywords("aten::addmm", [b_hh, h, w_hh_t], beta=1, alpha=1)
+                x_gates = projected[step]
+                rz = e.op(
+                    "aten::sigmoid",
+                    e.add(
+                        e.narrow(x_gates, 1, 0, 2 * hidden), e.narrow(recurrent, 1, 0, 2 * hidden)
+                    ),
+                )
+                r, z = e.split(rz, 2, 1)
+                h_n = e.narrow(recurrent, 1, 2 * hidden, hidden)
+                n = e.keywords(
+                    "aten::addcmul", [e.narrow(x_gates, 1, 2 * hidden, hidden), r, h_n], value=1
+                )
+                n = e.op("aten::tanh", n)
+                h = e.keywords("aten::addcmul", [n, z, e.sub(h, n)], value=1)
+                for seq, value in zip(saved, (h, rz, n, h_n), strict=True):
+                    seq[step] = value
+            finals.append(h)
+            stacked = [e.stack([seq[s] for s in range(layout.steps)]) for seq in saved]
+            if self.attrs[4]:
+                workspace += stacked
+            outputs.append(stacked[0])
+            if direction == layout.directions - 1:
+                layer_input = e.cat(outputs, -1)
+                outputs = []
+        output = e.transpose01(layer_input) if layout.batch_first else layer_input
+        return [output, e.stack(finals), *workspace]
+
+
+class GruLayersBackward(Node):
+    """``(grad_input, grad_h0, *grad_params)`` from ``(grad_output, grad_h_n, input, h0,
+    *params, *workspace)``; attributes as ``GruLayers``'s first four."""
+
+    __slots__ = ()
+    op_kind = "lazygen::gru_layers_backward"
+    op_name = "gru_layers_backward"
+    schema = (
+        "gru_layers_backward(Tensor grad_output, Tensor grad_h_n, Tensor input, Tensor h0, "
+        "Tensor[] params, Tensor[] workspace, int num_layers, bool bidirectional, "
+        "bool batch_first, bool has_biases) -> Tensor[]"
+    )
+
+    def lower(self, ctx):
+        e = Emit(ctx)
+        values = [ctx.tensor(v) for v in self.operands]
+        grad_output, grad_hn, x, h0 = values[:4]
+        layout = Layout(self.attrs, _input_sizes(self))
+        count = layout.num_layers * layout.directions * layout.per_cell
+        params, workspace = values[4 : 4 + count], values[4 + count :]
+        cells, hidden = self.shapes[1].sizes[0], self.shapes[1].sizes[-1]
+        steps, batch = layout.steps, layout.batch
+        grad_params = [None] * count
+        grad_h0 = [None] * cells
+        grads_h, starts = e.split(grad_hn, cells, 0), e.split(h0, cells, 0)
+        grad_layer_output = e.transpose01(grad_output) if layout.batch_first else grad_output
+        time_major_x = e.transpose01(x) if layout.batch_first else x
+        per_cell = len(_WORKSPACE)
+        for layer in reversed(range(layout.num_layers)):
+            if layer == 0:
+                layer_input = time_major_x
+            else:
+                below = (layer - 1) * layout.directions
+                hs = [workspace[per_cell * (below + d)] for d in range(layout.directions)]
+                layer_input = e.cat(hs, -1)
+            grad_layer_input = None
+            for direction in range(layout.directions):
+                index = layer * layout.directions + direction
+                first = index * layout.per_cell
+                w_ih, w_hh = params[first], params[first + 1]
+                hs, *stacked = workspace[per_cell * index : per_cell * (index + 1)]
+                rzs, ns, h_ns = (e.split(t, steps, 0) for t in stacked)
+                hidden_states = e.split(hs, steps, 0)
+                grad_hs = grad_layer_output
+                if layout.directions > 1:
+                    grad_hs = e.narrow(grad_layer_output, -1, direction * hidden, hidden)
+                grad_hs = e.split(grad_hs, steps, 0)
+                grad_h = grads_h[index]
+                order = layout.order(direction)
+                grad_x_gates, grad_h_gates = [None] * steps, [None] * steps
+                for position in reversed(range(steps)):
+                    step = order[position]
+                    h_prev = starts[index] if position == 0 else hidden_states[order[position - 1]]
+                    grad_h = e.add(grad_h, grad_hs[step])
+                    grad_x_gates[step], grad_h_gates[step], through_z = _cell_backward(
+                        e, grad_h, rzs[step], ns[step], h_ns[step], h_prev
+                    )
+                    grad_h = e.add(through_z, e.mm(grad_h_gates[step], w_hh))
+                grad_h0[index] = grad_h
+                grad_x_all, grad_h_all = e.stack(grad_x_gates), e.stack(grad_h_gates)
+                flat_x = e.reshape(grad_x_all, (steps * batch, 3 * hidden))
+                flat_h = e.reshape(grad_h_all, (steps * batch, 3 * hidden))
+                inputs = e.reshape(layer_input, (steps * batch, -1))
+                grad_params[first] = e.mm(e.t(flat_x), inputs)
+                previous = previous_hidden(e, hs, starts[index], direction, steps)
+                grad_params[first + 1] = e.mm(
+                    e.t(flat_h), e.reshape(previous, (steps * batch, hidden))
+                )
+                if layout.has_biases:
+                    for offset, flat in ((2, flat_x), (3, flat_h)):
+                        grad_params[first + offset] = e.keywords(
+                            "aten::sum.dim_IntList", [flat, e.c([0]), e.c(False)], dtype=None
+                        )
+                through_input = e.op("aten::matmul", grad_x_all, w_ih)
+                grad_layer_input = (
+                    through_input
+                    if grad_layer_input is None
+                    else e.add(grad_layer_input, through_input)
+                )
+            grad_layer_output = grad_layer_input
+        grad_input = e.transpose01(grad_layer_output) if layout.batch_first else grad_layer_output
+        return [grad_input, e.stack(grad_h0), *grad_params]
+
+
+def _cell_backward(e, grad_h, rz, n, h_n, h_prev):
+    """``(d input gates, d hidden gates, d h_prev through z)`` of one step from ``d h'``."""
+    r, z = e.split(rz, 2, 1)
+    grad_n = e.op("aten::tanh_backward", e.sub(grad_h, e.mul(grad_h, z)), n)
+    grad_z = e.mul(grad_h, e.sub(h_prev, n))
+    grad_r = e.mul(grad_n, h_n)
+    grad_rz = e.op("aten::sigmoid_backward", e.cat([grad_r, grad_z], 1), rz)
+    grad_x_gates = e.cat([grad_rz, grad_n], 1)
+    grad_h_gates = e.cat([grad_rz, e.mul(grad_n, r)], 1)
+    return grad_x_gates, grad_h_gates, e.mul(grad_h, z)
+
+
+# Tracing ----------------------------------------------------------------------------------
+
+
+def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    """Whether the node computes this call as ATen would (see the module docstring)."""
+    if dropout > 0 and train and num_layers > 1:
+        return False
+    if not (is_lazy(input) and input.dim() == 3 and input.dtype in _FLOATS and is_lazy(hx)):
+        return False
+    if input.shape[0] == 0 or input.shape[1] == 0 or torch.is_inference_mode_enabled():
+        return False
+    directions = 2 if bidirectional else 1
+    if len(params) != num_layers * directions * (4 if has_biases else 2) or hx.dim() != 3:
+        return False
+    if params[1].shape[-1] != hx.shape[-1]:
+        return False
+    device = input.device
+    return all(t.dtype == input.dtype and t.device == device for t in (hx, *params)) and all(
+        is_lazy(t) for t in params
+    )
+
+
+def _shapes(input, h0, attrs):
+    layout = Layout(attrs, tuple(input.shape))
+    dtype, hidden = input.dtype, h0.shape[-1]
+    steps, batch = layout.steps, layout.batch
+    out = (batch, steps) if layout.batch_first else (steps, batch)
+    shapes = [Shape(dtype, (*out, layout.directions * hidden)), Shape(dtype, tuple(h0.shape))]
+    if attrs[4]:
+        for _ in layout.cells():
+            shapes += [Shape(dtype, (steps, batch, n * hidden)) for n in _WIDTHS]
+    return tuple(shapes)
+
+
+def _trace_forward(input, h0, params, attrs):
+    """Record the forward node; the user-facing (functional) tensors of its outputs."""
+    rt.count("lazy::gru_layers")
+    tensors = [inner(t) for t in (input, h0, *params)]
+    device = tensors[0]._device
+    operands = tuple(t._value for t in tensors)
+    node = rt.make_node(GruLayers, operands, attrs, _shapes(input, h0, attrs))
+    return [to_functional(t) for t in rt.wrap_tuple(node, device)]
+
+
+class _GruFunction(torch.autograd.Function):
+    """Autograd for the node pair; the workspace is saved, never differentiated."""
+
+    @staticmethod
+    def forward(ctx, attrs, options, input, h0, *params):
+        outputs = _trace_forward(input, h0, params, attrs)
+        ctx.attrs, ctx.options = attrs[:4], options
+        ctx.save_for_backward(input, h0, *params, *outputs[2:])
+        return tuple(outputs[:2])
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_hn):
+        saved = ctx.saved_tensors
+        count = len(saved) - 2 - len(_WORKSPACE) * len(saved[1])  # parameters, then workspace
+        if torch.is_grad_enabled():  # create_graph: a gradient autograd can differentiate
+            grads = _recomputed_gradients(ctx, saved[: 2 + count], [grad_output, grad_hn])
+            return (None, None, *grads)
+        rt.count("lazy::gru_layers_backward")
+        tensors = [inner(t) for t in (grad_output, grad_hn, *saved)]
+        device = tensors[2]._device
+        operands = tuple(rt.tensor(t, device) for t in tensors)
+        shapes = [Shape(t.dtype, tuple(t.shape)) for t in saved[: 2 + count]]
+        node = rt.make_node(GruLayersBackward, operands, ctx.attrs, tuple(shapes))
+        grads = [to_functional(t) for t in rt.wrap_tuple(node, device)]
+        return (None, None, *grads)
+
+
+def _recomputed_gradients(ctx, inputs, grads):
+    """The inputs' gradients through ATen's composite, recomputed with a graph: only for
+    ``create_graph=True`` (see ``lstm._recomputed_gradients``)."""
+    num_layers, bidirectional, batch_first, has_biases = ctx.attrs
+    dropout, train = ctx.options
+    input, h0, *params = inputs
+    arguments = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    outputs = _GRU._op_dk(_COMPOSITE, input, h0, params, *arguments)
+    wanted = [t for t in inputs if t.requires_grad]
+    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True, allow_unused=True))
+    return [next(found) if t.requires_grad else None for t in inputs]
+
+
+def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The lazy device's ``gru.input`` (an autograd kernel, on the user's tensors): the
+    node pair where it applies, else ATen's composite (which also raises ATen's errors)."""
+    arguments = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+    if not _supported(*arguments):
+        return _GRU._op_dk(_COMPOSITE, *arguments, batch_first)
+    tensors = (input, hx, *params)
+    wants_grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    attrs = (num_layers, bidirectional, batch_first, has_biases, wants_grad)
+    if not wants_grad:
+        return tuple(_trace_forward(input, hx, params, attrs))
+    return _GruFunction.apply(attrs, (dropout, train), input, hx, *params)
+
+
+#: At the lazy device's autograd key, on the user's tensors.
+GRU_AUTOGRAD_KERNELS = {_GRU: gru}

@@ -1,0 +1,318 @@
+"""``aten::lstm`` (dense input) as one lazy op forward and one backward.
+
+ATen's ``lstm`` is a composite: on the lazy device it runs per time step, layer and
+direction a transposed weight, two matrix products, the fused cell, and a stack of the
+results, forward and backward. A 2-layer LSTM over 12 steps traced ~900 ops per training
+step that way (a third of them ``t_copy`` of the recurrent weights), each a Python call and
+a new lazy tensor, while the work per op is tiny: tracing dominated the step.
+
+The lazy device therefore registers its own ``lstm`` at its autograd key: an autograd
+``Function`` whose forward records one ``LstmLayers`` node and whose backward records one
+``LstmLayersBackward`` node. Their lowerings unroll the whole recurrence (every layer,
+direction and step; backpropagation through time for the backward) into the backend's
+graph, so tracing costs a handful of Python calls per LSTM call while the compiled graph
+does the work. The unrolled length becomes part of the graph's structure (one compile per
+sequence length, as the graph cache keys by structure).
+
+The forward node also returns, per layer and direction, what the backward needs: the
+hidden states, the pre-activation gates and the cell states of every step (when a gradient
+may be wanted; inference records the node without them).
+
+Scope: what ``nn.LSTM`` passes for a dense input without projections, of one floating
+dtype, all on one lazy device; dropout between layers in training mode, ``proj_size``,
+packed sequences (``lstm.data``), other inputs and inference mode keep ATen's composite
+(the per-cell path), so eager's random numbers and errors stay eager's. A backward with
+``create_graph=True`` (a gradient of the gradient) recomputes through ATen's composite
+instead of recording the backward node, whose gradients autograd cannot differentiate.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import kernel_support as rt
+from .ir import Node, Shape
+from .rnn_lowering import Emit, Layout, previous_hidden
+from .tensor import inner, is_lazy, to_functional
+
+aten = torch.ops.aten
+_LSTM = aten.lstm.input
+#: ATen's C++ composite, which the lazy device ran before (per cell, dropout from its own
+#: random ops). Not ``_LSTM.decompose``: that prefers torch's Python decomposition
+#: (``torch._decomp``), which has no fused cells and never draws dropout here.
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+_FLOATS = (torch.float32, torch.float64)
+
+
+#: Workspace tensors per layer and direction, each ``steps x batch x n``, in time order.
+_WORKSPACE = ("hidden", "sigmoid_gates", "cell_gate", "cell", "tanh_cell")
+_WIDTHS = (1, 4, 1, 1, 1)  # n in units of the hidden size
+
+
+def _input_sizes(node):
+    """The sizes of the node's ``input`` operand (its first; the backward's fourth)."""
+    value = node.operands[0 if type(node) is LstmLayers else 3]
+    return value.node.shapes[value.index].sizes
+
+
+class LstmLayers(Node):
+    """``(output, h_n, c_n[, workspace])`` of an LSTM over ``(input, h0, c0, *params)``;
+    attributes ``(num_layers, bidirectional, batch_first, has_biases, with_workspace)``.
+    The workspace holds per layer and direction what the backward reads (``_WORKSPACE``):
+    hidden states, ``sigmoid`` of all four gates ``[i, f, g, o]`` (one op for three of
+    them; the ``g`` slot is unused), ``tanh`` of the cell gate, cell states, ``tanh`` of
+    the cell states."""
+
+    __slots__ = ()
+    op_kind = "lazygen::lstm_layers"
+    op_name = "lstm_layers"
+    schema = (
+        "lstm_layers(Tensor input, Tensor h0, Tensor c0, Tensor[] params, int num_layers, "
+        "bool bidirectional, bool batch_first, bool has_biases, bool with_workspace) "
+        "-> Tensor[]"
+    )
+
+    def lower(self, ctx):
+        e = Emit(ctx)
+        x, h0, c0, *params = (ctx.tensor(v) for v in self.operands)
+        layout = Layout(self.attrs, _input_sizes(self))
+        hidden = self.shapes[1].sizes[-1]
+        layer_input = e.transpose01(x) if layout.batch_first else x
+        starts_h = e.split(h0, self.shapes[1].sizes[0], 0)
+        starts_c = e.split(c0, self.shapes[1].sizes[0], 0)
+        finals_h, finals_c, workspace, outputs = [], [], [], []
+        for _, direction, index in layout.cells():
+            w_ih, w_hh, *biases = params[index * layout.per_cell : (index + 1) * layout.per_cell]
+            if biases:  # both biases once per sequence, not per step (eager adds per step)
+                projected = e.op("aten::linear", layer_input, w_ih, e.add(biases[0], biases[1]))
+            else:
+                projected = e.op("aten::linear", layer_input, w_ih, ctx.constant(None))
+            projected = e.split(projected, layout.steps, 0)
+            w_hh_t = e.t(w_hh)
+            h, c = starts_h[index], starts_c[index]
+            saved = [{} for _ in _WORKSPACE]
+            for step in layout.order(direction):
+                gates = e.keywords("aten::addmm", [projected[step], h, w_hh_t], beta=1, alpha=1)
+                sig = e.op("aten::sigmoid", gates)
+                i, f, _, o = e.split(sig, 4, 1)
+                g = e.op("aten::tanh", e.narrow(gates, 1, 2 * hidden, hidden))
+                c = e.keywords("aten::addcmul", [e.mul(f, c), i, g], value=1)
+                tanh_c = e.op("aten::tanh", c)
+                h = e.mul(o, tanh_c)
+                for seq, value in zip(saved, (h, sig, g, c, tanh_c), strict=True):
+                    seq[step] = value
+            finals_h.append(h)
+            finals_c.append(c)
+            steps = range(layout.steps)
+            stacked = [e.stack([seq[s] for s in steps]) for seq in saved]
+            if self.attrs[4]:
+                workspace += stacked
+            outputs.append(stacked[0])
+            if direction == layout.directions - 1:
+                layer_input = e.cat(outputs, -1)
+                outputs = []
+        output = e.transpose01(layer_input) if layout.batch_first else layer_input
+        return [output, e.stack(finals_h), e.stack(finals_c), *workspace]
+
+
+class LstmLayersBackward(Node):
+    """``(grad_input, grad_h0, grad_c0, *grad_params)`` from ``(grad_output, grad_h_n,
+    grad_c_n, input, h0, c0, *params, *workspace)`` (the forward node's workspace);
+    attributes as ``LstmLayers``'s first four. Backpropagation through time, unrolled: per
+    layer from the top, per direction, per step from the last one processed."""
+
+    __slots__ = ()
+    op_kind = "lazygen::lstm_layers_backward"
+    op_name = "lstm_layers_backward"
+    schema = (
+        "lstm_layers_backward(Tensor grad_output, Tensor grad_h_n, Tensor grad_c_n, "
+        "Tensor input, Tensor h0, Tensor c0, Tensor[] params, Tensor[] workspace, "
+        "int num_layers, bool bidirectional, bool batch_first, bool has_biases) -> Tensor[]"
+    )
+
+    def lower(self, ctx):
+        e = Emit(ctx)
+        values = [ctx.tensor(v) for v in self.operands]
+        grad_output, grad_hn, grad_cn, x, h0, c0 = values[:6]
+        layout = Layout(self.attrs, _input_sizes(self))
+        count = layout.num_layers * layout.directions * layout.per_cell
+        params, workspace = values[6 : 6 + count], values[6 + count :]
+        hidden, cells = self.shapes[1].sizes[-1], self.shapes[1].sizes[0]
+        steps, batch = layout.steps, layout.batch
+        grad_params = [None] * count
+        grad_h0, grad_c0 = [None] * cells, [None] * cells
+        grads_h, grads_c = e.split(grad_hn, cells, 0), e.split(grad_cn, cells, 0)
+        starts_h, starts_c = e.split(h0, cells, 0), e.split(c0, cells, 0)
+        grad_layer_output = e.transpose01(grad_output) if layout.batch_first else grad_output
+        time_major_x = e.transpose01(x) if layout.batch_first else x
+        per_cell = len(_WORKSPACE)
+        for layer in reversed(range(layout.num_layers)):
+            if layer == 0:
+                layer_input = time_major_x
+            else:
+                below = (layer - 1) * layout.directions
+                hs = [workspace[per_cell * (below + d)] for d in range(layout.directions)]
+                layer_input = e.cat(hs, -1)
+            grad_layer_input = None
+            for direction in range(layout.directions):
+                index = layer * layout.directions + direction
+                first = index * layout.per_cell
+                w_ih, w_hh = params[first], params[first + 1]
+                hs, *stacked = workspace[per_cell * index : per_cell * (index + 1)]
+                sigs, gs, cs, tanh_cs = (e.split(t, steps, 0) for t in stacked)
+                grad_hs = grad_layer_output
+                if layout.directions > 1:
+                    grad_hs = e.narrow(grad_layer_output, -1, direction * hidden, hidden)
+                grad_hs = e.split(grad_hs, steps, 0)
+                grad_h, grad_c = grads_h[index], grads_c[index]
+                order = layout.order(direction)
+                grad_gates = [None] * steps
+                for position in reversed(range(steps)):
+                    step = order[position]
+                    c_prev = starts_c[index] if position == 0 else cs[order[position - 1]]
+                    grad_h = e.add(grad_h, grad_hs[step])
+                    grad_gates[step], grad_c = _cell_backward(
+                        e, grad_h, grad_c, sigs[step], gs[step], tanh_cs[step], c_prev
+                    )
+                    grad_h = e.mm(grad_gates[step], w_hh)
+                grad_h0[index], grad_c0[index] = grad_h, grad_c
+                grad_all = e.stack(grad_gates)
+                flat = e.reshape(grad_all, (steps * batch, 4 * hidden))
+                flat_t = e.t(flat)
+                inputs = e.reshape(layer_input, (steps * batch, -1))
+                grad_params[first] = e.mm(flat_t, inputs)
+                previous = previous_hidden(e, hs, starts_h[index], direction, steps)
+                grad_params[first + 1] = e.mm(flat_t, e.reshape(previous, (steps * batch, hidden)))
+                if layout.has_biases:
+                    bias = e.keywords(
+                        "aten::sum.dim_IntList", [flat, e.c([0]), e.c(False)], dtype=None
+                    )
+                    grad_params[first + 2] = grad_params[first + 3] = bias
+                through_input = e.op("aten::matmul", grad_all, w_ih)
+                grad_layer_input = (
+                    through_input
+                    if grad_layer_input is None
+                    else e.add(grad_layer_input, through_input)
+                )
+            grad_layer_output = grad_layer_input
+        grad_input = e.transpose01(grad_layer_output) if layout.batch_first else grad_layer_output
+        return [grad_input, e.stack(grad_h0), e.stack(grad_c0), *grad_params]
+
+
+def _cell_backward(e, grad_h, grad_c, sig, g, tanh_c, c_prev):
+    """``(d gates, d c_prev)`` of one step from its incoming ``d h``, ``d c``."""
+    i, f, _, o = e.split(sig, 4, 1)
+    grad_o = e.op("aten::sigmoid_backward", e.mul(grad_h, tanh_c), o)
+    grad_c = e.add(grad_c, e.op("aten::tanh_backward", e.mul(grad_h, o), tanh_c))
+    grad_i = e.op("aten::sigmoid_backward", e.mul(grad_c, g), i)
+    grad_f = e.op("aten::sigmoid_backward", e.mul(grad_c, c_prev), f)
+    grad_g = e.op("aten::tanh_backward", e.mul(grad_c, i), g)
+    return e.cat([grad_i, grad_f, grad_g, grad_o], 1), e.mul(grad_c, f)
+
+
+# Tracing ----------------------------------------------------------------------------------
+
+
+def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    """Whether the node computes this call as ATen would (see the module docstring)."""
+    if dropout > 0 and train and num_layers > 1:
+        return False
+    if not (is_lazy(input) and input.dim() == 3 and input.dtype in _FLOATS and len(hx) == 2):
+        return False
+    if input.shape[0] == 0 or input.shape[1] == 0 or torch.is_inference_mode_enabled():
+        return False
+    directions = 2 if bidirectional else 1
+    if len(params) != num_layers * directions * (4 if has_biases else 2):
+        return False
+    h0, c0 = hx
+    if h0.dim() != 3 or h0.shape != c0.shape or params[1].shape[-1] != h0.shape[-1]:
+        return False
+    device = input.device
+    return all(is_lazy(t) and t.dtype == input.dtype and t.device == device for t in (*hx, *params))
+
+
+def _shapes(input, h0, params, attrs):
+    """The forward node's output shapes."""
+    layout = Layout(attrs, tuple(input.shape))
+    dtype, hidden = input.dtype, h0.shape[-1]
+    steps, batch = layout.steps, layout.batch
+    out = (batch, steps) if layout.batch_first else (steps, batch)
+    shapes = [
+        Shape(dtype, (*out, layout.directions * hidden)),
+        Shape(dtype, tuple(h0.shape)),
+        Shape(dtype, tuple(h0.shape)),
+    ]
+    if attrs[4]:
+        for _ in layout.cells():
+            shapes += [Shape(dtype, (steps, batch, n * hidden)) for n in _WIDTHS]
+    return tuple(shapes)
+
+
+def _trace_forward(input, h0, c0, params, attrs):
+    """Record the forward node; the user-facing (functional) tensors of its outputs."""
+    rt.count("lazy::lstm_layers")
+    tensors = [inner(t) for t in (input, h0, c0, *params)]
+    device = tensors[0]._device
+    operands = tuple(t._value for t in tensors)
+    node = rt.make_node(LstmLayers, operands, attrs, _shapes(input, h0, params, attrs))
+    return [to_functional(t) for t in rt.wrap_tuple(node, device)]
+
+
+class _LstmFunction(torch.autograd.Function):
+    """Autograd for the node pair; the workspace is saved, never differentiated."""
+
+    @staticmethod
+    def forward(ctx, attrs, options, input, h0, c0, *params):
+        outputs = _trace_forward(input, h0, c0, params, attrs)
+        ctx.attrs, ctx.options = attrs[:4], options
+        ctx.save_for_backward(input, h0, c0, *params, *outputs[3:])
+        return tuple(outputs[:3])
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_hn, grad_cn):
+        saved = ctx.saved_tensors
+        count = len(saved) - 3 - len(_WORKSPACE) * len(saved[1])  # parameters, then workspace
+        if torch.is_grad_enabled():  # create_graph: a gradient autograd can differentiate
+            grads = _recomputed_gradients(ctx, saved[: 3 + count], [grad_output, grad_hn, grad_cn])
+            return (None, None, *grads)
+        rt.count("lazy::lstm_layers_backward")
+        tensors = [inner(t) for t in (grad_output, grad_hn, grad_cn, *saved)]
+        device = tensors[3]._device
+        operands = tuple(rt.tensor(t, device) for t in tensors)
+        shapes = tuple(Shape(t.dtype, tuple(t.shape)) for t in saved[: 3 + count])
+        node = rt.make_node(LstmLayersBackward, operands, ctx.attrs, shapes)
+        grads = [to_functional(t) for t in rt.wrap_tuple(node, device)]
+        return (None, None, *grads)
+
+
+def _recomputed_gradients(ctx, inputs, grads):
+    """The inputs' gradients through ATen's composite, recomputed from the saved inputs with
+    a graph (as activation checkpointing does): only for ``create_graph=True``, whose
+    gradients must themselves be differentiable, which the backward node's are not."""
+    num_layers, bidirectional, batch_first, has_biases = ctx.attrs
+    dropout, train = ctx.options
+    input, h0, c0, *params = inputs
+    arguments = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    outputs = _LSTM._op_dk(_COMPOSITE, input, [h0, c0], params, *arguments)
+    wanted = [t for t in inputs if t.requires_grad]
+    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True, allow_unused=True))
+    return [next(found) if t.requires_grad else None for t in inputs]
+
+
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The lazy device's ``lstm.input`` (an autograd kernel, on the user's tensors): the
+    node pair where it applies, else ATen's composite (which also raises ATen's errors)."""
+    arguments = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+    if not _supported(*arguments):
+        return _LSTM._op_dk(_COMPOSITE, *arguments, batch_first)
+    h0, c0 = hx
+    tensors = (input, h0, c0, *params)
+    wants_grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    attrs = (num_layers, bidirectional, batch_first, has_biases, wants_grad)
+    if not wants_grad:
+        return tuple(_trace_forward(input, h0, c0, params, attrs))
+    return _LstmFunction.apply(attrs, (dropout, train), input, h0, c0, *params)
+
+
+#: At the lazy device's autograd key, on the user's tensors.
+LSTM_AUTOGRAD_KERNELS = {_LSTM: lstm}
