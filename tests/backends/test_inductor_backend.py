@@ -15,6 +15,8 @@ from runtime.training import compare_training
 import lazygen.runtime as lr
 from lazygen.runtime import devices
 from lazygen.runtime.backends.inductor import backend as inductor_backend
+from lazygen.runtime.backends.inductor.compile import compile_graph_module
+from lazygen.runtime.backends.inductor.lowering import INDUCTOR_LOWERINGS, FXLoweringContext
 
 from .conftest import BACKENDS, FX, INDUCTOR, index_zero_on
 
@@ -95,3 +97,19 @@ def test_a_failing_compile_leaves_other_backends_intact(monkeypatch, fresh_metri
     assert fresh_metrics.counter_value("UncachedCompile") == 1  # the failed one only
     monkeypatch.undo()
     del result
+
+
+@pytest.mark.slow
+def test_view_copy_is_lowered_as_reshape_and_compiles_for_strided_inputs():
+    """Eager's ``view_copy`` copies any layout; Inductor's decomposition is a ``view``, which
+    failed on the CPU flash-attention backward's strided gradients (every transformer's
+    backward graph then ran eagerly under torch.compile(backend="lazygen"))."""
+    ctx = FXLoweringContext("cpu", INDUCTOR_LOWERINGS)
+    x = ctx.graph.placeholder("x")
+    (node,) = ctx.call("aten::view_copy", [x, [12, 6, 4]], {}, 1)
+    assert node.target is torch.ops.aten.reshape.default
+    ctx.graph.output((node,))
+    module = torch.fx.GraphModule(torch.nn.Module(), ctx.graph)
+    strided = torch.randn(3, 6, 4, 4).permute(0, 2, 1, 3)
+    (got,) = compile_graph_module(module, [strided])(strided)
+    torch.testing.assert_close(got, torch.ops.aten.view_copy.default(strided, [12, 6, 4]))

@@ -130,8 +130,15 @@ def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable
     from torch._inductor.compile_fx import compile_fx
 
     fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
+    # Static sizes: the graph key holds every shape, so a graph never sees others. Real
+    # inputs given to a fake mode with a shape env would be fakified with symbolic (duck)
+    # sizes, and Inductor then cannot prove that a view of a transposed product is valid.
+    examples = [
+        fake_mode.from_tensor(t, static_shapes=True) if isinstance(t, torch.Tensor) else t
+        for t in inputs
+    ]
     with torch._guards.tracing(torch._guards.TracingContext(fake_mode)), torch.no_grad():
-        return compile_fx(module, inputs)
+        return compile_fx(module, examples)
 
 
 def _scalar_inputs(module: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:

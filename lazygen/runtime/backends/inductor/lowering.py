@@ -278,8 +278,19 @@ def lower_alpha(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_o
     return [node]
 
 
+def lower_view_copy(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_outputs: int):
+    """``view_copy`` as ``reshape``: eager's ``view_copy`` accepts any layout (it copies),
+    while Inductor decomposes it into a ``view``, which fails for the strided outputs of
+    some fused kernels (the CPU flash-attention backward's gradients)."""
+    node = ctx.graph.call_function(torch.ops.aten.reshape.default, tuple(args))
+    if ctx.node is not None:
+        node.meta[IR_NODE] = ctx.node
+    return [node]
+
+
 #: Ops Inductor needs lowered differently from their eager form.
 INDUCTOR_LOWERINGS: dict[str, OpLowering] = {
+    "aten::view_copy": lower_view_copy,
     "aten::add.Scalar": lower_alpha,
     "aten::sub.Scalar": lower_alpha,
     "aten::add.Tensor": lower_alpha,
