@@ -22,7 +22,15 @@ import torch
 
 from . import kernel_support as rt
 from .ir import Node, Shape
-from .rnn_lowering import Emit, Layout, previous_hidden
+from .rnn_lowering import (
+    Emit,
+    Layout,
+    accumulate,
+    bias_grad,
+    layer_input_of,
+    previous_hidden,
+    step_output_grads,
+)
 from .tensor import inner, is_lazy, to_functional
 
 aten = torch.ops.aten
@@ -131,12 +139,7 @@ class GruLayersBackward(Node):
         time_major_x = e.transpose01(x) if layout.batch_first else x
         per_cell = len(_WORKSPACE)
         for layer in reversed(range(layout.num_layers)):
-            if layer == 0:
-                layer_input = time_major_x
-            else:
-                below = (layer - 1) * layout.directions
-                hs = [workspace[per_cell * (below + d)] for d in range(layout.directions)]
-                layer_input = e.cat(hs, -1)
+            layer_input = layer_input_of(e, layout, time_major_x, workspace, per_cell, layer)
             grad_layer_input = None
             for direction in range(layout.directions):
                 index = layer * layout.directions + direction
@@ -145,10 +148,7 @@ class GruLayersBackward(Node):
                 hs, *stacked = workspace[per_cell * index : per_cell * (index + 1)]
                 rzs, ns, h_ns = (e.split(t, steps, 0) for t in stacked)
                 hidden_states = e.split(hs, steps, 0)
-                grad_hs = grad_layer_output
-                if layout.directions > 1:
-                    grad_hs = e.narrow(grad_layer_output, -1, direction * hidden, hidden)
-                grad_hs = e.split(grad_hs, steps, 0)
+                grad_hs = step_output_grads(e, layout, grad_layer_output, direction, hidden)
                 grad_h = grads_h[index]
                 order = layout.order(direction)
                 grad_x_gates, grad_h_gates = [None] * steps, [None] * steps
@@ -172,15 +172,9 @@ class GruLayersBackward(Node):
                 )
                 if layout.has_biases:
                     for offset, flat in ((2, flat_x), (3, flat_h)):
-                        grad_params[first + offset] = e.keywords(
-                            "aten::sum.dim_IntList", [flat, e.c([0]), e.c(False)], dtype=None
-                        )
+                        grad_params[first + offset] = bias_grad(e, flat)
                 through_input = e.op("aten::matmul", grad_x_all, w_ih)
-                grad_layer_input = (
-                    through_input
-                    if grad_layer_input is None
-                    else e.add(grad_layer_input, through_input)
-                )
+                grad_layer_input = accumulate(e, grad_layer_input, through_input)
             grad_layer_output = grad_layer_input
         grad_input = e.transpose01(grad_layer_output) if layout.batch_first else grad_layer_output
         return [grad_input, e.stack(grad_h0), *grad_params]

@@ -102,3 +102,34 @@ def previous_hidden(e, hs, h_start, direction, steps):
     if direction == 0:
         return e.cat([start, e.narrow(hs, 0, 0, steps - 1)], 0)
     return e.cat([e.narrow(hs, 0, 1, steps - 1), start], 0)
+
+
+# Backward helpers shared by the LSTM and GRU nodes ------------------------------------------
+
+
+def layer_input_of(e, layout, time_major_x, workspace, per_cell, layer):
+    """What a layer's cells read, time-major: the input, or the hidden states of the layer
+    below (both directions concatenated; each direction's are the first entry of its
+    ``per_cell`` workspace tensors)."""
+    if layer == 0:
+        return time_major_x
+    below = (layer - 1) * layout.directions
+    return e.cat([workspace[per_cell * (below + d)] for d in range(layout.directions)], -1)
+
+
+def step_output_grads(e, layout, grad_layer_output, direction, hidden):
+    """The gradient of each step's output for one direction, in time order."""
+    grads = grad_layer_output
+    if layout.directions > 1:
+        grads = e.narrow(grad_layer_output, -1, direction * hidden, hidden)
+    return e.split(grads, layout.steps, 0)
+
+
+def bias_grad(e, flat_gates):
+    """A bias's gradient: the gates' gradient summed over steps and batch."""
+    return e.keywords("aten::sum.dim_IntList", [flat_gates, e.c([0]), e.c(False)], dtype=None)
+
+
+def accumulate(e, total, term):
+    """``total + term``; ``term`` when nothing was accumulated yet."""
+    return term if total is None else e.add(total, term)
