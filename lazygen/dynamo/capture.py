@@ -94,6 +94,22 @@ def _generators_restored(devices):
             g.set_state(state)
 
 
+@contextlib.contextmanager
+def _collectives_kept_in_capture(device: LazyDevice):
+    """A collective traced on the lazy device is queued to run at the device's next sync
+    (``LazyDevice.must_run``: every process must issue it even if it drops the result).
+    Traced in a capture it is a node of the captured graph instead, issued each time the
+    graph is replayed; left queued, the next ``mark_step`` would issue it once more on this
+    process alone and pair it with another process's next collective."""
+    with device.lock:
+        queued_before = {id(t) for t in device.must_run}
+    try:
+        yield
+    finally:
+        with device.lock:
+            device.must_run = [t for t in device.must_run if id(t) in queued_before]
+
+
 class _LazyInterpreter(torch.fx.Interpreter):
     """Runs the FX graph on lazy tensors: module constants become device data, and a
     ``device=`` naming the host (the FX graph was traced for host tensors) names the lazy
@@ -261,7 +277,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     interpreter.seen.update(arg_of)
     before = _fallback_counts()
     backing = {device.backing, torch.device("cpu")}
-    with _generators_restored(backing), torch.no_grad():
+    with _generators_restored(backing), _collectives_kept_in_capture(device), torch.no_grad():
         flat_out, spec = torch.utils._pytree.tree_flatten(interpreter.run(*lazy_args))
     after = _fallback_counts()
     fell_back = sorted(name for name, n in after.items() if n > before.get(name, 0))

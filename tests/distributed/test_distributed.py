@@ -22,8 +22,9 @@ HERE = Path(__file__).resolve().parent
 TIMEOUT = 240.0  # per 2-process run; a healthy one takes ~15 s on 2 busy cores
 
 
-def _ranks(script: str, *args: str) -> launch.Result:
-    result = launch.run([str(HERE / script), *args], nproc=2, timeout=TIMEOUT)
+def _ranks(script: str, *args: str, backend: str = "torchscript") -> launch.Result:
+    env = {"LAZYGEN_BACKEND": backend}
+    result = launch.run([str(HERE / script), *args], nproc=2, timeout=TIMEOUT, env=env)
     assert result.ok, result.report()
     return result
 
@@ -58,24 +59,50 @@ def test_one_process_registration_lowering_and_host_copies():
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
 
 
+#: Inductor compiles each graph (seconds per graph on 2 cores): its cases are slow.
+_INDUCTOR = pytest.param("inductor", marks=pytest.mark.slow)
+
+
+@pytest.mark.parametrize("backend", ["torchscript", "fx", _INDUCTOR])
+def test_collectives_in_the_graph_two_processes(backend):
+    """Every built-in backend runs functional collectives inside its graphs: no cut."""
+    result = _ranks("collectives_worker.py", "graph", backend=backend)
+    assert all("DistributedGraphCut=0" in out for out in result.outputs), result.report()
+    assert all("lazy::all_reduce=4" in out for out in result.outputs), result.report()
+
+
+@pytest.mark.slow
+def test_collectives_as_graph_cuts_two_processes():
+    """A backend that declares it cannot run collectives in a graph cuts it at each one."""
+    result = _ranks("collectives_worker.py", "cut")
+    assert all("lazy::all_reduce=0" in out for out in result.outputs), result.report()
+
+
 @pytest.mark.parametrize(
-    "mode", ["graph", pytest.param("cut", marks=pytest.mark.slow)], ids=["in_graph", "cut"]
+    ("backend", "scenarios"),
+    [
+        ("torchscript", "default,bucket_view,no_sync"),
+        ("fx", "default,bucket_view,no_sync"),
+        pytest.param("inductor", "default", marks=pytest.mark.slow),
+    ],
 )
-def test_collectives_two_processes(mode):
-    result = _ranks("collectives_worker.py", mode)
-    if mode == "graph":
-        assert all("DistributedGraphCut=0" in out for out in result.outputs), result.report()
-    else:
-        assert all("lazy::all_reduce=0" in out for out in result.outputs), result.report()
-
-
-def test_ddp_matches_single_process_eager():
+def test_ddp_matches_single_process_eager(backend, scenarios):
     """Default buckets, gradient_as_bucket_view, no_sync accumulation: parameters equal an
     eager run on the concatenated batch; a steady step is one graph and no cut."""
-    result = _ranks("ddp_worker.py", "default,bucket_view,no_sync")
+    result = _ranks("ddp_worker.py", scenarios, backend=backend)
     for out in result.outputs:
-        for scenario in ("default", "bucket_view", "no_sync"):
+        for scenario in scenarios.split(","):
             assert f"{scenario}: graphs/step=1 cuts/step=0 ok=True" in out, result.report()
+
+
+@pytest.mark.parametrize("backend", ["torchscript", _INDUCTOR])
+def test_functional_collectives_in_compiled_regions(backend):
+    """torch.compile(backend="lazygen") captures functional collectives (and dynamo's
+    rewrite of in-place dist.all_reduce) as nodes of the compiled graph: results equal
+    eager's on every replay, nothing recompiles, and a sync on one rank alone issues no
+    stray collective."""
+    result = _ranks("compiled_worker.py", backend)
+    assert all("DistributedGraphCut=0 ok=True" in out for out in result.outputs), result.report()
 
 
 @pytest.mark.slow

@@ -44,6 +44,9 @@ class FxBackend(Backend):
     ``op_lowerings`` lowers ops torch has no overload for (see ``FXLoweringContext``)."""
 
     name = "fx"
+    #: ``_c10d_functional`` ops have ``torch.ops`` overloads (FX calls them) and Inductor
+    #: lowerings (it compiles them into its code, waits included).
+    collectives_in_graph = True
 
     def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
         self.op_lowerings = dict(op_lowerings or {})
