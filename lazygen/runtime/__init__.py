@@ -104,6 +104,7 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
         devices.configure(chosen)
         _default = chosen
     _freeze_startup_objects()
+    _raise_young_generation_threshold()
     autograd_queue.check(device())
 
 
@@ -224,3 +225,31 @@ def _freeze_startup_objects() -> None:
         import torch._dynamo  # noqa: F401
     gc.collect()  # what is garbage already is freed, not frozen
     gc.freeze()
+
+
+#: Youngest-generation threshold set by ``init()`` (``LAZYGEN_GC_GEN0``; 0 keeps Python's).
+GC_GEN0_THRESHOLD = 20_000
+
+
+def _raise_young_generation_threshold() -> None:
+    """Collect the youngest generation after 20,000 net new GC-tracked objects instead of
+    Python's 700.
+
+    A traced op leaves a node, its value, an inner and an outer tensor alive until the step
+    is synced, so a step of a thousand ops counts a few thousand survivors: with 700, a small
+    transformer's AdamW step ran ~4 youngest and ~0.3 middle collections per step (1.5 ms,
+    3% of the step, measured with ``gc.callbacks``), and none of them found garbage: the IR
+    dies by reference counting at the sync. With 20,000 that step runs none. What it costs:
+    cyclic garbage waits for up to 20,000 new objects (a few MB) before it is collected.
+    ``LAZYGEN_GC_GEN0=<n>`` sets another threshold; ``0`` leaves Python's alone; a
+    threshold already above it (set by the program) is kept."""
+    try:
+        wanted = int(os.environ.get("LAZYGEN_GC_GEN0", GC_GEN0_THRESHOLD))
+    except ValueError:
+        raise ValueError(
+            f"lazygen: LAZYGEN_GC_GEN0={os.environ['LAZYGEN_GC_GEN0']!r} is not an integer; "
+            "set a number of objects (0 keeps Python's threshold)"
+        ) from None
+    young, *older = gc.get_threshold()
+    if wanted > young:
+        gc.set_threshold(wanted, *older)
