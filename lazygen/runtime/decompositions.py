@@ -27,7 +27,7 @@ from .fallback import eager_fallback
 from .metrics import count
 from .overloads import COMPOSITE
 from .settings import settings
-from .tensor import LazyTensor, from_data
+from .tensor import LazyTensor, from_data, shared_scalars
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey
@@ -138,18 +138,20 @@ def _foreach_kernel(op, kernel_for):
             for v, step in zip(values, plan, strict=True)
             if step[1]
         ]
+        first = lists[0][0] if lists[0] else None
         results = []
-        for i in range(len(lists[0])):
-            positional, keywords, n = [], {}, 0
-            for value, (_, listed, keyword, _) in zip(values, plan, strict=True):
-                if listed:
-                    value = lists[n][i]
-                    n += 1
-                if keyword is None:
-                    positional.append(value)
-                else:
-                    keywords[keyword] = value
-            results.append(kernel(*positional, **keywords))
+        with shared_scalars(first._device if type(first) is LazyTensor else None):
+            for i in range(len(lists[0])):
+                positional, keywords, n = [], {}, 0
+                for value, (_, listed, keyword, _) in zip(values, plan, strict=True):
+                    if listed:
+                        value = lists[n][i]
+                        n += 1
+                    if keyword is None:
+                        positional.append(value)
+                    else:
+                        keywords[keyword] = value
+                results.append(kernel(*positional, **keywords))
         return results
 
     foreach.__name__ = f"foreach_{element._schema.name.split('::')[-1]}"

@@ -137,17 +137,38 @@ _SCALAR_SHAPES_OF = {kind: scalar_shapes(dtype) for kind, dtype in _SCALAR_DTYPE
 
 
 def scalar(value, device: LazyDevice) -> Value:
+    """A Python number as a graph input (one per number: see ``tensor.shared_scalars`` for when
+    equal numbers share one)."""
     shapes = _SCALAR_SHAPES_OF.get(type(value))
     if shapes is None:
         if isinstance(value, torch.Tensor):
             return tensor(value, device)
         return _new_value(Value, (ScalarData(value, scalar_dtype(value), device.backing), 0))
+    shared = device.shared_scalars
+    if shared is not None:
+        return _shared_scalar(value, device, shared)
     node = _new_object(ScalarData)  # ScalarData(...) without its Python-level __init__
     node.value = value
     node.device = device.backing
     node.shapes = shapes
     node._hash = None
     return _new_value(Value, (node, 0))
+
+
+def _shared_scalar(value, device: LazyDevice, shared: dict) -> Value:
+    kind = type(value)
+    if kind is complex or (kind is float and (value != value or value == 0.0)):
+        key = None  # as keys, -0.0 == 0.0 and nan != nan: built every time
+    else:
+        key = (kind, value)  # the kind keeps True, 1 and 1.0 apart
+        found = shared.get(key)
+        if found is not None:
+            return found
+    node = ScalarData(value, _SCALAR_DTYPES[kind], device.backing)
+    result = _new_value(Value, (node, 0))
+    if key is not None:
+        shared[key] = result
+    return result
 
 
 def optional_scalar(value, device: LazyDevice) -> Value | None:

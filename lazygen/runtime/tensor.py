@@ -44,6 +44,8 @@ class LazyDevice:
         # or not anyone reads them: results of collectives, which every process of a group
         # must run, in one order, even where its result is dropped (see ``executor.sync``).
         self.must_run: list[LazyTensor] = []
+        # While a foreach op traces: (kind, value) -> its graph input (``shared_scalars``).
+        self.shared_scalars: dict | None = None
 
     def prune(self) -> None:
         """Drop references to dead tensors (in place: other threads may be appending)."""
@@ -61,6 +63,34 @@ class LazyDevice:
 
     def __repr__(self) -> str:
         return f"LazyDevice({self.torch_device}, {self.backend.name}, data on {self.backing})"
+
+
+class shared_scalars:
+    """Within this block, equal Python numbers traced on ``device`` share one graph input.
+
+    A foreach op runs its element op once per tensor with the same numbers: an AdamW step
+    passes each of its 7 numbers once per parameter (as a scalar, or as a list of equal
+    per-parameter values such as the bias corrections), 252 of the 335 graph inputs of a
+    small transformer's step. Within one foreach call equal numbers are equal every step,
+    so sharing them keeps the graph's structure stable. Across ops it would not: a number
+    that changes every step (a scheduled learning rate) would sometimes equal another one,
+    and each such coincidence would change the structure and compile another graph. Blocks
+    do not nest (the outer one owns the table)."""
+
+    __slots__ = ("device", "owner")
+
+    def __init__(self, device: LazyDevice | None) -> None:
+        self.device = device
+
+    def __enter__(self) -> None:
+        device = self.device
+        self.owner = device is not None and device.shared_scalars is None
+        if self.owner:
+            device.shared_scalars = {}
+
+    def __exit__(self, *exc_info) -> None:
+        if self.owner:
+            self.device.shared_scalars = None
 
 
 class LazyTensor(torch.Tensor):
