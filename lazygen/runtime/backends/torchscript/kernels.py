@@ -29,7 +29,7 @@ from ...device_kernels import (  # noqa: F401  (the op list's `supported` names 
 from ...dispatch import call, kernel_for
 from ...fallback import eager_fallback
 from ...ir import Node, Shape
-from ...tensor import LazyTensor
+from ...tensor import LazyTensor, new_lazy
 from . import lowerings
 from .recurrent import (  # noqa: F401  (the op list's `supported` names them)
     _thnn_fused_gru_cell,
@@ -98,8 +98,52 @@ def with_running_stats_update(kernel):
     return native_batch_norm
 
 
+def detach_shares_the_value(kernel):
+    """Wrap the ``detach_copy`` kernel: the result is the input's value (IR is immutable, so
+    two tensors may hold one value), not a node. Autograd and optimizers detach on every
+    step (137 per step of a small transformer's training), and each node was traced, walked,
+    hashed, lowered and run for nothing."""
+
+    def detach_copy(self):
+        if type(self) is not LazyTensor:
+            return kernel(self)
+        rt.count("lazy::detach_copy")
+        return new_lazy(self._value, self._device)
+
+    return detach_copy
+
+
+def identity_view_shares_the_value(kernel):
+    """Wrap the ``view_copy`` kernel: a view to the input's own sizes (``-1`` standing for
+    the one dimension left) is the input's value, as ``detach_copy``'s is."""
+
+    def view_copy(self, size):
+        if type(self) is LazyTensor and _same_sizes(self._sizes, size):
+            rt.count("lazy::view_copy")
+            return new_lazy(self._value, self._device)
+        return kernel(self, size)
+
+    return view_copy
+
+
+def _same_sizes(sizes: tuple, size) -> bool:
+    if len(size) != len(sizes):
+        return False
+    inferred = 0
+    for requested, actual in zip(size, sizes, strict=True):
+        if requested == -1:
+            inferred += 1
+        elif requested != actual:
+            return False
+    return inferred <= 1  # every other dimension equal: -1 stands for the input's own
+
+
 #: Kernels the runtime wraps around whatever kernel is registered for the op.
-WRAPPERS = {aten.native_batch_norm.default: with_running_stats_update}
+WRAPPERS = {
+    aten.native_batch_norm.default: with_running_stats_update,
+    aten.detach_copy.default: detach_shares_the_value,
+    aten.view_copy.default: identity_view_shares_the_value,
+}
 
 
 def _eager(op):
