@@ -25,9 +25,8 @@ from .ir import Node, Shape
 from .rnn_lowering import (
     Emit,
     Layout,
-    accumulate,
+    backward_through_layers,
     bias_grad,
-    layer_input_of,
     previous_hidden,
     step_output_grads,
 )
@@ -135,48 +134,42 @@ class GruLayersBackward(Node):
         grad_params = [None] * count
         grad_h0 = [None] * cells
         grads_h, starts = e.split(grad_hn, cells, 0), e.split(h0, cells, 0)
-        grad_layer_output = e.transpose01(grad_output) if layout.batch_first else grad_output
-        time_major_x = e.transpose01(x) if layout.batch_first else x
         per_cell = len(_WORKSPACE)
-        for layer in reversed(range(layout.num_layers)):
-            layer_input = layer_input_of(e, layout, time_major_x, workspace, per_cell, layer)
-            grad_layer_input = None
-            for direction in range(layout.directions):
-                index = layer * layout.directions + direction
-                first = index * layout.per_cell
-                w_ih, w_hh = params[first], params[first + 1]
-                hs, *stacked = workspace[per_cell * index : per_cell * (index + 1)]
-                rzs, ns, h_ns = (e.split(t, steps, 0) for t in stacked)
-                hidden_states = e.split(hs, steps, 0)
-                grad_hs = step_output_grads(e, layout, grad_layer_output, direction, hidden)
-                grad_h = grads_h[index]
-                order = layout.order(direction)
-                grad_x_gates, grad_h_gates = [None] * steps, [None] * steps
-                for position in reversed(range(steps)):
-                    step = order[position]
-                    h_prev = starts[index] if position == 0 else hidden_states[order[position - 1]]
-                    grad_h = e.add(grad_h, grad_hs[step])
-                    grad_x_gates[step], grad_h_gates[step], through_z = _cell_backward(
-                        e, grad_h, rzs[step], ns[step], h_ns[step], h_prev
-                    )
-                    grad_h = e.add(through_z, e.mm(grad_h_gates[step], w_hh))
-                grad_h0[index] = grad_h
-                grad_x_all, grad_h_all = e.stack(grad_x_gates), e.stack(grad_h_gates)
-                flat_x = e.reshape(grad_x_all, (steps * batch, 3 * hidden))
-                flat_h = e.reshape(grad_h_all, (steps * batch, 3 * hidden))
-                inputs = e.reshape(layer_input, (steps * batch, -1))
-                grad_params[first] = e.mm(e.t(flat_x), inputs)
-                previous = previous_hidden(e, hs, starts[index], direction, steps)
-                grad_params[first + 1] = e.mm(
-                    e.t(flat_h), e.reshape(previous, (steps * batch, hidden))
+
+        def direction_backward(layer_input, grad_layer_output, index, direction):
+            first = index * layout.per_cell
+            w_ih, w_hh = params[first], params[first + 1]
+            hs, *stacked = workspace[per_cell * index : per_cell * (index + 1)]
+            rzs, ns, h_ns = (e.split(t, steps, 0) for t in stacked)
+            hidden_states = e.split(hs, steps, 0)
+            grad_hs = step_output_grads(e, layout, grad_layer_output, direction, hidden)
+            grad_h = grads_h[index]
+            order = layout.order(direction)
+            grad_x_gates, grad_h_gates = [None] * steps, [None] * steps
+            for position in reversed(range(steps)):
+                step = order[position]
+                h_prev = starts[index] if position == 0 else hidden_states[order[position - 1]]
+                grad_h = e.add(grad_h, grad_hs[step])
+                grad_x_gates[step], grad_h_gates[step], through_z = _cell_backward(
+                    e, grad_h, rzs[step], ns[step], h_ns[step], h_prev
                 )
-                if layout.has_biases:
-                    for offset, flat in ((2, flat_x), (3, flat_h)):
-                        grad_params[first + offset] = bias_grad(e, flat)
-                through_input = e.op("aten::matmul", grad_x_all, w_ih)
-                grad_layer_input = accumulate(e, grad_layer_input, through_input)
-            grad_layer_output = grad_layer_input
-        grad_input = e.transpose01(grad_layer_output) if layout.batch_first else grad_layer_output
+                grad_h = e.add(through_z, e.mm(grad_h_gates[step], w_hh))
+            grad_h0[index] = grad_h
+            grad_x_all, grad_h_all = e.stack(grad_x_gates), e.stack(grad_h_gates)
+            flat_x = e.reshape(grad_x_all, (steps * batch, 3 * hidden))
+            flat_h = e.reshape(grad_h_all, (steps * batch, 3 * hidden))
+            inputs = e.reshape(layer_input, (steps * batch, -1))
+            grad_params[first] = e.mm(e.t(flat_x), inputs)
+            previous = previous_hidden(e, hs, starts[index], direction, steps)
+            grad_params[first + 1] = e.mm(e.t(flat_h), e.reshape(previous, (steps * batch, hidden)))
+            if layout.has_biases:
+                for offset, flat in ((2, flat_x), (3, flat_h)):
+                    grad_params[first + offset] = bias_grad(e, flat)
+            return e.op("aten::matmul", grad_x_all, w_ih)
+
+        grad_input = backward_through_layers(
+            e, layout, x, grad_output, workspace, per_cell, direction_backward
+        )
         return [grad_input, e.stack(grad_h0), *grad_params]
 
 

@@ -35,9 +35,8 @@ from .ir import Node, Shape
 from .rnn_lowering import (
     Emit,
     Layout,
-    accumulate,
+    backward_through_layers,
     bias_grad,
-    layer_input_of,
     previous_hidden,
     step_output_grads,
 )
@@ -151,44 +150,40 @@ class LstmLayersBackward(Node):
         grad_h0, grad_c0 = [None] * cells, [None] * cells
         grads_h, grads_c = e.split(grad_hn, cells, 0), e.split(grad_cn, cells, 0)
         starts_h, starts_c = e.split(h0, cells, 0), e.split(c0, cells, 0)
-        grad_layer_output = e.transpose01(grad_output) if layout.batch_first else grad_output
-        time_major_x = e.transpose01(x) if layout.batch_first else x
         per_cell = len(_WORKSPACE)
-        for layer in reversed(range(layout.num_layers)):
-            layer_input = layer_input_of(e, layout, time_major_x, workspace, per_cell, layer)
-            grad_layer_input = None
-            for direction in range(layout.directions):
-                index = layer * layout.directions + direction
-                first = index * layout.per_cell
-                w_ih, w_hh = params[first], params[first + 1]
-                hs, *stacked = workspace[per_cell * index : per_cell * (index + 1)]
-                sigs, gs, cs, tanh_cs = (e.split(t, steps, 0) for t in stacked)
-                grad_hs = step_output_grads(e, layout, grad_layer_output, direction, hidden)
-                grad_h, grad_c = grads_h[index], grads_c[index]
-                order = layout.order(direction)
-                grad_gates = [None] * steps
-                for position in reversed(range(steps)):
-                    step = order[position]
-                    c_prev = starts_c[index] if position == 0 else cs[order[position - 1]]
-                    grad_h = e.add(grad_h, grad_hs[step])
-                    grad_gates[step], grad_c = _cell_backward(
-                        e, grad_h, grad_c, sigs[step], gs[step], tanh_cs[step], c_prev
-                    )
-                    grad_h = e.mm(grad_gates[step], w_hh)
-                grad_h0[index], grad_c0[index] = grad_h, grad_c
-                grad_all = e.stack(grad_gates)
-                flat = e.reshape(grad_all, (steps * batch, 4 * hidden))
-                flat_t = e.t(flat)
-                inputs = e.reshape(layer_input, (steps * batch, -1))
-                grad_params[first] = e.mm(flat_t, inputs)
-                previous = previous_hidden(e, hs, starts_h[index], direction, steps)
-                grad_params[first + 1] = e.mm(flat_t, e.reshape(previous, (steps * batch, hidden)))
-                if layout.has_biases:
-                    grad_params[first + 2] = grad_params[first + 3] = bias_grad(e, flat)
-                through_input = e.op("aten::matmul", grad_all, w_ih)
-                grad_layer_input = accumulate(e, grad_layer_input, through_input)
-            grad_layer_output = grad_layer_input
-        grad_input = e.transpose01(grad_layer_output) if layout.batch_first else grad_layer_output
+
+        def direction_backward(layer_input, grad_layer_output, index, direction):
+            first = index * layout.per_cell
+            w_ih, w_hh = params[first], params[first + 1]
+            hs, *stacked = workspace[per_cell * index : per_cell * (index + 1)]
+            sigs, gs, cs, tanh_cs = (e.split(t, steps, 0) for t in stacked)
+            grad_hs = step_output_grads(e, layout, grad_layer_output, direction, hidden)
+            grad_h, grad_c = grads_h[index], grads_c[index]
+            order = layout.order(direction)
+            grad_gates = [None] * steps
+            for position in reversed(range(steps)):
+                step = order[position]
+                c_prev = starts_c[index] if position == 0 else cs[order[position - 1]]
+                grad_h = e.add(grad_h, grad_hs[step])
+                grad_gates[step], grad_c = _cell_backward(
+                    e, grad_h, grad_c, sigs[step], gs[step], tanh_cs[step], c_prev
+                )
+                grad_h = e.mm(grad_gates[step], w_hh)
+            grad_h0[index], grad_c0[index] = grad_h, grad_c
+            grad_all = e.stack(grad_gates)
+            flat = e.reshape(grad_all, (steps * batch, 4 * hidden))
+            flat_t = e.t(flat)
+            inputs = e.reshape(layer_input, (steps * batch, -1))
+            grad_params[first] = e.mm(flat_t, inputs)
+            previous = previous_hidden(e, hs, starts_h[index], direction, steps)
+            grad_params[first + 1] = e.mm(flat_t, e.reshape(previous, (steps * batch, hidden)))
+            if layout.has_biases:
+                grad_params[first + 2] = grad_params[first + 3] = bias_grad(e, flat)
+            return e.op("aten::matmul", grad_all, w_ih)
+
+        grad_input = backward_through_layers(
+            e, layout, x, grad_output, workspace, per_cell, direction_backward
+        )
         return [grad_input, e.stack(grad_h0), e.stack(grad_c0), *grad_params]
 
 

@@ -117,6 +117,25 @@ def layer_input_of(e, layout, time_major_x, workspace, per_cell, layer):
     return e.cat([workspace[per_cell * (below + d)] for d in range(layout.directions)], -1)
 
 
+def backward_through_layers(e, layout, x, grad_output, workspace, per_cell, direction_backward):
+    """Backpropagation through the layers, top layer first, shared by the LSTM and GRU
+    backward nodes: ``direction_backward(layer_input, grad_layer_output, index,
+    direction)`` runs one direction of one layer back through time (keeping its parameter
+    and state gradients itself) and returns the gradient of the layer's input through that
+    direction. Returns the gradient of ``x``, batch-first when the layout is."""
+    grad_layer_output = e.transpose01(grad_output) if layout.batch_first else grad_output
+    time_major_x = e.transpose01(x) if layout.batch_first else x
+    for layer in reversed(range(layout.num_layers)):
+        layer_input = layer_input_of(e, layout, time_major_x, workspace, per_cell, layer)
+        grad_layer_input = None
+        for direction in range(layout.directions):
+            index = layer * layout.directions + direction
+            through_input = direction_backward(layer_input, grad_layer_output, index, direction)
+            grad_layer_input = accumulate(e, grad_layer_input, through_input)
+        grad_layer_output = grad_layer_input
+    return e.transpose01(grad_layer_output) if layout.batch_first else grad_layer_output
+
+
 def step_output_grads(e, layout, grad_layer_output, direction, hidden):
     """The gradient of each step's output for one direction, in time order."""
     grads = grad_layer_output
