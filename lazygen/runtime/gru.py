@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from . import kernel_support as rt
-from .ir import Node, Shape
+from .ir import Node
 from .rnn_lowering import (
     Emit,
     Layout,
@@ -30,12 +29,11 @@ from .rnn_lowering import (
     previous_hidden,
     step_output_grads,
 )
-from .tensor import inner, is_lazy, to_functional
+from .rnn_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
+from .tensor import is_lazy
 
 aten = torch.ops.aten
 _GRU = aten.gru.input
-_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd  # see lstm.py's _COMPOSITE
-_FLOATS = (torch.float32, torch.float64)
 
 #: Workspace tensors per layer and direction, each ``steps x batch x n``, in time order.
 _WORKSPACE = ("hidden", "reset_update", "new_gate", "hidden_new_gate")
@@ -192,7 +190,7 @@ def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidire
     """Whether the node computes this call as ATen would (see the module docstring)."""
     if dropout > 0 and train and num_layers > 1:
         return False
-    if not (is_lazy(input) and input.dim() == 3 and input.dtype in _FLOATS and is_lazy(hx)):
+    if not (is_lazy(input) and input.dim() == 3 and input.dtype in FLOATS and is_lazy(hx)):
         return False
     if input.shape[0] == 0 or input.shape[1] == 0 or torch.is_inference_mode_enabled():
         return False
@@ -207,80 +205,16 @@ def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidire
     )
 
 
-def _shapes(input, h0, attrs):
-    layout = Layout(attrs, tuple(input.shape))
-    dtype, hidden = input.dtype, h0.shape[-1]
-    steps, batch = layout.steps, layout.batch
-    out = (batch, steps) if layout.batch_first else (steps, batch)
-    shapes = [Shape(dtype, (*out, layout.directions * hidden)), Shape(dtype, tuple(h0.shape))]
-    if attrs[4]:
-        for _ in layout.cells():
-            shapes += [Shape(dtype, (steps, batch, n * hidden)) for n in _WIDTHS]
-    return tuple(shapes)
-
-
-def _trace_forward(input, h0, params, attrs):
-    """Record the forward node; the user-facing (functional) tensors of its outputs."""
-    rt.count("lazy::gru_layers")
-    tensors = [inner(t) for t in (input, h0, *params)]
-    device = tensors[0]._device
-    operands = tuple(t._value for t in tensors)
-    node = rt.make_node(GruLayers, operands, attrs, _shapes(input, h0, attrs))
-    return [to_functional(t) for t in rt.wrap_tuple(node, device)]
-
-
-class _GruFunction(torch.autograd.Function):
-    """Autograd for the node pair; the workspace is saved, never differentiated."""
-
-    @staticmethod
-    def forward(ctx, attrs, options, input, h0, *params):
-        outputs = _trace_forward(input, h0, params, attrs)
-        ctx.attrs, ctx.options = attrs[:4], options
-        ctx.save_for_backward(input, h0, *params, *outputs[2:])
-        return tuple(outputs[:2])
-
-    @staticmethod
-    def backward(ctx, grad_output, grad_hn):
-        saved = ctx.saved_tensors
-        count = len(saved) - 2 - len(_WORKSPACE) * len(saved[1])  # parameters, then workspace
-        if torch.is_grad_enabled():  # create_graph: a gradient autograd can differentiate
-            grads = _recomputed_gradients(ctx, saved[: 2 + count], [grad_output, grad_hn])
-            return (None, None, *grads)
-        rt.count("lazy::gru_layers_backward")
-        tensors = [inner(t) for t in (grad_output, grad_hn, *saved)]
-        device = tensors[2]._device
-        operands = tuple(rt.tensor(t, device) for t in tensors)
-        shapes = [Shape(t.dtype, tuple(t.shape)) for t in saved[: 2 + count]]
-        node = rt.make_node(GruLayersBackward, operands, ctx.attrs, tuple(shapes))
-        grads = [to_functional(t) for t in rt.wrap_tuple(node, device)]
-        return (None, None, *grads)
-
-
-def _recomputed_gradients(ctx, inputs, grads):
-    """The inputs' gradients through ATen's composite, recomputed with a graph: only for
-    ``create_graph=True`` (see ``lstm._recomputed_gradients``)."""
-    num_layers, bidirectional, batch_first, has_biases = ctx.attrs
-    dropout, train = ctx.options
-    input, h0, *params = inputs
-    arguments = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    outputs = _GRU._op_dk(_COMPOSITE, input, h0, params, *arguments)
-    wanted = [t for t in inputs if t.requires_grad]
-    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True, allow_unused=True))
-    return [next(found) if t.requires_grad else None for t in inputs]
+GRU_LAYERS = RecurrentLayers("gru", _GRU, GruLayers, GruLayersBackward, 1, _WIDTHS)
 
 
 def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """The lazy device's ``gru.input`` (an autograd kernel, on the user's tensors): the
     node pair where it applies, else ATen's composite (which also raises ATen's errors)."""
-    arguments = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional)
-    if not _supported(*arguments):
-        return _GRU._op_dk(_COMPOSITE, *arguments, batch_first)
-    tensors = (input, hx, *params)
-    wants_grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    attrs = (num_layers, bidirectional, batch_first, has_biases, wants_grad)
-    if not wants_grad:
-        return tuple(_trace_forward(input, hx, params, attrs))
-    return _GruFunction.apply(attrs, (dropout, train), input, hx, *params)
+    arguments = (has_biases, num_layers, dropout, train, bidirectional)
+    if not _supported(input, hx, params, *arguments):
+        return _GRU._op_dk(COMPOSITE, input, hx, params, *arguments, batch_first)
+    return trace_layers(GRU_LAYERS, input, (hx,), params, arguments, batch_first)
 
 
 #: At the lazy device's autograd key, on the user's tensors.

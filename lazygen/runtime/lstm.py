@@ -7,12 +7,13 @@ step that way (a third of them ``t_copy`` of the recurrent weights), each a Pyth
 a new lazy tensor, while the work per op is tiny: tracing dominated the step.
 
 The lazy device therefore registers its own ``lstm`` at its autograd key: an autograd
-``Function`` whose forward records one ``LstmLayers`` node and whose backward records one
-``LstmLayersBackward`` node. Their lowerings unroll the whole recurrence (every layer,
-direction and step; backpropagation through time for the backward) into the backend's
-graph, so tracing costs a handful of Python calls per LSTM call while the compiled graph
-does the work. The unrolled length becomes part of the graph's structure (one compile per
-sequence length, as the graph cache keys by structure).
+``Function`` (``rnn_tracing``, shared with ``gru.py``) whose forward records one
+``LstmLayers`` node and whose backward records one ``LstmLayersBackward`` node. Their
+lowerings unroll the whole recurrence (every layer, direction and step; backpropagation
+through time for the backward) into the backend's graph, so tracing costs a handful of
+Python calls per LSTM call while the compiled graph does the work. The unrolled length
+becomes part of the graph's structure (one compile per sequence length, as the graph cache
+keys by structure).
 
 The forward node also returns, per layer and direction, what the backward needs: the
 hidden states, the pre-activation gates and the cell states of every step (when a gradient
@@ -30,8 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from . import kernel_support as rt
-from .ir import Node, Shape
+from .ir import Node
 from .rnn_lowering import (
     Emit,
     Layout,
@@ -40,15 +40,11 @@ from .rnn_lowering import (
     previous_hidden,
     step_output_grads,
 )
-from .tensor import inner, is_lazy, to_functional
+from .rnn_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
+from .tensor import is_lazy
 
 aten = torch.ops.aten
 _LSTM = aten.lstm.input
-#: ATen's C++ composite, which the lazy device ran before (per cell, dropout from its own
-#: random ops). Not ``_LSTM.decompose``: that prefers torch's Python decomposition
-#: (``torch._decomp``), which has no fused cells and never draws dropout here.
-_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
-_FLOATS = (torch.float32, torch.float64)
 
 
 #: Workspace tensors per layer and direction, each ``steps x batch x n``, in time order.
@@ -205,7 +201,7 @@ def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidire
     """Whether the node computes this call as ATen would (see the module docstring)."""
     if dropout > 0 and train and num_layers > 1:
         return False
-    if not (is_lazy(input) and input.dim() == 3 and input.dtype in _FLOATS and len(hx) == 2):
+    if not (is_lazy(input) and input.dim() == 3 and input.dtype in FLOATS and len(hx) == 2):
         return False
     if input.shape[0] == 0 or input.shape[1] == 0 or torch.is_inference_mode_enabled():
         return False
@@ -219,87 +215,16 @@ def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidire
     return all(is_lazy(t) and t.dtype == input.dtype and t.device == device for t in (*hx, *params))
 
 
-def _shapes(input, h0, params, attrs):
-    """The forward node's output shapes."""
-    layout = Layout(attrs, tuple(input.shape))
-    dtype, hidden = input.dtype, h0.shape[-1]
-    steps, batch = layout.steps, layout.batch
-    out = (batch, steps) if layout.batch_first else (steps, batch)
-    shapes = [
-        Shape(dtype, (*out, layout.directions * hidden)),
-        Shape(dtype, tuple(h0.shape)),
-        Shape(dtype, tuple(h0.shape)),
-    ]
-    if attrs[4]:
-        for _ in layout.cells():
-            shapes += [Shape(dtype, (steps, batch, n * hidden)) for n in _WIDTHS]
-    return tuple(shapes)
-
-
-def _trace_forward(input, h0, c0, params, attrs):
-    """Record the forward node; the user-facing (functional) tensors of its outputs."""
-    rt.count("lazy::lstm_layers")
-    tensors = [inner(t) for t in (input, h0, c0, *params)]
-    device = tensors[0]._device
-    operands = tuple(t._value for t in tensors)
-    node = rt.make_node(LstmLayers, operands, attrs, _shapes(input, h0, params, attrs))
-    return [to_functional(t) for t in rt.wrap_tuple(node, device)]
-
-
-class _LstmFunction(torch.autograd.Function):
-    """Autograd for the node pair; the workspace is saved, never differentiated."""
-
-    @staticmethod
-    def forward(ctx, attrs, options, input, h0, c0, *params):
-        outputs = _trace_forward(input, h0, c0, params, attrs)
-        ctx.attrs, ctx.options = attrs[:4], options
-        ctx.save_for_backward(input, h0, c0, *params, *outputs[3:])
-        return tuple(outputs[:3])
-
-    @staticmethod
-    def backward(ctx, grad_output, grad_hn, grad_cn):
-        saved = ctx.saved_tensors
-        count = len(saved) - 3 - len(_WORKSPACE) * len(saved[1])  # parameters, then workspace
-        if torch.is_grad_enabled():  # create_graph: a gradient autograd can differentiate
-            grads = _recomputed_gradients(ctx, saved[: 3 + count], [grad_output, grad_hn, grad_cn])
-            return (None, None, *grads)
-        rt.count("lazy::lstm_layers_backward")
-        tensors = [inner(t) for t in (grad_output, grad_hn, grad_cn, *saved)]
-        device = tensors[3]._device
-        operands = tuple(rt.tensor(t, device) for t in tensors)
-        shapes = tuple(Shape(t.dtype, tuple(t.shape)) for t in saved[: 3 + count])
-        node = rt.make_node(LstmLayersBackward, operands, ctx.attrs, shapes)
-        grads = [to_functional(t) for t in rt.wrap_tuple(node, device)]
-        return (None, None, *grads)
-
-
-def _recomputed_gradients(ctx, inputs, grads):
-    """The inputs' gradients through ATen's composite, recomputed from the saved inputs with
-    a graph (as activation checkpointing does): only for ``create_graph=True``, whose
-    gradients must themselves be differentiable, which the backward node's are not."""
-    num_layers, bidirectional, batch_first, has_biases = ctx.attrs
-    dropout, train = ctx.options
-    input, h0, c0, *params = inputs
-    arguments = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    outputs = _LSTM._op_dk(_COMPOSITE, input, [h0, c0], params, *arguments)
-    wanted = [t for t in inputs if t.requires_grad]
-    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True, allow_unused=True))
-    return [next(found) if t.requires_grad else None for t in inputs]
+LSTM_LAYERS = RecurrentLayers("lstm", _LSTM, LstmLayers, LstmLayersBackward, 2, _WIDTHS)
 
 
 def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """The lazy device's ``lstm.input`` (an autograd kernel, on the user's tensors): the
     node pair where it applies, else ATen's composite (which also raises ATen's errors)."""
-    arguments = (input, hx, params, has_biases, num_layers, dropout, train, bidirectional)
-    if not _supported(*arguments):
-        return _LSTM._op_dk(_COMPOSITE, *arguments, batch_first)
-    h0, c0 = hx
-    tensors = (input, h0, c0, *params)
-    wants_grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    attrs = (num_layers, bidirectional, batch_first, has_biases, wants_grad)
-    if not wants_grad:
-        return tuple(_trace_forward(input, h0, c0, params, attrs))
-    return _LstmFunction.apply(attrs, (dropout, train), input, h0, c0, *params)
+    arguments = (has_biases, num_layers, dropout, train, bidirectional)
+    if not _supported(input, hx, params, *arguments):
+        return _LSTM._op_dk(COMPOSITE, input, hx, params, *arguments, batch_first)
+    return trace_layers(LSTM_LAYERS, input, tuple(hx), params, arguments, batch_first)
 
 
 #: At the lazy device's autograd key, on the user's tensors.

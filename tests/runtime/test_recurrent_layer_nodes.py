@@ -134,20 +134,20 @@ def test_single_step_and_single_element_batch(fresh_metrics):
 
 
 class _Classifier(torch.nn.Module):
-    def __init__(self, **options) -> None:
+    def __init__(self, kind: str, **options) -> None:
         super().__init__()
         torch.manual_seed(0)
-        self.lstm = torch.nn.LSTM(4, 6, **options)
+        self.rnn = getattr(torch.nn, kind)(4, 6, **options)
         width = options.get("proj_size") or 6
         self.head = torch.nn.Linear(width * (2 if options.get("bidirectional") else 1), 3)
 
     def forward(self, x):
-        out, _ = self.lstm(x)
-        return self.head(out[:, -1] if self.lstm.batch_first else out[-1])
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1] if self.rnn.batch_first else out[-1])
 
 
-def _train(device, steps=4, **options):
-    model = _Classifier(**options).to(device)
+def _train(device, kind, steps=4, **options):
+    model = _Classifier(kind, **options).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
     torch.manual_seed(3)
     x = torch.randn(5, 7, 4)
@@ -179,12 +179,19 @@ def _train(device, steps=4, **options):
     ],
 )
 def test_training_with_adam_equals_eager(options, node, fresh_metrics):
-    want_losses, want_params = _train("cpu", **options)
-    fresh_metrics.reset()
-    got_losses, got_params = _train(LAZY, **options)
-    counters = fresh_metrics.counters()
-    assert (counters.get(NODE, 0) == 4) is node, counters
-    assert (counters.get(CELL, 0) > 0) is not node, counters
+    _assert_training_equals_eager("LSTM", options, node, (NODE, CELL), fresh_metrics)
+
+
+def _assert_training_equals_eager(kind, options, node, counters_of, metrics):
+    """Adam training of a classifier on ``kind`` equals eager's; the layer ran as the node
+    pair (``node``) or through the per-cell path (``counters_of``: node, cell counters)."""
+    want_losses, want_params = _train("cpu", kind, **options)
+    metrics.reset()
+    got_losses, got_params = _train(LAZY, kind, **options)
+    counters = metrics.counters()
+    node_counter, cell_counter = counters_of
+    assert (counters.get(node_counter, 0) == 4) is node, counters
+    assert (counters.get(cell_counter, 0) > 0) is not node, counters
     torch.testing.assert_close(got_losses, want_losses, atol=1e-5, rtol=1e-5)
     for got, want in zip(got_params, want_params, strict=True):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
@@ -363,38 +370,7 @@ def test_gru_gradient_through_one_result_only(used, fresh_metrics):
     [({"num_layers": 2, "batch_first": True}, True), ({"num_layers": 2, "dropout": 0.3}, False)],
 )
 def test_gru_training_with_adam_equals_eager(options, node, fresh_metrics):
-    def train(device):
-        torch.manual_seed(0)
-        gru = torch.nn.GRU(4, 6, **options).to(device)
-        head = torch.nn.Linear(6, 3).to(device)
-        params = [*gru.parameters(), *head.parameters()]
-        optimizer = torch.optim.Adam(params, lr=0.05)
-        torch.manual_seed(3)
-        x = torch.randn(5, 7, 4).to(device)
-        target = torch.randint(0, 3, (5 if gru.batch_first else 7,)).to(device)
-        losses = []
-        for _ in range(4):
-            optimizer.zero_grad()
-            torch.manual_seed(4)
-            out, _ = gru(x)
-            last = out[:, -1] if gru.batch_first else out[-1]
-            loss = torch.nn.functional.cross_entropy(head(last), target)
-            loss.backward()
-            optimizer.step()
-            if device != "cpu":
-                lr.mark_step()
-            losses.append(loss.item())
-        return losses, [p.detach().cpu() for p in params]
-
-    want_losses, want_params = train("cpu")
-    fresh_metrics.reset()
-    got_losses, got_params = train(LAZY)
-    counters = fresh_metrics.counters()
-    assert (counters.get(GRU_NODE, 0) == 4) is node, counters
-    assert (counters.get(GRU_CELL, 0) > 0) is not node, counters
-    torch.testing.assert_close(got_losses, want_losses, atol=1e-5, rtol=1e-5)
-    for got, want in zip(got_params, want_params, strict=True):
-        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    _assert_training_equals_eager("GRU", options, node, (GRU_NODE, GRU_CELL), fresh_metrics)
 
 
 def test_unbatched_input_and_carried_state(fresh_metrics):
