@@ -10,7 +10,7 @@ import keyword
 from dataclasses import dataclass
 from typing import ClassVar
 
-from lazygen.lazy.arguments import LazyArgument
+from lazygen.lazy.arguments import ArgKind, LazyArgument
 from lazygen.lazy.defaults import double_quoted
 from lazygen.lazy.ir_schema import LazyIrSchema
 from lazygen.lazy.plan import BackendPlan, KernelPlan, Param
@@ -144,6 +144,77 @@ class KernelView:
         """The arguments of `rt.make_node`: the node class, operands, attributes, shapes."""
         node_class = f"{self.node_module}.{self.plan.node.node_name}"
         return (node_class, self.operands_var, self.attrs_var, self.shapes_var)
+
+    @property
+    def traced_op(self) -> str | None:
+        """The module constant holding the kernel's `rt.TracedOp`, when it has a fast path:
+        a single-output functional op with at least one `Tensor` argument, no generator and
+        no eager case. Upper case, so it never clashes with a (lower-case) kernel name."""
+        if self.result != "wrap" or self.eager_when or not self._fast_tensors:
+            return None
+        if any(a.is_generator for a in self.operands):
+            return None
+        return self.plan.name.upper() + "_OP"
+
+    @property
+    def _fast_tensors(self) -> tuple[str, ...]:
+        """The `Tensor` arguments the fast path requires to be lazy tensors."""
+        return tuple(a.ident for a in self.operands if a.kind is ArgKind.tensor)
+
+    @property
+    def traced_op_args(self) -> tuple[str, ...]:
+        """`rt.TracedOp(counter, shape overload, node class[, compute_fn=...])`."""
+        extra = []
+        if not self.plan.meta:
+            extra.append(f"compute_fn=shape_functions.{self.plan.shape_function}")
+        node_class = f"{self.node_module}.{self.plan.node.node_name}"
+        return (double_quoted(f"lazy::{self.plan.op_name}"), self.aten_overload, node_class, *extra)
+
+    @property
+    def fast_guard(self) -> str:
+        return " and ".join(f"type({name}) is LazyTensor" for name in self._fast_tensors)
+
+    @property
+    def fast_device(self) -> str:
+        """The device: that of the first tensor-like argument, as `rt.device_of` finds it."""
+        first = self.plan.device_args[0]
+        if first.kind is ArgKind.tensor:
+            return f"{first.ident}._device"
+        return f"rt.device_of({', '.join(self.device_args)})"
+
+    @property
+    def fast_key(self) -> Group:
+        """The shape-cache key: the `TracedOp`, then per parameter its `_shape` (a lazy
+        tensor) or `rt.shape_key` (anything else)."""
+        tensors = set(self._fast_tensors)
+        dependent = ", True" if self.plan.value_dependent else ""
+        parts = [self.traced_op or ""]
+        for p in self.plan.params:
+            if p.name in tensors:
+                parts.append(f"{p.name}._shape")
+            else:
+                parts.append(f"rt.shape_key({p.name}{dependent})")
+        return tuple_display(parts)
+
+    @property
+    def fast_operand_exprs(self) -> Group:
+        """The operands, with each lazy `Tensor` argument's value read directly."""
+        return tuple_display(
+            f"{a.ident}._value" if a.kind is ArgKind.tensor else _operand_expr(a, self)
+            for a in self.operands
+        )
+
+    @property
+    def fast_trace_args(self) -> tuple[Part, ...]:
+        """The arguments of `rt.trace`."""
+        return (
+            self.traced_op or "",
+            self.fast_key,
+            *self.call_args[1:],
+            self.fast_operand_exprs,
+            tuple_display(self.attr_exprs),
+            self.device_var,
+        )
 
     @property
     def result(self) -> str:
@@ -353,6 +424,7 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
             header(KernelsContext.template),
             imports(
                 Import("lazygen.runtime", "kernel_support", "rt"),
+                Import("lazygen.runtime.kernel_support", "LazyTensor"),
                 hand("shape_functions", None, any(not k.meta for k in plan.kernels)),
             ),
             tuple(_kernel_view(k) for k in plan.kernels),

@@ -25,10 +25,11 @@ from .ir import (
 )
 from .metrics import count
 from .settings import settings
-from .shape_inference import infer_shapes
+from .shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
 from .tensor import LazyDevice, LazyTensor, new_lazy
 
 __all__ = [
+    "LazyTensor",
     "Shape",
     "Value",
     "count",
@@ -42,10 +43,13 @@ __all__ = [
     "optional_tensor",
     "optional_tensor_list",
     "scalar",
+    "shape_key",
     "symint",
     "symint_list",
     "tensor",
     "tensor_list",
+    "trace",
+    "TracedOp",
     "wrap",
     "wrap_list",
     "wrap_tuple",
@@ -329,6 +333,46 @@ def _reuse_or_make(cls, operands, attrs, shapes) -> Node:
 
 def reset_ir_cache() -> None:
     _ir_cache.clear()
+
+
+class TracedOp:
+    """What a generated kernel's fast path (``trace``) needs to know of its op, made once
+    at import: the counter, the overload its shapes come from, the node class and how to
+    compute shapes where no meta kernel does."""
+
+    __slots__ = ("counter", "op", "node_class", "compute_fn", "cache_shapes")
+
+    def __init__(self, counter: str, op, node_class: type[Node], compute_fn=None) -> None:
+        self.counter = counter
+        self.op = op
+        self.node_class = node_class
+        self.compute_fn = compute_fn
+        # Data-dependent shapes (``nonzero``) are computed every time, never cached.
+        self.cache_shapes = not getattr(compute_fn, "data_dependent", False)
+
+    def __repr__(self) -> str:
+        return f"TracedOp({self.counter!r})"
+
+
+def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -> LazyTensor:
+    """The fast path of a generated single-output kernel whose tensor arguments are all lazy
+    tensors: count, shapes, node and result in one frame (the general path makes one call
+    per step; at thousands of ops per training step the calls are a measurable share).
+
+    ``key`` is the shape-cache key the kernel built: ``traced`` first (it names the op and
+    the way its shapes are computed), then each argument's ``_shape`` or ``shape_key``.
+    ``args`` and ``kwargs`` are the call's, for computing shapes on a miss."""
+    count(traced.counter)
+    if traced.cache_shapes:
+        shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
+    else:
+        shapes = compute_shapes(traced.op, args, kwargs, traced.compute_fn)
+    node = make_node(traced.node_class, operands, attrs, shapes)
+    result = new_lazy(_new_value(Value, (node, 0)), device)
+    device.pending_nodes += 1
+    if device.pending_nodes > settings.max_pending_nodes:
+        executor.cut(device)
+    return result
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:

@@ -37,6 +37,20 @@ def _key(arg, value_dependent: bool):
     return arg
 
 
+def shape_key(arg, value_dependent: bool = False):
+    """What of a non-tensor argument the shapes may depend on (its part of a cache key)."""
+    return _key(arg, value_dependent)
+
+
+def cached_shapes(key: tuple, op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
+    """The shapes cached under ``key`` (built by the caller from the op and its arguments'
+    metadata, as ``infer_shapes`` builds its own); computed and cached on a miss."""
+    shapes = _recent.get(key)
+    if shapes is None:
+        shapes = _miss(key, op, args, kwargs, compute_fn)
+    return shapes
+
+
 def _to_meta(arg):
     if isinstance(arg, torch.Tensor):
         return torch.empty(arg.shape, dtype=arg.dtype, device=_META)
