@@ -1,0 +1,81 @@
+"""Generated kernels' fast path (``rt.trace``): taken when every ``Tensor`` argument is a lazy
+tensor, with the same node, shapes and counters as the general path it replaces."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from lazygen.generated.ts_backend import kernels as generated_kernels
+
+import lazygen.runtime as lr
+from lazygen.runtime import debug, kernel_support
+
+LAZY = "lazygen"
+
+
+@pytest.fixture
+def trace_calls(monkeypatch):
+    """The names of the ``TracedOp`` of every fast-path call while the test runs."""
+    calls: list[str] = []
+    original = kernel_support.trace
+
+    def spy(traced, *args):
+        calls.append(traced.counter)
+        return original(traced, *args)
+
+    monkeypatch.setattr(kernel_support, "trace", spy)
+    return calls
+
+
+def test_lazy_tensor_arguments_take_the_fast_path_and_count(trace_calls, fresh_metrics):
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    result = a.to(LAZY) + b.to(LAZY)
+    assert "lazy::add.Tensor" in trace_calls
+    assert fresh_metrics.counter_value("lazy::add.Tensor") == 1
+    torch.testing.assert_close(result.cpu(), a + b)
+
+
+def test_a_host_scalar_tensor_takes_the_general_path(trace_calls, fresh_metrics):
+    """A 0-dim CPU tensor is uploaded by ``rt.tensor``: the fast path must not read its
+    ``_value``; the general path traces it, counted once all the same."""
+    a = torch.randn(3, 4)
+    scale = torch.tensor(2.5)
+    result = torch.mul(a.to(LAZY), scale)
+    assert "lazy::mul.Tensor" not in trace_calls
+    assert fresh_metrics.counter_value("lazy::mul.Tensor") == 1
+    torch.testing.assert_close(result.cpu(), a * scale)
+
+
+def _ir_of_sub_and_pool(a: torch.Tensor, b: torch.Tensor) -> str:
+    la, lb = a.to(LAZY), b.to(LAZY)
+    lr.mark_step()
+    out = torch.nn.functional.adaptive_avg_pool2d(torch.sub(la, lb, alpha=3), 2)
+    return debug.dump_ir([out], "backend")
+
+
+def test_both_paths_build_the_same_graph(monkeypatch):
+    a, b = torch.randn(1, 4, 4), torch.randn(1, 4, 4)
+    fast = _ir_of_sub_and_pool(a, b)
+    # The guard compares with the kernels module's ``LazyTensor``: another class there
+    # sends every call down the general path.
+    monkeypatch.setattr(generated_kernels, "LazyTensor", type("NotLazy", (), {}))
+    monkeypatch.setattr(kernel_support, "trace", None)  # the fast path would fail
+    general = _ir_of_sub_and_pool(a, b)
+    assert fast == general
+    assert "aten::sub" in fast and "aten::_adaptive_avg_pool2d" in fast
+
+
+def test_data_dependent_shapes_are_not_cached():
+    """``nonzero``'s shapes come from its values: two calls with equal metadata but other
+    values must get their own shapes (``TracedOp.cache_shapes`` is off)."""
+    few = torch.tensor([0.0, 1.0, 0.0, 0.0]).to(LAZY)
+    many = torch.tensor([1.0, 1.0, 1.0, 0.0]).to(LAZY)
+    lr.mark_step()
+    assert torch.nonzero(few).shape == (1, 1)
+    assert torch.nonzero(many).shape == (3, 1)
+
+
+def test_shape_key_of_floats_is_their_type_so_values_share_an_entry():
+    assert kernel_support.shape_key(0.5) is float and kernel_support.shape_key(2.0) is float
+    assert kernel_support.shape_key(0.5, True) == 0.5
+    assert kernel_support.shape_key([1, 2]) == (1, 2)
