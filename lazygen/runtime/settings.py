@@ -48,7 +48,10 @@ class _Settings:
         self.backing_device = os.environ.get("LAZYGEN_BACKING_DEVICE", "cpu")
         self.async_execution = _env_int("LAZYGEN_ASYNC", 1) != 0
         self.early_results = _env_int("LAZYGEN_EARLY_RESULTS", 1) != 0
-        self.early_results_max_nodes = _env_int("LAZYGEN_EARLY_RESULTS_MAX_NODES", 512)
+        # 2048 covers a small transformer's step (891 nodes: 40.9 -> 36.5 ms per step with
+        # the split, docs/benchmarks.md); the walk costs ~3 us a node, so far larger steps,
+        # mostly tracing, stay one graph.
+        self.early_results_max_nodes = _env_int("LAZYGEN_EARLY_RESULTS_MAX_NODES", 2048)
         # The lazy device's name (PrivateUse1 renamed), fixed by ``init(device_name=...)``
         # before the first lazy tensor; every module reads it here.
         self.device_type = "lazygen"
