@@ -120,75 +120,81 @@ class KernelView:
         return tuple(a.ident for a in self.plan.device_args)
 
     @property
+    def call_arguments(self) -> tuple[Part, Part]:
+        """The call's positional arguments (a tuple) and keyword arguments (a dict)."""
+        keywords = (f"{double_quoted(p.name)}: {p.name}" for p in self.keyword)
+        return (tuple_display(p.name for p in self.positional), dict_display(keywords))
+
+    @property
     def call_args(self) -> tuple[Part, ...]:
         """The aten overload, then the call's positional arguments and keyword arguments."""
-        keywords = (f"{double_quoted(p.name)}: {p.name}" for p in self.keyword)
-        return (
-            self.aten_overload,
-            tuple_display(p.name for p in self.positional),
-            dict_display(keywords),
-        )
+        return (self.aten_overload, *self.call_arguments)
+
+    @property
+    def compute_fn_args(self) -> tuple[str, ...]:
+        """`compute_fn=...` when the op's shapes come from a hand-written function."""
+        if self.plan.meta:
+            return ()
+        return (f"compute_fn=shape_functions.{self.plan.shape_function}",)
 
     @property
     def shape_args(self) -> tuple[Part, ...]:
         """The arguments of `rt.infer_shapes`: the call, then how to compute the shapes."""
-        extra = []
-        if not self.plan.meta:
-            extra.append(f"compute_fn=shape_functions.{self.plan.shape_function}")
-        if self.plan.value_dependent:
-            extra.append("value_dependent=True")
-        return (*self.call_args, *extra)
+        dependent = ("value_dependent=True",) if self.plan.value_dependent else ()
+        return (*self.call_args, *self.compute_fn_args, *dependent)
+
+    @property
+    def node_class(self) -> str:
+        return f"{self.node_module}.{self.plan.node.node_name}"
 
     @property
     def node_args(self) -> tuple[str, ...]:
         """The arguments of `rt.make_node`: the node class, operands, attributes, shapes."""
-        node_class = f"{self.node_module}.{self.plan.node.node_name}"
-        return (node_class, self.operands_var, self.attrs_var, self.shapes_var)
+        return (self.node_class, self.operands_var, self.attrs_var, self.shapes_var)
 
     @property
-    def traced_op(self) -> str | None:
-        """The module constant holding the kernel's `rt.TracedOp`, when it has a fast path:
-        a single-output functional op with at least one `Tensor` argument, no generator and
-        no eager case. Upper case, so it never clashes with a (lower-case) kernel name."""
-        if self.result != "wrap" or self.eager_when or not self._fast_tensors:
-            return None
-        if any(a.is_generator for a in self.operands):
-            return None
+    def fast_path(self) -> bool:
+        """Whether the kernel has a fast path (`rt.trace`): a single-output functional op
+        with at least one `Tensor` argument, no generator and no eager case."""
+        return (
+            self.result == "wrap"
+            and not self.eager_when
+            and bool(self.fast_tensors)
+            and not any(a.is_generator for a in self.operands)
+        )
+
+    @property
+    def traced_op(self) -> str:
+        """The module constant holding the fast path's `rt.TracedOp`; upper case, so it
+        never clashes with a (lower-case) kernel name."""
         return self.plan.name.upper() + "_OP"
 
     @property
-    def _fast_tensors(self) -> tuple[str, ...]:
+    def fast_tensors(self) -> tuple[str, ...]:
         """The `Tensor` arguments the fast path requires to be lazy tensors."""
         return tuple(a.ident for a in self.operands if a.kind is ArgKind.tensor)
 
     @property
     def traced_op_args(self) -> tuple[str, ...]:
         """`rt.TracedOp(counter, shape overload, node class[, compute_fn=...])`."""
-        extra = []
-        if not self.plan.meta:
-            extra.append(f"compute_fn=shape_functions.{self.plan.shape_function}")
-        node_class = f"{self.node_module}.{self.plan.node.node_name}"
-        return (double_quoted(f"lazy::{self.plan.op_name}"), self.aten_overload, node_class, *extra)
+        counter = double_quoted(f"lazy::{self.plan.op_name}")
+        return (counter, self.aten_overload, self.node_class, *self.compute_fn_args)
 
     @property
-    def fast_guard(self) -> str:
-        return " and ".join(f"type({name}) is LazyTensor" for name in self._fast_tensors)
-
-    @property
-    def fast_device(self) -> str:
-        """The device: that of the first tensor-like argument, as `rt.device_of` finds it."""
+    def fast_device_tensor(self) -> str | None:
+        """The argument whose `_device` is the kernel's device: the first tensor-like
+        argument, where `rt.device_of` would find it, when it is a plain `Tensor` (the
+        guard has checked it is lazy); None: the fast path asks `rt.device_of` too."""
         first = self.plan.device_args[0]
-        if first.kind is ArgKind.tensor:
-            return f"{first.ident}._device"
-        return f"rt.device_of({', '.join(self.device_args)})"
+        return first.ident if first.kind is ArgKind.tensor else None
 
     @property
     def fast_key(self) -> Group:
         """The shape-cache key: the `TracedOp`, then per parameter its `_shape` (a lazy
         tensor) or `rt.shape_key` (anything else)."""
-        tensors = set(self._fast_tensors)
+        tensors = set(self.fast_tensors)
         dependent = ", True" if self.plan.value_dependent else ""
-        parts = [self.traced_op or ""]
+        parts = [self.traced_op]
         for p in self.plan.params:
             if p.name in tensors:
                 parts.append(f"{p.name}._shape")
@@ -208,9 +214,9 @@ class KernelView:
     def fast_trace_args(self) -> tuple[Part, ...]:
         """The arguments of `rt.trace`."""
         return (
-            self.traced_op or "",
+            self.traced_op,
             self.fast_key,
-            *self.call_args[1:],
+            *self.call_arguments,
             self.fast_operand_exprs,
             tuple_display(self.attr_exprs),
             self.device_var,

@@ -367,12 +367,7 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
         shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
     else:
         shapes = compute_shapes(traced.op, args, kwargs, traced.compute_fn)
-    node = make_node(traced.node_class, operands, attrs, shapes)
-    result = new_lazy(_new_value(Value, (node, 0)), device)
-    device.pending_nodes += 1
-    if device.pending_nodes > settings.max_pending_nodes:
-        executor.cut(device)
-    return result
+    return wrap(make_node(traced.node_class, operands, attrs, shapes), device)
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:

@@ -18,7 +18,8 @@ _KEYWORDS = object()  # separates positional from keyword arguments in a key
 _META = torch.device("meta")
 
 
-def _key(arg, value_dependent: bool):
+def shape_key(arg, value_dependent: bool = False):
+    """What of an argument the shapes may depend on (its part of a cache key)."""
     kind = type(arg)
     if kind is LazyTensor:
         return arg._shape
@@ -29,17 +30,12 @@ def _key(arg, value_dependent: bool):
     if kind is bool:
         return (bool, arg)
     if kind is list or kind is tuple:
-        return tuple([_key(a, value_dependent) for a in arg])
+        return tuple([shape_key(a, value_dependent) for a in arg])
     if isinstance(arg, torch.Tensor):
         return ("tensor", arg.device.type, arg.dtype, tuple(arg.shape))
     if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return (type(arg), str(arg))
     return arg
-
-
-def shape_key(arg, value_dependent: bool = False):
-    """What of a non-tensor argument the shapes may depend on (its part of a cache key)."""
-    return _key(arg, value_dependent)
 
 
 def cached_shapes(key: tuple, op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
@@ -83,17 +79,13 @@ def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tu
     # A flat tuple: the op, then one entry per argument (a lazy tensor's (dtype, sizes)).
     parts = [id(op), value_dependent]  # OpOverload hashes in Python; torch keeps ops alive
     for arg in args:
-        parts.append(arg._shape if type(arg) is LazyTensor else _key(arg, value_dependent))
+        parts.append(arg._shape if type(arg) is LazyTensor else shape_key(arg, value_dependent))
     if kwargs:
         parts.append(_KEYWORDS)
         for name, arg in kwargs.items():
             parts.append(name)
-            parts.append(_key(arg, value_dependent))
-    key = tuple(parts)
-    shapes = _recent.get(key)
-    if shapes is None:
-        shapes = _miss(key, op, args, kwargs, compute_fn)
-    return shapes
+            parts.append(shape_key(arg, value_dependent))
+    return cached_shapes(tuple(parts), op, args, kwargs, compute_fn)
 
 
 def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
