@@ -118,6 +118,53 @@ CASES = {
         "print(y.device)",
         "lazygen:0",
     ),
+    # Every result of a lazy ``.to()`` is a functional wrapper (issue #23): torch's own
+    # kernel handed the bare inner tensor back for PrivateUse1, and its views crashed.
+    "bool_then_view": ("print(torch.ones(2, 8).to(d).bool()[:, :8].sum().item())", "16"),
+    "long_then_inplace": (
+        "y = x.long(); y[0].add_(3); print(type(y).__name__, y.sum().item() - x.long().sum().item())",
+        "Tensor 12",
+    ),
+    "half_then_view_inplace": (
+        "y = x.half(); y.view(16)[:4].zero_(); print(y.dtype, (y[0] == 0).all().item())",
+        "torch.float16 True",
+    ),
+    "to_dtype_copy_true_then_transpose": (
+        "y = x.to(d, torch.float64, copy=True); print(y.t()[1:].contiguous().dtype)",
+        "torch.float64",
+    ),
+    "channels_last_then_ops": (
+        "y = torch.randn(2, 3, 4, 4, device=d).to(memory_format=torch.channels_last)\n"
+        "print(type(y.relu()).__name__, y.relu()[:, :1].shape)",
+        "Tensor torch.Size([2, 1, 4, 4])",
+    ),
+    "non_blocking_dtype": (
+        "print(x.to(torch.float64, non_blocking=True)[1:].sum().dtype)",
+        "float64",
+    ),
+    "data_assign_other_dtype": (
+        "y = torch.randn(4, 4, device=d); y.data = y.to(torch.bfloat16); print((y * 2).dtype)",
+        "torch.bfloat16",
+    ),
+    "data_assign_lazy_from_host": (
+        "y = torch.randn(4, 4, device=d); y.data = torch.ones(4, 4).to(d, torch.float64)\n"
+        "print(y.sum().item())",
+        "16.0",
+    ),
+    "requires_grad_after_cast": (
+        "y = x.double().requires_grad_(); (y[1:] * 2).sum().backward(); print(y.grad.sum().item())",
+        "24.0",
+    ),
+    "detach_after_cast": ("y = x.half().detach(); y.add_(1); print(y.dtype)", "torch.float16"),
+    "set_after_cast": (
+        "y = torch.empty(0, device=d, dtype=torch.float64); y.set_(x.double()); print(y.shape)",
+        "4, 4",
+    ),
+    "bias_free_linear_3d": (
+        "m = torch.nn.Linear(4, 2, bias=False).to(d)\n"
+        "print(m(torch.randn(3, 5, 4, device=d)).sum().cpu().shape)",
+        "torch.Size([])",
+    ),
     "sparse": ("x.to_sparse()", "holds strided (dense) tensors only"),
     "autocast": (
         "with torch.autocast(device_type=d, dtype=torch.bfloat16): print((x @ x).dtype)",

@@ -4,6 +4,8 @@ the device key), so they add one to what they return."""
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from .. import device_kernels
@@ -70,6 +72,55 @@ def _to_copy(
 
 
 _TO_COPY = torch.ops.aten._to_copy.default
+_FUNCTIONALIZE = torch._C.DispatchKey.Functionalize
+_SKIP_FUNCTIONALIZE = torch._C.DispatchKeySet(_FUNCTIONALIZE)
+#: Device types whose ``_to_copy`` results torch's own functionalization kernel re-wraps.
+_TORCH_FUNCTIONAL_DEVICES = ("xla", "lazy")
+
+
+def _to_copy_functionalize(
+    self,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=None,
+    non_blocking=False,
+    memory_format=None,
+):
+    """``_to_copy`` at the Functionalize key, in place of torch's own kernel.
+
+    The one place that keeps every lazy ``.to()`` result a functional wrapper. torch's kernel
+    (FunctionalizeFallbackKernel.cpp) unwraps the source, copies below functionalization and
+    re-wraps the result, except outside a functionalization pass (no Functionalize in TLS)
+    for a target device other than XLA or Lazy, where "the functionalization pass ends".
+    The lazy device is PrivateUse1, so every dtype or memory-format change of a lazy tensor
+    (``.bool()``, ``.half()``, ``.to(dtype)``) came back as the bare inner ``LazyTensor``:
+    ops on it skipped functionalization and its views crashed the process in ``torch._sync``.
+    This kernel does what torch's does, with the lazy device among the devices that stay
+    functional; copies to other devices (``.cpu()``) still end the pass as before."""
+    if torch._is_functional_tensor(self):
+        torch._sync(self)
+        source = torch._from_functional_tensor(self)
+    else:
+        source = self
+    with torch._C._ExcludeDispatchKeyGuard(_SKIP_FUNCTIONALIZE):
+        out = _TO_COPY(
+            source,
+            dtype=dtype,
+            layout=layout,
+            device=device,
+            pin_memory=pin_memory,
+            non_blocking=non_blocking,
+            memory_format=memory_format,
+        )
+    if not torch._C._dispatch_tls_local_include_set().has(_FUNCTIONALIZE):
+        target = self.device.type if device is None else torch.device(device).type
+        if target != settings.device_type and target not in _TORCH_FUNCTIONAL_DEVICES:
+            return out
+    return to_functional(out)
+
+
 _SPARSE_KEYS = ("SparseCPU", "SparseCsrCPU")  # sparse sources moved to lazygen
 
 
@@ -199,6 +250,9 @@ def register() -> list:
     lib.impl("empty.memory_format", _empty_memory_format, "PrivateUse1")
     lib.impl("empty_strided", _empty_strided, "PrivateUse1")
     lib.impl("_to_copy", _to_copy, "PrivateUse1")
+    with warnings.catch_warnings():  # "Overriding a previously registered kernel": intended
+        warnings.simplefilter("ignore", UserWarning)
+        lib.impl("_to_copy", _to_copy_functionalize, "Functionalize")
     lib.impl("_copy_from", _copy_from, "PrivateUse1")
     lib.impl("_copy_from_and_resize", _copy_from_and_resize, "PrivateUse1")
     lib.impl("ctc_loss.Tensor", _ctc_loss, "AutogradPrivateUse1")
