@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import traceback
+
 
 class LazyGraphError(RuntimeError):
     """Lowering, compiling or running a lazy graph failed.
@@ -9,12 +11,18 @@ class LazyGraphError(RuntimeError):
     ``op_name`` names the IR node's op, ``source`` the user's ``file:line`` that traced it
     (recorded with ``LAZYGEN_DEBUG=1``), ``stage`` is ``"lowering"``, ``"compilation"`` or
     ``"execution"``, ``backend`` the backend's name; the original exception is ``cause``
-    (and ``__cause__``). The tensors being synced keep their IR.
+    (and ``__cause__``).
+
+    The error stays with the tensors whose values depend on the failed node: reading one
+    raises it again, while the graph's other tensors keep their IR and sync on their own
+    (see ``executor``). ``failed_node`` is the IR node that failed (None when the backend
+    cannot tell), kept only until the executor has marked those tensors: a program that
+    holds the error (a test runner keeping the last exception) holds no IR through it.
     """
 
     def __init__(self, stage: str, node, cause: BaseException | None, backend=None) -> None:
         self.stage = stage
-        self.node = node
+        self.failed_node = node
         self.cause = cause
         self.backend = None if backend is None else backend.name
         self.op_name = None if node is None else (node.op_name or node.op_kind)
@@ -34,4 +42,22 @@ class LazyGraphError(RuntimeError):
     def described_by(self, backend) -> LazyGraphError:
         """The same error, worded by ``backend`` (errors raised while lowering know no
         backend yet)."""
-        return LazyGraphError(self.stage, self.node, self.cause, backend)
+        return LazyGraphError(self.stage, self.failed_node, self.cause, backend)
+
+    def release_ir(self) -> None:
+        """Let go of the failed node and of the locals of the finished frames that raised the
+        error and its cause (lowering contexts, graphs, tensor lists): the text and the
+        traceback's lines stay."""
+        self.failed_node = None
+        seen: set[int] = set()
+        chain: list[BaseException | None] = [self, self.cause]
+        while chain:
+            error = chain.pop()
+            if error is None or id(error) in seen:
+                continue
+            seen.add(id(error))
+            if isinstance(error, LazyGraphError):
+                error.failed_node = None
+            if error.__traceback__ is not None:
+                traceback.clear_frames(error.__traceback__)
+            chain += [error.__cause__, error.__context__]

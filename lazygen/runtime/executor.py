@@ -5,6 +5,7 @@ Each step is a small function; ``sync`` strings them together under the device's
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
 
@@ -15,7 +16,7 @@ from .devices import all_devices, caches
 from .errors import LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
 from .ir import DeviceData, Node, Value
-from .launches import Launch, settle
+from .launches import FailedRun, Launch, settle
 from .settings import log, settings
 from .tensor import LazyDevice, LazyTensor
 
@@ -102,10 +103,23 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
                 plan = split.split(list(dict.fromkeys(group)))
                 if plan is not None:
                     metrics.count("EarlyResultGraph")
-                    data_of = _sync_device(dev, plan.early, False, plan.handed_over)
+                    try:
+                        data_of = _sync_device(dev, plan.early, False, plan.handed_over)
+                    except LazyGraphError:
+                        # The rest runs as a graph of its own now: what depends on the
+                        # failure carries the error, the rest is materialised.
+                        _sync_rest_quietly(dev, plan.rest)
+                        raise
                     split.hand_over(plan, data_of)
                     group = plan.rest
         _sync_device(dev, group, wait)
+
+
+def _sync_rest_quietly(device: LazyDevice, tensors: list[LazyTensor]) -> None:
+    """Sync ``tensors`` after another graph of the same sync failed (whose error is the one
+    raised): a failure of theirs is carried by the tensors it concerns."""
+    with contextlib.suppress(LazyGraphError):
+        _sync_device(device, tensors, wait=True)
 
 
 def _splits(device: LazyDevice) -> bool:
@@ -153,23 +167,28 @@ def _sync_device(
         values = [t._value for t in tensors]
         outputs = list(dict.fromkeys(values + list(extra_outputs)))
         cache: GraphCache = device.cache
-        plan, order = cache.find_plan(outputs)
-        if plan is None:
-            metrics.count("GraphWalk")
-            order, position = post_order(outputs)
-            key = graph_key(order, position, outputs)
-            executable = compile_cached(device, key, order, outputs)
-            plan = Plan(key, order, position, outputs)
-            cache.remember_plan(plan, outputs)
-        else:
-            key = plan.key
-            executable = compile_cached(device, key, order, outputs)
-        inputs = [order[i].materialize() for i in plan.inputs]  # waits for runs they come from
+        try:
+            plan, order = cache.find_plan(outputs)
+            if plan is None:
+                metrics.count("GraphWalk")
+                order, position = post_order(outputs)
+                key = graph_key(order, position, outputs)
+                executable = compile_cached(device, key, order, outputs)
+                plan = Plan(key, order, position, outputs)
+                cache.remember_plan(plan, outputs)
+            else:
+                key = plan.key
+                executable = compile_cached(device, key, order, outputs)
+            inputs = _read_inputs(order, plan.inputs)  # waits for runs they come from
+        except LazyGraphError as error:
+            _fail(tensors, values, error)
+            raise
         if wait or not settings.async_execution or not device.backend.asynchronous:
             try:
                 results = _finish(outputs, execute(device, executable, order, inputs))
-            except LazyGraphError:
+            except LazyGraphError as error:
                 cache.forget(key)  # a later, fixed lowering must not reuse it
+                _fail(tensors, values, error)
                 raise
             data_of = {
                 value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)
@@ -187,6 +206,57 @@ def _sync_device(
         return data_of
 
 
+def _read_inputs(order: list[Node], positions) -> list:
+    """The graph's input data. An input whose own graph failed fails this one with the same
+    error, the input being the failed node (what depends on it carries the error)."""
+    inputs = []
+    for i in positions:
+        try:
+            inputs.append(order[i].materialize())
+        except LazyGraphError as error:
+            error.failed_node = order[i]
+            raise
+    return inputs
+
+
+def _depending_on(values: list[Value], node: Node) -> set[Value]:
+    """Those of ``values`` whose computation reads ``node`` (a walk of their IR, on failure
+    only)."""
+    reaches: dict[Node, bool] = {node: True}
+    found = set()
+    for value in values:
+        stack = [value.node]
+        while stack:
+            top = stack[-1]
+            if top in reaches:
+                stack.pop()
+                continue
+            operands = [v.node for v in top.inputs()]
+            unknown = [n for n in operands if n not in reaches]
+            if unknown:
+                stack.extend(unknown)
+                continue
+            stack.pop()
+            reaches[top] = any(reaches[n] for n in operands)
+        if reaches[value.node]:
+            found.add(value)
+    return found
+
+
+def _fail(tensors: list[LazyTensor], values: list[Value], error: LazyGraphError) -> None:
+    """After ``error``: the tensors whose value depends on the failed node (all of them when
+    the backend cannot tell which node failed) carry the error, so reading them raises it
+    and no later step syncs them again; the others keep their IR and sync on their own.
+    Then the error lets go of the graph (a held error keeps no IR alive)."""
+    failed = error.failed_node
+    failing = set(values) if failed is None else _depending_on(values, failed)
+    run = FailedRun(error)
+    for t, value in zip(tensors, values, strict=True):
+        if value in failing and t._value is value:
+            t._value = Value(DeviceData.failed(run, value.node.shapes[value.index]), 0)
+    error.release_ir()
+
+
 def _finish(outputs: list[Value], results: list[torch.Tensor]) -> list[torch.Tensor]:
     """The results as device data, of the dtype shape inference promised (made contiguous
     only when read: see ``DeviceData.data``)."""
@@ -202,7 +272,8 @@ def _finish(outputs: list[Value], results: list[torch.Tensor]) -> list[torch.Ten
 
 def _launch(device, executable, key, order, inputs, outputs, tensors, values) -> Launch:
     """Start the graph and return its ``Launch``; should the run fail, its error is built
-    when someone waits, and the tensors synced here get their IR back."""
+    when someone waits: the tensors synced here that depend on the failed node keep the
+    failed run's data (reads raise its error), the others get their IR back."""
     refs = [weakref.ref(t) for t in tensors]
 
     def finish(results: list) -> list[torch.Tensor]:
@@ -210,13 +281,17 @@ def _launch(device, executable, key, order, inputs, outputs, tensors, values) ->
 
     def fail(error: BaseException, nodes: list[DeviceData]) -> BaseException:
         device.cache.forget(key)
+        if isinstance(error, Exception) and not isinstance(error, LazyGraphError):
+            error = _execution_error(device, order, inputs, error)
+        failed = getattr(error, "failed_node", None)
+        keep = set() if failed is None else set(values) - _depending_on(values, failed)
         for ref, value in zip(refs, values, strict=True):
             t = ref()
-            if t is not None and any(t._value.node is node for node in nodes):
-                t._value = value  # the traced IR, to sync again once the cause is fixed
-        if isinstance(error, LazyGraphError) or not isinstance(error, Exception):
-            return error
-        return _execution_error(device, order, inputs, error)
+            if t is not None and value in keep and any(t._value.node is n for n in nodes):
+                t._value = value  # independent of the failure: its IR, to sync on its own
+        if isinstance(error, LazyGraphError):
+            error.release_ir()
+        return error
 
     start = time.perf_counter()
     try:

@@ -148,6 +148,12 @@ class DeviceData(Node):
         """Data that ``launch`` (an in-flight graph run) will deliver through ``deliver``."""
         return cls(None, launch, shape)
 
+    @classmethod
+    def failed(cls, run, shape: Shape) -> DeviceData:
+        """Data that never came: ``run`` (a ``launches.FailedRun``) raises its error on every
+        read, and a graph reading this node fails with it."""
+        return cls(None, run, shape)
+
     @property
     def data(self) -> torch.Tensor:
         """The tensor, contiguous. A graph output may be a strided view (the gradient view
