@@ -32,7 +32,7 @@ from .backends import BUILTIN, DEFAULT
 from .device import autograd_queue
 from .device_kernels import DEVICE_KERNELS
 from .devices import all_devices, device_from
-from .errors import LazyGraphError
+from .errors import GraphCutWarning, LazyGraphError
 from .gru import GRU_AUTOGRAD_KERNELS
 from .lowering import LoweringContext
 from .lstm import LSTM_AUTOGRAD_KERNELS
@@ -43,6 +43,7 @@ _device.reserve_autograd_queue()
 
 __all__ = [
     "Backend",
+    "GraphCutWarning",
     "KernelTables",
     "LazyGraphError",
     "LoweringContext",

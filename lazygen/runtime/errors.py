@@ -44,6 +44,18 @@ class LazyGraphError(RuntimeError):
         backend yet)."""
         return LazyGraphError(self.stage, self.failed_node, self.cause, backend)
 
+    def detached(self) -> LazyGraphError:
+        """A copy without a traceback: what failed tensors store, and what a read of one
+        raises (same message, fields and cause). A stored error that was raised holds the
+        frames it passed through, and those frames hold the program's tensors: a failed
+        tensor holding such an error makes a cycle through C++ (autograd graphs) that the
+        garbage collector cannot free, keeping the failed step's IR alive for good."""
+        again = LazyGraphError.__new__(LazyGraphError)
+        again.__dict__.update(self.__dict__)
+        again.args = self.args
+        again.__cause__ = self.__cause__
+        return again
+
     def release_ir(self) -> None:
         """Let go of the failed node and of the locals of the finished frames that raised the
         error and its cause (lowering contexts, graphs, tensor lists): the text and the
@@ -61,3 +73,10 @@ class LazyGraphError(RuntimeError):
             if error.__traceback__ is not None:
                 traceback.clear_frames(error.__traceback__)
             chain += [error.__cause__, error.__context__]
+
+
+class GraphCutWarning(UserWarning):
+    """Ops without a lazy kernel cut a step into more graphs than it needs (each read
+    tensors with pending IR, so the graph traced so far ran first). Warned once per
+    process; ``lazygen.runtime.metrics.fallback_report()`` lists the ops and where they
+    ran. Silence it with ``warnings.filterwarnings("ignore", category=GraphCutWarning)``."""

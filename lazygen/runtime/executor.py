@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 import weakref
 
 import torch
 
 from . import metrics, split
 from .devices import all_devices, caches
-from .errors import LazyGraphError
+from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
 from .ir import DeviceData, Node, Value
 from .launches import FailedRun, Launch, settle
@@ -181,14 +182,14 @@ def _sync_device(
                 executable = compile_cached(device, key, order, outputs)
             inputs = _read_inputs(order, plan.inputs)  # waits for runs they come from
         except LazyGraphError as error:
-            _fail(tensors, values, error)
+            _fail(device, tensors, values, error)
             raise
         if wait or not settings.async_execution or not device.backend.asynchronous:
             try:
                 results = _finish(outputs, execute(device, executable, order, inputs))
             except LazyGraphError as error:
                 cache.forget(key)  # a later, fixed lowering must not reuse it
-                _fail(tensors, values, error)
+                _fail(device, tensors, values, error)
                 raise
             data_of = {
                 value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)
@@ -243,18 +244,37 @@ def _depending_on(values: list[Value], node: Node) -> set[Value]:
     return found
 
 
-def _fail(tensors: list[LazyTensor], values: list[Value], error: LazyGraphError) -> None:
-    """After ``error``: the tensors whose value depends on the failed node (all of them when
-    the backend cannot tell which node failed) carry the error, so reading them raises it
-    and no later step syncs them again; the others keep their IR and sync on their own.
-    Then the error lets go of the graph (a held error keeps no IR alive)."""
+def _fail(
+    device: LazyDevice, tensors: list[LazyTensor], values: list[Value], error: LazyGraphError
+) -> None:
+    """After ``error``: every tensor whose value depends on the failed node carries the
+    error, so reading it raises it and no later step syncs it again: the graph's tensors,
+    and other live tensors of the device whose pending IR reads the node (intermediates a
+    program still holds). When the backend cannot tell which node failed, the graph's
+    tensors carry it. The others keep their IR and sync on their own. Then the error lets
+    go of the graph (a held error keeps no IR alive)."""
+    _carry_error(device, list(zip(tensors, values, strict=True)), error)
+    error.release_ir()
+
+
+def _carry_error(device: LazyDevice, synced: list, error: LazyGraphError) -> set[Value]:
+    """Point the tensors of ``synced`` (``(tensor, value it had)`` pairs) and the device's
+    other live tensors that depend on ``error``'s failed node at the error; returns the
+    values of ``synced`` that depend on it."""
     failed = error.failed_node
-    failing = set(values) if failed is None else _depending_on(values, failed)
-    run = FailedRun(error)
-    for t, value in zip(tensors, values, strict=True):
+    if failed is None:
+        failing = {value for _, value in synced}
+        candidates = synced
+    else:
+        listed = {id(t) for t, _ in synced}
+        others = [(t, t._value) for t in device.live_tensors() if id(t) not in listed]
+        candidates = synced + [(t, v) for t, v in others if not v.node.is_input]
+        failing = _depending_on([v for _, v in candidates], failed)
+    run = FailedRun(error.detached())
+    for t, value in candidates:
         if value in failing and t._value is value:
             t._value = Value(DeviceData.failed(run, value.node.shapes[value.index]), 0)
-    error.release_ir()
+    return failing
 
 
 def _finish(outputs: list[Value], results: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -283,14 +303,17 @@ def _launch(device, executable, key, order, inputs, outputs, tensors, values) ->
         device.cache.forget(key)
         if isinstance(error, Exception) and not isinstance(error, LazyGraphError):
             error = _execution_error(device, order, inputs, error)
-        failed = getattr(error, "failed_node", None)
-        keep = set() if failed is None else set(values) - _depending_on(values, failed)
+        if not isinstance(error, LazyGraphError):
+            return error  # KeyboardInterrupt and the like: nothing to carry
+        outputs_of_run = {id(n) for n in nodes}
+        synced = []
         for ref, value in zip(refs, values, strict=True):
             t = ref()
-            if t is not None and value in keep and any(t._value.node is n for n in nodes):
-                t._value = value  # independent of the failure: its IR, to sync on its own
-        if isinstance(error, LazyGraphError):
-            error.release_ir()
+            if t is not None and id(t._value.node) in outputs_of_run:
+                t._value = value  # its traced IR, until we know whether it depends on it
+                synced.append((t, value))
+        _carry_error(device, synced, error)  # the rest keep their IR, to sync on their own
+        error.release_ir()
         return error
 
     start = time.perf_counter()
@@ -321,7 +344,30 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
         early = traced <= settings.early_results_max_nodes
         sync(dev.live_tensors(), wait, early_results=early)
         settle(dev.in_flight, dev.lock, None if wait else previous)
+    _warn_about_graph_cuts(metrics.take_step_cuts())
     run_step_closures()
+
+
+_cuts_warned: list[bool] = []  # the graph-cut warning is given once per process
+
+
+def _warn_about_graph_cuts(cuts: dict[str, int]) -> None:
+    """Once: say which ops without a lazy kernel cut the step that just ended."""
+    if not cuts or _cuts_warned:
+        return
+    _cuts_warned.append(True)
+    named = ", ".join(
+        f"{op} ({n}x)" for op, n in sorted(cuts.items(), key=lambda item: (-item[1], item[0]))[:8]
+    )
+    warnings.warn(
+        f"lazygen: ops without a lazy kernel cut this step into {sum(cuts.values()) + 1} "
+        f"graphs instead of one: {named}. Each read tensors with pending IR, so the graph "
+        "traced so far had to run first. Add them to the op list (or give them a kernel); "
+        "lazygen.runtime.metrics.fallback_report() lists every op that ran eagerly and "
+        "where. (Warned once per process.)",
+        GraphCutWarning,
+        stacklevel=4,  # the user's ``lr.mark_step()``
+    )
 
 
 def wait_device_ops(device: LazyDevice | None = None) -> None:

@@ -75,6 +75,8 @@ class Launch:
                     results = finish(handle.wait())
                 except BaseException as error:  # re-raised below, described
                     self._error = fail(error, nodes)
+                    if hasattr(self._error, "detached"):  # no frames of this thread kept
+                        self._error = self._error.detached()
                 else:
                     for node, data in zip(nodes, results, strict=True):
                         node.deliver(data)
@@ -83,7 +85,7 @@ class Launch:
                     self._inputs = None
         if self._error is not None and not (unreported_only and self._reported):
             self._reported = True
-            raise self._error.with_traceback(None)
+            raise _again(self._error)
 
 
 class FailedRun:
@@ -97,7 +99,14 @@ class FailedRun:
         self.error = error
 
     def wait(self, unreported_only: bool = False) -> None:
-        raise self.error.with_traceback(None)
+        raise _again(self.error)
+
+
+def _again(error: BaseException) -> BaseException:
+    """The stored error to raise once more: a copy when it can make one (see
+    ``LazyGraphError.detached``), so the stored one never holds a reader's frames."""
+    again = getattr(error, "detached", None)
+    return again() if again is not None else error.with_traceback(None)
 
 
 _all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()
