@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import lazygen
-from lazygen.errors import Diagnostic, LazygenError, Location
+from lazygen.diagnostics import Diagnostic, LazygenError, Location
 
 if TYPE_CHECKING:
     from lazygen.lazy.worker import TorchWorker
 
 STAMP = ".lazygen-stamp.json"
-DEFAULT_HAND_WRITTEN = "lazygen.runtime.backends.torchscript"
+DEFAULT_HAND_WRITTEN = "lazygen.runtime.builtin"
 _GENERATOR_PACKAGES = ("lazy", "render", "model", "loaders")
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from lazygen.errors import Diagnostic, Location
+from lazygen.diagnostics import Diagnostic, Location
 from lazygen.lazy.arguments import ArgKind, UnsupportedArgument, python_name
 from lazygen.lazy.defaults import UnsupportedDefault, python_default
 from lazygen.lazy.ir_schema import (
@@ -28,8 +28,8 @@ from lazygen.lazy.plan_model import (
     Param,
     ShapeFunction,
 )
-from lazygen.model.backend import BackendOpList
 from lazygen.model.native_function import Catalogue, NativeFunction
+from lazygen.model.op_list import BackendOpList
 from lazygen.model.schema import OperatorName, SchemaKind
 from lazygen.model.types import BaseTy, ListType, OptionalType
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lazygen.errors import Diagnostic, Location
+from lazygen.diagnostics import Diagnostic, Location
 from lazygen.model.schema import FunctionSchema, OperatorName
 
 #: Node properties a backend may set on full_codegen / non_native entries.

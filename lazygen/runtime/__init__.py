@@ -23,23 +23,19 @@ import threading
 
 import torch
 
-from . import backend as _backend_registry
-from . import config, debug, devices, dispatch, distributed, executor, ir_cache, metrics
-from . import device as _device
-from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
-from .backend import Backend, KernelTables, make_backend, register_backend
+from . import backend_interface as _backend_registry
+from . import config, debug, devices, dispatch, distributed, executor, ir_cache, metrics, ops
+from . import privateuse1 as _privateuse1
+from .backend_interface import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
-from .device import autograd_queue
-from .device_kernels import DEVICE_KERNELS
 from .devices import all_devices, device_from
 from .errors import LazyGraphError
-from .gru import GRU_AUTOGRAD_KERNELS
-from .lowering import LoweringContext
-from .lstm import LSTM_AUTOGRAD_KERNELS
-from .settings import settings
+from .lowering_context import LoweringContext
+from .privateuse1 import autograd_queue
+from .state import settings
 from .tensor import inner
 
-_device.reserve_autograd_queue()
+_privateuse1.reserve_autograd_queue()
 
 __all__ = [
     "Backend",
@@ -94,11 +90,9 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
             )
         tables = chosen.kernel_tables()
         settings.device_type = name
-        _device.install(name)
+        _privateuse1.install(name)
         dispatch.install()
-        dispatch.register_kernels(DEVICE_KERNELS)
-        dispatch.register_kernels(ATTENTION_KERNELS, ATTENTION_AUTOGRAD_KERNELS)
-        dispatch.register_kernels({}, {**LSTM_AUTOGRAD_KERNELS, **GRU_AUTOGRAD_KERNELS})
+        dispatch.register_tables(ops.kernel_tables())
         dispatch.install_tables(tables)
         dispatch.register_kernels(distributed.install())
         devices.configure(chosen)

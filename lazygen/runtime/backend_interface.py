@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from .ir import Node, Value
-from .lowering import LoweringContext
-from .settings import settings
+from .lowering_context import LoweringContext
+from .state import settings
 
 ENTRY_POINT_GROUP = "lazygen.backends"
 

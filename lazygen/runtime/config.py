@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from . import dispatch, executor, shape_inference
-from .settings import settings
+from .state import settings
 
 __all__ = [
     "get_async_execution",

@@ -26,7 +26,7 @@ from .devices import get_device
 from .fallback import eager_fallback
 from .metrics import count
 from .overloads import COMPOSITE
-from .settings import settings
+from .state import settings
 from .tensor import LazyTensor, from_data, shared_scalars
 
 aten = torch.ops.aten

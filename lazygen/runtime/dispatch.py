@@ -16,7 +16,7 @@ from . import tensor as _tensor
 from .fallback import eager_fallback
 from .ir import Node
 from .overloads import library_name
-from .settings import settings
+from .state import settings
 
 KERNELS: dict = {}
 AUTOGRAD_KERNELS: dict = {}
@@ -42,6 +42,12 @@ def install_tables(tables) -> None:
     register_kernels(tables.kernels, tables.autograd_kernels, tables.node_classes)
     wrapped = {op: wrap(KERNELS[op]) for op, wrap in tables.wrappers.items() if op in KERNELS}
     register_kernels(wrapped)
+
+
+def register_tables(tables) -> None:
+    """Add the runtime's own kernel tables (``ops.kernel_tables()``): unlike
+    ``install_tables``, a backend's tables installed later may replace any of them."""
+    register_kernels(tables.kernels, tables.autograd_kernels, tables.node_classes)
 
 
 def register_kernels(kernels: dict, autograd_kernels=None, node_classes=None) -> None:

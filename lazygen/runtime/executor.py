@@ -11,13 +11,13 @@ import weakref
 import torch
 
 from . import metrics, split
-from .devices import all_devices, caches
+from .devices import LazyDevice, all_devices, caches
 from .errors import LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
 from .ir import DeviceData, Node, Value
 from .launches import Launch, settle
-from .settings import log, settings
-from .tensor import LazyDevice, LazyTensor
+from .state import log, settings
+from .tensor import LazyTensor
 
 _step_closures: list = []
 

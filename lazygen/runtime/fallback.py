@@ -17,10 +17,10 @@ from __future__ import annotations
 import torch
 
 from . import executor
-from .devices import device_from
+from .devices import LazyDevice, device_from
 from .metrics import count
-from .settings import settings
-from .tensor import LazyDevice, LazyTensor, from_data, inner, to_functional
+from .state import settings
+from .tensor import LazyTensor, from_data, inner, to_functional
 
 _info: dict = {}  # op -> (counter name, positions of mutated args, names of mutated kwargs)
 

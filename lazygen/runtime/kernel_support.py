@@ -10,7 +10,7 @@ import weakref
 import torch
 
 from . import dispatch, executor
-from .devices import default_device
+from .devices import LazyDevice, default_device
 from .fallback import eager_fallback
 from .ir import (
     _SCALAR_DTYPES,
@@ -24,9 +24,9 @@ from .ir import (
     scalar_shapes,
 )
 from .metrics import count
-from .settings import settings
 from .shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
-from .tensor import LazyDevice, LazyTensor, new_lazy
+from .state import settings
+from .tensor import LazyTensor, new_lazy
 
 __all__ = [
     "LazyTensor",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from .ir import Shape, scalar_dtype, wrapped_number_dtype
-from .settings import settings
+from .state import settings
 from .tensor import LazyTensor
 
 # Two generations approximate an LRU without bookkeeping on hits: a miss moves an entry

@@ -16,7 +16,7 @@ import lazygen.runtime as lr
 from lazygen.runtime import devices
 from lazygen.runtime.backends.inductor import backend as inductor_backend
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
-from lazygen.runtime.backends.inductor.lowering import INDUCTOR_LOWERINGS, FXLoweringContext
+from lazygen.runtime.backends.inductor.context import INDUCTOR_LOWERINGS, FXLoweringContext
 
 from .conftest import BACKENDS, FX, INDUCTOR, index_zero_on
 

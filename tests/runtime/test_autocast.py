@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import lazygen.runtime as lr
-from lazygen.runtime.device import autocast
+from lazygen.runtime.privateuse1 import autocast
 
 D = "lazygen"
 BF16 = torch.bfloat16

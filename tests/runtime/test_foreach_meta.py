@@ -1,4 +1,4 @@
-"""The one-pass meta check of in-place foreach ops (``device/foreach_meta``).
+"""The one-pass meta check of in-place foreach ops (``privateuse1/foreach_meta``).
 
 It must settle only the cases whose element meta checks cannot fail, and hand everything
 else to the composite kernel, so the lazy device raises what eager raises.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lazygen.runtime.device import foreach_meta
+from lazygen.runtime.privateuse1 import foreach_meta
 
 aten = torch.ops.aten
 

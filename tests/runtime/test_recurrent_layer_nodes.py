@@ -1,5 +1,5 @@
 """``nn.LSTM`` over a dense sequence is one lazy node forward and one backward, and equals
-eager (see ``lazygen/runtime/lstm.py``).
+eager (see ``lazygen/runtime/ops/lstm.py``).
 
 Each case compares the output, ``h_n``, ``c_n`` and every gradient (input, initial states,
 parameters) with eager's within 1e-5 and asserts the op counters: one ``lstm_layers`` and
@@ -293,7 +293,7 @@ def test_same_length_reuses_the_compiled_graph(fresh_metrics):
     assert fresh_metrics.counter_value("UncachedCompile") == first
 
 
-# GRU (``lazygen/runtime/gru.py``) ------------------------------------------------------------
+# GRU (``lazygen/runtime/ops/gru.py``) ------------------------------------------------------------
 
 GRU_NODE, GRU_BACKWARD = "lazy::gru_layers", "lazy::gru_layers_backward"
 GRU_CELL = "lazy::_thnn_fused_gru_cell"

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import torch
 
-from ... import decompositions
-from ... import kernel_support as rt
-from ...device_kernels import (  # noqa: F401  (the op list's `supported` names them)
+from .. import decompositions
+from .. import kernel_support as rt
+from ..dispatch import call, kernel_for
+from ..fallback import eager_fallback
+from ..ir import Node, Shape
+from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
     _copy_from,
     _copy_from_and_resize,
     _to_copy,
@@ -26,17 +29,14 @@ from ...device_kernels import (  # noqa: F401  (the op list's `supported` names 
     lift_fresh,
     new_empty_strided,
 )
-from ...dispatch import call, kernel_for
-from ...fallback import eager_fallback
-from ...ir import Node, Shape
-from ...tensor import LazyTensor, new_lazy
-from . import lowerings
-from .recurrent import (  # noqa: F401  (the op list's `supported` names them)
+from ..ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` names them)
     _thnn_fused_gru_cell,
     _thnn_fused_gru_cell_backward,
     _thnn_fused_lstm_cell,
     _thnn_fused_lstm_cell_backward_impl,
 )
+from ..tensor import LazyTensor, new_lazy
+from . import lowerings
 
 aten = torch.ops.aten
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from ... import executor, shape_inference
-from ...ir import Shape
-from ...tensor import LazyTensor
+from .. import executor, shape_inference
+from ..ir import Shape
+from ..tensor import LazyTensor
 
 __all__ = ["Shape"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from ...backend import KernelTables
+from ..backend_interface import KernelTables
 from . import kernels
 
 REGISTRATION = "lazygen.generated.ts_backend.registration"

@@ -25,7 +25,7 @@ import torch.distributed as dist
 
 from .. import executor
 from ..devices import current_index, get_device
-from ..settings import settings
+from ..state import settings
 from ..tensor import is_lazy
 from . import groups
 

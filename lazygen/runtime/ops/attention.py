@@ -22,11 +22,11 @@ import math
 import torch
 from torch.nn.attention import SDPBackend
 
-from . import devices
-from . import kernel_support as rt
-from .dispatch import call
-from .ir import Node
-from .tensor import LazyTensor, from_data
+from .. import devices
+from .. import kernel_support as rt
+from ..dispatch import call
+from ..ir import Node
+from ..tensor import LazyTensor, from_data
 
 aten = torch.ops.aten
 _FLASH = int(SDPBackend.FLASH_ATTENTION.value)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import torch
 
-from . import executor
-from . import kernel_support as rt
-from .devices import device_from
-from .dispatch import call
-from .ir import Node, Shape
-from .settings import settings
-from .tensor import LazyTensor, from_data
+from .. import executor
+from .. import kernel_support as rt
+from ..devices import device_from
+from ..dispatch import call
+from ..ir import Node, Shape
+from ..state import settings
+from ..tensor import LazyTensor, from_data
 
 aten = torch.ops.aten
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import torch
 
-from .ir import Node
-from .rnn_lowering import (
+from ..ir import Node
+from ..tensor import is_lazy
+from .recurrent_lowering import (
     Emit,
     Layout,
     backward_through_layers,
@@ -29,8 +30,7 @@ from .rnn_lowering import (
     previous_hidden,
     step_output_grads,
 )
-from .rnn_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
-from .tensor import is_lazy
+from .recurrent_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
 
 aten = torch.ops.aten
 _GRU = aten.gru.input

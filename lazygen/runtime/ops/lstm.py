@@ -7,7 +7,7 @@ step that way (a third of them ``t_copy`` of the recurrent weights), each a Pyth
 a new lazy tensor, while the work per op is tiny: tracing dominated the step.
 
 The lazy device therefore registers its own ``lstm`` at its autograd key: an autograd
-``Function`` (``rnn_tracing``, shared with ``gru.py``) whose forward records one
+``Function`` (``recurrent_tracing``, shared with ``gru.py``) whose forward records one
 ``LstmLayers`` node and whose backward records one ``LstmLayersBackward`` node. Their
 lowerings unroll the whole recurrence (every layer, direction and step; backpropagation
 through time for the backward) into the backend's graph, so tracing costs a handful of
@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import torch
 
-from .ir import Node
-from .rnn_lowering import (
+from ..ir import Node
+from ..tensor import is_lazy
+from .recurrent_lowering import (
     Emit,
     Layout,
     backward_through_layers,
@@ -40,8 +41,7 @@ from .rnn_lowering import (
     previous_hidden,
     step_output_grads,
 )
-from .rnn_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
-from .tensor import is_lazy
+from .recurrent_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
 
 aten = torch.ops.aten
 _LSTM = aten.lstm.input

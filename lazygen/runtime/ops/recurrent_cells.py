@@ -18,16 +18,16 @@ whose lowering emits the elementwise ops into the backend's graph: a 2-layer LST
 steps traced ~830 small ops per training step for its cells, now ~100. The GRU cell still
 traces its formula op by op. ``nn.LSTM`` over a dense sequence (without projections or
 dropout between layers in training) no longer reaches these cells: the runtime's ``lstm``
-autograd kernel records the whole layer stack as one node each way (``runtime/lstm.py``).
+autograd kernel records the whole layer stack as one node each way (``runtime/ops/lstm.py``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from ... import kernel_support as rt
-from ...dispatch import call
-from ...ir import Node, Shape
+from .. import kernel_support as rt
+from ..dispatch import call
+from ..ir import Node, Shape
 
 aten = torch.ops.aten
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-from . import kernel_support as rt
-from .ir import Node, Shape
-from .rnn_lowering import Layout
-from .tensor import inner, to_functional
+from .. import kernel_support as rt
+from ..ir import Node, Shape
+from ..tensor import inner, to_functional
+from .recurrent_lowering import Layout
 
 #: ATen's C++ composite, which the lazy device ran before (per cell, dropout from its own
 #: random ops). Not ``op.decompose``: that prefers torch's Python decomposition

@@ -12,14 +12,14 @@ import torch
 from . import (
     autocast,
     backward_errors,
+    factories,
     foreach_meta,
     host_copy,
-    kernels,
-    modules,
     printing,
     serialization,
+    tied_parameters,
 )
-from .module import DeviceModule, Guard, Hooks
+from .device_module import DeviceModule, Guard, Hooks
 
 _libraries: list = []  # torch.library registrations, alive as long as the process
 _guards: list = []  # the one device guard, registered at most once
@@ -58,10 +58,10 @@ def install(name: str) -> None:
         if not _guards:
             _register_guard()
     if not _libraries:
-        _libraries.extend(kernels.register())
+        _libraries.extend(factories.register())
         _libraries.append(host_copy.register())
         _libraries.append(foreach_meta.register())
         _libraries.extend(autocast.register())
         printing.install()
         serialization.install()
-        modules.install()
+        tied_parameters.install()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ..settings import settings
+from ..state import settings
 
 KEY = "AutocastPrivateUse1"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from .. import devices, executor
-from ..settings import settings
+from ..state import settings
 from .backward_errors import take_over_pending_error
 
 _PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1

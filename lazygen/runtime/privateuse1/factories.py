@@ -8,10 +8,10 @@ import warnings
 
 import torch
 
-from .. import device_kernels
 from ..devices import device_from
 from ..fallback import eager_fallback
-from ..settings import settings
+from ..ops import device_copies
+from ..state import settings
 from ..tensor import LazyTensor, from_data, inner, to_functional, unsupported_layout
 
 # PrivateUse1 kernels: they see no functional wrapper, so they add one. ---------------------
@@ -44,7 +44,7 @@ def _empty_memory_format(
     _check_layout(layout)
     dev = device_from(device)
     return _lazy_result(
-        device_kernels.empty_memory_format(size, dtype=dtype, device=dev.torch_device)
+        device_copies.empty_memory_format(size, dtype=dtype, device=dev.torch_device)
     )
 
 
@@ -52,7 +52,7 @@ def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memor
     _check_layout(layout)
     dev = device_from(device)
     return _lazy_result(
-        device_kernels.empty_strided(size, stride, dtype=dtype, device=dev.torch_device)
+        device_copies.empty_strided(size, stride, dtype=dtype, device=dev.torch_device)
     )
 
 
@@ -67,7 +67,7 @@ def _to_copy(
 ):
     _check_layout(layout)
     source = inner(self) if torch._is_functional_tensor(self) else self
-    result = device_kernels._to_copy(source, dtype=dtype, device=device)
+    result = device_copies._to_copy(source, dtype=dtype, device=device)
     return _lazy_result(result) if type(result) is LazyTensor else result
 
 
@@ -158,7 +158,7 @@ def _copy_from(self, dst, non_blocking=False):
         dst.copy_(self)  # functionalization handles the lazy destination
         return dst
     source = inner(self) if torch._is_functional_tensor(self) else self
-    return device_kernels._copy_from(source, dst, non_blocking)
+    return device_copies._copy_from(source, dst, non_blocking)
 
 
 def _copy_from_and_resize(self, dst):

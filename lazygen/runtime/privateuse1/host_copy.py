@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..settings import settings
+from ..state import settings
 
 _K = torch._C.DispatchKey
 _KEYS = torch._C.DispatchKeySet

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch._tensor_str as tensor_str
 
-from ..settings import settings
+from ..state import settings
 
 _original_str = None
 

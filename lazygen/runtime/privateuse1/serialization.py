@@ -31,7 +31,7 @@ import torch
 import torch.serialization
 import torch.storage
 
-from ..settings import settings
+from ..state import settings
 from ..tensor import is_lazy
 
 _LOCATION = "_lazygen_location"  # on a host storage written for a lazy tensor: its device

@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from ..settings import settings
+from ..state import settings
 
 _originals: dict = {}
 

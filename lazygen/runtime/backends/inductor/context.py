@@ -20,8 +20,8 @@ import torch
 import torch.fx
 
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering import LoweringContext, overload_of
-from ...settings import settings
+from ...lowering_context import LoweringContext, overload_of
+from ...state import settings
 
 #: ``meta`` key of a placeholder saying what it receives ("data", "scalar", "generator").
 INPUT_KIND = "lazygen_input"

@@ -11,11 +11,11 @@ import sys
 
 import torch
 
-from ...backend import Backend, KernelTables
+from ...backend_interface import Backend, KernelTables
+from ...builtin import tables as op_list
 from ...ir import Node, Value
-from ...settings import settings
-from . import op_list
-from .lowering import TSLoweringContext
+from ...state import settings
+from .context import TSLoweringContext
 from .passes import transpose_products
 
 _executor_configured = False

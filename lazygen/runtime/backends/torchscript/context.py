@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering import LoweringContext
-from ...settings import settings
+from ...lowering_context import LoweringContext
+from ...state import settings
 
 _TENSOR = torch._C.TensorType.get()
 _NUMBER = torch._C.NumberType.get()
