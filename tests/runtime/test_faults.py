@@ -6,12 +6,11 @@ of its results or at the next ``mark_step``; ``mark_step(wait=True)`` raises at 
 
 import pytest
 import torch
+from support.handwritten_nodes import FaultyNeg, faulty_neg
 
 import lazygen.runtime as lr
 from lazygen.runtime import dispatch as registry
 from lazygen.runtime import executor
-
-from .handwritten_nodes import FaultyNeg, faulty_neg
 
 aten = torch.ops.aten
 

@@ -1,6 +1,6 @@
 """Per-op tracing cost: a chain of ``add``s on 16x16, lazy (hand-written nodes) vs eager.
 
-Run: ``python -m tests.runtime.trace_cost``.
+Run: ``python -m tests.support.trace_cost``.
 """
 
 from __future__ import annotations

@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 import torch
 from lazygen.generated.ts_backend import non_native_ir
-from runtime.test_non_native_lowerings import BASE
-from runtime.test_non_native_lowerings import CASES as NON_NATIVE_CASES
-from runtime.test_random import RANDOM_OPS
-from runtime.training import OPTIMIZERS, WORKLOADS, compare_training
+from support.training import OPTIMIZERS, WORKLOADS, compare_training
 
 import lazygen.runtime as lr
 from lazygen.runtime import executor
 from lazygen.runtime import kernel_support as rt
 from lazygen.runtime.backends.inductor.backend import FxBackend
 from lazygen.runtime.ir import Node
+from runtime.builtin.test_non_native_lowerings import BASE
+from runtime.builtin.test_non_native_lowerings import CASES as NON_NATIVE_CASES
+from runtime.test_random import RANDOM_OPS
 
 from .conftest import FX, index_zero_on
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from runtime.training import compare_training
+from support.training import compare_training
 
 import lazygen.runtime as lr
 from lazygen.runtime import devices

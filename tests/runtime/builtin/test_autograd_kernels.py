@@ -37,7 +37,7 @@ def test_group_norm_autograd_kernel():
         torch.testing.assert_close(got, want)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA backing device needs CUDA")
+@pytest.mark.gpu
 def test_cuda_backing_device_is_configurable():  # pragma: no cover - no CUDA here
     lr.config.set_backing_device("cuda")
     lr.config.set_backing_device("cpu")

@@ -2,10 +2,9 @@ import threading
 
 import pytest
 import torch
+from support.training import OPTIMIZERS, compare_training
 
 import lazygen.runtime as lr
-
-from .training import OPTIMIZERS, compare_training
 
 
 def test_init_is_idempotent_and_device():

@@ -8,10 +8,9 @@ import pickle
 
 import pytest
 import torch
+from support.training import make_mlp
 
 import lazygen.runtime as lr
-
-from .training import make_mlp
 
 DEVICE = "lazygen"
 

@@ -12,7 +12,7 @@ as constants (``CompiledGraph.fixed``) and their values are checked on every run
 value compiles another variant (counted as ``InductorRecompile``). In practice they are
 structural constants (``alpha=1``, ``beta=1``, a momentum), while values that change every
 step (Adam's bias corrections, a scheduled lr) flow into arithmetic and stay runtime inputs:
-``tests/backends/test_inductor_backend.py`` counts one compile for changing scalars.
+``tests/runtime/backends/test_inductor_backend.py`` counts one compile for changing scalars.
 
 Caching. Inductor's FX graph cache (on by default, under ``TORCHINDUCTOR_CACHE_DIR``,
 default ``/tmp/torchinductor_<user>``) keys compiled code by graph and input metadata, so

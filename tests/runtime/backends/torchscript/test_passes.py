@@ -1,10 +1,9 @@
 """Rewrites of lowered TorchScript graphs (lazygen/runtime/backends/torchscript/passes.py)."""
 
 import torch
+from support.ts_graphs import product_graph
 
 from lazygen.runtime.backends.torchscript.passes import transpose_products
-
-from .ts_graphs import product_graph
 
 
 def _graph(extra_use: str | None):
