@@ -12,6 +12,7 @@ import weakref
 
 import torch
 
+from . import state
 from .graph import GraphCache
 from .state import settings
 
@@ -151,3 +152,12 @@ def device_from(device) -> LazyDevice:
         return device
     device = torch.device(device)
     return get_device(device.index if device.index is not None else _current_index)
+
+
+def _reset() -> None:
+    """Empty every backend's compile cache (devices and their backends stay)."""
+    for cache in caches():
+        cache.clear()
+
+
+state.register("devices", _reset)

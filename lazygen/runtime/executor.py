@@ -10,7 +10,7 @@ import weakref
 
 import torch
 
-from . import metrics, split
+from . import metrics, split, state
 from .devices import LazyDevice, all_devices, caches
 from .errors import LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
@@ -281,3 +281,11 @@ def clear_compile_cache() -> None:
 
 def compile_cache_size() -> int:
     return sum(len(cache) for cache in caches())
+
+
+def _reset() -> None:
+    """Forget step closures not run yet."""
+    _step_closures.clear()
+
+
+state.register("executor", _reset)

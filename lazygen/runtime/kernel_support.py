@@ -9,7 +9,7 @@ import weakref
 
 import torch
 
-from . import dispatch, executor
+from . import dispatch, executor, state
 from .devices import LazyDevice, default_device
 from .fallback import eager_fallback
 from .ir import (
@@ -411,3 +411,11 @@ def _traced(device: LazyDevice) -> None:
     device.pending_nodes += 1
     if device.pending_nodes > settings.max_pending_nodes:
         executor.cut(device)
+
+
+def _reset() -> None:
+    _ir_cache.clear()
+    _SIZE_LISTS.clear()
+
+
+state.register("kernel_support", _reset)

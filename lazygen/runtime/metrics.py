@@ -10,6 +10,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+from . import state
+
 # Each thread counts into its own dicts (no lock on the hot path, no lost updates between
 # threads); reading merges them. Dicts of finished threads are kept: their counts stay.
 _local = threading.local()
@@ -133,3 +135,6 @@ def report() -> str:
         lines.append(f"Counter: {name}")
         lines.append(f"  Value: {counters[name]}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+state.register("metrics", reset)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from . import state
 from .ir import Shape, scalar_dtype, wrapped_number_dtype
 from .state import settings
 from .tensor import LazyTensor
@@ -166,3 +167,6 @@ def trim_cache() -> None:
 
 def cache_size() -> int:
     return len(_recent) + len(_old)
+
+
+state.register("shape_inference", clear_cache)

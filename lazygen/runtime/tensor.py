@@ -14,7 +14,7 @@ import torch
 
 from .devices import LazyDevice
 from .ir import DeviceData, Value
-from .state import settings
+from .state import active_kernels, settings
 
 
 class shared_scalars:
@@ -105,9 +105,9 @@ def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
     return tensor
 
 
-# The dispatch table and the handler of ops without a kernel: both set by ``dispatch``
-# when ``init()`` wires the runtime (the table is filled in place, never replaced).
-_active_kernels: dict = {}
+# The dispatch table (``state.active_kernels``, filled by ``dispatch``) and the handler of
+# ops without a kernel (set by ``dispatch`` when ``init()`` wires the runtime).
+_active_kernels = active_kernels
 
 
 def _fallback(func, args, kwargs):

@@ -29,13 +29,10 @@ def _seed():
 def handwritten():
     """Register the hand-written nodes for one test (as a generated registration would)."""
     lr.mark_step()
-    saved = dict(registry.KERNELS)  # the hand-written nodes replace generated kernels
-    registry.register_kernels(
+    registry.register_kernels(  # the hand-written nodes replace generated kernels
         handwritten_nodes.KERNELS, node_classes=handwritten_nodes.NODE_CLASSES
     )
     lr.metrics.reset()
     yield handwritten_nodes
     lr.mark_step()
-    registry.KERNELS.clear()
-    registry.register_kernels(saved)
-    lr.config.set_force_fallback([])
+    lr.state.reset()  # the installed kernels again, default settings, empty caches

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import process
 from . import (
     autocast,
     backward_errors,
@@ -37,7 +38,8 @@ def reserve_autograd_queue() -> None:
 
 
 def _register_guard() -> None:
-    backward_errors.install()
+    if process.enabled("backward_errors"):
+        backward_errors.install()
     _guards.append(Guard())
     torch._C._acc.register_python_privateuseone_device_guard(_guards[-1])
 
@@ -62,6 +64,10 @@ def install(name: str) -> None:
         _libraries.append(host_copy.register())
         _libraries.append(foreach_meta.register())
         _libraries.extend(autocast.register())
-        printing.install()
-        serialization.install()
-        tied_parameters.install()
+        for name, module in (
+            ("printing", printing),
+            ("serialization", serialization),
+            ("tied_parameters", tied_parameters),
+        ):
+            if process.enabled(name):
+                module.install()
