@@ -39,7 +39,7 @@ from . import privateuse1 as _privateuse1
 from .backend_interface import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
 from .devices import all_devices, device_from
-from .errors import LazyGraphError
+from .errors import LazygenRuntimeError, LazyGraphError
 from .lowering_context import LoweringContext
 from .privateuse1 import autograd_queue
 from .state import settings
@@ -51,6 +51,7 @@ __all__ = [
     "Backend",
     "KernelTables",
     "LazyGraphError",
+    "LazygenRuntimeError",
     "LoweringContext",
     "add_step_closure",
     "available_backends",
@@ -118,7 +119,7 @@ def _env_device_name() -> str | None:
 
 def _check_same(backend, name: str) -> None:
     if name != settings.device_type:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: the lazy device is already named {settings.device_type!r}; torch "
             f"allows one such device per process, so it cannot also be {name!r}"
         )
@@ -128,7 +129,7 @@ def _check_same(backend, name: str) -> None:
         _default.name, _default.name
     ):
         return
-    raise RuntimeError(
+    raise LazygenRuntimeError(
         f"lazygen: already initialised with backend {_default.name!r}; run another device "
         "index on another backend with lazygen.runtime.set_device_backend(index, backend)"
     )
@@ -183,11 +184,7 @@ def wait_device_ops(devices=None) -> None:
 
 
 def _inner_tensors(tensors) -> list:
-    return [
-        inner(t)
-        for t in tensors
-        if isinstance(t, torch.Tensor) and t.device.type == settings.device_type
-    ]
+    return [inner(t) for t in _lazy(tensors)]
 
 
 def sync(tensors) -> None:
@@ -196,10 +193,31 @@ def sync(tensors) -> None:
 
 
 def to_cpu(tensors, devices=None) -> list[torch.Tensor]:
-    """CPU copies of lazy tensors (one graph for all of them); other tensors pass through."""
+    """CPU copies of lazy tensors; other objects pass through.
+
+    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device``s or
+    indices) whose tensors are synced together first, one graph per device, and whose
+    graphs in flight are waited for; by default every device of the given tensors. A
+    tensor on another lazy device is synced on its own when it is copied."""
     tensors = list(tensors)
-    sync(tensors)
+    if devices is None:
+        sync(tensors)
+    else:
+        indices = {device_from(_device_spec(d)).index for d in devices}
+        sync([t for t in _lazy(tensors) if t.device.index in indices])
+        wait_device_ops([_device_spec(d) for d in devices])
     return [t.to("cpu") if isinstance(t, torch.Tensor) else t for t in tensors]
+
+
+def _device_spec(device) -> str | torch.device:
+    """A ``devices`` entry as ``device_from`` takes it (an int is an index)."""
+    return f"{settings.device_type}:{device}" if isinstance(device, int) else device
+
+
+def _lazy(tensors) -> list[torch.Tensor]:
+    return [
+        t for t in tensors if isinstance(t, torch.Tensor) and t.device.type == settings.device_type
+    ]
 
 
 def add_step_closure(closure, args=(), run_async: bool = False) -> None:

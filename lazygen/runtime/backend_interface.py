@@ -145,6 +145,7 @@ class Backend(ABC):
         return str(error)
 
     def __repr__(self) -> str:
+        """How dumps, errors and ``lr.backend()`` name the backend."""
         return f"<lazygen backend {self.name!r}>"
 
 

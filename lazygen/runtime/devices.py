@@ -13,6 +13,7 @@ import weakref
 import torch
 
 from . import state
+from .errors import LazygenRuntimeError
 from .graph import GraphCache
 from .state import settings
 
@@ -85,7 +86,7 @@ def set_device_backend(index: int, backend) -> None:
         device = _devices.get(index)
         if device is not None and device.backend is not backend:
             if device.live_tensors():
-                raise RuntimeError(
+                raise LazygenRuntimeError(
                     f"lazygen: {device.torch_device} already holds tensors on backend "
                     f"{device.backend.name!r}; choose its backend before creating any"
                 )
@@ -96,7 +97,9 @@ def set_device_backend(index: int, backend) -> None:
 def backend_of(index: int):
     backend = _backend_of_index.get(index, _default_backend)
     if backend is None:
-        raise RuntimeError("lazygen: call lazygen.runtime.init() before using the lazy device")
+        raise LazygenRuntimeError(
+            "lazygen: call lazygen.runtime.init() before using the lazy device"
+        )
     return backend
 
 

@@ -13,6 +13,7 @@ import torch
 
 from . import decompositions, state
 from . import tensor as _tensor
+from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .ir import Node
 from .overloads import library_name
@@ -36,7 +37,7 @@ def install_tables(tables) -> None:
     for op, kernel in tables.kernels.items():
         current = KERNELS.get(op)
         if current is not None and current is not kernel and _tables:
-            raise RuntimeError(
+            raise LazygenRuntimeError(
                 f"lazygen: two backends in this process trace {op} with different kernels; "
                 "backends with different kernel tables cannot share a process"
             )

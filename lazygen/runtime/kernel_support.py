@@ -11,6 +11,7 @@ import torch
 
 from . import dispatch, executor, state
 from .devices import LazyDevice, default_device
+from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .ir import (
     _SCALAR_DTYPES,
@@ -107,7 +108,7 @@ def tensor(t, device: LazyDevice) -> Value:
     if isinstance(t, torch.Tensor):
         if t.dim() == 0 and t.device.type == "cpu":
             return upload(t, device)
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"Expected all tensors to be on the same device, but found {t.device} and "
             f"{device.torch_device}"
         )
@@ -398,7 +399,7 @@ def wrap_list(node: Node, device: LazyDevice) -> list[LazyTensor]:
 
 def inplace(target: LazyTensor, node: Node) -> LazyTensor:
     if node.shapes[0].sizes != target._sizes:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: {node.op_name} would resize a lazy tensor from {list(target._sizes)} to "
             f"{list(node.shapes[0].sizes)}; lazy tensors cannot be resized in place"
         )

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from .errors import LazyGraphError
+from .errors import LazygenRuntimeError, LazyGraphError
 from .ir import Node, ScalarData, Value, wrapped_number_dtype
 
 
@@ -50,6 +50,7 @@ class LoweringContext(ABC):
     ``lower_node`` for every other node, then ``set_graph_outputs``."""
 
     def __init__(self, device: torch.device | str | None = None) -> None:
+        """An empty graph whose data lives on ``device`` (the CPU by default)."""
         #: Where the graph's data lives. An attribute naming the lazy device
         #: (``torch.device("lazygen")``) means this device in the graph.
         self.device = torch.device("cpu") if device is None else torch.device(device)
@@ -66,6 +67,8 @@ class LoweringContext(ABC):
         this order."""
 
     def add_parameter(self, node: Node) -> Any:
+        """Make ``node`` the next graph input (through ``parameter``), record it in
+        ``parameters`` and map its value; the executor calls it for every input node."""
         value = self.parameter(node)
         self.parameters.append(node)
         self.values[Value(node, 0)] = value
@@ -83,11 +86,15 @@ class LoweringContext(ABC):
         self.set_outputs(node, outputs)
 
     def set_outputs(self, node: Node, outputs) -> None:
+        """Map ``node``'s outputs to the backend values its ``lower()`` returned, one per
+        output; a count that differs from the node's shapes is a lowering error."""
         if len(outputs) != len(node.shapes):
             raise LazyGraphError(
                 "lowering",
                 node,
-                RuntimeError(f"lower() returned {len(outputs)} values for {len(node.shapes)}"),
+                LazygenRuntimeError(
+                    f"lower() returned {len(outputs)} values for {len(node.shapes)}"
+                ),
             )
         for index, output in enumerate(outputs):
             self.values[Value(node, index)] = output
@@ -99,28 +106,42 @@ class LoweringContext(ABC):
     # One method per argument kind ---------------------------------------------------------
 
     @abstractmethod
-    def tensor(self, v: Value) -> Any: ...
+    def tensor(self, v: Value) -> Any:
+        """A ``Tensor`` argument: the backend value already mapped to ``v``; a wrapped
+        Python number (``is_wrapped_number(v)``) becomes a 0-dim tensor of
+        ``number_dtype(v)``."""
 
     def optional_tensor(self, v: Value | None) -> Any:
+        """A ``Tensor?`` argument: ``tensor(v)``, or the constant None when absent."""
         return self.constant(None) if v is None else self.tensor(v)
 
     @abstractmethod
-    def tensor_list(self, vs) -> Any: ...
+    def tensor_list(self, vs) -> Any:
+        """A ``Tensor[]`` argument: one backend list of ``tensor(v)`` for each ``v``."""
 
     @abstractmethod
-    def optional_tensor_list(self, vs) -> Any: ...
+    def optional_tensor_list(self, vs) -> Any:
+        """A ``Tensor?[]`` argument (``index``'s indices): a backend list whose entries are
+        ``tensor(v)`` or None."""
 
     @abstractmethod
-    def scalar(self, v: Value) -> Any: ...
+    def scalar(self, v: Value) -> Any:
+        """A ``Scalar`` argument: ``v`` is a graph input holding a 0-dim tensor; the result
+        is read as a Python number inside the graph (never baked in as a constant, so
+        changing values do not recompile)."""
 
     def optional_scalar(self, v: Value | None) -> Any:
+        """A ``Scalar?`` argument: ``scalar(v)``, or the constant None when absent."""
         return self.constant(None) if v is None else self.scalar(v)
 
     @abstractmethod
-    def symint(self, v: Value) -> Any: ...
+    def symint(self, v: Value) -> Any:
+        """A ``SymInt`` argument in symint mode: a graph input read as an int."""
 
     @abstractmethod
-    def symint_list(self, vs) -> Any: ...
+    def symint_list(self, vs) -> Any:
+        """A ``SymInt[]`` argument in symint mode: a backend list of ints, each the value
+        of its ``SizeConstant`` node (lowered as ``constant(int)`` before its users)."""
 
     def generator(self, v: Value) -> Any:
         """A random op's generator: its graph input (see ``rt.generator``)."""

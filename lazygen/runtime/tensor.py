@@ -13,6 +13,7 @@ import weakref
 import torch
 
 from .devices import LazyDevice
+from .errors import LazygenRuntimeError
 from .ir import DeviceData, Value
 from .state import active_kernels, settings
 
@@ -111,7 +112,9 @@ _active_kernels = active_kernels
 
 
 def _fallback(func, args, kwargs):
-    raise RuntimeError(f"lazygen: {func} reached a lazy tensor before lazygen.runtime.init()")
+    raise LazygenRuntimeError(
+        f"lazygen: {func} reached a lazy tensor before lazygen.runtime.init()"
+    )
 
 
 def set_fallback(fn) -> None:
@@ -121,7 +124,7 @@ def set_fallback(fn) -> None:
 
 def unsupported_layout(layout) -> RuntimeError:
     name = settings.device_type
-    return RuntimeError(
+    return LazygenRuntimeError(
         f"lazygen: {layout} tensors cannot live on the {name} device, which holds strided "
         "(dense) tensors only; keep them on the CPU, or convert with .to_dense() first"
     )

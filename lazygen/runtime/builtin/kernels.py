@@ -100,9 +100,8 @@ def with_running_stats_update(kernel):
 
 def detach_shares_the_value(kernel):
     """Wrap the ``detach_copy`` kernel: the result is the input's value (IR is immutable, so
-    two tensors may hold one value), not a node. Autograd and optimizers detach on every
-    step (137 per step of a small transformer's training), and each node was traced, walked,
-    hashed, lowered and run for nothing."""
+    two tensors may hold one value), not a node. Autograd and optimizers detach many times
+    a step, and each node was traced, walked, hashed, lowered and run for nothing."""
 
     def detach_copy(self):
         if type(self) is not LazyTensor:

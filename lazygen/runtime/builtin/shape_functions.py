@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from .. import executor, shape_inference
+from ..errors import LazygenRuntimeError
 from ..ir import Shape
 from ..tensor import LazyTensor
 
@@ -78,7 +79,7 @@ compute_shape_index_tensor.data_dependent = True
 def compute_shape_masked_select(self, mask) -> list[Shape]:
     """Data-dependent: materialises ``mask`` to count the selected elements (never cached)."""
     if mask.dtype != torch.bool:
-        raise RuntimeError("masked_select: expected BoolTensor for mask")
+        raise LazygenRuntimeError("masked_select: expected BoolTensor for mask")
     sizes = torch.broadcast_shapes(tuple(self.shape), tuple(mask.shape))
     count = int(torch.count_nonzero(_materialise(mask).expand(sizes)))
     return [Shape(self.dtype, (count,))]

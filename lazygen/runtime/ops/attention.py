@@ -2,8 +2,9 @@
 
 ATen picks an attention kernel per device type through a C++ dispatch stub that only the
 CPU, CUDA and C++ backends can fill; every other device takes the math path, so each
-attention call of a transformer traced ~25 small ops forward and ~40 backward (half the
-forward time of a ``TransformerDecoder`` step). The lazy device therefore registers its own
+attention call of a transformer traced dozens of small ops forward and backward (a large
+share of a ``TransformerDecoder`` step: docs/benchmarks.md, "Measurements behind the
+code"). The lazy device therefore registers its own
 ``scaled_dot_product_attention`` at its autograd key: where eager on the CPU would take its
 fused (flash) kernel for the same arguments, it calls
 ``_scaled_dot_product_fused_attention_overrideable``, the op ATen provides for such
@@ -25,6 +26,7 @@ from torch.nn.attention import SDPBackend
 from .. import devices
 from .. import kernel_support as rt
 from ..dispatch import call
+from ..errors import LazygenRuntimeError
 from ..ir import Node
 from ..tensor import LazyTensor, from_data
 
@@ -154,7 +156,7 @@ def fused_attention(
     """``_scaled_dot_product_fused_attention_overrideable``: the outputs ATen's autograd
     formula passes back to the backward; the ones only CUDA kernels fill stay empty."""
     if dropout_p != 0.0 or return_debug_mask:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             "lazygen: fused attention with dropout or a debug mask is not supported; "
             "lazygen chooses the math path for those (this call bypassed the choice)"
         )
@@ -207,7 +209,7 @@ def cpu_flash_attention(
     backend="lazygen")``), and without a kernel each call split the graph around an eager
     segment."""
     if dropout_p != 0.0:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             "lazygen: _scaled_dot_product_flash_attention_for_cpu with dropout is not "
             "supported on the lazy device (its random mask is drawn inside the CPU kernel)"
         )
@@ -243,7 +245,7 @@ def cpu_flash_attention_backward(
 ):
     """``_scaled_dot_product_flash_attention_for_cpu_backward`` as the backward node."""
     if dropout_p != 0.0:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             "lazygen: _scaled_dot_product_flash_attention_for_cpu_backward with dropout is "
             "not supported on the lazy device"
         )

@@ -2,9 +2,10 @@
 
 ATen's ``lstm`` is a composite: on the lazy device it runs per time step, layer and
 direction a transposed weight, two matrix products, the fused cell, and a stack of the
-results, forward and backward. A 2-layer LSTM over 12 steps traced ~900 ops per training
-step that way (a third of them ``t_copy`` of the recurrent weights), each a Python call and
-a new lazy tensor, while the work per op is tiny: tracing dominated the step.
+results, forward and backward: hundreds of ops per training step of a small LSTM (a third
+of them ``t_copy`` of the recurrent weights; docs/benchmarks.md, "Measurements behind the
+code"), each a Python call and a new lazy tensor, while the work per op is tiny: tracing
+dominated the step.
 
 The lazy device therefore registers its own ``lstm`` at its autograd key: an autograd
 ``Function`` (``recurrent_tracing``, shared with ``gru.py``) whose forward records one

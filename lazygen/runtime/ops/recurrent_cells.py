@@ -14,8 +14,8 @@ Workspaces hold what the backward needs, in CUDA's layout: the LSTM's four activ
 An undefined incoming gradient (an output nobody used) counts as zeros, as in CUDA.
 
 The LSTM cell and its backward each record one node (``LstmCell``, ``LstmCellBackward``)
-whose lowering emits the elementwise ops into the backend's graph: a 2-layer LSTM over 12
-steps traced ~830 small ops per training step for its cells, now ~100. The GRU cell still
+whose lowering emits the elementwise ops into the backend's graph, instead of tracing each
+of them (docs/benchmarks.md, "Measurements behind the code"). The GRU cell still
 traces its formula op by op. ``nn.LSTM`` over a dense sequence (without projections or
 dropout between layers in training) no longer reaches these cells: the runtime's ``lstm``
 autograd kernel records the whole layer stack as one node each way (``runtime/ops/lstm.py``).

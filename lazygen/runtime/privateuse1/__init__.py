@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from .. import process
+from ..errors import LazygenRuntimeError
 from . import (
     autocast,
     backward_errors,
@@ -48,7 +49,7 @@ def install(name: str) -> None:
     """Make ``name`` a torch device type backed by lazygen (idempotent for one name)."""
     current = torch._C._get_privateuse1_backend_name()
     if current not in ("privateuseone", name):
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: PrivateUse1 is already taken by {current!r}; only one PrivateUse1 "
             f"backend can exist per process, so the lazy device cannot be named {name!r}"
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from ..errors import LazygenRuntimeError
 from ..state import settings
 
 KEY = "AutocastPrivateUse1"
@@ -251,7 +252,7 @@ def _promote_type(objs, lower: torch.dtype) -> torch.dtype:
             if current == torch.float32 or obj.dtype == torch.float32:
                 current = torch.float32
             elif obj.dtype != lower:
-                raise RuntimeError(
+                raise LazygenRuntimeError(
                     f"lazygen autocast: cannot promote {obj.dtype} with {lower} (as on CUDA, "
                     "'promote' ops take float32 or the autocast dtype); cast the inputs first"
                 )
@@ -271,7 +272,7 @@ def _promote(op):
 
 def _banned(message: str):
     def kernel(*args, **kwargs):
-        raise RuntimeError(message)
+        raise LazygenRuntimeError(message)
 
     return kernel
 

@@ -18,6 +18,7 @@ import warnings
 
 import torch
 
+from ..errors import LazygenRuntimeError
 from . import backward_errors
 
 _ASSERT_TEXT = "device_ready_queues_"
@@ -60,7 +61,7 @@ def check(device: torch.device) -> bool:
 def _translate_engine_assert(message: str) -> None:
     def translate(error: BaseException) -> BaseException | None:
         if isinstance(error, RuntimeError) and _ASSERT_TEXT in str(error):
-            return RuntimeError(message)
+            return LazygenRuntimeError(message)
         return None
 
     backward_errors.add_translator(translate)

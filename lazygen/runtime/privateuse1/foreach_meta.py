@@ -5,9 +5,9 @@ Functionalization runs every in-place op on meta tensors before turning it into 
 functional form (that is how ``a.add_(b)`` learns that ``b`` may not broadcast ``a`` to a
 bigger shape). In-place foreach ops have no meta kernel of their own: their composite
 kernel loops over the list, and for ``addcdiv_``, ``addcmul_`` and ``lerp_`` each element
-reaches a Python meta kernel (``torch._meta_registrations``) costing ~0.1 ms. Adam and
-AdamW call those on every parameter each step: measured, they were about 40% of a small
-decoder's AdamW training step on the lazy device.
+reaches a Python meta kernel (``torch._meta_registrations``). Adam and AdamW call those on
+every parameter each step, a large share of a small decoder's AdamW training step on the
+lazy device (docs/benchmarks.md, "Measurements behind the code").
 
 The kernel registered here settles the common case in one pass: every list holds, per
 position, tensors of one floating dtype and one shape, and every scalar is real. Such an

@@ -31,6 +31,7 @@ import torch
 import torch.serialization
 import torch.storage
 
+from ..errors import LazygenRuntimeError
 from ..state import settings
 from ..tensor import is_lazy
 
@@ -90,7 +91,7 @@ def _restore_location(storage, location: str):
     device = torch.device(location)
     count = torch.get_device_module(name).device_count()
     if (device.index or 0) >= count:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: cannot load a tensor onto {location}: this process has {count} "
             f"{name} device(s); pass torch.load a map_location naming one of them"
         )
@@ -120,7 +121,7 @@ def _new_untyped_storage(cls, *args, **kwargs):
     device = kwargs.get("device")
     if device is not None and _device_type(device) == settings.device_type:
         name = settings.device_type
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: storages cannot be allocated on the {name} device: lazy tensors hold "
             "no addressable memory (their data lives in traced graphs and on the backing "
             f"device). Make a tensor instead (torch.empty(n, device='{name}')), or copy the "

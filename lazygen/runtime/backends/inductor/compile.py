@@ -125,8 +125,8 @@ class CompiledGraph:
 def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable:
     """Inductor's compiled form of ``module`` (a callable taking the graph inputs
     positionally and returning a tuple), traced with ``inputs`` as example inputs."""
-    # Imported when first compiling: torch._inductor costs ~1 s to import, which the fx
-    # mode (same package) must not pay.
+    # Imported when first compiling: torch._inductor is slow to import (about a second
+    # here), which the fx mode (same package) must not pay.
     from torch._inductor.compile_fx import compile_fx
 
     fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)

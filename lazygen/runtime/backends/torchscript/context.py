@@ -96,7 +96,7 @@ class TSLoweringContext(LoweringContext):
         elif type(value) is torch.device and value.type == settings.device_type:
             value = self.device  # the graph runs on the data device
         # One node per distinct constant: TorchScript's first run of a graph grows faster
-        # than its node count with many equal constants (a 20k-op graph: 2x per node).
+        # than its node count with many equal constants (docs/benchmarks.md).
         # repr() tells 1 from 1.0 from True and 0.0 from -0.0, which == does not.
         key = (type(value), repr(value))
         constant = self._constants.get(key)
