@@ -72,13 +72,13 @@ def _install_floor_kernels() -> None:
     value as the input), which functionalization then wraps. What remains is what every
     Python lazy backend pays: ``__torch_dispatch__`` through functionalization and a new
     wrapper tensor per op."""
-    from lazygen.runtime import tensor
+    from lazygen.runtime import state, tensor
 
     def kernel(self, other, *args, **kwargs):
         return tensor.new_lazy(self._value, self._device)
 
     for op in (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor):
-        tensor._active_kernels[op] = kernel
+        state.active_kernels[op] = kernel
 
 
 def trace(impl: Impl, ops: int, repeats: int) -> dict:

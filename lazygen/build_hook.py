@@ -69,8 +69,8 @@ class LazygenGen(Command):
                 self.announce(message + "; using the committed generated sources", level=2)
                 return
             raise SystemExit(message + " (install them, or build with --no-build-isolation)")
-        from lazygen.errors import LazygenError
-        from lazygen.gen import DEFAULT_HAND_WRITTEN, GenConfig, run
+        from lazygen.diagnostics import LazygenError
+        from lazygen.pipeline import DEFAULT_HAND_WRITTEN, GenConfig, run
 
         def path(value: str | None) -> Path | None:
             return None if value is None else Path(value)

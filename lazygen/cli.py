@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from lazygen import __version__
-from lazygen.errors import LazygenError
+from lazygen.diagnostics import LazygenError
 
 #: Sub-command name -> module in lazygen.commands providing `add_arguments` and `run`.
 COMMANDS = {

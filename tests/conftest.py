@@ -4,7 +4,11 @@
 * `--update-baseline` (or LAZYGEN_UPDATE_BASELINE=1) rewrites the OpInfo conformance
   baseline;
 * tests marked `slow` run only with `--slow`, LAZYGEN_SLOW=1 or CI=true, so the default
-  local run stays fast while CI runs everything.
+  local run stays fast while CI runs everything;
+* tests marked `gpu` are skipped where CUDA is not available;
+* `multiprocess` marks tests that start several processes (select with `-m`).
+
+tests/README.md says where a test goes.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 # Imported before any test runs: it registers the lazy device's guard, and torch's autograd
 # engine fixes its devices at the first backward() of the process, whichever test runs it.
@@ -44,6 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not torch.cuda.is_available():
+        no_gpu = pytest.mark.skip(reason="gpu: needs CUDA")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(no_gpu)
     if config.getoption("--slow") or _env_flag("LAZYGEN_SLOW") or _env_flag("CI"):
         return
     skip = pytest.mark.skip(reason="slow: run with --slow, LAZYGEN_SLOW=1 or CI=true")

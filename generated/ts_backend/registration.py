@@ -5,8 +5,8 @@
 
 import torch
 
-from lazygen.runtime.backends.torchscript import autograd
-from lazygen.runtime.backends.torchscript import kernels as handwritten
+from lazygen.runtime.builtin import autograd
+from lazygen.runtime.builtin import kernels as handwritten
 
 from . import ir, kernels, non_native_ir
 

@@ -9,13 +9,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lazygen.gen import DEFAULT_HAND_WRITTEN
+from lazygen.pipeline import DEFAULT_HAND_WRITTEN
 
 if TYPE_CHECKING:  # imported lazily: `lazygen --version` and stamp-skipped gens stay fast
-    from lazygen.errors import Diagnostic
-    from lazygen.gen import GenConfig
+    from lazygen.diagnostics import Diagnostic
     from lazygen.loaders.native_yaml import NativeSources
     from lazygen.model.native_function import Catalogue
+    from lazygen.pipeline import GenConfig
 
 DEFAULT_BACKEND_YAML = Path("yaml/ts_backend.yaml")
 
@@ -72,7 +72,7 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, output_dir: Path | None = None) -> GenConfig:
     """The `GenConfig` the generation options describe."""
-    from lazygen.gen import GenConfig
+    from lazygen.pipeline import GenConfig
 
     default_output = Path("generated") / args.backend_yaml.name.removesuffix(".yaml")
     return GenConfig(

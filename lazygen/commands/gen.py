@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lazygen.gen import STAMP, run
+    from lazygen.pipeline import STAMP, run
 
     config = config_from_args(args, args.output_dir)
     if args.force:

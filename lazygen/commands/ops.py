@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from lazygen.commands._inputs import add_catalogue_arguments, catalogue_from
-from lazygen.errors import LazygenError
+from lazygen.diagnostics import LazygenError
 
 HELP = "list operators with their schemas"
 

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lazygen.gen import validate
+    from lazygen.pipeline import validate
 
     config = config_from_args(args)
     generated = validate(config)

@@ -28,7 +28,7 @@ import torch
 import lazygen.runtime as lr
 from lazygen.runtime import devices, metrics
 from lazygen.runtime.backends import BUILTIN
-from lazygen.runtime.tensor import LazyDevice
+from lazygen.runtime.devices import LazyDevice
 
 from .compiled import CompiledGraph, report
 

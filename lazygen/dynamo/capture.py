@@ -22,11 +22,12 @@ import torch
 import torch.fx
 
 from lazygen.runtime import metrics
+from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
-from lazygen.runtime.settings import settings
-from lazygen.runtime.tensor import LazyDevice, from_data, inner, to_functional
+from lazygen.runtime.state import settings
+from lazygen.runtime.tensor import from_data, inner, to_functional
 
 # How a graph input is fed at replay (``Capture.feeds`` entries are ``(kind, payload)``).
 ARG = 0  # payload: index of the FX graph argument

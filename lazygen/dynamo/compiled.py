@@ -17,11 +17,12 @@ import torch.fx
 from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime import executor, metrics
+from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazyGraphError
 from lazygen.runtime.graph import graph_key, post_order
 from lazygen.runtime.kernel_support import default_generator
-from lazygen.runtime.settings import log, settings
-from lazygen.runtime.tensor import LazyDevice, from_data, inner, to_functional
+from lazygen.runtime.state import log, settings
+from lazygen.runtime.tensor import from_data, inner, to_functional
 
 from . import partition
 from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, Capture, capture, host_type_of

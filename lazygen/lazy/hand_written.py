@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from lazygen.errors import Diagnostic, Location
+from lazygen.diagnostics import Diagnostic, Location
 from lazygen.lazy.plan import BackendPlan, HandWritten, ShapeFunction
 from lazygen.lazy.signatures import (
     call_text,

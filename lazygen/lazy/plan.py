@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from lazygen.errors import Diagnostic, Location
+from lazygen.diagnostics import Diagnostic, Location
 from lazygen.lazy.arguments import ArgKind, UnsupportedArgument, python_name
 from lazygen.lazy.defaults import UnsupportedDefault, python_default
 from lazygen.lazy.ir_schema import (
@@ -28,8 +28,8 @@ from lazygen.lazy.plan_model import (
     Param,
     ShapeFunction,
 )
-from lazygen.model.backend import BackendOpList
 from lazygen.model.native_function import Catalogue, NativeFunction
+from lazygen.model.op_list import BackendOpList
 from lazygen.model.schema import OperatorName, SchemaKind
 from lazygen.model.types import BaseTy, ListType, OptionalType
 
@@ -113,9 +113,43 @@ def build_plan(
     """Plan the backend; returns (plan, errors, warnings). The plan omits ops in error.
 
     `skip_unknown`: ops the running torch lacks are left out with one warning.
+    The steps: check the op list against the running torch, plan the native nodes and
+    kernels, then the non-native nodes, check names, and assemble the plan with the
+    hand-written pieces it needs.
     """
     problems: list[Diagnostic] = []
     warnings: list[Diagnostic] = []
+    foreign = _check_running_torch(ops, catalogue, facts, problems, warnings, skip_unknown)
+    nodes, kernels = _native_nodes_and_kernels(ops, catalogue, facts, foreign, problems)
+    locations: dict[str, Location] = {str(e.name): e.location for _, e in ops.entries()}
+    non_native, why_hand_lowered = _non_native_nodes(ops, facts, locations, problems)
+    _check_names(nodes + non_native, ops, problems)
+    warnings += _unlowerable(nodes, facts, locations, ops)
+    nodes.sort(key=lambda n: n.op_name)
+    non_native.sort(key=lambda n: n.op_name)
+    plan = BackendPlan(
+        backend=ops.backend,
+        nodes=tuple(nodes),
+        non_native=tuple(non_native),
+        kernels=tuple(sorted(kernels, key=lambda k: k.op_name)),
+        supported=_kernels_by_hand(ops.supported, catalogue, foreign),
+        autograd=_kernels_by_hand(ops.autograd, catalogue, foreign),
+        shape_functions=tuple(_dedupe(_shape_functions(kernels, locations, ops))),
+        meta_ops=tuple(sorted({str(k.shape_op) for k in kernels if k.meta})),
+        **_hand_written_pieces(nodes + non_native, locations, why_hand_lowered),
+    )
+    return plan, problems, warnings
+
+
+def _native_nodes_and_kernels(
+    ops: BackendOpList,
+    catalogue: Catalogue,
+    facts: Facts,
+    foreign: set[OperatorName],
+    problems: list[Diagnostic],
+) -> tuple[list[LazyIrSchema], list[KernelPlan]]:
+    """The IR nodes of `ir_gen` and `full_codegen` ops (one per op name, in op list order)
+    and the kernels of `full_codegen`; unsupported ops are reported and left out."""
     symint = ops.symint_names
     nodes: dict[str, LazyIrSchema] = {}
     kernels: list[KernelPlan] = []
@@ -126,7 +160,6 @@ def build_plan(
         nodes.setdefault(schema.op_name, schema)
         return schema
 
-    foreign = _check_running_torch(ops, catalogue, facts, problems, warnings, skip_unknown)
     for entry in ops.ir_gen:
         f = catalogue[entry.name]
         if f.name in foreign:
@@ -144,10 +177,16 @@ def build_plan(
             kernels.append(_kernel(f, catalogue, node_for, facts.has_meta))
         except (UnsupportedArgument, UnsupportedDefault, _Problems) as exc:
             problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}", _UNSUPPORTED_HINT))
+    return list(nodes.values()), kernels
 
+
+def _non_native_nodes(
+    ops: BackendOpList, facts: Facts, locations: dict[str, Location], problems: list[Diagnostic]
+) -> tuple[list[LazyIrSchema], dict[str, str]]:
+    """The `non_native` nodes (in op list order), each with a generated lowering when its opkind is
+    a builtin op, and why the others are lowered by hand; records their locations."""
     non_native: list[LazyIrSchema] = []
     why_hand_lowered: dict[str, str] = {}
-    locations: dict[str, Location] = {str(e.name): e.location for _, e in ops.entries()}
     for item in ops.non_native:
         props = resolve_properties(NON_NATIVE_DEFAULTS, item.properties)
         schema = LazyIrSchema(item.func, props, symint=True, opkind=item.opkind, native=False)
@@ -180,19 +219,29 @@ def build_plan(
         elif "LowerDeclOnly" not in item.properties:
             why_hand_lowered[schema.op_name] = _no_builtin(schema)
         non_native.append(schema)
+    return non_native, why_hand_lowered
 
-    _check_names(list(nodes.values()) + non_native, ops, problems)
-    for n in nodes.values():
-        if not _lowerable(n, facts):
-            warnings.append(
-                Diagnostic(
-                    locations.get(n.op_name, Location(ops.path)),
-                    f"{n.op_name}: {_no_builtin(n)}; its generated lowering will fail when "
-                    "traced",
-                    "move the op to ir_gen + supported and lower it by hand",
-                )
-            )
-    shape_functions = [
+
+def _unlowerable(
+    nodes: list[LazyIrSchema], facts: Facts, locations: dict[str, Location], ops: BackendOpList
+) -> list[Diagnostic]:
+    """A warning for each native node whose generated lowering names no builtin op."""
+    return [
+        Diagnostic(
+            locations.get(n.op_name, Location(ops.path)),
+            f"{n.op_name}: {_no_builtin(n)}; its generated lowering will fail when traced",
+            "move the op to ir_gen + supported and lower it by hand",
+        )
+        for n in nodes
+        if not _lowerable(n, facts)
+    ]
+
+
+def _shape_functions(
+    kernels: list[KernelPlan], locations: dict[str, Location], ops: BackendOpList
+) -> list[ShapeFunction]:
+    """The hand-written shape functions of kernels whose op has no usable meta kernel."""
+    return [
         ShapeFunction(
             k.shape_function,
             str(k.shape_op),
@@ -202,9 +251,13 @@ def build_plan(
         for k in kernels
         if not k.meta
     ]
-    all_nodes = sorted(nodes.values(), key=lambda n: n.op_name)
-    non_native.sort(key=lambda n: n.op_name)
-    hand_lowered = [n for n in all_nodes + non_native if n.lowering_hand_written]
+
+
+def _hand_written_pieces(
+    nodes: list[LazyIrSchema], locations: dict[str, Location], why_hand_lowered: dict[str, str]
+) -> dict[str, tuple[HandWritten, ...]]:
+    """The node-level hand-written functions the plan asks for: lowerings, reuse checks,
+    creators and node shape functions (`BackendPlan` fields of those names)."""
 
     def hand(
         n: LazyIrSchema, prefix: str, params: tuple[str, ...], reason: str = ""
@@ -212,29 +265,23 @@ def build_plan(
         where = locations.get(n.op_name)
         return HandWritten(f"{prefix}_{n.snake_name}", n.op_name, where, params, None, reason)
 
-    plan = BackendPlan(
-        backend=ops.backend,
-        nodes=tuple(all_nodes),
-        non_native=tuple(non_native),
-        kernels=tuple(sorted(kernels, key=lambda k: k.op_name)),
-        supported=_kernels_by_hand(ops.supported, catalogue, foreign),
-        autograd=_kernels_by_hand(ops.autograd, catalogue, foreign),
-        shape_functions=tuple(_dedupe(shape_functions)),
-        lowerings=tuple(
+    return {
+        "lowerings": tuple(
             hand(n, "lower", ("node", "ctx"), why_hand_lowered.get(n.op_name, ""))
-            for n in hand_lowered
+            for n in nodes
+            if n.lowering_hand_written
         ),
-        reuse_checks=tuple(
+        "reuse_checks": tuple(
             hand(n, "can_be_reused", ("node", "operands", "attrs"))
-            for n in all_nodes + non_native
+            for n in nodes
             if n.reuse == "hand_written"
         ),
-        creators=tuple(
+        "creators": tuple(
             hand(n, "create", ("cls", "operands", "attrs", "shapes"))
-            for n in all_nodes + non_native
+            for n in nodes
             if n.create == "hand_written"
         ),
-        node_shape_functions=tuple(
+        "node_shape_functions": tuple(
             hand(
                 n,
                 "compute_shape",
@@ -242,12 +289,10 @@ def build_plan(
                 f"{_SHAPE_PROPERTY[n.shape_mode]} on {n.op_name}: a node built without "
                 "shapes computes them with it",
             )
-            for n in all_nodes + non_native
+            for n in nodes
             if n.shape_mode != "precompute"
         ),
-        meta_ops=tuple(sorted({str(k.shape_op) for k in kernels if k.meta})),
-    )
-    return plan, problems, warnings
+    }
 
 
 def _kernels_by_hand(entries, catalogue: Catalogue, foreign: set[OperatorName]):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lazygen.errors import Location
+from lazygen.diagnostics import Location
 from lazygen.lazy.arguments import LazyArgument
 from lazygen.lazy.ir_schema import LazyIrSchema, snake_name
 from lazygen.model.native_function import NativeFunction

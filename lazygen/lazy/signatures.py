@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from lazygen.errors import Location
+from lazygen.diagnostics import Location
 from lazygen.lazy.plan import Param, ShapeFunction
 
 _P = inspect.Parameter

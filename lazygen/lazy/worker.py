@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from lazygen.errors import Diagnostic, Location
+from lazygen.diagnostics import Diagnostic, Location
 from lazygen.lazy.hand_written import Needs
 from lazygen.lazy.plan import BackendPlan, HandWritten, Param, ShapeFunction
 from lazygen.model.native_function import NativeFunction

@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lazygen.errors import Diagnostic, LazygenError, Location, SchemaParseError
+from lazygen.diagnostics import Diagnostic, LazygenError, Location, SchemaParseError
 from lazygen.loaders.located_yaml import LocatedDocument, load_located
-from lazygen.model.backend import (
+from lazygen.model.native_function import Catalogue
+from lazygen.model.op_list import (
     AUTOGRAD_CONFLICT_HINT,
     BOOLEAN_KEYS,
     CONFLICT_HINTS,
@@ -31,7 +32,6 @@ from lazygen.model.backend import (
     NonNativeEntry,
     OpEntry,
 )
-from lazygen.model.native_function import Catalogue
 from lazygen.model.schema import FunctionSchema, OperatorName
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lazygen.errors import LazygenError, Location
+from lazygen.diagnostics import LazygenError, Location
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

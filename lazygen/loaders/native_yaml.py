@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lazygen.errors import Diagnostic, LazygenError, Location, SchemaParseError
+from lazygen.diagnostics import Diagnostic, LazygenError, Location, SchemaParseError
 from lazygen.loaders.located_yaml import LocatedDocument, load_located
 from lazygen.model.autogen import derive_schema
 from lazygen.model.native_function import Catalogue, NativeFunction

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 
-from lazygen.errors import SchemaParseError
+from lazygen.diagnostics import SchemaParseError
 from lazygen.model.schema import (
     Argument,
     Arguments,

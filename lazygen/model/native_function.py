@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from lazygen.errors import Location
+from lazygen.diagnostics import Location
 from lazygen.model.schema import FunctionSchema, OperatorName, SchemaKind
 
 #: Dispatch keys whose kernel works for every backend (so no backend kernel is needed).

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from lazygen.errors import SchemaParseError
+from lazygen.diagnostics import SchemaParseError
 from lazygen.model.types import (
     Annotation,
     BaseTy,

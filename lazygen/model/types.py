@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from lazygen.errors import SchemaParseError
+from lazygen.diagnostics import SchemaParseError
 
 
 class BaseTy(Enum):

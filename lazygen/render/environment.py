@@ -11,9 +11,20 @@ from lazygen.render import layout
 if TYPE_CHECKING:
     import jinja2
 
-#: The built-in templates ship inside the package (`lazygen/templates/`), so a wheel install
-#: renders exactly what a checkout does.
-BUILTIN_TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _builtin_templates() -> Path:
+    """`templates/` sits at the top of a checkout, beside `generated/` and `yaml/`, and is
+    installed inside the package as `lazygen/templates/` (setup.py maps it, as it maps
+    `generated/`), so a wheel renders exactly what a checkout does. An editable install
+    leaves the package in the checkout: the top-level folder is then the one found."""
+    installed = _PACKAGE / "templates"
+    return installed if installed.is_dir() else _PACKAGE.parent / "templates"
+
+
+#: The directory of the built-in templates.
+BUILTIN_TEMPLATES = _builtin_templates()
 
 
 def _py_repr(value: object) -> str:

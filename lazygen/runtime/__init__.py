@@ -15,37 +15,44 @@ in torch until ``init()`` runs.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import re
 import threading
 
 import torch
 
-from . import backend as _backend_registry
-from . import config, debug, devices, dispatch, distributed, executor, ir_cache, metrics
-from . import device as _device
-from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
-from .backend import Backend, KernelTables, make_backend, register_backend
+from . import backend_interface as _backend_registry
+from . import (
+    config,
+    debug,
+    devices,
+    dispatch,
+    distributed,
+    executor,
+    ir_cache,
+    metrics,
+    ops,
+    process,
+    state,
+)
+from . import privateuse1 as _privateuse1
+from .backend_interface import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
-from .device import autograd_queue
-from .device_kernels import DEVICE_KERNELS
 from .devices import all_devices, device_from
-from .errors import GraphCutWarning, LazyGraphError
-from .gru import GRU_AUTOGRAD_KERNELS
-from .lowering import LoweringContext
-from .lstm import LSTM_AUTOGRAD_KERNELS
-from .settings import settings
+from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
+from .lowering_context import LoweringContext
+from .privateuse1 import autograd_queue
+from .state import settings
 from .tensor import inner
 
-_device.reserve_autograd_queue()
+_privateuse1.reserve_autograd_queue()
 
 __all__ = [
     "Backend",
     "GraphCutWarning",
     "KernelTables",
     "LazyGraphError",
+    "LazygenRuntimeError",
     "LoweringContext",
     "add_step_closure",
     "available_backends",
@@ -61,6 +68,7 @@ __all__ = [
     "metrics",
     "register_backend",
     "set_device_backend",
+    "state",
     "sync",
     "to_cpu",
     "wait_device_ops",
@@ -95,17 +103,14 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
             )
         tables = chosen.kernel_tables()
         settings.device_type = name
-        _device.install(name)
+        _privateuse1.install(name)
         dispatch.install()
-        dispatch.register_kernels(DEVICE_KERNELS)
-        dispatch.register_kernels(ATTENTION_KERNELS, ATTENTION_AUTOGRAD_KERNELS)
-        dispatch.register_kernels({}, {**LSTM_AUTOGRAD_KERNELS, **GRU_AUTOGRAD_KERNELS})
+        dispatch.register_tables(ops.kernel_tables())
         dispatch.install_tables(tables)
-        dispatch.register_kernels(distributed.install())
+        dispatch.register_tables(KernelTables(kernels=distributed.install()))
         devices.configure(chosen)
         _default = chosen
-    _freeze_startup_objects()
-    _raise_young_generation_threshold()
+    process.apply_gc_effects()
     autograd_queue.check(device())
 
 
@@ -115,7 +120,7 @@ def _env_device_name() -> str | None:
 
 def _check_same(backend, name: str) -> None:
     if name != settings.device_type:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: the lazy device is already named {settings.device_type!r}; torch "
             f"allows one such device per process, so it cannot also be {name!r}"
         )
@@ -125,7 +130,7 @@ def _check_same(backend, name: str) -> None:
         _default.name, _default.name
     ):
         return
-    raise RuntimeError(
+    raise LazygenRuntimeError(
         f"lazygen: already initialised with backend {_default.name!r}; run another device "
         "index on another backend with lazygen.runtime.set_device_backend(index, backend)"
     )
@@ -180,11 +185,7 @@ def wait_device_ops(devices=None) -> None:
 
 
 def _inner_tensors(tensors) -> list:
-    return [
-        inner(t)
-        for t in tensors
-        if isinstance(t, torch.Tensor) and t.device.type == settings.device_type
-    ]
+    return [inner(t) for t in _lazy(tensors)]
 
 
 def sync(tensors) -> None:
@@ -193,64 +194,33 @@ def sync(tensors) -> None:
 
 
 def to_cpu(tensors, devices=None) -> list[torch.Tensor]:
-    """CPU copies of lazy tensors (one graph for all of them); other tensors pass through."""
+    """CPU copies of lazy tensors; other objects pass through.
+
+    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device``s or
+    indices) whose tensors are synced together first, one graph per device, and whose
+    graphs in flight are waited for; by default every device of the given tensors. A
+    tensor on another lazy device is synced on its own when it is copied."""
     tensors = list(tensors)
-    sync(tensors)
+    if devices is None:
+        sync(tensors)
+    else:
+        indices = {device_from(_device_spec(d)).index for d in devices}
+        sync([t for t in _lazy(tensors) if t.device.index in indices])
+        wait_device_ops([_device_spec(d) for d in devices])
     return [t.to("cpu") if isinstance(t, torch.Tensor) else t for t in tensors]
+
+
+def _device_spec(device) -> str | torch.device:
+    """A ``devices`` entry as ``device_from`` takes it (an int is an index)."""
+    return f"{settings.device_type}:{device}" if isinstance(device, int) else device
+
+
+def _lazy(tensors) -> list[torch.Tensor]:
+    return [
+        t for t in tensors if isinstance(t, torch.Tensor) and t.device.type == settings.device_type
+    ]
 
 
 def add_step_closure(closure, args=(), run_async: bool = False) -> None:
     """Run ``closure(*args)`` after the next ``mark_step``."""
     executor.add_step_closure(closure, args)
-
-
-def _freeze_startup_objects() -> None:
-    """Move every object alive now (torch's and lazygen's modules, the generated kernels:
-    about 290k objects) out of the cyclic GC's reach with ``gc.freeze()``.
-
-    Each traced op leaves a few GC-tracked objects (node, value, tensors) alive until the
-    sync, so tracing triggers full collections; each full collection walks the whole heap,
-    150-190 ms here, nearly all of it torch's import-time objects. Tracing a 10k-op graph
-    paid one such pause (17 us per op, 2.4x the op itself). Frozen objects are never
-    collected, which costs nothing for modules but would keep cyclic garbage made of
-    objects that were alive before ``init()`` for good: ``LAZYGEN_GC_FREEZE=0`` turns
-    this off (ML servers such as vLLM freeze their start-up heap for the same reason).
-
-    ``torch._dynamo`` is imported first: torch imports it on the first optimizer step or
-    random op (their ``_disable_dynamo`` wrappers), and its ~120k objects (sympy, mpmath,
-    ...) would otherwise stay in every full collection. Training programs pay that import
-    (~0.9 s) anyway; others pay it here."""
-    if os.environ.get("LAZYGEN_GC_FREEZE", "1") == "0":
-        return
-    with contextlib.suppress(ImportError):
-        import torch._dynamo  # noqa: F401
-    gc.collect()  # what is garbage already is freed, not frozen
-    gc.freeze()
-
-
-#: Youngest-generation threshold set by ``init()`` (``LAZYGEN_GC_GEN0``; 0 keeps Python's).
-GC_GEN0_THRESHOLD = 20_000
-
-
-def _raise_young_generation_threshold() -> None:
-    """Collect the youngest generation after 20,000 net new GC-tracked objects instead of
-    Python's 700.
-
-    A traced op leaves a node, its value, an inner and an outer tensor alive until the step
-    is synced, so a step of a thousand ops counts a few thousand survivors: with 700, a small
-    transformer's AdamW step ran ~4 youngest and ~0.3 middle collections per step (1.5 ms,
-    3% of the step, measured with ``gc.callbacks``), and none of them found garbage: the IR
-    dies by reference counting at the sync. With 20,000 that step runs none. What it costs:
-    cyclic garbage waits for up to 20,000 new objects (a few MB) before it is collected.
-    ``LAZYGEN_GC_GEN0=<n>`` sets another threshold; ``0`` leaves Python's alone; a
-    threshold already above it (set by the program) is kept."""
-    try:
-        wanted = int(os.environ.get("LAZYGEN_GC_GEN0", GC_GEN0_THRESHOLD))
-    except ValueError:
-        raise ValueError(
-            f"lazygen: LAZYGEN_GC_GEN0={os.environ['LAZYGEN_GC_GEN0']!r} is not an integer; "
-            "set a number of objects (0 keeps Python's threshold)"
-        ) from None
-    young, *older = gc.get_threshold()
-    if wanted > young:
-        gc.set_threshold(wanted, *older)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from . import dispatch, executor, shape_inference
-from .settings import settings
+from .errors import LazygenRuntimeError
+from .state import settings
 
 __all__ = [
     "get_async_execution",
@@ -96,7 +97,9 @@ def set_backing_device(device: str) -> None:
     """Where the built-in backends keep device data: ``"cpu"`` or ``"cuda"``; only before
     the first lazy tensor (``LAZYGEN_BACKING_DEVICE``). A backend may decide otherwise."""
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError("lazygen: CUDA backing device requested but CUDA is not available")
+        raise LazygenRuntimeError(
+            "lazygen: CUDA backing device requested but CUDA is not available"
+        )
     settings.backing_device = device
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 
+from .errors import LazygenRuntimeError
 from .graph import post_order
 from .ir import Node, Value
 from .tensor import inner
@@ -91,7 +92,7 @@ def render_ir(tensors, path: str) -> str:
     """Write the IR graph as an image (format from the suffix: .svg, .png, .pdf) with Graphviz."""
     dot = shutil.which("dot")
     if dot is None:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             "lazygen.runtime.debug.render_ir needs Graphviz's `dot` program on PATH "
             "(e.g. `apt-get install graphviz`); debug.dump_ir(tensors, 'dot') gives the source"
         )

@@ -23,10 +23,11 @@ import torch
 from torch.utils._pytree import tree_map
 
 from .devices import get_device
+from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .metrics import count
 from .overloads import COMPOSITE
-from .settings import settings
+from .state import settings
 from .tensor import LazyTensor, from_data, shared_scalars
 
 aten = torch.ops.aten
@@ -236,7 +237,7 @@ def _write_back(wrapped: list[tuple[LazyTensor, torch.Tensor]]) -> None:
             or current.dtype != original.dtype
             or current.shape != original.shape
         ):
-            raise RuntimeError(
+            raise LazygenRuntimeError(
                 f"lazygen: a composite kernel replaced a lazy argument by a "
                 f"{type(current).__name__} of {current.dtype}{list(current.shape)} (it was "
                 f"{original.dtype}{list(original.shape)}), which a lazy tensor cannot follow"

@@ -9,11 +9,62 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 
 import torch
 
+from . import state
+from .errors import LazygenRuntimeError
 from .graph import GraphCache
-from .tensor import LazyDevice
+from .state import settings
+
+_MIN_PRUNE = 4096
+
+
+class LazyDevice:
+    """One lazy device (``lazygen:<index>``): its backend and that backend's compile cache,
+    the torch device its data lives on (``backing``), live tensors and the sync lock."""
+
+    def __init__(self, index: int, backend, cache: GraphCache) -> None:
+        self.index = index
+        self.torch_device = torch.device(settings.device_type, index)
+        self.backend = backend
+        self.cache = cache
+        self.backing = backend.data_device(index)
+        self.lock = threading.RLock()  # held while syncing
+        # Weak references to live tensors in creation order: a graph's outputs, hence its
+        # structure and hash, must not depend on set iteration order, or every step
+        # compiles anew. Plain references without a callback (a callback is a Python call
+        # per dead tensor, i.e. per traced op); dead ones are dropped when the list doubles
+        # and at every sync of all live tensors.
+        self.live: list[weakref.ref] = []
+        self.prune_at = _MIN_PRUNE
+        self.pending_nodes = 0
+        self.in_flight: list = []  # launches.Launch of graphs still running, oldest first
+        # Tensors the next sync of this device materialises first, in this order, whether
+        # or not anyone reads them: results of collectives, which every process of a group
+        # must run, in one order, even where its result is dropped (see ``executor.sync``).
+        self.must_run: list = []  # tensor.LazyTensor
+        # While a foreach op traces: (kind, value) -> its graph input (``shared_scalars``).
+        self.shared_scalars: dict | None = None
+
+    def prune(self) -> None:
+        """Drop references to dead tensors (in place: other threads may be appending)."""
+        with self.lock:
+            live = self.live
+            n = len(live)
+            live[:n] = [ref for ref in live[:n] if ref() is not None]
+            self.prune_at = max(_MIN_PRUNE, 2 * len(live))
+
+    def live_tensors(self) -> list:
+        """Live (inner, ``tensor.LazyTensor``) tensors, oldest first."""
+        self.prune()
+        tensors = [ref() for ref in list(self.live)]
+        return [t for t in tensors if t is not None]
+
+    def __repr__(self) -> str:
+        return f"LazyDevice({self.torch_device}, {self.backend.name}, data on {self.backing})"
+
 
 _devices: dict[int, LazyDevice] = {}
 _lock = threading.Lock()
@@ -36,7 +87,7 @@ def set_device_backend(index: int, backend) -> None:
         device = _devices.get(index)
         if device is not None and device.backend is not backend:
             if _still_holds_tensors(device):
-                raise RuntimeError(
+                raise LazygenRuntimeError(
                     f"lazygen: {device.torch_device} already holds tensors on backend "
                     f"{device.backend.name!r}; choose its backend before creating any"
                 )
@@ -64,7 +115,9 @@ def _still_holds_tensors(device: LazyDevice) -> bool:
 def backend_of(index: int):
     backend = _backend_of_index.get(index, _default_backend)
     if backend is None:
-        raise RuntimeError("lazygen: call lazygen.runtime.init() before using the lazy device")
+        raise LazygenRuntimeError(
+            "lazygen: call lazygen.runtime.init() before using the lazy device"
+        )
     return backend
 
 
@@ -120,3 +173,12 @@ def device_from(device) -> LazyDevice:
         return device
     device = torch.device(device)
     return get_device(device.index if device.index is not None else _current_index)
+
+
+def _reset() -> None:
+    """Empty every backend's compile cache (devices and their backends stay)."""
+    for cache in caches():
+        cache.clear()
+
+
+state.register("devices", _reset)

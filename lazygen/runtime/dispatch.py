@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import torch
 
-from . import decompositions
+from . import decompositions, state
 from . import tensor as _tensor
+from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .ir import Node
 from .overloads import library_name
-from .settings import settings
+from .state import active_kernels, settings
 
 KERNELS: dict = {}
 AUTOGRAD_KERNELS: dict = {}
 NODE_CLASSES: dict[str, type[Node]] = {}
 _no_decomposition: set = set()
 _autograd_library = None
-_tables: list = []  # KernelTables installed so far, in order
+_runtime_tables: list = []  # the runtime's own KernelTables (``register_tables``)
+_tables: list = []  # backends' KernelTables installed so far, in order
+_installed: tuple[dict, dict, dict] = ({}, {}, {})  # the three tables after the last install
 
 
 def install_tables(tables) -> None:
@@ -34,14 +37,50 @@ def install_tables(tables) -> None:
     for op, kernel in tables.kernels.items():
         current = KERNELS.get(op)
         if current is not None and current is not kernel and _tables:
-            raise RuntimeError(
+            raise LazygenRuntimeError(
                 f"lazygen: two backends in this process trace {op} with different kernels; "
                 "backends with different kernel tables cannot share a process"
             )
     _tables.append(tables)
-    register_kernels(tables.kernels, tables.autograd_kernels, tables.node_classes)
-    wrapped = {op: wrap(KERNELS[op]) for op, wrap in tables.wrappers.items() if op in KERNELS}
-    register_kernels(wrapped)
+    _add(tables)
+
+
+def _add(tables) -> None:
+    """Add ``tables`` and remember the result as what ``state.reset()`` goes back to."""
+    global _installed
+    KERNELS.update(tables.kernels)
+    NODE_CLASSES.update(tables.node_classes)
+    if tables.autograd_kernels:
+        AUTOGRAD_KERNELS.update(tables.autograd_kernels)
+        _register_autograd(tables.autograd_kernels)
+    KERNELS.update({op: wrap(KERNELS[op]) for op, wrap in tables.wrappers.items() if op in KERNELS})
+    _installed = (dict(KERNELS), dict(AUTOGRAD_KERNELS), dict(NODE_CLASSES))
+    refresh()
+
+
+def register_tables(tables) -> None:
+    """Add the runtime's own kernel tables (``ops.kernel_tables()``): unlike
+    ``install_tables``, a backend's tables installed later may replace any of them."""
+    if any(existing is tables for existing in _runtime_tables):
+        return
+    _runtime_tables.append(tables)
+    _add(tables)
+
+
+def _reset() -> None:
+    """Back to the installed tables: kernels added with ``register_kernels`` since go. An
+    autograd kernel registered with torch stays registered (a ``torch.library`` cannot drop
+    one impl); where the tables have one for that op, it is registered again."""
+    kernels, autograd_kernels, node_classes = _installed
+    changed = {op: fn for op, fn in autograd_kernels.items() if AUTOGRAD_KERNELS.get(op) is not fn}
+    for table, saved in ((KERNELS, kernels), (AUTOGRAD_KERNELS, autograd_kernels)):
+        table.clear()
+        table.update(saved)
+    NODE_CLASSES.clear()
+    NODE_CLASSES.update(node_classes)
+    if changed:
+        _register_autograd(changed)
+    refresh()
 
 
 def register_kernels(kernels: dict, autograd_kernels=None, node_classes=None) -> None:
@@ -80,20 +119,20 @@ def forced(op) -> bool:
 def refresh() -> None:
     """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference)."""
     active = {op: fn for op, fn in KERNELS.items() if not forced(op)}
-    _tensor._active_kernels.clear()
-    _tensor._active_kernels.update(active)
+    active_kernels.clear()
+    active_kernels.update(active)
     _no_decomposition.clear()
 
 
 def kernel_for(func):
     """The active kernel of ``func``, or one the runtime builds (cached), or None."""
-    kernel = _tensor._active_kernels.get(func)
+    kernel = active_kernels.get(func)
     if kernel is None and func not in _no_decomposition:
         kernel = None if forced(func) else decompositions.lookup(func, kernel_for)
         if kernel is None:
             _no_decomposition.add(func)
         else:
-            _tensor._active_kernels[func] = kernel
+            active_kernels[func] = kernel
     return kernel
 
 
@@ -116,3 +155,6 @@ def install() -> None:
     """Route ops of lazy tensors without a kernel here (``init()`` calls it)."""
     _tensor.set_fallback(dispatch_missing)
     refresh()
+
+
+state.register("dispatch", _reset)

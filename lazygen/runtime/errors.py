@@ -1,11 +1,21 @@
-"""Errors of the graph executor: which op failed, at which stage, and where it was traced."""
+"""The runtime's errors: one base class, ``LazygenRuntimeError``, for every error lazygen's
+runtime raises itself (a ``RuntimeError``, as torch's own errors are), and
+``LazyGraphError`` for a graph that failed: which op, at which stage, traced where.
+
+Errors that mirror torch's for the same mistake (a wrong dtype, a missing device) keep
+torch's wording, so code written against eager sees the message it expects."""
 
 from __future__ import annotations
 
 import traceback
 
 
-class LazyGraphError(RuntimeError):
+class LazygenRuntimeError(RuntimeError):
+    """Base class of the errors lazygen's runtime raises (catch it to tell them from
+    torch's own)."""
+
+
+class LazyGraphError(LazygenRuntimeError):
     """Lowering, compiling or running a lazy graph failed.
 
     ``op_name`` names the IR node's op, ``source`` the user's ``file:line`` that traced it

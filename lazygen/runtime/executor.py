@@ -12,14 +12,14 @@ import weakref
 
 import torch
 
-from . import metrics, split
-from .devices import all_devices, caches
+from . import metrics, split, state
+from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
 from .ir import DeviceData, Node, Value
 from .launches import FailedRun, Launch, settle
-from .settings import log, settings
-from .tensor import LazyDevice, LazyTensor
+from .state import log, settings
+from .tensor import LazyTensor
 
 _step_closures: list = []
 
@@ -127,10 +127,10 @@ def _splits(device: LazyDevice) -> bool:
     """Whether ``mark_step`` launches single-element results in a graph of their own:
     with asynchronous runs only, and never with collectives pending (they run in one
     graph, in trace order, on every process). ``mark_step`` asks only for steps of up to
-    ``settings.early_results_max_nodes`` traced nodes: splitting walks the graph (~3 us a
-    node), which small models, whose steps are mostly the graph's run, win back many times
-    (MLP 6.3 -> 5.3 ms, ResNet 22.5 -> 18.9 ms a step) and a 1,000-node decoder step, mostly
-    tracing, does not (58 -> 62 ms)."""
+    ``settings.early_results_max_nodes`` traced nodes: splitting walks the graph, which
+    small models, whose steps are mostly the graph's run, win back many times, and far
+    larger steps, mostly tracing, do not (measurements in docs/benchmarks.md,
+    "Measurements behind the code")."""
     return (
         settings.early_results
         and settings.async_execution
@@ -402,3 +402,12 @@ def clear_compile_cache() -> None:
 
 def compile_cache_size() -> int:
     return sum(len(cache) for cache in caches())
+
+
+def _reset() -> None:
+    """Forget step closures not run yet; warn about graph cuts again."""
+    _step_closures.clear()
+    _cuts_warned.clear()
+
+
+state.register("executor", _reset)

@@ -19,11 +19,11 @@ import threading
 import torch
 
 from . import executor
-from .devices import device_from
+from .devices import LazyDevice, device_from
 from .ir import user_source
 from .metrics import count, record_fallback
-from .settings import settings
-from .tensor import LazyDevice, LazyTensor, from_data, inner, to_functional
+from .state import settings
+from .tensor import LazyTensor, from_data, inner, to_functional
 
 _info: dict = {}  # op -> (counter name, positions of mutated args, names of mutated kwargs)
 

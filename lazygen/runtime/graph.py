@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from .ir import Node, Value
-from .settings import settings
+from .state import settings
 
 
 def post_order(roots: list[Value]) -> tuple[list[Node], dict[Node, int]]:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import torch
 
-from .settings import settings
+from .state import settings
 
 
 class Shape(NamedTuple):

@@ -9,8 +9,9 @@ import weakref
 
 import torch
 
-from . import dispatch, executor
-from .devices import default_device
+from . import dispatch, executor, state
+from .devices import LazyDevice, default_device
+from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .ir import (
     _SCALAR_DTYPES,
@@ -24,9 +25,9 @@ from .ir import (
     scalar_shapes,
 )
 from .metrics import count
-from .settings import settings
 from .shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
-from .tensor import LazyDevice, LazyTensor, new_lazy
+from .state import settings
+from .tensor import LazyTensor, new_lazy
 
 __all__ = [
     "LazyTensor",
@@ -107,7 +108,7 @@ def tensor(t, device: LazyDevice) -> Value:
     if isinstance(t, torch.Tensor):
         if t.dim() == 0 and t.device.type == "cpu":
             return upload(t, device)
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"Expected all tensors to be on the same device, but found {t.device} and "
             f"{device.torch_device}"
         )
@@ -398,7 +399,7 @@ def wrap_list(node: Node, device: LazyDevice) -> list[LazyTensor]:
 
 def inplace(target: LazyTensor, node: Node) -> LazyTensor:
     if node.shapes[0].sizes != target._sizes:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: {node.op_name} would resize a lazy tensor from {list(target._sizes)} to "
             f"{list(node.shapes[0].sizes)}; lazy tensors cannot be resized in place"
         )
@@ -411,3 +412,11 @@ def _traced(device: LazyDevice) -> None:
     device.pending_nodes += 1
     if device.pending_nodes > settings.max_pending_nodes:
         executor.cut(device)
+
+
+def _reset() -> None:
+    _ir_cache.clear()
+    _SIZE_LISTS.clear()
+
+
+state.register("kernel_support", _reset)

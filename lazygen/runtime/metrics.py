@@ -16,6 +16,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from . import state
+
 # Each thread counts into its own dicts (no lock on the hot path, no lost updates between
 # threads); reading merges them. Dicts of finished threads are kept: their counts stay.
 _local = threading.local()
@@ -220,3 +222,6 @@ def fallback_report() -> FallbackReport:
 
     with _registry_lock:
         return FallbackReport(order(_fallbacks.values()), order(_host_reads.values()))
+
+
+state.register("metrics", reset)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
+from . import state
 from .ir import Shape, scalar_dtype, wrapped_number_dtype
-from .settings import settings
+from .state import settings
 from .tensor import LazyTensor
 
 # Two generations approximate an LRU without bookkeeping on hits: a miss moves an entry
@@ -166,3 +167,6 @@ def trim_cache() -> None:
 
 def cache_size() -> int:
     return len(_recent) + len(_old)
+
+
+state.register("shape_inference", clear_cache)

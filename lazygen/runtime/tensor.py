@@ -8,61 +8,14 @@ An inner tensor holds one ``Value``: device data once materialised, IR otherwise
 
 from __future__ import annotations
 
-import threading
 import weakref
 
 import torch
 
-from .graph import GraphCache
+from .devices import LazyDevice
+from .errors import LazygenRuntimeError
 from .ir import DeviceData, Value
-from .settings import settings
-
-_MIN_PRUNE = 4096
-
-
-class LazyDevice:
-    """One lazy device (``lazygen:<index>``): its backend and that backend's compile cache,
-    the torch device its data lives on (``backing``), live tensors and the sync lock."""
-
-    def __init__(self, index: int, backend, cache: GraphCache) -> None:
-        self.index = index
-        self.torch_device = torch.device(settings.device_type, index)
-        self.backend = backend
-        self.cache = cache
-        self.backing = backend.data_device(index)
-        self.lock = threading.RLock()  # held while syncing
-        # Weak references to live tensors in creation order: a graph's outputs, hence its
-        # structure and hash, must not depend on set iteration order, or every step
-        # compiles anew. Plain references without a callback (a callback is a Python call
-        # per dead tensor, i.e. per traced op); dead ones are dropped when the list doubles
-        # and at every sync of all live tensors.
-        self.live: list[weakref.ref] = []
-        self.prune_at = _MIN_PRUNE
-        self.pending_nodes = 0
-        self.in_flight: list = []  # launches.Launch of graphs still running, oldest first
-        # Tensors the next sync of this device materialises first, in this order, whether
-        # or not anyone reads them: results of collectives, which every process of a group
-        # must run, in one order, even where its result is dropped (see ``executor.sync``).
-        self.must_run: list[LazyTensor] = []
-        # While a foreach op traces: (kind, value) -> its graph input (``shared_scalars``).
-        self.shared_scalars: dict | None = None
-
-    def prune(self) -> None:
-        """Drop references to dead tensors (in place: other threads may be appending)."""
-        with self.lock:
-            live = self.live
-            n = len(live)
-            live[:n] = [ref for ref in live[:n] if ref() is not None]
-            self.prune_at = max(_MIN_PRUNE, 2 * len(live))
-
-    def live_tensors(self) -> list[LazyTensor]:
-        """Live tensors, oldest first."""
-        self.prune()
-        tensors = [ref() for ref in list(self.live)]
-        return [t for t in tensors if t is not None]
-
-    def __repr__(self) -> str:
-        return f"LazyDevice({self.torch_device}, {self.backend.name}, data on {self.backing})"
+from .state import active_kernels, settings
 
 
 class shared_scalars:
@@ -153,13 +106,15 @@ def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
     return tensor
 
 
-# The dispatch table and the handler of ops without a kernel: both set by ``dispatch``
-# when ``init()`` wires the runtime (the table is filled in place, never replaced).
-_active_kernels: dict = {}
+# The dispatch table (``state.active_kernels``, filled by ``dispatch``) and the handler of
+# ops without a kernel (set by ``dispatch`` when ``init()`` wires the runtime).
+_active_kernels = active_kernels
 
 
 def _fallback(func, args, kwargs):
-    raise RuntimeError(f"lazygen: {func} reached a lazy tensor before lazygen.runtime.init()")
+    raise LazygenRuntimeError(
+        f"lazygen: {func} reached a lazy tensor before lazygen.runtime.init()"
+    )
 
 
 def set_fallback(fn) -> None:
@@ -169,7 +124,7 @@ def set_fallback(fn) -> None:
 
 def unsupported_layout(layout) -> RuntimeError:
     name = settings.device_type
-    return RuntimeError(
+    return LazygenRuntimeError(
         f"lazygen: {layout} tensors cannot live on the {name} device, which holds strided "
         "(dense) tensors only; keep them on the CPU, or convert with .to_dense() first"
     )

@@ -3,8 +3,9 @@ level and inside functions alike; an import inside a function is still a depende
 
 * The generator never imports the runtime and the runtime never imports the generator.
 * In the runtime, imports go one way: ``backends/<name>`` -> ``backend``/``lowering`` ->
-  the core. Nothing outside ``backends/`` imports a concrete backend, and one backend
-  imports another only through the op list they share (see ``SHARED_OP_LIST``).
+  the core. Nothing outside ``backends/`` imports a concrete backend, and no backend
+  imports another: the op list they share is the backend-neutral ``builtin`` package.
+* Generated code imports the runtime, never a concrete backend.
 * The composition root (``lazygen/runtime/__init__.py``) may import the whole core, and
   finds backends by name only (``lazygen.runtime.backends.BUILTIN`` holds strings).
 * The core has no import cycle, and no module imports itself back through a function.
@@ -22,9 +23,7 @@ PACKAGE = ROOT / "lazygen"
 RUNTIME = "lazygen.runtime"
 BACKENDS = "lazygen.runtime.backends"
 GENERATOR = ("lazygen.model", "lazygen.loaders", "lazygen.lazy", "lazygen.render")
-#: The inductor backend traces with the TorchScript backend's op list, whose hand-written
-#: pieces (kernels, shape functions, lowerings, autograd) live in that backend's package.
-SHARED_OP_LIST = {"inductor": {"lazygen.runtime.backends.torchscript.op_list"}}
+GENERATED = ROOT / "generated"
 
 
 def _module_name(path: Path) -> str:
@@ -109,11 +108,30 @@ def test_only_backends_import_a_backend():
         backend = _backend_of(target)
         if backend is None or not source.startswith(RUNTIME):
             continue
-        own = _backend_of(source)
-        if own == backend or target in SHARED_OP_LIST.get(own or "", set()):
+        if _backend_of(source) == backend:
             continue
         wrong.append(f"{source} -> {target} (line {line})")
     assert not wrong, "core modules import a concrete backend:\n" + "\n".join(wrong)
+
+
+def test_generated_code_imports_no_backend():
+    """Generated kernels, nodes and registrations speak the core and the hand-written
+    package (``lazygen.runtime.builtin``), so every backend can trace with them."""
+    wrong = []
+    for path in sorted(GENERATED.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            wrong += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {name}"
+                for name in names
+                if name == BACKENDS or name.startswith(BACKENDS + ".")
+            ]
+    assert not wrong, "generated code imports a concrete backend:\n" + "\n".join(wrong)
 
 
 def test_core_never_imports_the_composition_root():

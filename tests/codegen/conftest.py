@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.gen import GenConfig
+from lazygen.pipeline import GenConfig
 
 REPO = Path(__file__).resolve().parents[2]
 BASIC_CASE = REPO / "tests" / "golden" / "basic"

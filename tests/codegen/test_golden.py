@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.gen import STAMP, GenConfig, run
+from lazygen.pipeline import STAMP, GenConfig, run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "backend.yaml").is_file())

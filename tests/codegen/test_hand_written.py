@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.gen import GenConfig, generate
 from lazygen.lazy.hand_written import check_hand_written
 from lazygen.lazy.meta import TorchFacts, has_torchscript_builtin
 from lazygen.lazy.plan import Param, build_plan
 from lazygen.lazy.signatures import kernel_mismatch
 from lazygen.loaders.backend_yaml import load_backend
 from lazygen.loaders.native_yaml import NativeSources, load_catalogue
+from lazygen.pipeline import GenConfig, generate
 
 SILU = (Param("self", False, None),)
 ADD = (Param("self", False, None), Param("other", False, None), Param("alpha", True, "1"))
@@ -121,7 +121,7 @@ def test_missing_pieces_name_the_users_package_and_the_def_to_write(tmp_path, pl
 
 def test_builtin_package_is_never_offered_as_the_place_to_edit(plan_for):
     plan, _ = plan_for("backend: L\nsupported:\n  - silu\n")
-    errors, warnings = check_hand_written(plan, "lazygen.runtime.backends.torchscript")
+    errors, warnings = check_hand_written(plan, "lazygen.runtime.builtin")
     (error,) = errors
     assert "your own package" in error.hint and "--hand-written" in error.hint
     assert ".py" not in error.hint and not warnings

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.gen import GenConfig, generate
 from lazygen.lazy.defaults import double_quoted
+from lazygen.pipeline import GenConfig, generate
 from lazygen.render import formatting
 from lazygen.render.environment import build_environment
 from lazygen.render.formatting import format_source

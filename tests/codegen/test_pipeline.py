@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lazygen.cli import main
-from lazygen.gen import STAMP, generate, run
+from lazygen.pipeline import STAMP, generate, run
 from lazygen.render.writer import MARKER, plan_changes
 
 REPO = Path(__file__).resolve().parents[2]

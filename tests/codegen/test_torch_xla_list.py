@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.gen import GenConfig, generate
+from lazygen.pipeline import GenConfig, generate
 
 REPO = Path(__file__).resolve().parents[2]
 XLA_LIST = REPO / "tests" / "fixtures" / "op_lists" / "xla_native_functions.yaml"

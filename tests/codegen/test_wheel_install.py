@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-#: What a build needs: packaging files, the package, the generated sources and their op list.
-SOURCES = ("setup.py", "pyproject.toml", "README.md", "lazygen", "generated", "yaml")
+#: What a build needs: packaging files, the package, the generated sources, their op list
+#: and the templates.
+SOURCES = ("setup.py", "pyproject.toml", "README.md", "lazygen", "generated", "templates", "yaml")
 OP_LIST = "backend: Lazy\nfull_codegen:\n  - abs\n  - add.Tensor\n"
 
 

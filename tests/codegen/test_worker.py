@@ -8,12 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import lazygen.lazy.worker as worker_module
-from lazygen.gen import generate
 from lazygen.lazy.meta import TorchFacts
 from lazygen.lazy.plan import build_plan
 from lazygen.lazy.worker import RecordingFacts, TorchWorker
 from lazygen.loaders.backend_yaml import load_backend
 from lazygen.loaders.native_yaml import NativeSources, load_catalogue
+from lazygen.pipeline import generate
 
 REPO = Path(__file__).resolve().parents[2]
 CASE = REPO / "tests" / "golden" / "basic"  # the case the `config` fixture generates

@@ -63,6 +63,7 @@ def test_one_process_registration_lowering_and_host_copies():
 _INDUCTOR = pytest.param("inductor", marks=pytest.mark.slow)
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("backend", ["torchscript", "fx", _INDUCTOR])
 def test_collectives_in_the_graph_two_processes(backend):
     """Every built-in backend runs functional collectives inside its graphs: no cut."""
@@ -71,6 +72,7 @@ def test_collectives_in_the_graph_two_processes(backend):
     assert all("lazy::all_reduce=4" in out for out in result.outputs), result.report()
 
 
+@pytest.mark.multiprocess
 @pytest.mark.slow
 def test_collectives_as_graph_cuts_two_processes():
     """A backend that declares it cannot run collectives in a graph cuts it at each one."""
@@ -78,6 +80,7 @@ def test_collectives_as_graph_cuts_two_processes():
     assert all("lazy::all_reduce=0" in out for out in result.outputs), result.report()
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize(
     ("backend", "scenarios"),
     [
@@ -95,6 +98,7 @@ def test_ddp_matches_single_process_eager(backend, scenarios):
             assert f"{scenario}: graphs/step=1 cuts/step=0 ok=True" in out, result.report()
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("backend", ["torchscript", _INDUCTOR])
 def test_functional_collectives_in_compiled_regions(backend):
     """torch.compile(backend="lazygen") captures functional collectives (and dynamo's
@@ -105,6 +109,7 @@ def test_functional_collectives_in_compiled_regions(backend):
     assert all("DistributedGraphCut=0 ok=True" in out for out in result.outputs), result.report()
 
 
+@pytest.mark.multiprocess
 @pytest.mark.slow
 def test_ddp_find_unused_parameters_fails_cleanly():
     """find_unused_parameters=True does not work yet: DDP's reducer asks the PrivateUse1
@@ -115,6 +120,7 @@ def test_ddp_find_unused_parameters_fails_cleanly():
     assert all("getPinnedMemoryAllocator" in out for out in result.outputs), result.report()
 
 
+@pytest.mark.multiprocess
 @pytest.mark.slow
 def test_example_runs_under_torchrun(tmp_path):
     """examples/ddp/train.py as the README runs it (torchrun --standalone: a free port),

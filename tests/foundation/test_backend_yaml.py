@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.errors import LazygenError
+from lazygen.diagnostics import LazygenError
 from lazygen.loaders.backend_yaml import load_backend
 from lazygen.loaders.native_yaml import load_catalogue
 from lazygen.model.schema import OperatorName

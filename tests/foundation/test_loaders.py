@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from lazygen.errors import LazygenError
+from lazygen.diagnostics import LazygenError
 from lazygen.loaders.native_yaml import NativeSources, load_catalogue
 from lazygen.model.schema import OperatorName
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazygen.errors import SchemaParseError
+from lazygen.diagnostics import SchemaParseError
 from lazygen.model.schema import FunctionSchema
 
 BASES = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import yaml
-from lazygen.errors import SchemaParseError
+from lazygen.diagnostics import SchemaParseError
 from lazygen.loaders.native_yaml import NativeSources
 from lazygen.model.schema import FunctionSchema, OperatorName, SchemaKind
 from lazygen.model.types import Annotation, ListType, OptionalType, parse_annotated_type

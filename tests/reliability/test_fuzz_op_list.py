@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yaml
-from lazygen.errors import LazygenError
+from lazygen.diagnostics import LazygenError
 from lazygen.loaders.backend_yaml import load_backend
 from lazygen.loaders.native_yaml import load_catalogue
 

@@ -171,7 +171,7 @@ CASES = {
         "torch.bfloat16",
     ),
     # Errors raised while autograd runs backward on the lazy device's thread: torch's Python
-    # device guard used to abort the process on them (see runtime/device/backward_errors.py).
+    # device guard used to abort the process on them (see runtime/privateuse1/backward_errors.py).
     "error_in_backward_kernel": (
         "from lazygen.runtime import tensor\n"
         "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
@@ -287,7 +287,7 @@ def test_exit_drain_runs_an_empty_backward_and_keeps_its_tensors():
     reference while the interpreter finalizes. (The abort it prevents is a rare race: 3 of 50
     runs of a script that calls ``init()`` and exits, too rare to test by repetition.)"""
     import lazygen.runtime as lr
-    from lazygen.runtime.device import autograd_queue
+    from lazygen.runtime.privateuse1 import autograd_queue
 
     lr.init()
     before = len(autograd_queue._kept_for_exit)

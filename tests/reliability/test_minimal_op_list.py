@@ -46,7 +46,7 @@ sys.path.insert(0, sys.argv[2])
 import lazygen.runtime as lr
 from four_backend import FourBackend
 lr.init(backend=FourBackend())
-from runtime.training import WORKLOADS, assert_as_accurate_as_eager, train
+from support.training import WORKLOADS, assert_as_accurate_as_eager, train
 d = lr.device()
 
 def report(name, **result):

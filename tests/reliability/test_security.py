@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.errors import LazygenError
-from lazygen.gen import GenConfig, run
+from lazygen.diagnostics import LazygenError
+from lazygen.pipeline import GenConfig, run
 from lazygen.render.writer import (
     FileChange,
     UnsafeOutputName,

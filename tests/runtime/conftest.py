@@ -1,7 +1,9 @@
 import pytest
 import torch
+from support import handwritten_nodes
 
 import lazygen.runtime as lr
+from lazygen.runtime import dispatch as registry
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -26,18 +28,11 @@ def _seed():
 @pytest.fixture
 def handwritten():
     """Register the hand-written nodes for one test (as a generated registration would)."""
-    from lazygen.runtime import dispatch as registry
-
-    from . import handwritten_nodes
-
     lr.mark_step()
-    saved = dict(registry.KERNELS)  # the hand-written nodes replace generated kernels
-    registry.register_kernels(
+    registry.register_kernels(  # the hand-written nodes replace generated kernels
         handwritten_nodes.KERNELS, node_classes=handwritten_nodes.NODE_CLASSES
     )
     lr.metrics.reset()
     yield handwritten_nodes
     lr.mark_step()
-    registry.KERNELS.clear()
-    registry.register_kernels(saved)
-    lr.config.set_force_fallback([])
+    lr.state.reset()  # the installed kernels again, default settings, empty caches

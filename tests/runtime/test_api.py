@@ -25,6 +25,23 @@ def test_sync_and_to_cpu_and_wait():
     assert cpu[0].device.type == "cpu" and cpu[1].tolist() == [4.0, 4.0] and cpu[2] == 7
 
 
+@pytest.mark.parametrize("kind", ["name", "index", "torch_device"])
+def test_to_cpu_syncs_the_devices_it_is_given_together(kind, monkeypatch):
+    devices = {"name": ["lazygen:1"], "index": [1], "torch_device": [lr.device(1)]}[kind]
+    lr.mark_step()
+    a = torch.ones(2, device=lr.device(0)) + 1
+    b = torch.ones(2, device=lr.device(1)) + 2
+    c = torch.ones(2, device=lr.device(1)) + 3
+    synced = []
+    sync = lr.executor.sync
+    monkeypatch.setattr(lr.executor, "sync", lambda ts: synced.append(len(ts)) or sync(ts))
+    cpu = lr.to_cpu([a, b, c, "x"], devices=devices)
+    assert synced[0] == 2  # b and c together, first; a on its own when copied
+    assert lr.inner(b).is_materialized and lr.inner(c).is_materialized
+    assert [t.tolist() for t in cpu[:3]] == [[2.0, 2.0], [3.0, 3.0], [4.0, 4.0]]
+    assert cpu[3] == "x"
+
+
 def test_metrics_report_and_mark_step_counter(fresh_metrics):
     lr.config.set_force_fallback(["nonzero"])
     x = torch.ones(2, device="lazygen")

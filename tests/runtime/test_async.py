@@ -6,6 +6,7 @@ import time
 
 import pytest
 import torch
+from support.ts_graphs import product_graph
 
 import lazygen.runtime as lr
 from lazygen.runtime import executor
@@ -14,8 +15,6 @@ from lazygen.runtime.backends.torchscript.backend import (
 )
 from lazygen.runtime.backends.torchscript.backend import TSExecutable, _launcher
 from lazygen.runtime.ir import DeviceData
-
-from .ts_graphs import product_graph
 
 
 def _device():

@@ -3,10 +3,9 @@
 import threading
 
 import torch
+from support.training import make_mlp
 
 import lazygen.runtime as lr
-
-from .training import make_mlp
 
 STEPS = 50
 

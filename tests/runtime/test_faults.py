@@ -8,12 +8,11 @@ of its results or at the next ``mark_step``; ``mark_step(wait=True)`` raises at 
 
 import pytest
 import torch
+from support.handwritten_nodes import FaultyNeg, faulty_neg
 
 import lazygen.runtime as lr
 from lazygen.runtime import dispatch as registry
 from lazygen.runtime import executor
-
-from .handwritten_nodes import FaultyNeg, faulty_neg
 
 aten = torch.ops.aten
 
@@ -21,16 +20,13 @@ aten = torch.ops.aten
 @pytest.fixture
 def faulty():
     lr.mark_step()
-    saved = dict(registry.KERNELS)
     registry.register_kernels({aten.neg.default: faulty_neg})
     executor.clear_compile_cache()  # graphs lowered with another mode
     lr.config.set_debug(1)  # record the traced lines
     yield FaultyNeg
     FaultyNeg.mode = "ok"
-    lr.config.set_debug(0)
     lr.mark_step()
-    registry.KERNELS.clear()
-    registry.register_kernels(saved)
+    lr.state.reset()  # the installed kernels again, debug off, caches empty
 
 
 def _traced(x):

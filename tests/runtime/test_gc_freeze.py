@@ -1,5 +1,5 @@
 """``init()`` freezes the start-up heap and raises the youngest GC generation's threshold
-(see ``lazygen.runtime._freeze_startup_objects`` and ``_raise_young_generation_threshold``)."""
+(see ``lazygen.runtime.process``)."""
 
 import subprocess
 import sys

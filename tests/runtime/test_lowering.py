@@ -1,8 +1,7 @@
 import torch
+from support.training import OPTIMIZERS, compare_training
 
 import lazygen.runtime as lr
-
-from .training import OPTIMIZERS, compare_training
 
 
 def _lazy(t):

@@ -1,10 +1,9 @@
 """End-to-end training: five steps lazily vs eagerly, and compile caching from step 3 on."""
 
 import pytest
+from support.training import OPTIMIZERS, WORKLOADS, compare_training, train
 
 import lazygen.runtime as lr
-
-from .training import OPTIMIZERS, WORKLOADS, compare_training, train
 
 
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from lazygen.runtime import Backend, KernelTables, LoweringContext
-from lazygen.runtime.lowering import is_wrapped_number, overload_of
+from lazygen.runtime.lowering_context import is_wrapped_number, overload_of
 
 #: The backend's own ops (non-native op kinds of its op list).
 OWN_OPS = {"tiny::silu": lambda x: x * torch.sigmoid(x)}

@@ -17,6 +17,7 @@ import torch
 
 from .. import executor
 from .. import kernel_support as rt
+from ..errors import LazygenRuntimeError
 from ..ir import Shape
 from ..tensor import LazyTensor, from_data, new_lazy
 from .groups import data_group_name
@@ -65,7 +66,7 @@ def all_gather_into_tensor(input, group_size, group_name):
 
 def reduce_scatter_tensor(input, reduce_op, group_size, group_name):
     if not input._sizes or input._sizes[0] % group_size:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: reduce_scatter_tensor needs dim 0 of the input ({list(input._sizes)}) "
             f"to be a multiple of the group size {group_size}"
         )

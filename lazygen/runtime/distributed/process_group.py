@@ -25,7 +25,8 @@ import torch.distributed as dist
 
 from .. import executor
 from ..devices import current_index, get_device
-from ..settings import settings
+from ..errors import LazygenRuntimeError
+from ..state import settings
 from ..tensor import is_lazy
 from . import groups
 
@@ -64,7 +65,7 @@ def _lazy(tensors) -> bool:
     """True when the tensors are lazy, False when none is; a mix is a user error."""
     flags = {is_lazy(t) for t in tensors}
     if len(flags) > 1:
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: a collective got both {settings.device_type} and other tensors; "
             "move them to one device first"
         )
@@ -80,7 +81,7 @@ def data_group(store, rank: int, size: int, timeout, data_device: torch.device):
     if data_device.type == "cuda":
         nccl_class = getattr(dist, "ProcessGroupNCCL", None)
         if nccl_class is None:
-            raise RuntimeError("lazygen: CUDA data needs torch built with NCCL")
+            raise LazygenRuntimeError("lazygen: CUDA data needs torch built with NCCL")
         options = nccl_class.Options()
         options._timeout = timeout
         nccl = nccl_class(dist.PrefixStore("nccl/", store), rank, size, options)

@@ -18,11 +18,11 @@ import torch
 import torch.fx
 
 from ... import metrics
-from ...backend import Backend, KernelTables
+from ...backend_interface import Backend, KernelTables
+from ...builtin import tables as op_list
 from ...ir import Node, Value
-from ..torchscript import op_list
 from .compile import CompiledGraph
-from .lowering import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
+from .context import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
 
 
 class FxExecutable:

@@ -1,7 +1,7 @@
 """Compiling a lazy graph's ``torch.fx.GraphModule`` with Inductor, scalars kept as inputs.
 
 Scalars. A wrapped scalar is a 0-dim tensor input that the graph reads with
-``aten._local_scalar_dense`` (see ``lowering.py``). Inductor traces the graph under a
+``aten._local_scalar_dense`` (see ``context.py``). Inductor traces the graph under a
 fake-tensor mode with a ``ShapeEnv``, so each read is an *unbacked* symbol (``zuf0`` for a
 float, ``u0`` for an int): the compiled kernel takes the number as a runtime argument, and
 the op keeps its ``Scalar`` overload, so type promotion stays eager's (an int tensor times a
@@ -12,7 +12,7 @@ as constants (``CompiledGraph.fixed``) and their values are checked on every run
 value compiles another variant (counted as ``InductorRecompile``). In practice they are
 structural constants (``alpha=1``, ``beta=1``, a momentum), while values that change every
 step (Adam's bias corrections, a scheduled lr) flow into arithmetic and stay runtime inputs:
-``tests/backends/test_inductor_backend.py`` counts one compile for changing scalars.
+``tests/runtime/backends/test_inductor_backend.py`` counts one compile for changing scalars.
 
 Caching. Inductor's FX graph cache (on by default, under ``TORCHINDUCTOR_CACHE_DIR``,
 default ``/tmp/torchinductor_<user>``) keys compiled code by graph and input metadata, so
@@ -36,7 +36,7 @@ from torch._subclasses import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ... import metrics
-from ...settings import log
+from ...state import log
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
@@ -125,8 +125,8 @@ class CompiledGraph:
 def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable:
     """Inductor's compiled form of ``module`` (a callable taking the graph inputs
     positionally and returning a tuple), traced with ``inputs`` as example inputs."""
-    # Imported when first compiling: torch._inductor costs ~1 s to import, which the fx
-    # mode (same package) must not pay.
+    # Imported when first compiling: torch._inductor is slow to import (about a second
+    # here), which the fx mode (same package) must not pay.
     from torch._inductor.compile_fx import compile_fx
 
     fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)

@@ -1,4 +1,3 @@
-"""The TorchScript (TS) backend, and the hand-written pieces of its op list
-(``yaml/ts_backend.yaml``) that generated code refers to: ``kernels`` (``supported``),
-``shape_functions``, ``lowerings`` and ``autograd``. The inductor backend shares the op
-list, so these pieces speak only backend-neutral interfaces."""
+"""The TorchScript (TS) backend: its lowering context (``context``), graph passes
+(``passes``) and runner (``backend``). The op list it traces with is the built-in one,
+shared with the other built-in backends (``lazygen.runtime.builtin``)."""

@@ -6,29 +6,33 @@ thread pool (``launch``)."""
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 
 import torch
 
-from ...backend import Backend, KernelTables
+from ... import process
+from ...backend_interface import Backend, KernelTables
+from ...builtin import tables as op_list
 from ...ir import Node, Value
-from ...settings import settings
-from . import op_list
-from .lowering import TSLoweringContext
+from ...state import settings
+from .context import TSLoweringContext
 from .passes import transpose_products
 
 _executor_configured = False
 
 
 def _configure_executor() -> None:
-    """The profiling executor costs ~10 ms on the first calls of every graph; lazy graphs
-    are shape-specialised already, so use the simple executor."""
+    """The profiling executor profiles the first calls of every graph (a cost of
+    milliseconds each, docs/benchmarks.md); lazy graphs are shape-specialised already, so
+    use the simple executor (``LAZYGEN_JIT_EXECUTOR=0`` leaves TorchScript's flags alone).
+    Both are process-wide effects listed in ``process.EFFECTS``."""
     global _executor_configured
     if not _executor_configured:
-        torch._C._jit_set_profiling_executor(False)
-        torch._C._jit_set_profiling_mode(False)
-        _keep_freed_buffers()
+        if process.enabled("jit_executor"):
+            torch._C._jit_set_profiling_executor(False)
+            torch._C._jit_set_profiling_mode(False)
+        if process.enabled("malloc_tuning"):
+            _keep_freed_buffers()
         _executor_configured = True
 
 
@@ -39,10 +43,10 @@ _M_MMAP_THRESHOLD = -3
 def _keep_freed_buffers() -> None:
     """Graphs are functional: each run allocates fresh result buffers (eager updates
     parameters in place). glibc serves blocks above its mmap threshold with fresh pages, so
-    every run page-faults on every large result (a 784x256 update costs 10x its eager
-    time). Raise the thresholds so that freed buffers are reused, as a caching allocator
-    would; ``LAZYGEN_MALLOC_TUNING=0`` leaves malloc alone."""
-    if not sys.platform.startswith("linux") or os.environ.get("LAZYGEN_MALLOC_TUNING") == "0":
+    every run page-faults on every large result (several times the eager update's cost,
+    docs/benchmarks.md). Raise the thresholds so that freed buffers are reused, as a caching
+    allocator would; ``LAZYGEN_MALLOC_TUNING=0`` leaves malloc alone."""
+    if not sys.platform.startswith("linux"):
         return
     if torch.device(settings.backing_device).type != "cpu":
         return

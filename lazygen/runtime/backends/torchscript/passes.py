@@ -14,8 +14,8 @@ def transpose_products(graph: torch._C.Graph) -> int:
 
     Autograd computes a ``Linear`` weight's gradient as the transpose of a product, a
     non-contiguous result that every later elementwise op (momentum, the update) then reads
-    with a stride across rows: on a 256x784 gradient such an ``add`` costs 8x a contiguous
-    one. Eager pays a copy for this in ``AccumulateGrad``; the swapped product is contiguous
+    with a stride across rows, several times slower than on a contiguous one
+    (docs/benchmarks.md, "Measurements behind the code"). Eager pays a copy for this in ``AccumulateGrad``; the swapped product is contiguous
     at no cost (transposed operands only flip BLAS flags).
 
     The product itself may be a graph output too (the gradient view's base is a live

@@ -1,0 +1,200 @@
+"""The interface between lazygen's backend-neutral core and a backend, and how backends are
+found by name.
+
+A backend decides where device data lives, turns a post-ordered IR graph into something it
+can run (through a ``LoweringContext`` that every generated ``lower()`` speaks), runs it,
+and names the kernel tables (generated registration module, hand-written kernels) that
+trace ops for it. The core calls nothing else; ``docs/backend-guide.md`` walks through
+writing one.
+
+Backends are found by name (``init(backend="inductor")``, ``LAZYGEN_BACKEND``): first the
+ones registered in this process with ``register_backend``, then lazygen's built-in ones
+(listed, not imported, by ``lazygen.runtime.backends``), then the ``lazygen.backends``
+entry-point group of installed distributions. A name maps to a zero-argument factory
+(usually the ``Backend`` subclass itself).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .ir import Node, Value
+from .lowering_context import LoweringContext
+from .state import settings
+
+ENTRY_POINT_GROUP = "lazygen.backends"
+
+
+@dataclass(frozen=True)
+class KernelTables:
+    """What traces ops for a backend: kernels by ``torch.ops`` overload (generated and
+    hand-written ``supported`` ones), autograd kernels (the op list's ``autograd``
+    section), IR node classes by ``op_name``, and wrappers the runtime puts around
+    whichever kernel an op ends up with (``op -> (kernel -> kernel)``)."""
+
+    kernels: dict = field(default_factory=dict)
+    autograd_kernels: dict = field(default_factory=dict)
+    node_classes: dict = field(default_factory=dict)
+    wrappers: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_module(cls, module_name: str, wrappers: dict | None = None) -> KernelTables:
+        """The tables of a generated ``registration`` module (``KERNELS``,
+        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``)."""
+        module = importlib.import_module(module_name)
+        return cls(
+            dict(getattr(module, "KERNELS", {})),
+            dict(getattr(module, "AUTOGRAD_KERNELS", {})),
+            dict(getattr(module, "NODE_CLASSES", {})),
+            dict(wrappers or {}),
+        )
+
+
+class Backend(ABC):
+    """A lazy backend. Subclasses implement the abstract methods; the others have defaults
+    that suit backends whose device data are torch tensors eager ops can run on (the eager
+    fallback runs ops on device data as it is)."""
+
+    #: The name it is registered under (``init(backend=name)``).
+    name: str = ""
+    #: The device type its users expect when ``init`` is given none (``None``: the
+    #: default, ``lazygen``).
+    device_name: str | None = None
+    #: True when ``launch`` starts a run and returns at once (``mark_step`` then returns
+    #: while the graph runs); False: every graph runs synchronously through ``execute``.
+    asynchronous: bool = False
+    #: True when graphs may hold torch's functional collectives (``_c10d_functional::
+    #: all_reduce`` ... then ``wait_tensor``, lowered through ``ctx.call`` like any op) and
+    #: run them; False: each collective on a lazy tensor cuts the graph and runs eagerly
+    #: on the device data (see ``lazygen.runtime.distributed``).
+    collectives_in_graph: bool = False
+
+    # Kernel tables ------------------------------------------------------------------------
+
+    @abstractmethod
+    def kernel_tables(self) -> KernelTables:
+        """The kernels that trace ops for this backend (see ``KernelTables.from_module``)."""
+
+    # Data ---------------------------------------------------------------------------------
+
+    def data_device(self, index: int) -> torch.device:
+        """Where device data of ``lazygen:<index>`` lives (a torch device eager ops run on)."""
+        return torch.device(settings.backing_device)
+
+    def to_data(self, tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+        """Device data for ``tensor`` on ``device`` (this backend's data device): contiguous;
+        may be ``tensor`` itself when it already is (callers copy what they must not share)."""
+        if tensor.device != device:
+            tensor = tensor.to(device)
+        return tensor if tensor.is_contiguous() else tensor.contiguous()
+
+    def from_data(self, data: torch.Tensor, device: torch.device | str = "cpu") -> torch.Tensor:
+        """A copy of device data on ``device`` (the host by default)."""
+        return data.to(device, copy=True)
+
+    # Graphs -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def lowering_context(self, device: torch.device) -> LoweringContext:
+        """A fresh context for one graph whose data lives on ``device``."""
+
+    def lower(self, order: list[Node], outputs: list[Value], device: torch.device):
+        """Lower a post-ordered graph: its inputs become parameters in order, every other
+        node goes through its ``lower()``, ``outputs`` become the results."""
+        ctx = self.lowering_context(device)
+        for node in order:
+            if node.is_input:
+                ctx.add_parameter(node)
+            else:
+                ctx.lower_node(node)
+        ctx.set_graph_outputs(outputs)
+        return ctx
+
+    @abstractmethod
+    def compile(self, order: list[Node], outputs: list[Value], device: torch.device) -> Any:
+        """An executable for the graph (kept in the compile cache, keyed by structure)."""
+
+    @abstractmethod
+    def execute(self, executable: Any, inputs: list) -> list[torch.Tensor]:
+        """Run it on its inputs (device data, 0-dim scalar tensors, generators, in the order
+        of ``LoweringContext.parameters``); one tensor per output."""
+
+    def launch(self, executable: Any, inputs: list) -> Any:
+        """Start a run and return a handle whose ``wait()`` returns what ``execute`` would
+        (only called when ``asynchronous``). Never let the worker drop the last reference to
+        a tensor that has a Python object (see ``launches.py``)."""
+        raise NotImplementedError(f"backend {self.name!r} runs graphs synchronously")
+
+    def dump(self, order: list[Node], outputs: list[Value], device: torch.device) -> str:
+        """The backend's text of a graph (``debug.dump_ir(..., "backend")``)."""
+        return repr(self.lower(order, outputs, device))
+
+    def locate_failure(self, order: list[Node], inputs: list) -> tuple[Node, Exception] | None:
+        """After a failed run: the node that fails and why, if the backend can tell."""
+        return None
+
+    def error_message(self, error: BaseException) -> str:
+        """The text of a lowering, compile or run error as users should read it."""
+        return str(error)
+
+    def __repr__(self) -> str:
+        """How dumps, errors and ``lr.backend()`` name the backend."""
+        return f"<lazygen backend {self.name!r}>"
+
+
+# Finding backends by name -------------------------------------------------------------------
+
+_registered: dict[str, Callable[[], Backend]] = {}
+
+
+def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+    """Make ``name`` usable in ``init(backend=name)`` and ``LAZYGEN_BACKEND`` in this process
+    (ahead of built-in and entry-point backends of the same name)."""
+    _registered[name] = factory
+
+
+def _load(target: str) -> Callable[[], Backend]:
+    module_name, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+def available_backends(builtin: dict[str, str]) -> list[str]:
+    names = set(_registered) | set(builtin)
+    names |= {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return sorted(names)
+
+
+def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
+    """A backend instance from a name (see the module docstring) or an instance."""
+    if isinstance(spec, Backend):
+        return spec
+    factory = _registered.get(spec)
+    if factory is None and spec in builtin:
+        factory = _load(builtin[spec])
+    if factory is None:
+        points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec)
+        for point in points:
+            factory = point.load()
+            break
+    if factory is None:
+        raise ValueError(
+            f"lazygen: no backend named {spec!r}; available: "
+            f"{', '.join(available_backends(builtin))}. A third-party backend registers "
+            f"with register_backend() or an entry point in the {ENTRY_POINT_GROUP!r} group"
+        )
+    backend = factory()
+    if not isinstance(backend, Backend):
+        raise TypeError(
+            f"lazygen: backend {spec!r} made {type(backend).__name__}, not a lazygen Backend"
+        )
+    return backend

@@ -1,0 +1,217 @@
+"""Hand-written (``supported``) kernels of the TorchScript backend's op list, named as the
+generator expects (``name`` + ``_`` + ``overload`` in snake case). They run on inner
+``LazyTensor``s and record nodes that lower through any ``LoweringContext``, so the inductor
+backend, which shares this op list, uses them too.
+
+Kernels without a lazy implementation yet run eagerly through the fallback; they exist by
+name so the generated registration can refer to them. The device kernels every backend
+needs (``_to_copy``, ``clone``, ``empty``...) are the runtime's own; the op list names
+them in ``supported``, so they are re-exported here.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import decompositions
+from .. import kernel_support as rt
+from ..dispatch import call, kernel_for
+from ..fallback import eager_fallback
+from ..ir import Node, Shape
+from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
+    _copy_from,
+    _copy_from_and_resize,
+    _to_copy,
+    clone,
+    empty_memory_format,
+    empty_strided,
+    lift,
+    lift_fresh,
+    new_empty_strided,
+)
+from ..ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` names them)
+    _thnn_fused_gru_cell,
+    _thnn_fused_gru_cell_backward,
+    _thnn_fused_lstm_cell,
+    _thnn_fused_lstm_cell_backward_impl,
+)
+from ..tensor import LazyTensor, new_lazy
+from . import lowerings
+
+aten = torch.ops.aten
+
+
+class NativeBatchNormUpdate(Node):
+    """``native_batch_norm`` in training mode, with the updated running statistics as outputs
+    3 and 4. The aten op updates ``running_mean``/``running_var`` in place although its schema
+    does not say so, so functionalization cannot see the update (and a graph would mutate
+    its input data); this node computes the new statistics as values instead."""
+
+    __slots__ = ()
+    op_kind = "aten::native_batch_norm"
+    op_name = "native_batch_norm"
+    schema = (
+        "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
+        "Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, "
+        "Tensor, Tensor running_mean_out, Tensor running_var_out)"
+    )
+
+    def lower(self, ctx):
+        return lowerings.lower_native_batch_norm_update(self, ctx)
+
+
+def with_running_stats_update(kernel):
+    """Wrap the ``native_batch_norm`` kernel: in training mode with running statistics, the
+    statistics' lazy tensors are pointed at their updated values, as eager updates them."""
+
+    def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+        if (
+            not training
+            or type(running_mean) is not LazyTensor
+            or type(running_var) is not LazyTensor
+        ):
+            return kernel(input, weight, bias, running_mean, running_var, training, momentum, eps)
+        rt.count("lazy::native_batch_norm")
+        device = rt.device_of(input)
+        operands = (
+            rt.tensor(input, device),
+            rt.optional_tensor(weight, device),
+            rt.optional_tensor(bias, device),
+            rt.tensor(running_mean, device),
+            rt.tensor(running_var, device),
+        )
+        shapes = rt.infer_shapes(
+            aten.native_batch_norm.default,
+            (input, weight, bias, running_mean, running_var, training, momentum, eps),
+            {},
+        )
+        shapes += (
+            Shape(running_mean.dtype, running_mean._sizes),
+            Shape(running_var.dtype, running_var._sizes),
+        )
+        node = rt.make_node(NativeBatchNormUpdate, operands, (momentum, eps), shapes)
+        out, mean, invstd, new_mean, new_var = rt.wrap_tuple(node, device)
+        running_mean._value = new_mean._value
+        running_var._value = new_var._value
+        return out, mean, invstd
+
+    return native_batch_norm
+
+
+def detach_shares_the_value(kernel):
+    """Wrap the ``detach_copy`` kernel: the result is the input's value (IR is immutable, so
+    two tensors may hold one value), not a node. Autograd and optimizers detach many times
+    a step, and each node was traced, walked, hashed, lowered and run for nothing."""
+
+    def detach_copy(self):
+        if type(self) is not LazyTensor:
+            return kernel(self)
+        rt.count("lazy::detach_copy")
+        return new_lazy(self._value, self._device)
+
+    return detach_copy
+
+
+def identity_view_shares_the_value(kernel):
+    """Wrap the ``view_copy`` kernel: a view to the input's own sizes (``-1`` standing for
+    the one dimension left) is the input's value, as ``detach_copy``'s is."""
+
+    def view_copy(self, size):
+        if type(self) is LazyTensor and _same_sizes(self._sizes, size):
+            rt.count("lazy::view_copy")
+            return new_lazy(self._value, self._device)
+        return kernel(self, size)
+
+    return view_copy
+
+
+def _same_sizes(sizes: tuple, size) -> bool:
+    if len(size) != len(sizes):
+        return False
+    inferred = 0
+    for requested, actual in zip(size, sizes, strict=True):
+        if requested == -1:
+            inferred += 1
+        elif requested != actual:
+            return False
+    return inferred <= 1  # every other dimension equal: -1 stands for the input's own
+
+
+#: Kernels the runtime wraps around whatever kernel is registered for the op.
+WRAPPERS = {
+    aten.native_batch_norm.default: with_running_stats_update,
+    aten.detach_copy.default: detach_shares_the_value,
+    aten.view_copy.default: identity_view_shares_the_value,
+}
+
+
+def _eager(op):
+    def kernel(*args, **kwargs):
+        return eager_fallback(op, args, kwargs)
+
+    return kernel
+
+
+def _composite(op):
+    """The op's composite kernel (under functionalization, reaching lazy kernels), built at
+    the first call; the eager fallback when it has none."""
+    built = []
+
+    def kernel(*args, **kwargs):
+        if not built:
+            built.append(decompositions.composite_kernel(op, with_cpu_kernel=True) or _eager(op))
+        return built[0](*args, **kwargs)
+
+    return kernel
+
+
+def _kernel(op):
+    return kernel_for(op) or _eager(op)
+
+
+def native_dropout(input, p, train):
+    """CPU eager's ``native_dropout`` as lazy ops: ``mask = bernoulli(input, 1 - p)``, ``input *
+    mask * scale``, the mask as bool. The mask's ``bernoulli.p`` takes the generator operand
+    (``rt.generator``), so it draws eager's numbers; ``aten::native_dropout`` has no
+    ``generator`` argument and would draw from the live generator when the graph runs."""
+    if input.numel() == 0:
+        return clone(input), call(aten.empty_like.default, input)
+    if train is False:
+        return clone(input), _kernel(aten.ones_like.default)(input, dtype=torch.bool)
+    p1m = 1.0 - p
+    scale = 0.0 if p1m == 0 else 1.0 / p1m
+    mask = call(aten.bernoulli.p, input, p1m)
+    output = call(aten.mul.Tensor, call(aten.mul.Tensor, input, mask), scale)
+    return output, _to_copy(mask, dtype=torch.bool)
+
+
+def fill__scalar(self, value):
+    return rt.inplace(self, _kernel(aten.fill.Scalar)(self, value)._value.node)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Random numbers come from the backing device's generator, as eager draws them; only
+    ``self``'s metadata is read, so its pending IR is not synced."""
+    data = torch.empty(self._sizes, dtype=self.dtype, device=self._device.backing)
+    self.set_data(data.normal_(mean, std, generator=generator))
+    return self
+
+
+def _unsafe_view(self, size):
+    return _kernel(aten.view_copy.default)(self, size)
+
+
+def narrow_copy(self, dim, start, length):
+    if start < 0:
+        start += self._sizes[dim]
+    return _kernel(aten.slice_copy.Tensor)(self, dim, start, start + length, 1)
+
+
+max_pool3d_with_indices = _eager(aten.max_pool3d_with_indices.default)
+max_pool3d_with_indices_backward = _eager(aten.max_pool3d_with_indices_backward.default)
+block_diag = _composite(aten.block_diag.default)
+pixel_shuffle = _composite(aten.pixel_shuffle.default)
+pixel_unshuffle = _composite(aten.pixel_unshuffle.default)
+_trilinear = _composite(aten._trilinear.default)
+linalg_pinv_atol_rtol_tensor = _composite(aten.linalg_pinv.atol_rtol_tensor)
+logsumexp_out = _eager(aten.logsumexp.out)

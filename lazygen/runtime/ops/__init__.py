@@ -1,0 +1,35 @@
+"""Op-specific IR nodes and kernels that every lazy device gets, whatever its backend and
+op list: the device-level copies (``_to_copy``, ``_copy_from``, factories, conj/neg views),
+scaled dot-product attention, and the recurrent layers (LSTM, GRU and their fused cells).
+
+They sit beside the backend-neutral core, not in it: the core (IR, executor, dispatch)
+knows no op. Their nodes lower through ``LoweringContext`` only. ``kernel_tables()`` hands
+them to ``init()`` as one ``KernelTables``, installed ahead of the backend's own tables,
+which may replace any of them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..backend_interface import KernelTables
+from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
+from .device_copies import DEVICE_KERNELS
+from .gru import GRU_AUTOGRAD_KERNELS
+from .lstm import LSTM_AUTOGRAD_KERNELS
+
+__all__ = ["kernel_tables"]
+
+
+@functools.cache
+def kernel_tables() -> KernelTables:
+    """The kernels of this package: ``DEVICE_KERNELS`` and attention's below
+    functionalization, attention's and the recurrent layers' at the autograd key."""
+    return KernelTables(
+        kernels={**DEVICE_KERNELS, **ATTENTION_KERNELS},
+        autograd_kernels={
+            **ATTENTION_AUTOGRAD_KERNELS,
+            **LSTM_AUTOGRAD_KERNELS,
+            **GRU_AUTOGRAD_KERNELS,
+        },
+    )

@@ -1,0 +1,298 @@
+"""``scaled_dot_product_attention`` as one lazy op forward and one backward.
+
+ATen picks an attention kernel per device type through a C++ dispatch stub that only the
+CPU, CUDA and C++ backends can fill; every other device takes the math path, so each
+attention call of a transformer traced dozens of small ops forward and backward (a large
+share of a ``TransformerDecoder`` step: docs/benchmarks.md, "Measurements behind the
+code"). The lazy device therefore registers its own
+``scaled_dot_product_attention`` at its autograd key: where eager on the CPU would take its
+fused (flash) kernel for the same arguments, it calls
+``_scaled_dot_product_fused_attention_overrideable``, the op ATen provides for such
+backends, whose autograd formula calls its backward: one IR node each, lowered to the
+CPU's fused kernels (``_scaled_dot_product_flash_attention_for_cpu`` and its backward), so
+results equal eager on the CPU. Everywhere else it runs ATen's composite (math) path.
+
+Scope: a CPU backing device (a CUDA backing device keeps the math path); dropout, grouped
+query attention, 3-D masks and masks that need a gradient keep the math path, as on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.nn.attention import SDPBackend
+
+from .. import devices
+from .. import kernel_support as rt
+from ..dispatch import call
+from ..errors import LazygenRuntimeError
+from ..ir import Node
+from ..tensor import LazyTensor, from_data
+
+aten = torch.ops.aten
+_FLASH = int(SDPBackend.FLASH_ATTENTION.value)
+_CPU_FLASH = aten._scaled_dot_product_flash_attention_for_cpu.default
+_CPU_FLASH_BACKWARD = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+
+
+class FusedAttention(Node):
+    """``(output, logsumexp)`` of attention over ``(query, key, value[, attn_mask])``;
+    attributes ``(is_causal, scale)``."""
+
+    __slots__ = ()
+    op_kind = "aten::_scaled_dot_product_flash_attention_for_cpu"
+    op_name = "_scaled_dot_product_flash_attention_for_cpu"
+    schema = str(_CPU_FLASH._schema).split("::", 1)[1]
+
+    def lower(self, ctx):
+        query, key, value, *mask = self.operands
+        is_causal, scale = self.attrs
+        args = [ctx.tensor(query), ctx.tensor(key), ctx.tensor(value)]
+        args += [ctx.constant(0.0), ctx.constant(is_causal)]
+        options = {"attn_mask": ctx.optional_tensor(mask[0] if mask else None)}
+        options["scale"] = ctx.constant(scale)
+        return ctx.call("aten::_scaled_dot_product_flash_attention_for_cpu", args, options, 2)
+
+
+class FusedAttentionBackward(Node):
+    """``(grad_query, grad_key, grad_value)`` from ``(grad_out, query, key, value, out,
+    logsumexp[, attn_mask])``; attributes ``(is_causal, scale)``."""
+
+    __slots__ = ()
+    op_kind = "aten::_scaled_dot_product_flash_attention_for_cpu_backward"
+    op_name = "_scaled_dot_product_flash_attention_for_cpu_backward"
+    schema = str(_CPU_FLASH_BACKWARD._schema).split("::", 1)[1]
+
+    def lower(self, ctx):
+        (*tensors,) = self.operands
+        mask = tensors[6] if len(tensors) > 6 else None
+        is_causal, scale = self.attrs
+        args = [ctx.tensor(t) for t in tensors[:6]]
+        args += [ctx.constant(0.0), ctx.constant(is_causal)]
+        options = {"attn_mask": ctx.optional_tensor(mask), "scale": ctx.constant(scale)}
+        return ctx.call(
+            "aten::_scaled_dot_product_flash_attention_for_cpu_backward", args, options, 3
+        )
+
+
+_choices: dict = {}
+_SDPA = aten.scaled_dot_product_attention.default
+
+
+def _stand_in(t):
+    """An empty CPU tensor with ``t``'s metadata, for asking the CPU's choice."""
+    if t is None:
+        return None
+    stand_in = torch.empty(t.shape, dtype=t.dtype)
+    return stand_in.requires_grad_() if t.requires_grad else stand_in
+
+
+def _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale) -> bool:
+    """Whether eager on the CPU takes its fused kernel for these arguments (cached)."""
+    tensors = (query, key, value, attn_mask)
+    cache_key = tuple(
+        None if t is None else (t.dtype, tuple(t.shape), t.requires_grad) for t in tensors
+    )
+    cache_key += (dropout_p, is_causal, scale)
+    fused = _choices.get(cache_key)
+    if fused is None:
+        choice = aten._fused_sdp_choice.default(
+            *(_stand_in(t) for t in tensors), dropout_p, is_causal, scale=scale
+        )
+        fused = _choices[cache_key] = choice == _FLASH
+    return fused
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    *,
+    scale=None,
+    enable_gqa=False,
+):
+    """The lazy device's ``scaled_dot_product_attention`` (an autograd kernel, on the
+    user's tensors): the fused op where the CPU would fuse, else ATen's own composite
+    (math) path, which also raises ATen's errors for invalid arguments."""
+    fused = (
+        not enable_gqa
+        and dropout_p == 0.0
+        and query.dtype == key.dtype == value.dtype
+        and devices.device_from(query.device).backing.type == "cpu"
+        and _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    )
+    if not fused:
+        return _SDPA.decompose(
+            query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+    if attn_mask is not None and attn_mask.dtype == torch.bool:  # as ATen converts it
+        attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill_(
+            attn_mask.logical_not(), float("-inf")
+        )
+    return aten._scaled_dot_product_fused_attention_overrideable.default(
+        query, key, value, attn_mask, dropout_p, is_causal, False, scale=scale
+    )[0]
+
+
+def _lazy_int64_zero(device) -> LazyTensor:
+    return from_data(torch.zeros((), dtype=torch.int64), device)
+
+
+def fused_attention(
+    query,
+    key,
+    value,
+    attn_bias=None,
+    dropout_p=0.0,
+    is_causal=False,
+    return_debug_mask=False,
+    *,
+    scale=None,
+):
+    """``_scaled_dot_product_fused_attention_overrideable``: the outputs ATen's autograd
+    formula passes back to the backward; the ones only CUDA kernels fill stay empty."""
+    if dropout_p != 0.0 or return_debug_mask:
+        raise LazygenRuntimeError(
+            "lazygen: fused attention with dropout or a debug mask is not supported; "
+            "lazygen chooses the math path for those (this call bypassed the choice)"
+        )
+    rt.count("lazy::_scaled_dot_product_fused_attention_overrideable")
+    device = rt.device_of(query, key, value)
+    output, logsumexp = _attention(query, key, value, attn_bias, is_causal, scale)
+    max_q, max_k = query.shape[-2], key.shape[-2]
+    seed, offset = _lazy_int64_zero(device), _lazy_int64_zero(device)
+    return output, logsumexp, None, None, max_q, max_k, seed, offset, None
+
+
+def fused_attention_backward(
+    grad_out,
+    query,
+    key,
+    value,
+    attn_bias,
+    grad_input_mask,
+    out,
+    logsumexp,
+    cum_seq_q,
+    cum_seq_k,
+    max_q,
+    max_k,
+    dropout_p,
+    is_causal,
+    philox_seed,
+    philox_offset,
+    *,
+    scale=None,
+):
+    """``_scaled_dot_product_fused_attention_overrideable_backward``: the CPU's fused
+    backward for query, key and value; the attention bias's gradient, when asked for, from
+    the softmax it recomputes (``dS = P * (dP - rowsum(dO * O))``, summed to the bias's
+    shape)."""
+    rt.count("lazy::_scaled_dot_product_fused_attention_overrideable_backward")
+    tensors = (grad_out, query, key, value, out, logsumexp)
+    grad_query, grad_key, grad_value = _attention_backward(tensors, attn_bias, is_causal, scale)
+    grad_bias = None
+    if grad_input_mask[3] and attn_bias is not None:
+        grad_bias = _bias_gradient(grad_out, query, key, value, attn_bias, out, logsumexp, scale)
+    return grad_query, grad_key, grad_value, grad_bias
+
+
+def cpu_flash_attention(
+    query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None
+):
+    """``_scaled_dot_product_flash_attention_for_cpu`` itself, as the same node: graphs that
+    Dynamo and aot_autograd captured on the CPU call it directly (``torch.compile(...,
+    backend="lazygen")``), and without a kernel each call split the graph around an eager
+    segment."""
+    if dropout_p != 0.0:
+        raise LazygenRuntimeError(
+            "lazygen: _scaled_dot_product_flash_attention_for_cpu with dropout is not "
+            "supported on the lazy device (its random mask is drawn inside the CPU kernel)"
+        )
+    rt.count("lazy::_scaled_dot_product_flash_attention_for_cpu")
+    return _attention(query, key, value, attn_mask, is_causal, scale)
+
+
+def _attention(query, key, value, mask, is_causal, scale) -> tuple:
+    """``(output, logsumexp)`` of one ``FusedAttention`` node."""
+    device = rt.device_of(query, key, value)
+    operands = tuple(rt.tensor(t, device) for t in (query, key, value))
+    if mask is not None:
+        operands += (rt.tensor(mask, device),)
+    shapes = rt.infer_shapes(
+        _CPU_FLASH, (query, key, value, 0.0, is_causal), {"attn_mask": mask, "scale": scale}
+    )
+    node = rt.make_node(FusedAttention, operands, (is_causal, scale), shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def cpu_flash_attention_backward(
+    grad_out,
+    query,
+    key,
+    value,
+    out,
+    logsumexp,
+    dropout_p,
+    is_causal,
+    *,
+    attn_mask=None,
+    scale=None,
+):
+    """``_scaled_dot_product_flash_attention_for_cpu_backward`` as the backward node."""
+    if dropout_p != 0.0:
+        raise LazygenRuntimeError(
+            "lazygen: _scaled_dot_product_flash_attention_for_cpu_backward with dropout is "
+            "not supported on the lazy device"
+        )
+    rt.count("lazy::_scaled_dot_product_flash_attention_for_cpu_backward")
+    tensors = (grad_out, query, key, value, out, logsumexp)
+    return _attention_backward(tensors, attn_mask, is_causal, scale)
+
+
+def _attention_backward(tensors, mask, is_causal, scale) -> tuple:
+    """``(grad_query, grad_key, grad_value)`` of one ``FusedAttentionBackward`` node, from
+    ``(grad_out, query, key, value, out, logsumexp)``."""
+    device = rt.device_of(*tensors[:2])
+    operands = tuple(rt.tensor(t, device) for t in tensors)
+    if mask is not None:
+        operands += (rt.tensor(mask, device),)
+    shapes = rt.infer_shapes(
+        _CPU_FLASH_BACKWARD, (*tensors, 0.0, is_causal), {"attn_mask": mask, "scale": scale}
+    )
+    node = rt.make_node(FusedAttentionBackward, operands, (is_causal, scale), shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _bias_gradient(grad_out, query, key, value, bias, out, logsumexp, scale):
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    key_t = call(aten.transpose_copy.int, key, -2, -1)
+    scores = call(
+        aten.add.Tensor, call(aten.mul.Scalar, call(aten.matmul.default, query, key_t), scale), bias
+    )
+    probs = call(
+        aten.exp.default,
+        call(aten.sub.Tensor, scores, call(aten.unsqueeze_copy.default, logsumexp, -1)),
+    )
+    grad_probs = call(aten.matmul.default, grad_out, call(aten.transpose_copy.int, value, -2, -1))
+    row = call(aten.sum.dim_IntList, call(aten.mul.Tensor, grad_out, out), [-1], True)
+    grad_scores = call(aten.mul.Tensor, probs, call(aten.sub.Tensor, grad_probs, row))
+    return call(aten.sum_to_size.default, grad_scores, list(bias.shape))
+
+
+#: Below functionalization, on inner lazy tensors.
+ATTENTION_KERNELS = {
+    aten._scaled_dot_product_fused_attention_overrideable.default: fused_attention,
+    aten._scaled_dot_product_fused_attention_overrideable_backward.default: (
+        fused_attention_backward
+    ),
+    _CPU_FLASH: cpu_flash_attention,
+    _CPU_FLASH_BACKWARD: cpu_flash_attention_backward,
+}
+
+#: At the lazy device's autograd key, on the user's tensors.
+ATTENTION_AUTOGRAD_KERNELS = {_SDPA: scaled_dot_product_attention}

@@ -1,0 +1,74 @@
+"""The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
+module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
+autocast with CUDA's policy, printing, copying/serialisation and tied parameters as for
+CUDA tensors.
+``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
+process, so the name cannot change afterwards."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import process
+from ..errors import LazygenRuntimeError
+from . import (
+    autocast,
+    backward_errors,
+    factories,
+    foreach_meta,
+    host_copy,
+    printing,
+    serialization,
+    tied_parameters,
+)
+from .device_module import DeviceModule, Guard, Hooks
+
+_libraries: list = []  # torch.library registrations, alive as long as the process
+_guards: list = []  # the one device guard, registered at most once
+
+
+def reserve_autograd_queue() -> None:
+    """Register the lazy device's guard ahead of ``install``, if PrivateUse1 is unclaimed.
+
+    torch's autograd engine fixes its devices at the first backward() of the process
+    (see ``autograd_queue``); a guard registered at import, rather than at init, keeps a
+    script that imports lazygen first, trains an eager reference and then calls init()
+    working. The guard alone changes nothing else torch does."""
+    if not _guards and torch._C._get_privateuse1_backend_name() == "privateuseone":
+        _register_guard()
+
+
+def _register_guard() -> None:
+    if process.enabled("backward_errors"):
+        backward_errors.install()
+    _guards.append(Guard())
+    torch._C._acc.register_python_privateuseone_device_guard(_guards[-1])
+
+
+def install(name: str) -> None:
+    """Make ``name`` a torch device type backed by lazygen (idempotent for one name)."""
+    current = torch._C._get_privateuse1_backend_name()
+    if current not in ("privateuseone", name):
+        raise LazygenRuntimeError(
+            f"lazygen: PrivateUse1 is already taken by {current!r}; only one PrivateUse1 "
+            f"backend can exist per process, so the lazy device cannot be named {name!r}"
+        )
+    if current != name:
+        torch.utils.rename_privateuse1_backend(name)
+        torch.utils.generate_methods_for_privateuse1_backend()
+        torch._register_device_module(name, DeviceModule)
+        torch._C._acc.register_python_privateuseone_hook(Hooks())
+        if not _guards:
+            _register_guard()
+    if not _libraries:
+        _libraries.extend(factories.register())
+        _libraries.append(host_copy.register())
+        _libraries.append(foreach_meta.register())
+        _libraries.extend(autocast.register())
+        for name, module in (
+            ("printing", printing),
+            ("serialization", serialization),
+            ("tied_parameters", tied_parameters),
+        ):
+            if process.enabled(name):
+                module.install()

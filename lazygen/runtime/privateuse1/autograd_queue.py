@@ -1,0 +1,102 @@
+"""Whether torch's autograd engine can run backward() on the lazy device.
+
+The engine sizes its per-device ready queues once per process, on the first backward(),
+from the device guards registered at that moment. A backward() that runs before
+``lazygen.runtime.init()`` (so before the lazy device's guard exists) leaves the engine
+without a queue for it, and every later backward() through a lazy tensor fails with
+torch's ``device_ready_queues_ ... INTERNAL ASSERT FAILED ... please report a bug to
+PyTorch``. The process cannot be repaired; what can be done is to say so plainly:
+``check(device)`` probes the engine once at init, warns, and makes later backward() calls
+raise an error that names the cause and the fix instead of torch's assert.
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+import warnings
+
+import torch
+
+from ..errors import LazygenRuntimeError
+from . import backward_errors
+
+_ASSERT_TEXT = "device_ready_queues_"
+
+
+def explanation(device_type: str) -> str:
+    """The user-facing account of the broken state, shared by the warning and the error."""
+    return (
+        f"lazygen: backward() cannot run on {device_type!r} tensors in this process: a "
+        "backward() ran before lazygen.runtime.init(), and torch's autograd engine fixes "
+        "its set of devices at the first backward() of a process. Call "
+        "lazygen.runtime.init() before any backward(), e.g. at the top of the script or in a test suite's conftest; "
+        "forward passes and inference on the lazy device still work"
+    )
+
+
+def engine_has_queue(device: torch.device) -> bool:
+    """Run an empty backward on ``device``; False when the engine has no queue for it."""
+    leaf = torch.empty(0, device=device, requires_grad=True)
+    try:
+        torch.autograd.grad(leaf, leaf, grad_outputs=torch.empty(0, device=device))
+    except RuntimeError as error:
+        if _ASSERT_TEXT in str(error):
+            return False
+        raise
+    return True
+
+
+def check(device: torch.device) -> bool:
+    """Probe once; on failure warn and translate torch's assert on every later backward."""
+    if engine_has_queue(device):
+        _drain_at_exit(device)
+        return True
+    message = explanation(device.type)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+    _translate_engine_assert(message)
+    return False
+
+
+def _translate_engine_assert(message: str) -> None:
+    def translate(error: BaseException) -> BaseException | None:
+        if isinstance(error, RuntimeError) and _ASSERT_TEXT in str(error):
+            return LazygenRuntimeError(message)
+        return None
+
+    backward_errors.add_translator(translate)
+
+
+# What the exit-time drain hands the engine, kept until the interpreter frees them itself.
+_kept_for_exit: list[torch.Tensor] = []
+_draining: set[torch.device] = set()
+#: How long the exit-time drain lets the device thread run (it needs microseconds).
+_EXIT_GRACE_S = 0.002
+
+
+def _drain_at_exit(device: torch.device) -> None:
+    """At exit, let the engine's device thread finish before the interpreter finalizes.
+
+    Why: the engine signals a backward's end before its device thread drops the task's
+    references, and dropping a lazy tensor's last reference (or our Python device guard)
+    runs Python on that thread. Once the interpreter is finalizing, a thread taking the GIL
+    is made to exit, and that unwinds through torch's ``noexcept`` frames: SIGABRT
+    ("terminate called without an active exception") in about one in twenty short scripts
+    that call ``init()`` and exit. At exit (before finalization) one empty backward runs on
+    the device: the thread takes tasks in order, so every earlier one has been cleaned up
+    when it returns; its own tensors stay referenced here, so the thread drops no last
+    reference, and a short wait lets it finish the guard calls of that task."""
+    if device in _draining:
+        return
+    _draining.add(device)
+    atexit.register(_drain, device)
+
+
+def _drain(device: torch.device) -> None:
+    try:
+        leaf = torch.empty(0, device=device, requires_grad=True)
+        grad = torch.empty(0, device=device)
+        _kept_for_exit.extend((leaf, grad, *torch.autograd.grad(leaf, leaf, grad_outputs=grad)))
+    except Exception:  # noqa: BLE001 - exiting: a failed drain must not hide the real exit
+        return
+    time.sleep(_EXIT_GRACE_S)

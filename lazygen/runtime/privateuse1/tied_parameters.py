@@ -1,0 +1,91 @@
+"""Tied parameters stay tied when a module moves to the lazy device, as on CUDA.
+
+``Module._apply`` keeps a parameter object (so a parameter shared by two modules stays
+shared) only if it can assign ``param.data = converted``, which torch allows between
+"shallow-copy compatible" tensors: CPU and CUDA are, a CPU tensor and a lazy tensor (a
+functional wrapper) are not, so every module got its own new Parameter and tied weights
+came apart. torch's other way to keep the object is ``swap_tensors``, used when
+``torch.__future__.get_swap_module_params_on_conversion()`` is set; ``install()`` wraps
+``Module.to`` and ``Module.<device name>()`` to set it for conversions to the lazy device
+only (and restore it after). Where swapping is refused (a parameter with weak references,
+or held elsewhere), the conversion is finished the old way and a warning names the
+parameters that came apart and how to tie them again.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import torch
+
+from ..state import settings
+
+_originals: dict = {}
+
+
+def install() -> None:
+    if _originals:
+        return
+    name = settings.device_type
+    _originals["to"] = torch.nn.Module.to
+    _originals[name] = getattr(torch.nn.Module, name)
+    torch.nn.Module.to = _keeping_ties(torch.nn.Module.to, _targets_lazy_to)
+    setattr(torch.nn.Module, name, _keeping_ties(getattr(torch.nn.Module, name), _always))
+
+
+def _targets_lazy_to(*args, **kwargs) -> bool:
+    try:
+        device = torch._C._nn._parse_to(*args, **kwargs)[0]
+    except (TypeError, RuntimeError):
+        return False
+    return device is not None and device.type == settings.device_type
+
+
+def _always(*args, **kwargs) -> bool:
+    return True
+
+
+def _keeping_ties(convert, targets_lazy):
+    @functools.wraps(convert)
+    def wrapper(self, *args, **kwargs):
+        if (
+            not targets_lazy(*args, **kwargs)
+            or torch.__future__.get_swap_module_params_on_conversion()
+        ):
+            return convert(self, *args, **kwargs)
+        groups = _tied_groups(self)
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        try:
+            return convert(self, *args, **kwargs)
+        except RuntimeError as error:
+            if "Couldn't swap" not in str(error):
+                raise
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(False)
+        result = convert(self, *args, **kwargs)  # the rest, as torch does without swapping
+        _warn_untied(self, groups)
+        return result
+
+    return wrapper
+
+
+def _tied_groups(module: torch.nn.Module) -> list[list[str]]:
+    names: dict[int, list[str]] = {}
+    for name, param in module.named_parameters(remove_duplicate=False):
+        names.setdefault(id(param), []).append(name)
+    return [group for group in names.values() if len(group) > 1]
+
+
+def _warn_untied(module: torch.nn.Module, groups: list[list[str]]) -> None:
+    params = dict(module.named_parameters(remove_duplicate=False))
+    untied = [g for g in groups if len({id(params[name]) for name in g}) > 1]
+    if untied:
+        listed = "; ".join(" = ".join(group) for group in untied)
+        warnings.warn(
+            f"lazygen: moving the module to {settings.device_type} untied shared parameters "
+            f"({listed}) because torch could not swap them in place (weak references or "
+            "other holders). Tie them again after .to(), e.g. "
+            "`model.b.weight = model.a.weight`",
+            stacklevel=3,
+        )

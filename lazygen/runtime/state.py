@@ -1,0 +1,111 @@
+"""The runtime's process-wide mutable state, in one place, with one ``reset()``.
+
+* ``settings``: the knobs read on the hot path (``config`` is their public facade, whose
+  setters also refresh what a setting affects);
+* ``active_kernels``: the table ``LazyTensor.__torch_dispatch__`` reads (op -> kernel),
+  filled in place by ``dispatch``;
+* every other piece of mutable state (kernel tables, shape and IR caches, compile caches,
+  counters, pending step closures) is owned by one module, which declares it here with
+  ``register(name, reset)``; ``owners()`` lists them.
+
+``reset()`` puts all of it back as ``init()`` left it: settings to their environment
+defaults (the device name and backing device stay: they are fixed once tensors exist),
+kernels to the installed tables, caches and counters empty. Tests use it instead of
+clearing a module's globals by hand. What ``init()`` changes in torch and in the process
+(PrivateUse1, patches, GC) is not state to reset: ``process`` lists it.
+
+The bottom of the runtime: it imports nothing of lazygen and never calls into the modules
+that read it, except through the resets they register.
+
+Debug verbosity comes from one environment variable, ``LAZYGEN_DEBUG``:
+0 (default) silent; 1 records each IR node's source line; 2 also logs compiles and syncs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+class _Settings:
+    """Mutable runtime settings; the hot path reads attributes of the single instance."""
+
+    __slots__ = (
+        "debug",
+        "record_source",
+        "reuse_ir",
+        "force_fallback",
+        "max_pending_nodes",
+        "compile_cache_size",
+        "shape_cache_size",
+        "backing_device",
+        "async_execution",
+        "early_results",
+        "early_results_max_nodes",
+        "device_type",
+    )
+
+    def __init__(self) -> None:
+        self.restore()
+        self.backing_device = os.environ.get("LAZYGEN_BACKING_DEVICE", "cpu")
+        # The lazy device's name (PrivateUse1 renamed), fixed by ``init(device_name=...)``
+        # before the first lazy tensor; every module reads it here.
+        self.device_type = "lazygen"
+
+    def restore(self) -> None:
+        """Every knob ``config`` can change back to its default (from the environment),
+        except the device name and backing device, which hold for the process."""
+        self.debug = _env_int("LAZYGEN_DEBUG", 0)
+        self.record_source = self.debug >= 1
+        self.reuse_ir = False
+        self.force_fallback: frozenset[str] = frozenset()
+        self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)
+        self.compile_cache_size = _env_int("LAZYGEN_COMPILE_CACHE_SIZE", 1024)
+        self.shape_cache_size = _env_int("LAZYGEN_SHAPE_CACHE_SIZE", 50_000)
+        self.async_execution = _env_int("LAZYGEN_ASYNC", 1) != 0
+        self.early_results = _env_int("LAZYGEN_EARLY_RESULTS", 1) != 0
+        # 2048 covers a small transformer's step (measured in docs/benchmarks.md); the walk
+        # is cheap per node, so far larger steps, mostly tracing, stay one graph.
+        self.early_results_max_nodes = _env_int("LAZYGEN_EARLY_RESULTS_MAX_NODES", 2048)
+
+
+settings = _Settings()
+
+#: The dispatch table ``LazyTensor.__torch_dispatch__`` reads: ``torch.ops`` overload ->
+#: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).
+active_kernels: dict = {}
+
+_resets: dict[str, Callable[[], None]] = {}
+
+
+def register(owner: str, reset_fn: Callable[[], None]) -> None:
+    """Declare that module ``owner`` keeps mutable state, and how to put it back."""
+    _resets[owner] = reset_fn
+
+
+def owners() -> list[str]:
+    """The modules that keep mutable state, in the order ``reset()`` resets them."""
+    return list(_resets)
+
+
+def reset() -> None:
+    """Put the runtime's state back as ``init()`` left it (see the module docstring).
+    Pending IR is not synced first: call ``mark_step()`` before, if tensors should keep
+    their values."""
+    settings.restore()
+    for reset_fn in list(_resets.values()):
+        reset_fn()
+
+
+def log(level: int, message: str) -> None:
+    """Print ``message`` to stderr when ``LAZYGEN_DEBUG`` is at least ``level``."""
+    if settings.debug >= level:
+        print(f"[lazygen] {message}", file=sys.stderr)

@@ -1,0 +1,115 @@
+"""The ``inductor`` backend: the fx backend's GraphModules compiled by Inductor.
+
+Every compile costs seconds here (tens of seconds for a training step on 2 cores with a
+cold Inductor cache), so the tests are few and share graphs: a loop whose scalars change
+every step, Adam training (its bias corrections change every step), SGD with momentum
+(slow), a random graph, and a compile failure that must not touch other backends.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from support.training import compare_training
+
+import lazygen.runtime as lr
+from lazygen.runtime import devices
+from lazygen.runtime.backends.inductor import backend as inductor_backend
+from lazygen.runtime.backends.inductor.compile import compile_graph_module
+from lazygen.runtime.backends.inductor.context import INDUCTOR_LOWERINGS, FXLoweringContext
+
+from .conftest import BACKENDS, FX, INDUCTOR, index_zero_on
+
+
+def _update(p, g, ints, lr_, step):
+    """An optimizer-like update whose scalars change every call; ``ints * lr_`` checks that
+    an int tensor times a float scalar is float32 (eager's promotion), not float64."""
+    p = p.add(g, alpha=-lr_)
+    p = p * (1.0 - lr_ * 0.1) / (1.0 - 0.9**step)
+    return p + ints * lr_
+
+
+def test_scalars_changing_every_step_compile_once(fresh_metrics):
+    p, g = torch.randn(16, 8), torch.randn(16, 8)
+    ints = torch.arange(8)
+    lazy_p, lazy_g, lazy_ints = p.to(INDUCTOR), g.to(INDUCTOR), ints.to(INDUCTOR)
+    for step in range(1, 5):
+        lr_ = 0.1 / step
+        p = _update(p, g, ints, lr_, step)
+        lazy_p = _update(lazy_p, lazy_g, lazy_ints, lr_, step)
+        lr.mark_step()
+        assert lazy_p.dtype == p.dtype == torch.float32
+        torch.testing.assert_close(lazy_p.cpu(), p, atol=1e-6, rtol=1e-6)
+    assert fresh_metrics.counter_value("UncachedCompile") == 1
+    assert not fresh_metrics.counter_value("InductorRecompile")
+
+
+def test_adam_training_matches_eager_and_compiles_once_per_graph(fresh_metrics):
+    with index_zero_on("inductor"):
+        uncached = compare_training("adam", steps=4)
+    assert uncached[1] == uncached[2] == uncached[3], uncached
+    assert not fresh_metrics.counter_value("InductorRecompile")
+
+
+@pytest.mark.slow
+def test_sgd_momentum_training_matches_eager(fresh_metrics):
+    with index_zero_on("inductor"):
+        uncached = compare_training("sgd_momentum", steps=4)
+    assert uncached[1] == uncached[2] == uncached[3], uncached
+
+
+def test_random_graphs_run_uncompiled_and_draw_eagers_numbers(fresh_metrics):
+    probs = torch.linspace(0.05, 0.95, 60).reshape(6, 10)
+    torch.manual_seed(5)
+    eager = torch.bernoulli(probs) * 2
+    torch.manual_seed(5)
+    lazy = torch.bernoulli(probs.to(INDUCTOR)) * 2
+    lr.mark_step()
+    assert torch.equal(lazy.cpu(), eager)
+    assert fresh_metrics.counter_value("InductorUncompiledRandomGraph") == 1
+
+
+def test_a_failing_compile_leaves_other_backends_intact(monkeypatch, fresh_metrics):
+    def compute(device):
+        x = torch.arange(6.0, device=device).reshape(2, 3)
+        return (x * 3 - 1).relu().sum(dim=1)
+
+    expected = compute("cpu")
+    for device in ("lazygen:0", FX):  # fill the other backends' caches
+        assert torch.equal(compute(device).cpu(), expected)
+    sizes = {name: len(devices.cache_of(lr.backend(i))) for name, i in (("ts", 0), ("fx", 1))}
+
+    def broken(module, inputs):
+        raise RuntimeError("injected Inductor failure")
+
+    inductor_cached = len(devices.cache_of(BACKENDS["inductor"]))
+    fresh_metrics.reset()
+    monkeypatch.setattr(inductor_backend, "CompiledGraph", broken)
+    result = compute(INDUCTOR)
+    with pytest.raises(lr.LazyGraphError, match="compilation.*'inductor'.*injected"):
+        lr.mark_step()
+    assert len(devices.cache_of(BACKENDS["inductor"])) == inductor_cached  # nothing half-built
+    for device in ("lazygen:0", FX):  # still cached, still right
+        assert torch.equal(compute(device).cpu(), expected)
+    assert {
+        name: len(devices.cache_of(lr.backend(i))) for name, i in (("ts", 0), ("fx", 1))
+    } == sizes
+    assert fresh_metrics.counter_value("UncachedCompile") == 1  # the failed one only
+    monkeypatch.undo()
+    del result
+
+
+@pytest.mark.slow
+def test_view_copy_is_lowered_as_reshape_and_compiles_for_strided_inputs():
+    """Eager's ``view_copy`` copies any layout; Inductor's decomposition is a ``view``, which
+    failed on the CPU flash-attention backward's strided gradients (every transformer's
+    backward graph then ran eagerly under torch.compile(backend="lazygen"))."""
+    ctx = FXLoweringContext("cpu", INDUCTOR_LOWERINGS)
+    x = ctx.graph.placeholder("x")
+    (node,) = ctx.call("aten::view_copy", [x, [12, 6, 4]], {}, 1)
+    assert node.target is torch.ops.aten.reshape.default
+    ctx.graph.output((node,))
+    module = torch.fx.GraphModule(torch.nn.Module(), ctx.graph)
+    strided = torch.randn(3, 6, 4, 4).permute(0, 2, 1, 3)
+    (got,) = compile_graph_module(module, [strided])(strided)
+    torch.testing.assert_close(got, torch.ops.aten.view_copy.default(strided, [12, 6, 4]))
