@@ -12,7 +12,7 @@ import weakref
 
 import torch
 
-from . import metrics, split, state
+from . import metrics, split, state, step_closures
 from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
@@ -20,9 +20,6 @@ from .ir import DeviceData, Node, Value
 from .launches import FailedRun, Launch, settle
 from .state import log, settings
 from .tensor import LazyTensor
-
-_step_closures: list = []
-
 
 # Steps ---------------------------------------------------------------------------------
 
@@ -335,7 +332,8 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     after it returns: the next ``mark_step`` waits for the previous run once it launched
     its own, so a failed run raises there at the latest."""
     metrics.count("MarkStep")
-    for dev in [device] if device is not None else all_devices():
+    synced = [device] if device is not None else all_devices()
+    for dev in synced:
         traced, dev.pending_nodes = dev.pending_nodes, 0
         previous = len(dev.in_flight)
         # The previous run is waited for only once this step's graph is found and its
@@ -345,7 +343,7 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
         sync(dev.live_tensors(), wait, early_results=early)
         settle(dev.in_flight, dev.lock, None if wait else previous)
     _warn_about_graph_cuts(metrics.take_step_cuts())
-    run_step_closures()
+    step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
 
 
 _cuts_warned: list[bool] = []  # the graph-cut warning is given once per process
@@ -371,9 +369,11 @@ def _warn_about_graph_cuts(cuts: dict[str, int]) -> None:
 
 
 def wait_device_ops(device: LazyDevice | None = None) -> None:
-    """Wait for every graph in flight; raise the first failure."""
+    """Wait for every graph in flight, then for the asynchronous step closures; raise the
+    first failure."""
     for dev in [device] if device is not None else all_devices():
         settle(dev.in_flight, dev.lock)
+    step_closures.wait()
 
 
 def cut(device: LazyDevice) -> None:
@@ -383,16 +383,6 @@ def cut(device: LazyDevice) -> None:
     previous = len(device.in_flight)
     sync(device.live_tensors(), wait=False)
     settle(device.in_flight, device.lock, previous)
-
-
-def add_step_closure(fn, args=()) -> None:
-    _step_closures.append((fn, tuple(args)))
-
-
-def run_step_closures() -> None:
-    while _step_closures:
-        fn, args = _step_closures.pop(0)
-        fn(*args)
 
 
 def clear_compile_cache() -> None:
@@ -405,8 +395,7 @@ def compile_cache_size() -> int:
 
 
 def _reset() -> None:
-    """Forget step closures not run yet; warn about graph cuts again."""
-    _step_closures.clear()
+    """Warn about graph cuts again."""
     _cuts_warned.clear()
 
 

@@ -64,6 +64,14 @@ class Launch:
         """Wait for the run; deliver its outputs, or raise its error: every time (a read of
         an output that never came), or with ``unreported_only`` only if nobody saw it yet
         (``mark_step`` settling runs)."""
+        self.complete()
+        if self._error is not None and not (unreported_only and self._reported):
+            self._reported = True
+            raise _again(self._error)
+
+    def complete(self) -> None:
+        """Wait for the run and deliver its outputs, or keep its error for whoever reads or
+        settles it (an asynchronous step closure waits so, raising nothing)."""
         with self._lock:
             handle = self._handle
             if handle is not None:
@@ -83,9 +91,6 @@ class Launch:
                 finally:
                     _retire(handle, self._inputs)
                     self._inputs = None
-        if self._error is not None and not (unreported_only and self._reported):
-            self._reported = True
-            raise _again(self._error)
 
 
 class FailedRun:
