@@ -12,7 +12,7 @@ import weakref
 
 import torch
 
-from . import metrics, split, state, step_closures
+from . import debug, metrics, split, state, step_closures
 from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
@@ -177,6 +177,7 @@ def _sync_device(
             else:
                 key = plan.key
                 executable = compile_cached(device, key, order, outputs)
+            debug.note_sync(device, executable, order, outputs)
             inputs = _read_inputs(order, plan.inputs)  # waits for runs they come from
         except LazyGraphError as error:
             _fail(device, tensors, values, error)

@@ -53,12 +53,16 @@ def _compute_hashes(root: Node) -> int:
 _SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
 
 
+def is_internal_file(filename: str) -> bool:
+    """Whether code in ``filename`` is torch's or lazygen's (not the user's)."""
+    return filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen")
+
+
 def _is_internal(frame) -> bool:
     module = frame.f_globals.get("__name__", "")
     if module.startswith(("torch.", "lazygen.")) or module in ("torch", "lazygen"):
         return True
-    filename = frame.f_code.co_filename
-    if filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen"):
+    if is_internal_file(frame.f_code.co_filename):
         return True
     # Kernel modules (generated or hand-written) import the kernel support as ``rt``.
     rt = frame.f_globals.get("rt")

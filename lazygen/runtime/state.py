@@ -41,6 +41,8 @@ class _Settings:
     __slots__ = (
         "debug",
         "record_source",
+        "save_tensors_file",
+        "save_tensors_format",
         "reuse_ir",
         "force_fallback",
         "max_pending_nodes",
@@ -64,7 +66,11 @@ class _Settings:
         """Every knob ``config`` can change back to its default (from the environment),
         except the device name and backing device, which hold for the process."""
         self.debug = _env_int("LAZYGEN_DEBUG", 0)
-        self.record_source = self.debug >= 1
+        # LAZYGEN_SAVE_TENSORS_FILE: every synced graph's IR is appended there, with the
+        # user's line of each node (so sources are recorded), as LTC_SAVE_TENSORS_FILE does.
+        self.save_tensors_file = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or None
+        self.save_tensors_format = os.environ.get("LAZYGEN_SAVE_TENSORS_FMT", "text")
+        self.record_source = self.debug >= 1 or self.save_tensors_file is not None
         self.reuse_ir = False
         self.force_fallback: frozenset[str] = frozenset()
         self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)
