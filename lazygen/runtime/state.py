@@ -41,8 +41,6 @@ class _Settings:
     __slots__ = (
         "debug",
         "record_source",
-        "save_tensors_file",
-        "save_tensors_format",
         "reuse_ir",
         "force_fallback",
         "max_pending_nodes",
@@ -66,11 +64,13 @@ class _Settings:
         """Every knob ``config`` can change back to its default (from the environment),
         except the device name and backing device, which hold for the process."""
         self.debug = _env_int("LAZYGEN_DEBUG", 0)
-        # LAZYGEN_SAVE_TENSORS_FILE: every synced graph's IR is appended there, with the
-        # user's line of each node (so sources are recorded), as LTC_SAVE_TENSORS_FILE does.
-        self.save_tensors_file = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or None
-        self.save_tensors_format = os.environ.get("LAZYGEN_SAVE_TENSORS_FMT", "text")
-        self.record_source = self.debug >= 1 or self.save_tensors_file is not None
+        # LAZYGEN_SAVE_TENSORS_FILE (or LTC's LTC_SAVE_TENSORS_FILE): every synced graph's
+        # IR is appended there (``debug``), with the user's line of each node when set
+        # before the runtime starts (sources are then recorded).
+        saving = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get(
+            "LTC_SAVE_TENSORS_FILE"
+        )
+        self.record_source = self.debug >= 1 or bool(saving)
         self.reuse_ir = False
         self.force_fallback: frozenset[str] = frozenset()
         self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)
