@@ -1020,3 +1020,15 @@ NODE_CLASSES = {
     "zero": ir.Zero,
     "zeros_like": ir.ZerosLike,
 }
+
+COUNTER_ALIASES = {
+    "lazy::_reshape_alias_copy_symint": "lazy::_reshape_alias_copy",
+    "lazy::as_strided_copy_symint": "lazy::as_strided_copy",
+    "lazy::as_strided_scatter_symint": "lazy::as_strided_scatter",
+    "lazy::diagonal_backward_symint": "lazy::diagonal_backward",
+    "lazy::expand_copy_symint": "lazy::expand_copy",
+    "lazy::slice_backward_symint": "lazy::slice_backward",
+    "lazy::slice_copy_symint.Tensor": "lazy::slice_copy.Tensor",
+    "lazy::slice_scatter_symint": "lazy::slice_scatter",
+    "lazy::view_copy_symint": "lazy::view_copy",
+}

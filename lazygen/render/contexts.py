@@ -321,6 +321,9 @@ class RegistrationContext:
     kernels: tuple[RegistrationEntry, ...]
     autograd: tuple[RegistrationEntry, ...]
     node_classes: tuple[tuple[str, str], ...]  # (op_name, "module.Class")
+    #: (LTC's counter name, lazygen's) for symint kernels: LTC counts ``lazy::view_copy``
+    #: as ``lazy::view_copy_symint`` (its kernel's C++ name); migrating users read those.
+    counter_aliases: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,6 +397,12 @@ def _computes_shapes(nodes: tuple[LazyIrSchema, ...]) -> bool:
     return any(n.shape_mode != "precompute" for n in nodes)
 
 
+def _symint_counter_alias(op_name: str) -> tuple[str, str]:
+    """``view_copy`` -> ("lazy::view_copy_symint", "lazy::view_copy")."""
+    name, dot, overload = op_name.partition(".")
+    return f"lazy::{name}_symint{dot}{overload}", f"lazy::{op_name}"
+
+
 def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
     """Output file name -> the context of the template that produces it."""
 
@@ -463,6 +472,7 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
                     + [(n.op_name, f"non_native_ir.{n.node_name}") for n in plan.non_native]
                 )
             ),
+            tuple(sorted(_symint_counter_alias(k.op_name) for k in plan.kernels if k.node.symint)),
         ),
     }
     contexts["__init__.py"] = InitContext(

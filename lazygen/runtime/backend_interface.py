@@ -43,17 +43,20 @@ class KernelTables:
     autograd_kernels: dict = field(default_factory=dict)
     node_classes: dict = field(default_factory=dict)
     wrappers: dict = field(default_factory=dict)
+    #: Other names of counters (LTC's spellings) -> lazygen's, for ``metrics``.
+    counter_aliases: dict = field(default_factory=dict)
 
     @classmethod
     def from_module(cls, module_name: str, wrappers: dict | None = None) -> KernelTables:
         """The tables of a generated ``registration`` module (``KERNELS``,
-        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``)."""
+        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``)."""
         module = importlib.import_module(module_name)
         return cls(
             dict(getattr(module, "KERNELS", {})),
             dict(getattr(module, "AUTOGRAD_KERNELS", {})),
             dict(getattr(module, "NODE_CLASSES", {})),
             dict(wrappers or {}),
+            dict(getattr(module, "COUNTER_ALIASES", {})),
         )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from . import decompositions, state
+from . import decompositions, metrics, state
 from . import tensor as _tensor
 from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
@@ -54,6 +54,7 @@ def _add(tables) -> None:
         AUTOGRAD_KERNELS.update(tables.autograd_kernels)
         _register_autograd(tables.autograd_kernels)
     KERNELS.update({op: wrap(KERNELS[op]) for op, wrap in tables.wrappers.items() if op in KERNELS})
+    metrics.add_counter_aliases(tables.counter_aliases)
     _installed = (dict(KERNELS), dict(AUTOGRAD_KERNELS), dict(NODE_CLASSES))
     refresh()
 

@@ -88,12 +88,31 @@ def counters() -> dict[str, int]:
     return _merged_counters()
 
 
+#: Other spellings of counters -> lazygen's name (LTC's ``lazy::view_copy_symint`` for
+#: ``lazy::view_copy``): backends' kernel tables add them (``COUNTER_ALIASES``).
+_aliases: dict[str, str] = {}
+
+
+def add_counter_aliases(aliases: dict[str, str]) -> None:
+    """Let ``counter_value`` and ``counter_names`` answer to these names too."""
+    _aliases.update(aliases)
+
+
 def counter_names() -> list[str]:
-    return sorted(name for name, value in _merged_counters().items() if value)
+    """Counters with a value, under lazygen's names and their aliases (LTC's spellings)."""
+    merged = _merged_counters()
+    names = {name for name, value in merged.items() if value}
+    names.update(alias for alias, name in _aliases.items() if merged.get(name))
+    return sorted(names)
 
 
 def counter_value(name: str) -> int | None:
-    return _merged_counters().get(name)
+    """A counter's value by lazygen's name or an alias; None if it never counted."""
+    merged = _merged_counters()
+    value = merged.get(name)
+    if value is None and name in _aliases:
+        value = merged.get(_aliases[name])
+    return value
 
 
 def metric_names() -> list[str]:

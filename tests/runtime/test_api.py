@@ -110,3 +110,20 @@ def test_device_mismatch_is_an_error(handwritten):
     with pytest.raises(RuntimeError, match="same device"):
         torch.ones(3, device="lazygen") + torch.ones(3)
     assert (torch.ones(3, device="lazygen") + torch.tensor(2.0)).cpu().tolist() == [3.0] * 3
+
+
+def test_ltc_counter_spellings_answer_for_symint_kernels():
+    """LTC counts its symint kernels as ``lazy::<op>_symint``; migrating users (and
+    PyTorch's own LTC tests) read those names: they are aliases of lazygen's."""
+    lr.mark_step()
+    lr.metrics.reset()
+    x = torch.randn(2, 3, device="lazygen")
+    y = x.view(3, 2).expand(2, 3, 2) * 1
+    lr.mark_step()
+    expand = lr.metrics.counter_value("lazy::expand_copy")
+    assert expand and lr.metrics.counter_value("lazy::expand_copy_symint") == expand
+    names = lr.metrics.counter_names()
+    assert "lazy::expand_copy_symint" in names and "lazy::expand_copy" in names
+    assert "lazy::view_copy_symint" not in names or lr.metrics.counter_value("lazy::view_copy")
+    assert lr.metrics.counter_value("lazy::slice_scatter_symint") is None  # never counted
+    del y

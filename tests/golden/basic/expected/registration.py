@@ -61,3 +61,8 @@ NODE_CLASSES = {
     "sum.dim_IntList": ir.SumDimIntlist,
     "topk": ir.Topk,
 }
+
+COUNTER_ALIASES = {
+    "lazy::native_layer_norm_symint": "lazy::native_layer_norm",
+    "lazy::split_copy_symint.Tensor": "lazy::split_copy.Tensor",
+}
