@@ -16,6 +16,7 @@ from .state import settings
 __all__ = [
     "get_async_execution",
     "get_early_results",
+    "get_explain_recompiles",
     "get_compile_cache_size",
     "get_force_fallback",
     "get_reuse_ir",
@@ -25,6 +26,7 @@ __all__ = [
     "set_backing_device",
     "set_compile_cache_size",
     "set_debug",
+    "set_explain_recompiles",
     "set_force_fallback",
     "set_max_pending_nodes",
     "set_reuse_ir",
@@ -37,6 +39,16 @@ def set_debug(level: int) -> None:
     """0 silent; 1 records each IR node's source line; 2 also logs compiles and syncs."""
     settings.debug = level
     settings.record_source = level >= 1
+
+
+def set_explain_recompiles(enabled: bool) -> None:
+    """Report why each recompile happens (see ``recompiles``); records source lines."""
+    settings.explain_recompiles = bool(enabled)
+    settings.record_source = bool(enabled) or settings.debug >= 1
+
+
+def get_explain_recompiles() -> bool:
+    return settings.explain_recompiles
 
 
 def set_reuse_ir(enabled: bool) -> None:

@@ -12,7 +12,7 @@ import weakref
 
 import torch
 
-from . import debug, metrics, split, state, step_closures
+from . import debug, metrics, recompiles, split, state, step_closures
 from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
@@ -36,6 +36,8 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         metrics.count("CachedCompile")
         return executable
     metrics.count("UncachedCompile")
+    if settings.explain_recompiles:
+        recompiles.report(list(cache.executables), key, order)
     backend = device.backend
     start = time.perf_counter()
     try:

@@ -41,6 +41,7 @@ class _Settings:
     __slots__ = (
         "debug",
         "record_source",
+        "explain_recompiles",
         "reuse_ir",
         "force_fallback",
         "max_pending_nodes",
@@ -70,7 +71,10 @@ class _Settings:
         saving = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get(
             "LTC_SAVE_TENSORS_FILE"
         )
-        self.record_source = self.debug >= 1 or bool(saving)
+        # LAZYGEN_EXPLAIN_RECOMPILES=1: say why each recompile happens (``recompiles``),
+        # naming the user's line of the node that differs (so sources are recorded).
+        self.explain_recompiles = _env_int("LAZYGEN_EXPLAIN_RECOMPILES", 0) != 0
+        self.record_source = self.debug >= 1 or bool(saving) or self.explain_recompiles
         self.reuse_ir = False
         self.force_fallback: frozenset[str] = frozenset()
         self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)

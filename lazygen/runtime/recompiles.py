@@ -1,0 +1,225 @@
+"""Why a graph compiles again: ``LAZYGEN_EXPLAIN_RECOMPILES=1`` (or
+``config.set_explain_recompiles(True)``) reports every uncached compile that looks like a
+variant of a graph already compiled: which node differs first from the nearest cached graph
+(its op, its inputs' shapes and dtypes, its attributes), the user's ``file:line`` that traced
+it, and what to do. Recompiles are counted by reason (``Recompile_shape``,
+``Recompile_attribute``, ``Recompile_op``, ``Recompile_structure``, ``Recompile_outputs``).
+
+Graph keys hold what a compiled graph depends on (op classes, attributes, shapes, which
+position feeds each operand, the outputs), never data, so the first entry that differs names
+the cause. "Nearest" is a cached graph with the same sequence of ops if there is one (a shape
+or a constant changed), else the one sharing the longest run of ops from the start, when
+that is at least half the graph (the program took another path); a graph like no other is a
+new step structure, compiled without a report.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from . import metrics
+from .graph import GraphKey
+from .ir import Node
+
+#: What to do, by reason.
+ADVICE = {
+    "shape": (
+        "a tensor's size changed. Sizes are part of a compiled graph: pad inputs to a few "
+        "fixed sizes (bucketing), or keep the changing dimension constant."
+    ),
+    "attribute": (
+        "a Python value passed to an op (an int, a bool, a list of sizes) changed; it is "
+        "a constant of the graph. Pass numbers that change every step as tensors."
+    ),
+    "op": "the program traced other ops here (a branch on data or on a Python value).",
+    "structure": "the same ops read other inputs here (tensors aliased, or in another order).",
+    "outputs": (
+        "the step has other live results (a tensor kept from an earlier step, or one "
+        "dropped): the same ops, another set of outputs."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The first difference between a new graph and the nearest cached one."""
+
+    reason: str
+    position: int  # post-order position in the new graph (-1: the outputs)
+    op: str
+    source: str | None
+    new: str
+    cached: str
+    nodes: int
+
+    def __str__(self) -> str:
+        where = "its outputs" if self.position < 0 else f"node %{self.position} {self.op}"
+        line = self.source or "an unknown line"
+        return (
+            f"lazygen: recompiling a graph of {self.nodes} nodes: it differs from a cached "
+            f"graph at {where}, traced at {line}\n"
+            f"  now:    {self.new}\n  cached: {self.cached}\n"
+            f"  reason: {self.reason}: {ADVICE[self.reason]}"
+        )
+
+
+def explain(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> Explanation | None:
+    """Why ``key`` (the graph of ``order``) is not among ``cached``; None when no cached
+    graph is a variant of it."""
+    nearest = _nearest(cached, key)
+    if nearest is None:
+        return None
+    entries, outputs = key.entries
+    old_entries, old_outputs = nearest.entries
+    first_input = None  # an input whose shape changed: the first op reading it tells more
+    for i, (entry, old) in enumerate(zip(entries, old_entries, strict=False)):
+        if entry != old:
+            if order[i].is_input and entry[0] is old[0]:
+                first_input = i if first_input is None else first_input
+                continue
+            return _describe(i, entry, old, entries, old_entries, order)
+    if first_input is not None:
+        i = first_input
+        return _describe(i, entries[i], old_entries[i], entries, old_entries, order)
+    if len(entries) != len(old_entries):
+        i = min(len(entries), len(old_entries))
+        if i < len(entries):
+            node = order[i]
+            return Explanation(
+                "op",
+                i,
+                _op(node),
+                node.source,
+                f"{_op(node)} and {len(entries) - i} more",
+                f"the graph ends after {i} nodes",
+                len(entries),
+            )
+        return Explanation(
+            "op",
+            -1,
+            "",
+            None,
+            f"the graph ends after {i} nodes",
+            f"{len(old_entries) - i} more nodes",
+            len(entries),
+        )
+    return Explanation(
+        "outputs",
+        -1,
+        "",
+        None,
+        f"outputs {list(outputs)}",
+        f"outputs {list(old_outputs)}",
+        len(entries),
+    )
+
+
+def report(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> None:
+    """Explain the compile of ``key``, count it by reason and print the explanation (to
+    stderr). A diagnosis, never a failure: should explaining fail, the compile goes on."""
+    try:
+        explanation = explain(cached, key, order)
+    except Exception as error:  # best effort: the program's compile matters more
+        print(f"lazygen: could not explain a recompile ({error!r})", file=sys.stderr)
+        return
+    if explanation is None:
+        return
+    metrics.count(f"Recompile_{explanation.reason}")
+    print(explanation, file=sys.stderr)
+
+
+def _types(key: GraphKey) -> list:
+    return [entry[0] for entry in key.entries[0]]
+
+
+def _common_prefix(a: list, b: list) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _nearest(cached: list[GraphKey], key: GraphKey) -> GraphKey | None:
+    types = _types(key)
+    same_ops = [k for k in cached if _types(k) == types]
+    if same_ops:
+        entries = list(key.entries[0])
+        return max(same_ops, key=lambda k: _common_prefix(entries, list(k.entries[0])))
+    best, best_prefix = None, 0
+    for k in cached:
+        prefix = _common_prefix(types, _types(k))
+        if prefix > best_prefix:
+            best, best_prefix = k, prefix
+    return best if best_prefix * 2 >= len(types) and best_prefix > 0 else None
+
+
+def _op(node: Node) -> str:
+    return node.op_kind or node.op_name or type(node).__name__
+
+
+def _shape_text(shape) -> str:
+    return (
+        "undefined" if shape is None else f"{shape.dtype}{list(shape.sizes)}".replace("torch.", "")
+    )
+
+
+def _operand_shapes(refs, entries) -> str:
+    shapes = []
+    for ref in refs:
+        if ref is None:
+            shapes.append("None")
+        elif isinstance(ref[0], tuple) or ref[0] is None:  # a list operand
+            shapes.append("[" + _operand_shapes(ref, entries) + "]")
+        else:
+            position, index = ref
+            node_shapes = entries[position][2]
+            shapes.append(
+                _shape_text(node_shapes[index])
+                if index < len(node_shapes)
+                else entries[position][0].op_name  # an input without a shape: a generator
+            )
+    return ", ".join(shapes)
+
+
+def _describe(i, entry, old, entries, old_entries, order) -> Explanation:
+    node = order[i]
+    cls, attrs, shapes, refs = entry
+    old_cls, old_attrs, old_shapes, old_refs = old
+    if cls is not old_cls:
+        return Explanation(
+            "op",
+            i,
+            _op(node),
+            node.source,
+            _op(node),
+            old_cls.op_kind or old_cls.__name__,
+            len(entries),
+        )
+    if attrs != old_attrs:
+        return Explanation(
+            "attribute",
+            i,
+            _op(node),
+            node.source,
+            f"attributes {attrs!r}",
+            f"attributes {old_attrs!r}",
+            len(entries),
+        )
+    new_inputs = _operand_shapes(refs, entries)
+    old_inputs = _operand_shapes(old_refs, old_entries)
+    if shapes != old_shapes or new_inputs != old_inputs:
+        now = f"inputs {new_inputs} -> {', '.join(_shape_text(s) for s in shapes)}"
+        before = f"inputs {old_inputs} -> {', '.join(_shape_text(s) for s in old_shapes)}"
+        return Explanation("shape", i, _op(node), node.source, now, before, len(entries))
+    return Explanation(
+        "structure",
+        i,
+        _op(node),
+        node.source,
+        f"operands {refs!r}",
+        f"operands {old_refs!r}",
+        len(entries),
+    )
