@@ -34,12 +34,13 @@ from . import (
     ops,
     process,
     state,
+    step_closures,
 )
 from . import privateuse1 as _privateuse1
 from .backend_interface import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
 from .devices import all_devices, device_from
-from .errors import LazygenRuntimeError, LazyGraphError
+from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
 from .lowering_context import LoweringContext
 from .privateuse1 import autograd_queue
 from .state import settings
@@ -49,6 +50,7 @@ _privateuse1.reserve_autograd_queue()
 
 __all__ = [
     "Backend",
+    "GraphCutWarning",
     "KernelTables",
     "LazyGraphError",
     "LazygenRuntimeError",
@@ -221,5 +223,8 @@ def _lazy(tensors) -> list[torch.Tensor]:
 
 
 def add_step_closure(closure, args=(), run_async: bool = False) -> None:
-    """Run ``closure(*args)`` after the next ``mark_step``."""
-    executor.add_step_closure(closure, args)
+    """Run ``closure(*args)`` after the next ``mark_step``, once the step's tensors are
+    materialised: in ``mark_step`` itself, or with ``run_async`` on lazygen's closure thread
+    once the step's graphs ran, while the program goes on (an exception it raises comes out
+    of the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``."""
+    step_closures.add(closure, args, run_async)

@@ -136,6 +136,10 @@ class Backend(ABC):
         """The backend's text of a graph (``debug.dump_ir(..., "backend")``)."""
         return repr(self.lower(order, outputs, device))
 
+    def describe(self, executable: Any) -> str:
+        """The text of a compiled graph (``debug.last_graph()``): what the backend runs."""
+        return repr(executable)
+
     def locate_failure(self, order: list[Node], inputs: list) -> tuple[Node, Exception] | None:
         """After a failed run: the node that fails and why, if the backend can tell."""
         return None

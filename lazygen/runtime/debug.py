@@ -1,14 +1,22 @@
-"""IR dumps: ``dump_ir(tensors, "text" | "dot" | "backend")`` and ``render_ir`` (Graphviz)."""
+"""IR dumps: ``dump_ir(tensors, "text" | "dot" | "backend")``, ``render_ir`` (Graphviz),
+``last_graph()`` (what the backend ran last), and ``LAZYGEN_SAVE_TENSORS_FILE``: every synced
+graph's IR appended to that file (``LAZYGEN_SAVE_TENSORS_FMT``: ``text`` or ``dot``), after
+the Python frames that synced it and with the user's line of each node, as LTC's
+``LTC_SAVE_TENSORS_FILE`` does (that name is read too). Both are read at each sync, so a
+program may set them at any time."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import threading
+import traceback
 
+from . import state
 from .errors import LazygenRuntimeError
 from .graph import post_order
-from .ir import Node, Value
+from .ir import Node, Value, is_internal_file
 from .tensor import inner
 
 
@@ -103,3 +111,64 @@ def render_ir(tensors, path: str) -> str:
         check=True,
     )
     return path
+
+
+# The latest graph, and graphs saved as they are synced ------------------------------------
+
+_latest: list = []  # [(backend, executable)] of the latest graph a sync ran
+_save_lock = threading.Lock()
+_saved = [0]  # graphs written to LAZYGEN_SAVE_TENSORS_FILE by this process
+
+
+def note_sync(device, executable, order: list[Node], outputs) -> None:
+    """The executor's hook for each graph it runs: remember it for ``last_graph()``, and
+    append its IR to ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else)."""
+    _latest[:] = [(device.backend, executable)]
+    path = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get("LTC_SAVE_TENSORS_FILE")
+    if path:
+        _save(path, device, order, outputs)
+
+
+def last_graph() -> str:
+    """The backend's text of the latest graph a sync ran (TorchScript: its graph; fx and
+    inductor: the GraphModule's code), as LTC's ``_get_latest_computation_graph``; ``""``
+    before the first."""
+    if not _latest:
+        return ""
+    backend, executable = _latest[0]
+    return backend.describe(executable)
+
+
+def _save(path: str, device, order, outputs) -> None:
+    position = {node: i for i, node in enumerate(order)}
+    ir_format = os.environ.get("LAZYGEN_SAVE_TENSORS_FMT", "text")
+    body = (to_dot if ir_format == "dot" else to_text)(order, position, outputs)
+    with _save_lock:
+        _saved[0] += 1
+        header = (
+            f"[lazygen graph {_saved[0]}] device {device.torch_device}, backend "
+            f"{device.backend.name}, {len(order)} nodes, {len(outputs)} outputs\n"
+        )
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(header + python_stacktrace() + body + "\n")
+
+
+def python_stacktrace() -> str:
+    """The frames that led here, innermost first, from lazygen's API entry point (e.g.
+    ``mark_step``) outwards through the user's code: LTC's "Python Stacktrace" block."""
+    frames = traceback.extract_stack()
+    lines = []
+    for frame in reversed(frames):
+        if frame.filename == _API_FILE or not is_internal_file(frame.filename):
+            lines.append(f"  {frame.name} ({frame.filename}:{frame.lineno})")
+    return "Python Stacktrace:\n" + "\n".join(lines) + "\n"
+
+
+_API_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__init__.py")
+
+
+def _reset() -> None:
+    _latest.clear()
+
+
+state.register("debug", _reset)

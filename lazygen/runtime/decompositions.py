@@ -23,6 +23,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from .devices import get_device
+from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .metrics import count
 from .overloads import COMPOSITE
@@ -210,8 +211,38 @@ _REENABLED = torch._C.DispatchKeySet(_KEY.Functionalize) | torch._C.DispatchKeyS
 _running = threading.local()  # composite ops running on this thread (re-entry goes eager)
 
 
-def _to_functional(obj):
-    return torch._to_functional_tensor(obj) if type(obj) is LazyTensor else obj
+def _to_functional(obj, wrapped: list):
+    """A functional wrapper of a lazy argument (remembered in ``wrapped``), else ``obj``."""
+    if type(obj) is not LazyTensor:
+        return obj
+    wrapper = torch._to_functional_tensor(obj)
+    wrapped.append((obj, wrapper))
+    return wrapper
+
+
+def _write_back(wrapped: list[tuple[LazyTensor, torch.Tensor]]) -> None:
+    """Arguments the composite kernel mutated take their new values.
+
+    Some ops mutate arguments their schema does not mark as written (``native_batch_norm``
+    updates its running statistics in place), so functionalization hands them to us as
+    functional ops; their composite kernels then mutate the wrappers made here, and without
+    this the caller's running statistics never changed."""
+    for original, wrapper in wrapped:
+        torch._sync(wrapper)
+        current = torch._from_functional_tensor(wrapper)
+        if current is original:
+            continue
+        if (
+            type(current) is not LazyTensor
+            or current.dtype != original.dtype
+            or current.shape != original.shape
+        ):
+            raise LazygenRuntimeError(
+                f"lazygen: a composite kernel replaced a lazy argument by a "
+                f"{type(current).__name__} of {current.dtype}{list(current.shape)} (it was "
+                f"{original.dtype}{list(original.shape)}), which a lazy tensor cannot follow"
+            )
+        original._value = current._value
 
 
 def _resolved(obj):
@@ -242,7 +273,10 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
             running = _running.ops = set()
         if unusable or op in running:  # op in running: its composite kernel calls the op
             return eager_fallback(op, args, kwargs)
-        functional_args, functional_kwargs = tree_map(_to_functional, (args, kwargs))
+        wrapped: list[tuple[LazyTensor, torch.Tensor]] = []
+        functional_args, functional_kwargs = tree_map(
+            lambda obj: _to_functional(obj, wrapped), (args, kwargs)
+        )
         include = torch._C._dispatch_tls_local_include_set()
         exclude = torch._C._dispatch_tls_local_exclude_set()
         running.add(op)
@@ -258,6 +292,7 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
             return result
         finally:
             running.discard(op)
+        _write_back(wrapped)
         return tree_map(_from_functional, result)
 
     kernel.__name__ = f"composite_{op._schema.name.split('::')[-1]}"

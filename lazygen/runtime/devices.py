@@ -8,6 +8,7 @@ compile cache; different backends never share one.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 
 import torch
@@ -85,13 +86,30 @@ def set_device_backend(index: int, backend) -> None:
     with _lock:
         device = _devices.get(index)
         if device is not None and device.backend is not backend:
-            if device.live_tensors():
+            if _still_holds_tensors(device):
                 raise LazygenRuntimeError(
                     f"lazygen: {device.torch_device} already holds tensors on backend "
                     f"{device.backend.name!r}; choose its backend before creating any"
                 )
             del _devices[index]
         _backend_of_index[index] = backend
+
+
+#: How long ``set_device_backend`` lets the autograd engine's device thread release tensors.
+_RELEASE_GRACE_S = 0.2
+
+
+def _still_holds_tensors(device: LazyDevice) -> bool:
+    """Whether tensors live on ``device``. The autograd engine's device thread drops the
+    last references of a backward's tensors just after ``backward()`` returned (see
+    ``device.autograd_queue``): those are given a moment to go, so that switching an index's
+    backend right after training on it does not fail by a race."""
+    deadline = time.monotonic() + _RELEASE_GRACE_S
+    while device.live_tensors():
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.005)
+    return False
 
 
 def backend_of(index: int):

@@ -7,6 +7,8 @@ torch's wording, so code written against eager sees the message it expects."""
 
 from __future__ import annotations
 
+import traceback
+
 
 class LazygenRuntimeError(RuntimeError):
     """Base class of the errors lazygen's runtime raises (catch it to tell them from
@@ -19,12 +21,18 @@ class LazyGraphError(LazygenRuntimeError):
     ``op_name`` names the IR node's op, ``source`` the user's ``file:line`` that traced it
     (recorded with ``LAZYGEN_DEBUG=1``), ``stage`` is ``"lowering"``, ``"compilation"`` or
     ``"execution"``, ``backend`` the backend's name; the original exception is ``cause``
-    (and ``__cause__``). The tensors being synced keep their IR.
+    (and ``__cause__``).
+
+    The error stays with the tensors whose values depend on the failed node: reading one
+    raises it again, while the graph's other tensors keep their IR and sync on their own
+    (see ``executor``). ``failed_node`` is the IR node that failed (None when the backend
+    cannot tell), kept only until the executor has marked those tensors: a program that
+    holds the error (a test runner keeping the last exception) holds no IR through it.
     """
 
     def __init__(self, stage: str, node, cause: BaseException | None, backend=None) -> None:
         self.stage = stage
-        self.node = node
+        self.failed_node = node
         self.cause = cause
         self.backend = None if backend is None else backend.name
         self.op_name = None if node is None else (node.op_name or node.op_kind)
@@ -44,4 +52,41 @@ class LazyGraphError(LazygenRuntimeError):
     def described_by(self, backend) -> LazyGraphError:
         """The same error, worded by ``backend`` (errors raised while lowering know no
         backend yet)."""
-        return LazyGraphError(self.stage, self.node, self.cause, backend)
+        return LazyGraphError(self.stage, self.failed_node, self.cause, backend)
+
+    def detached(self) -> LazyGraphError:
+        """A copy without a traceback: what failed tensors store, and what a read of one
+        raises (same message, fields and cause). A stored error that was raised holds the
+        frames it passed through, and those frames hold the program's tensors: a failed
+        tensor holding such an error makes a cycle through C++ (autograd graphs) that the
+        garbage collector cannot free, keeping the failed step's IR alive for good."""
+        again = LazyGraphError.__new__(LazyGraphError)
+        again.__dict__.update(self.__dict__)
+        again.args = self.args
+        again.__cause__ = self.__cause__
+        return again
+
+    def release_ir(self) -> None:
+        """Let go of the failed node and of the locals of the finished frames that raised the
+        error and its cause (lowering contexts, graphs, tensor lists): the text and the
+        traceback's lines stay."""
+        self.failed_node = None
+        seen: set[int] = set()
+        chain: list[BaseException | None] = [self, self.cause]
+        while chain:
+            error = chain.pop()
+            if error is None or id(error) in seen:
+                continue
+            seen.add(id(error))
+            if isinstance(error, LazyGraphError):
+                error.failed_node = None
+            if error.__traceback__ is not None:
+                traceback.clear_frames(error.__traceback__)
+            chain += [error.__cause__, error.__context__]
+
+
+class GraphCutWarning(UserWarning):
+    """Ops without a lazy kernel cut a step into more graphs than it needs (each read
+    tensors with pending IR, so the graph traced so far ran first). Warned once per
+    process; ``lazygen.runtime.metrics.fallback_report()`` lists the ops and where they
+    ran. Silence it with ``warnings.filterwarnings("ignore", category=GraphCutWarning)``."""

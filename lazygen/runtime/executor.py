@@ -5,22 +5,21 @@ Each step is a small function; ``sync`` strings them together under the device's
 
 from __future__ import annotations
 
+import contextlib
 import time
+import warnings
 import weakref
 
 import torch
 
-from . import metrics, split, state
+from . import debug, metrics, split, state, step_closures
 from .devices import LazyDevice, all_devices, caches
-from .errors import LazyGraphError
+from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order
 from .ir import DeviceData, Node, Value
-from .launches import Launch, settle
+from .launches import FailedRun, Launch, settle
 from .state import log, settings
 from .tensor import LazyTensor
-
-_step_closures: list = []
-
 
 # Steps ---------------------------------------------------------------------------------
 
@@ -102,10 +101,23 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
                 plan = split.split(list(dict.fromkeys(group)))
                 if plan is not None:
                     metrics.count("EarlyResultGraph")
-                    data_of = _sync_device(dev, plan.early, False, plan.handed_over)
+                    try:
+                        data_of = _sync_device(dev, plan.early, False, plan.handed_over)
+                    except LazyGraphError:
+                        # The rest runs as a graph of its own now: what depends on the
+                        # failure carries the error, the rest is materialised.
+                        _sync_rest_quietly(dev, plan.rest)
+                        raise
                     split.hand_over(plan, data_of)
                     group = plan.rest
         _sync_device(dev, group, wait)
+
+
+def _sync_rest_quietly(device: LazyDevice, tensors: list[LazyTensor]) -> None:
+    """Sync ``tensors`` after another graph of the same sync failed (whose error is the one
+    raised): a failure of theirs is carried by the tensors it concerns."""
+    with contextlib.suppress(LazyGraphError):
+        _sync_device(device, tensors, wait=True)
 
 
 def _splits(device: LazyDevice) -> bool:
@@ -153,23 +165,29 @@ def _sync_device(
         values = [t._value for t in tensors]
         outputs = list(dict.fromkeys(values + list(extra_outputs)))
         cache: GraphCache = device.cache
-        plan, order = cache.find_plan(outputs)
-        if plan is None:
-            metrics.count("GraphWalk")
-            order, position = post_order(outputs)
-            key = graph_key(order, position, outputs)
-            executable = compile_cached(device, key, order, outputs)
-            plan = Plan(key, order, position, outputs)
-            cache.remember_plan(plan, outputs)
-        else:
-            key = plan.key
-            executable = compile_cached(device, key, order, outputs)
-        inputs = [order[i].materialize() for i in plan.inputs]  # waits for runs they come from
+        try:
+            plan, order = cache.find_plan(outputs)
+            if plan is None:
+                metrics.count("GraphWalk")
+                order, position = post_order(outputs)
+                key = graph_key(order, position, outputs)
+                executable = compile_cached(device, key, order, outputs)
+                plan = Plan(key, order, position, outputs)
+                cache.remember_plan(plan, outputs)
+            else:
+                key = plan.key
+                executable = compile_cached(device, key, order, outputs)
+            debug.note_sync(device, executable, order, outputs)
+            inputs = _read_inputs(order, plan.inputs)  # waits for runs they come from
+        except LazyGraphError as error:
+            _fail(device, tensors, values, error)
+            raise
         if wait or not settings.async_execution or not device.backend.asynchronous:
             try:
                 results = _finish(outputs, execute(device, executable, order, inputs))
-            except LazyGraphError:
+            except LazyGraphError as error:
                 cache.forget(key)  # a later, fixed lowering must not reuse it
+                _fail(device, tensors, values, error)
                 raise
             data_of = {
                 value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)
@@ -187,6 +205,76 @@ def _sync_device(
         return data_of
 
 
+def _read_inputs(order: list[Node], positions) -> list:
+    """The graph's input data. An input whose own graph failed fails this one with the same
+    error, the input being the failed node (what depends on it carries the error)."""
+    inputs = []
+    for i in positions:
+        try:
+            inputs.append(order[i].materialize())
+        except LazyGraphError as error:
+            error.failed_node = order[i]
+            raise
+    return inputs
+
+
+def _depending_on(values: list[Value], node: Node) -> set[Value]:
+    """Those of ``values`` whose computation reads ``node`` (a walk of their IR, on failure
+    only)."""
+    reaches: dict[Node, bool] = {node: True}
+    found = set()
+    for value in values:
+        stack = [value.node]
+        while stack:
+            top = stack[-1]
+            if top in reaches:
+                stack.pop()
+                continue
+            operands = [v.node for v in top.inputs()]
+            unknown = [n for n in operands if n not in reaches]
+            if unknown:
+                stack.extend(unknown)
+                continue
+            stack.pop()
+            reaches[top] = any(reaches[n] for n in operands)
+        if reaches[value.node]:
+            found.add(value)
+    return found
+
+
+def _fail(
+    device: LazyDevice, tensors: list[LazyTensor], values: list[Value], error: LazyGraphError
+) -> None:
+    """After ``error``: every tensor whose value depends on the failed node carries the
+    error, so reading it raises it and no later step syncs it again: the graph's tensors,
+    and other live tensors of the device whose pending IR reads the node (intermediates a
+    program still holds). When the backend cannot tell which node failed, the graph's
+    tensors carry it. The others keep their IR and sync on their own. Then the error lets
+    go of the graph (a held error keeps no IR alive)."""
+    _carry_error(device, list(zip(tensors, values, strict=True)), error)
+    error.release_ir()
+
+
+def _carry_error(device: LazyDevice, synced: list, error: LazyGraphError) -> set[Value]:
+    """Point the tensors of ``synced`` (``(tensor, value it had)`` pairs) and the device's
+    other live tensors that depend on ``error``'s failed node at the error; returns the
+    values of ``synced`` that depend on it."""
+    failed = error.failed_node
+    if failed is None:
+        failing = {value for _, value in synced}
+        candidates = synced
+    else:
+        listed = {id(t) for t, _ in synced}
+        others = [(t, t._value) for t in device.live_tensors() if id(t) not in listed]
+        candidates = synced + [(t, v) for t, v in others if not v.node.is_input]
+        failing = _depending_on([v for _, v in candidates], failed)
+    run = FailedRun(error.detached())
+    for t, value in candidates:
+        if value in failing and t._value is value:
+            t._value = Value(DeviceData.failed(run, value.node.shapes[value.index]), 0)
+    return failing
+
+
 def _finish(outputs: list[Value], results: list[torch.Tensor]) -> list[torch.Tensor]:
     """The results as device data, of the dtype shape inference promised (made contiguous
     only when read: see ``DeviceData.data``)."""
@@ -202,7 +290,8 @@ def _finish(outputs: list[Value], results: list[torch.Tensor]) -> list[torch.Ten
 
 def _launch(device, executable, key, order, inputs, outputs, tensors, values) -> Launch:
     """Start the graph and return its ``Launch``; should the run fail, its error is built
-    when someone waits, and the tensors synced here get their IR back."""
+    when someone waits: the tensors synced here that depend on the failed node keep the
+    failed run's data (reads raise its error), the others get their IR back."""
     refs = [weakref.ref(t) for t in tensors]
 
     def finish(results: list) -> list[torch.Tensor]:
@@ -210,13 +299,20 @@ def _launch(device, executable, key, order, inputs, outputs, tensors, values) ->
 
     def fail(error: BaseException, nodes: list[DeviceData]) -> BaseException:
         device.cache.forget(key)
+        if isinstance(error, Exception) and not isinstance(error, LazyGraphError):
+            error = _execution_error(device, order, inputs, error)
+        if not isinstance(error, LazyGraphError):
+            return error  # KeyboardInterrupt and the like: nothing to carry
+        outputs_of_run = {id(n) for n in nodes}
+        synced = []
         for ref, value in zip(refs, values, strict=True):
             t = ref()
-            if t is not None and any(t._value.node is node for node in nodes):
-                t._value = value  # the traced IR, to sync again once the cause is fixed
-        if isinstance(error, LazyGraphError) or not isinstance(error, Exception):
-            return error
-        return _execution_error(device, order, inputs, error)
+            if t is not None and id(t._value.node) in outputs_of_run:
+                t._value = value  # its traced IR, until we know whether it depends on it
+                synced.append((t, value))
+        _carry_error(device, synced, error)  # the rest keep their IR, to sync on their own
+        error.release_ir()
+        return error
 
     start = time.perf_counter()
     try:
@@ -237,7 +333,8 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     after it returns: the next ``mark_step`` waits for the previous run once it launched
     its own, so a failed run raises there at the latest."""
     metrics.count("MarkStep")
-    for dev in [device] if device is not None else all_devices():
+    synced = [device] if device is not None else all_devices()
+    for dev in synced:
         traced, dev.pending_nodes = dev.pending_nodes, 0
         previous = len(dev.in_flight)
         # The previous run is waited for only once this step's graph is found and its
@@ -246,13 +343,38 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
         early = traced <= settings.early_results_max_nodes
         sync(dev.live_tensors(), wait, early_results=early)
         settle(dev.in_flight, dev.lock, None if wait else previous)
-    run_step_closures()
+    _warn_about_graph_cuts(metrics.take_step_cuts())
+    step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
+
+
+_cuts_warned: list[bool] = []  # the graph-cut warning is given once per process
+
+
+def _warn_about_graph_cuts(cuts: dict[str, int]) -> None:
+    """Once: say which ops without a lazy kernel cut the step that just ended."""
+    if not cuts or _cuts_warned:
+        return
+    _cuts_warned.append(True)
+    named = ", ".join(
+        f"{op} ({n}x)" for op, n in sorted(cuts.items(), key=lambda item: (-item[1], item[0]))[:8]
+    )
+    warnings.warn(
+        f"lazygen: ops without a lazy kernel cut this step into {sum(cuts.values()) + 1} "
+        f"graphs instead of one: {named}. Each read tensors with pending IR, so the graph "
+        "traced so far had to run first. Add them to the op list (or give them a kernel); "
+        "lazygen.runtime.metrics.fallback_report() lists every op that ran eagerly and "
+        "where. (Warned once per process.)",
+        GraphCutWarning,
+        stacklevel=4,  # the user's ``lr.mark_step()``
+    )
 
 
 def wait_device_ops(device: LazyDevice | None = None) -> None:
-    """Wait for every graph in flight; raise the first failure."""
+    """Wait for every graph in flight, then for the asynchronous step closures; raise the
+    first failure."""
     for dev in [device] if device is not None else all_devices():
         settle(dev.in_flight, dev.lock)
+    step_closures.wait()
 
 
 def cut(device: LazyDevice) -> None:
@@ -262,16 +384,6 @@ def cut(device: LazyDevice) -> None:
     previous = len(device.in_flight)
     sync(device.live_tensors(), wait=False)
     settle(device.in_flight, device.lock, previous)
-
-
-def add_step_closure(fn, args=()) -> None:
-    _step_closures.append((fn, tuple(args)))
-
-
-def run_step_closures() -> None:
-    while _step_closures:
-        fn, args = _step_closures.pop(0)
-        fn(*args)
 
 
 def clear_compile_cache() -> None:
@@ -284,8 +396,8 @@ def compile_cache_size() -> int:
 
 
 def _reset() -> None:
-    """Forget step closures not run yet."""
-    _step_closures.clear()
+    """Warn about graph cuts again."""
+    _cuts_warned.clear()
 
 
 state.register("executor", _reset)

@@ -14,15 +14,21 @@ written back through functionalization (``functional=True``).
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from . import executor
 from .devices import LazyDevice, device_from
-from .metrics import count
+from .ir import user_source
+from .metrics import count, record_fallback
 from .state import settings
 from .tensor import LazyTensor, from_data, inner, to_functional
 
 _info: dict = {}  # op -> (counter name, positions of mutated args, names of mutated kwargs)
+
+#: Ops whose eager run is a read of device data by the host, not a missing kernel.
+HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::is_nonzero"})
 
 
 def _op_info(func):
@@ -36,6 +42,15 @@ def _op_info(func):
         info = (schema.name, tuple(i for i, _ in positions), tuple(n for _, n in names))
         _info[func] = info
     return info
+
+
+def fallback_source() -> str | None:
+    """Where the user's code made the call: its ``file:line``, or ``backward`` for an op
+    that autograd's device thread runs (no user frame is on that thread's stack)."""
+    source = user_source()
+    if source is None and threading.current_thread() is not threading.main_thread():
+        return "backward (autograd's device thread)"
+    return source
 
 
 def _lazy_inner(obj) -> LazyTensor | None:
@@ -84,8 +99,11 @@ def eager_fallback(func, args, kwargs, functional: bool = False, write_back: boo
     _collect(kwargs, lazy)
     if lazy:
         device = lazy[0]._device
+        cut = any(not t._value.node.is_input for t in lazy)
+        record_fallback(name, cut, fallback_source, host_read=name in HOST_READS)
         executor.sync(lazy)
     else:
+        record_fallback(name, False, fallback_source)
         device = device_from(kwargs.get("device"))
     eager_args = [_unwrap(a, device) for a in args]
     eager_kwargs = {k: _unwrap(v, device) for k, v in kwargs.items()}

@@ -55,12 +55,16 @@ def _compute_hashes(root: Node) -> int:
 _SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
 
 
+def is_internal_file(filename: str) -> bool:
+    """Whether code in ``filename`` is torch's or lazygen's (not the user's)."""
+    return filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen")
+
+
 def _is_internal(frame) -> bool:
     module = frame.f_globals.get("__name__", "")
     if module.startswith(("torch.", "lazygen.")) or module in ("torch", "lazygen"):
         return True
-    filename = frame.f_code.co_filename
-    if filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen"):
+    if is_internal_file(frame.f_code.co_filename):
         return True
     # Kernel modules (generated or hand-written) import the kernel support as ``rt``.
     rt = frame.f_globals.get("rt")
@@ -183,6 +187,12 @@ class DeviceData(Node):
     def pending(cls, launch, shape: Shape) -> DeviceData:
         """Data that ``launch`` (an in-flight graph run) will deliver through ``deliver``."""
         return cls(None, launch, shape)
+
+    @classmethod
+    def failed(cls, run, shape: Shape) -> DeviceData:
+        """Data that never came: ``run`` (a ``launches.FailedRun``) raises its error on every
+        read, and a graph reading this node fails with it."""
+        return cls(None, run, shape)
 
     @property
     def data(self) -> torch.Tensor:

@@ -110,7 +110,9 @@ def tensor(t, device: LazyDevice) -> Value:
             return upload(t, device)
         raise LazygenRuntimeError(
             f"Expected all tensors to be on the same device, but found {t.device} and "
-            f"{device.torch_device}"
+            f"{device.torch_device}: input tensor is not a lazy tensor: a {t.device} "
+            f"{str(t.dtype).replace('torch.', '')}{list(t.shape)} tensor; move it with "
+            f".to('{device.torch_device}') (0-dim CPU tensors are taken as they are)"
         )
     # A Python number where a tensor is expected (e.g. a wrapped scalar operand).
     return scalar(t, device)

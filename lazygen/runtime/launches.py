@@ -3,9 +3,10 @@ tracing the next step overlaps with executing this one (as LTC does).
 
 A ``Launch`` owns one run. Its outputs are ``DeviceData`` nodes whose data is delivered when
 someone first needs it (a read, the next graph that takes it as input, ``mark_step`` settling
-finished runs, ``wait_device_ops``). A run that failed keeps its error: every read of its
-outputs raises it, and the executor's ``fail`` callback has already put the traced IR back
-on the tensors, so a fixed program can sync them again.
+finished runs, ``wait_device_ops``). A run that failed keeps its error: every read of the
+outputs that depend on the failed node raises it; the executor's ``fail`` callback has put
+the traced IR back on the other tensors, which sync on their own. A graph that failed before
+it ran (lowering, compiling, a failed input) gives its tensors a ``FailedRun`` instead.
 """
 
 from __future__ import annotations
@@ -63,6 +64,14 @@ class Launch:
         """Wait for the run; deliver its outputs, or raise its error: every time (a read of
         an output that never came), or with ``unreported_only`` only if nobody saw it yet
         (``mark_step`` settling runs)."""
+        self.complete()
+        if self._error is not None and not (unreported_only and self._reported):
+            self._reported = True
+            raise _again(self._error)
+
+    def complete(self) -> None:
+        """Wait for the run and deliver its outputs, or keep its error for whoever reads or
+        settles it (an asynchronous step closure waits so, raising nothing)."""
         with self._lock:
             handle = self._handle
             if handle is not None:
@@ -74,15 +83,35 @@ class Launch:
                     results = finish(handle.wait())
                 except BaseException as error:  # re-raised below, described
                     self._error = fail(error, nodes)
+                    if hasattr(self._error, "detached"):  # no frames of this thread kept
+                        self._error = self._error.detached()
                 else:
                     for node, data in zip(nodes, results, strict=True):
                         node.deliver(data)
                 finally:
                     _retire(handle, self._inputs)
                     self._inputs = None
-        if self._error is not None and not (unreported_only and self._reported):
-            self._reported = True
-            raise self._error.with_traceback(None)
+
+
+class FailedRun:
+    """Where the data of a tensor whose graph failed would have come from: every read raises
+    the graph's error again (``DeviceData.failed``). Such a tensor is no longer pending, so
+    later steps never sync it again: one failed graph does not fail every later one."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def wait(self, unreported_only: bool = False) -> None:
+        raise _again(self.error)
+
+
+def _again(error: BaseException) -> BaseException:
+    """The stored error to raise once more: a copy when it can make one (see
+    ``LazyGraphError.detached``), so the stored one never holds a reader's frames."""
+    again = getattr(error, "detached", None)
+    return again() if again is not None else error.with_traceback(None)
 
 
 _all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()

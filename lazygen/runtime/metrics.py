@@ -2,13 +2,19 @@
 ``CachedCompile``, ``UncachedCompile``, ``MarkStep``, ``CompileTime``, ``ExecuteTime``).
 
 Graphs launched by ``mark_step`` count ``AsyncLaunch`` and time ``LaunchTime`` (starting the
-run); they run on another thread, so no ``ExecuteTime`` is recorded for them."""
+run); they run on another thread, so no ``ExecuteTime`` is recorded for them.
+
+``fallback_report()`` lists the ops that ran eagerly on lazy tensors: how often, the user's
+``file:line`` of the first call, and how often each cut a graph (it read tensors with
+pending IR, so the graph traced so far had to run first); host reads (``.item()``,
+``.cpu()``) are listed apart."""
 
 from __future__ import annotations
 
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from . import state
 
@@ -45,6 +51,9 @@ def reset() -> None:
             d.clear()
         for d in _all_timers:
             d.clear()
+        _fallbacks.clear()
+        _host_reads.clear()
+        _step_cuts.clear()
 
 
 def _merged_counters() -> dict[str, int]:
@@ -135,6 +144,84 @@ def report() -> str:
         lines.append(f"Counter: {name}")
         lines.append(f"  Value: {counters[name]}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+# Fallbacks and host reads ---------------------------------------------------------------------
+
+
+@dataclass
+class FallbackEntry:
+    """One op that ran eagerly: how often, how often it cut a graph, where it first ran."""
+
+    op: str
+    count: int = 0
+    graph_cuts: int = 0
+    first_source: str | None = None
+
+
+# op name -> FallbackEntry; written under the registry lock (the autograd thread falls back too)
+_fallbacks: dict[str, FallbackEntry] = {}
+_host_reads: dict[str, FallbackEntry] = {}
+_step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since the last ``mark_step``
+
+
+def record_fallback(op: str, graph_cut: bool, source, host_read: bool = False) -> None:
+    """Note one eager run of ``op`` (``source``: a callable giving the user's ``file:line``,
+    called for an op's first occurrence only: it walks the stack)."""
+    table = _host_reads if host_read else _fallbacks
+    with _registry_lock:
+        entry = table.get(op)
+        if entry is None:
+            entry = table[op] = FallbackEntry(op, first_source=source())
+        entry.count += 1
+        if graph_cut:
+            entry.graph_cuts += 1
+            if not host_read:
+                _step_cuts[op] = _step_cuts.get(op, 0) + 1
+
+
+def take_step_cuts() -> dict[str, int]:
+    """The fallbacks that cut a graph since the last call (``mark_step`` asks), by op."""
+    with _registry_lock:
+        cuts = dict(_step_cuts)
+        _step_cuts.clear()
+    return cuts
+
+
+@dataclass(frozen=True)
+class FallbackReport:
+    """What ran eagerly since the last ``metrics.reset()``; ``str()`` prints a table."""
+
+    fallbacks: tuple[FallbackEntry, ...]
+    host_reads: tuple[FallbackEntry, ...]
+
+    def __str__(self) -> str:
+        lines = []
+        for title, entries in (
+            ("Ops run eagerly (not in the op list)", self.fallbacks),
+            ("Host reads (.item(), .cpu(), printing)", self.host_reads),
+        ):
+            lines.append(f"{title}: {len(entries)}")
+            if entries:
+                width = max(len(e.op) for e in entries)
+                lines.append(f"  {'op':<{width}}  {'count':>7}  {'graph cuts':>10}  first at")
+                for e in entries:
+                    lines.append(
+                        f"  {e.op:<{width}}  {e.count:>7}  {e.graph_cuts:>10}  "
+                        f"{e.first_source or '?'}"
+                    )
+        return "\n".join(lines)
+
+
+def fallback_report() -> FallbackReport:
+    """Ops that ran eagerly, most graph cuts first; host reads apart (see the module doc)."""
+
+    def order(table):
+        entries = [FallbackEntry(e.op, e.count, e.graph_cuts, e.first_source) for e in table]
+        return tuple(sorted(entries, key=lambda e: (-e.graph_cuts, -e.count, e.op)))
+
+    with _registry_lock:
+        return FallbackReport(order(_fallbacks.values()), order(_host_reads.values()))
 
 
 state.register("metrics", reset)

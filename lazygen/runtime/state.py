@@ -64,7 +64,13 @@ class _Settings:
         """Every knob ``config`` can change back to its default (from the environment),
         except the device name and backing device, which hold for the process."""
         self.debug = _env_int("LAZYGEN_DEBUG", 0)
-        self.record_source = self.debug >= 1
+        # LAZYGEN_SAVE_TENSORS_FILE (or LTC's LTC_SAVE_TENSORS_FILE): every synced graph's
+        # IR is appended there (``debug``), with the user's line of each node when set
+        # before the runtime starts (sources are then recorded).
+        saving = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get(
+            "LTC_SAVE_TENSORS_FILE"
+        )
+        self.record_source = self.debug >= 1 or bool(saving)
         self.reuse_ir = False
         self.force_fallback: frozenset[str] = frozenset()
         self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)

@@ -165,6 +165,11 @@ CASES = {
         "print(m(torch.randn(3, 5, 4, device=d)).sum().cpu().shape)",
         "torch.Size([])",
     ),
+    "two_devices_names_the_host_tensor": (
+        "torch.mm(x, torch.randn(4, 2))",
+        "input tensor is not a lazy tensor: a cpu float32[4, 2] tensor; move it with "
+        ".to('lazygen:0')",
+    ),
     "sparse": ("x.to_sparse()", "holds strided (dense) tensors only"),
     "autocast": (
         "with torch.autocast(device_type=d, dtype=torch.bfloat16): print((x @ x).dtype)",

@@ -1,5 +1,7 @@
 """Failures while lowering or running a graph: a clear error naming the op and the traced
-line; the tensors keep their IR, no broken graph is cached, and a later step works.
+line; the error stays with the tensors that depend on the failed op (reading them raises it
+again), the graph's other tensors and every later step work, no broken graph is cached, and
+a held error keeps no IR alive (issue #23: one failed graph no longer fails every later one).
 
 ``mark_step()`` launches graphs asynchronously: a run that fails raises on the first read
 of its results or at the next ``mark_step``; ``mark_step(wait=True)`` raises at once."""
@@ -31,14 +33,15 @@ def _traced(x):
     return (x * 2).neg() + 1  # the line the error names
 
 
-def _check_recovery(x, y, cached_before):
-    inner = lr.inner(y)
-    assert not inner.is_materialized  # the tensor kept its IR
+def _check_error_stays_local(x, y, error, cached_before):
+    assert error.failed_node is None  # the error holds no IR
     assert executor.compile_cache_size() == cached_before  # nothing half-built was kept
+    with pytest.raises(lr.LazyGraphError) as again:
+        y.cpu()  # the failed tensor carries its error
+    assert str(again.value) == str(error)
     FaultyNeg.mode = "ok"
-    lr.mark_step()
-    assert inner.is_materialized
-    assert y.cpu().tolist() == [1.0, -1.0, -3.0]
+    lr.mark_step(wait=True)  # nothing left over fails again
+    assert _traced(x).cpu().tolist() == [1.0, -1.0, -3.0]  # traced anew once fixed
 
 
 def _step_and_read(y):
@@ -72,7 +75,7 @@ def test_failure_names_op_and_line_and_recovers(faulty, mode, step):
         assert isinstance(error.__cause__, ValueError)
     else:
         assert "mat1" in str(error) or "2D" in str(error) or "matrix" in str(error)
-    _check_recovery(x, y, cached)
+    _check_error_stays_local(x, y, error, cached)
 
 
 def test_failure_without_recorded_line_says_how_to_get_it(faulty):
@@ -82,7 +85,7 @@ def test_failure_without_recorded_line_says_how_to_get_it(faulty):
     with pytest.raises(lr.LazyGraphError, match="LAZYGEN_DEBUG=1"):
         y.cpu()
     faulty.mode = "ok"
-    assert y.cpu().tolist() == [-1.0, -1.0]
+    assert torch.ones(2, device="lazygen").neg().cpu().tolist() == [-1.0, -1.0]
 
 
 @pytest.mark.parametrize("wait", [True, False])
@@ -93,11 +96,11 @@ def test_failed_sync_leaves_other_tensors_usable(faulty, wait):
     with pytest.raises(lr.LazyGraphError):
         lr.mark_step(wait=wait)  # both in one graph
         lr.wait_device_ops()
-    assert good.cpu().tolist() == [3.0, 3.0]  # its own graph now
+    assert good.cpu().tolist() == [3.0, 3.0]  # independent of the failed op: its own graph
     with pytest.raises(lr.LazyGraphError):
-        bad.cpu()  # still failing: the cause is still there
-    del bad
-    lr.mark_step(wait=True)  # the cause is gone
+        bad.cpu()  # still failing: it carries the error
+    lr.mark_step(wait=True)  # with ``bad`` alive: it is not synced again
+    assert (torch.ones(2, device="lazygen") + 1).cpu().tolist() == [2.0, 2.0]
 
 
 def test_failed_run_is_reported_once_per_read_and_leaves_nothing_in_flight(faulty):
@@ -110,4 +113,63 @@ def test_failed_run_is_reported_once_per_read_and_leaves_nothing_in_flight(fault
     assert device.in_flight == []
     lr.wait_device_ops()  # reported already: nothing left to raise
     faulty.mode = "ok"
-    assert y.cpu().tolist() == [-1.0, -1.0]  # synced again from its IR
+    with pytest.raises(lr.LazyGraphError, match="neg"):
+        y.cpu()  # a read raises the error it carries, every time
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["wait", "async"])
+def test_a_held_error_keeps_no_pending_ir_and_later_steps_work(faulty, wait):
+    """A test runner keeps the last exception (``sys.last_value``, pytest's report): the
+    tensors of the failed graph it keeps alive must not make every later step fail."""
+    faulty.mode = "execution"
+    x = torch.ones(2, device="lazygen")
+    y = x.neg() * 2
+    try:
+        lr.mark_step(wait=wait)
+        lr.wait_device_ops()
+    except lr.LazyGraphError as error:
+        held = error  # and its traceback, with the frames that synced ``y``
+    assert held.failed_node is None
+    device = lr.inner(x)._device
+    for step in range(3):  # the cause is still there; steps without it work
+        z = torch.ones(2, device="lazygen") * step
+        lr.mark_step(wait=wait)
+        assert z.cpu().tolist() == [float(step)] * 2
+    assert [t for t in device.live_tensors() if not t.is_materialized] == []
+    with pytest.raises(lr.LazyGraphError):
+        y.cpu()
+
+
+def test_an_op_reading_a_failed_tensor_fails_with_its_error(faulty):
+    faulty.mode = "execution"
+    bad = torch.ones(2, device="lazygen").neg()
+    with pytest.raises(lr.LazyGraphError) as first:
+        lr.mark_step(wait=True)
+    faulty.mode = "ok"
+    later, unrelated = bad + 1, torch.ones(2, device="lazygen") * 5
+    with pytest.raises(lr.LazyGraphError) as second:
+        lr.mark_step(wait=True)  # ``later`` reads the failed value
+    assert str(second.value) == str(first.value)
+    assert unrelated.cpu().tolist() == [5.0, 5.0]
+    with pytest.raises(lr.LazyGraphError):
+        later.cpu()
+    lr.mark_step(wait=True)
+
+
+@pytest.mark.parametrize("mode", ["lowering", "execution"])
+def test_a_failed_early_results_graph_leaves_the_rest_of_the_step_usable(faulty, mode):
+    """``mark_step`` syncs a step's single-element results in a graph of their own first
+    (``split.py``); when that graph fails, the rest of the step still runs."""
+    x = torch.ones(3, device="lazygen")
+    lr.mark_step(wait=True)
+    faulty.mode = mode
+    loss = x.neg().sum()  # single element: the early graph, which fails
+    other = x * 4  # the rest of the step
+    with pytest.raises(lr.LazyGraphError, match="neg"):
+        lr.mark_step()
+        lr.wait_device_ops()
+        loss.cpu()
+    assert other.cpu().tolist() == [4.0, 4.0, 4.0]
+    with pytest.raises(lr.LazyGraphError, match="neg"):
+        loss.cpu()
+    lr.mark_step(wait=True)

@@ -54,11 +54,12 @@ def test_cache_bounds_are_configurable():
             (x.sum(dim=0, keepdim=True).expand(n) * float(n)).cpu()  # a new graph and shapes
         lr.config.set_compile_cache_size(2)
         lr.config.set_shape_cache_size(5)
-        assert executor.compile_cache_size() <= 2
+        # The bound is per backend (each has its own cache; other tests made more backends).
+        assert max(len(cache) for cache in devices.caches()) <= 2
         assert shape_inference.cache_size() <= 5
         for n in range(8, 12):
             (x.sum(dim=0, keepdim=True).expand(n) * float(n)).cpu()
-        assert executor.compile_cache_size() <= 2
+        assert max(len(cache) for cache in devices.caches()) <= 2
         assert shape_inference.cache_size() <= 5
     finally:
         lr.config.set_compile_cache_size(compile_size)

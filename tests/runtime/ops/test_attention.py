@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from support.training import assert_as_accurate_as_eager
 from torch import nn
 
 import lazygen.runtime as lr
@@ -120,13 +121,13 @@ def test_invalid_arguments_raise_atens_error():
 
 
 def test_transformer_decoder_training_equals_eager(fresh_metrics):
-    def train(device):
+    def train(device, dtype=torch.float32):
         torch.manual_seed(0)
         layer = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
-        model = nn.TransformerDecoder(layer, num_layers=2).to(device)
+        model = nn.TransformerDecoder(layer, num_layers=2).to(dtype).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-        tgt, memory = torch.randn(2, 4, 8).to(device), torch.randn(2, 3, 8).to(device)
-        mask = nn.Transformer.generate_square_subsequent_mask(4).to(device)
+        tgt, memory = torch.randn(2, 4, 8).to(device, dtype), torch.randn(2, 3, 8).to(device, dtype)
+        mask = nn.Transformer.generate_square_subsequent_mask(4, dtype=dtype).to(device)
         losses = []
         for _ in range(3):
             opt.zero_grad()
@@ -136,12 +137,13 @@ def test_transformer_decoder_training_equals_eager(fresh_metrics):
             if device != "cpu":
                 lr.mark_step()
             losses.append(loss.item())
-        return losses, [p.detach().cpu() for p in model.parameters()]
+        return [torch.tensor(losses)] + [p.detach().cpu() for p in model.parameters()]
 
-    want_losses, want = train("cpu")
-    got_losses, got = train(LAZY)
-    assert got_losses == pytest.approx(want_losses, rel=1e-5)
-    _assert_equal(want, got, torch.float32)
+    eager = train("cpu")
+    got = train(LAZY)
+    # Fused attention and BLAS kernels round differently on AVX2 and AVX-512 CPUs: lazy must
+    # be as close to a float64 run as eager is, not equal to one machine's float32 bits.
+    assert_as_accurate_as_eager(got, eager, lambda: train("cpu", torch.float64))
     assert _count(FUSED) == 3 * 2 * 2  # steps x layers x (self + cross attention)
 
 

@@ -76,6 +76,10 @@ class FxBackend(Backend):
         module, _ = self.graph_module(order, outputs, device)
         return module.code
 
+    def describe(self, executable: FxExecutable) -> str:
+        """The code of the GraphModule it runs (Inductor compiles that one)."""
+        return executable.module.code
+
     def locate_failure(self, order: list[Node], inputs: list) -> tuple[Node, Exception] | None:
         """Interpret the graph one FX node at a time: the IR node of the first that fails."""
         device = next((i.device for i in inputs if isinstance(i, torch.Tensor)), None)

@@ -180,6 +180,10 @@ class TorchScriptBackend(Backend):
     def dump(self, order: list[Node], outputs: list[Value], device) -> str:
         return str(self.lower(order, outputs, device).graph)
 
+    def describe(self, executable: TSExecutable) -> str:
+        """The TorchScript graph it runs."""
+        return str(executable.graph)
+
     def error_message(self, error: BaseException) -> str:
         """The message without the TorchScript interpreter's preamble."""
         text = str(error)
