@@ -1,12 +1,14 @@
 """The IR: ``Shape``, ``Value`` and ``Node`` (see docs/architecture.md, "IR").
 
-Nodes are immutable once built. Graph inputs are ``DeviceData`` (a materialised tensor)
+Nodes are immutable once built (``with_operands`` makes a rewired copy; the hash is a
+memo computed on first use). Graph inputs are ``DeviceData`` (a materialised tensor)
 and ``ScalarData`` (a wrapped Python scalar, uploaded as a 0-dim tensor at execution, so a
 changing value never changes the graph).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from typing import NamedTuple
@@ -112,6 +114,25 @@ class Node:
     def can_be_reused(self, operands, attrs) -> bool:
         return self.operands == operands and self.attrs == attrs
 
+    def with_operands(self, operands) -> Node:
+        """A copy of this node reading ``operands`` instead (same class, attributes, shapes
+        and source line): how a graph is rewired without changing a node, which other
+        tensors and caches may share. Only computed nodes are rewired."""
+        cls = type(self)
+        plain = _PLAIN.get(cls)
+        if plain is None:
+            plain = _PLAIN[cls] = not _carries_more(cls)
+        if plain:
+            clone = _new_object(cls)
+            clone.attrs = self.attrs
+            clone.shapes = self.shapes
+            clone.source = self.source
+        else:
+            clone = copy.copy(self)
+        clone.operands = operands
+        clone._hash = None
+        return clone
+
     def inputs(self) -> list[Value]:
         """The operand values, flattened (absent optionals left out)."""
         flat = []
@@ -124,6 +145,21 @@ class Node:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.op_name or self.op_kind}, shapes={self.shapes})"
+
+
+_new_object = object.__new__
+_PLAIN: dict[type, bool] = {}  # node class -> holds nothing beyond Node's slots
+
+
+def _carries_more(cls: type) -> bool:
+    """Whether instances of ``cls`` hold state beyond ``Node``'s slots (a ``__dict__`` or
+    slots of their own), which ``with_operands`` must then copy too."""
+    for klass in cls.__mro__:
+        if klass is Node:
+            return False
+        if "__slots__" not in vars(klass) or klass.__slots__:
+            return True
+    return True
 
 
 class DeviceData(Node):

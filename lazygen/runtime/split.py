@@ -5,12 +5,13 @@ waits for the whole step (forward, backward, optimizer update), and the next ste
 cannot start meanwhile. ``mark_step`` therefore launches two graphs when a step has both
 single-element results (the loss, step counters) and others: first the part that computes
 the single-element results, which also hands out every value the rest needs from it; then
-the rest, whose nodes are rewritten to read those values as device data. The loss is ready
+the rest, rebuilt to read those values as device data. The loss is ready
 once the first part has run, and the second runs while the caller reads it and traces the
 next step. Both graphs have a stable structure, so each is compiled once.
 
-The rewrite changes how a value is represented (computed by a node, or held as data), never
-the value, so other tensors that share those nodes stay correct.
+Nodes are immutable: the second graph's nodes that read the first graph are rebuilt over
+its data, and the tensors of the rest point at the rebuilt nodes; any other holder of the
+old nodes keeps a graph that computes the same values.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class Split(NamedTuple):
     rest: list[LazyTensor]  # everything else, synced second
     handed_over: list[Value]  # values of the first graph that the second one needs
     readers: list[Node]  # nodes of the second graph that read ``handed_over`` values
-    second: list[Node]  # every computed node of the second graph
+    second: list[Node]  # every computed node of the second graph (as traced), in post-order
 
 
 def _single_element(tensor: LazyTensor) -> bool:
@@ -61,6 +62,7 @@ def split(tensors: list[LazyTensor]) -> Split | None:
     readers: list[Node] = []
     rest = []
     seen: set[Node] = set()
+    done: set[Node] = set()
     stack: list[Node] = []
     for t in tensors:
         if _single_element(t):
@@ -71,39 +73,79 @@ def split(tensors: list[LazyTensor]) -> Split | None:
         else:
             stack.append(value.node)
         rest.append(t)
+    order: list[Node] = []  # post-order: operands before their users
     while stack:
-        node = stack.pop()
-        if node in seen or node.is_input:
-            continue
-        seen.add(node)
-        reads = False
-        for value in node.inputs():
-            if value.node in first:
-                handed_over[value] = None
-                reads = True
-            else:
-                stack.append(value.node)
-        if reads:
-            readers.append(node)
-    return Split(early, rest, list(handed_over), readers, list(seen))
+        node = stack[-1]
+        if node in done or node.is_input:
+            stack.pop()
+        elif node in seen:  # its operands are done
+            stack.pop()
+            done.add(node)
+            order.append(node)
+        else:
+            seen.add(node)
+            reads = False
+            for value in node.inputs():
+                if value.node in first:
+                    handed_over[value] = None
+                    reads = True
+                elif value.node not in done:
+                    stack.append(value.node)
+            if reads:
+                readers.append(node)
+    return Split(early, rest, list(handed_over), readers, order)
 
 
 def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
-    """Point the readers at the device data that replaced the first graph's values (and
-    forget the second graph's node hashes, which covered the operands they had)."""
-    for node in plan.readers:
-        node.operands = tuple(_substitute(operand, data_of) for operand in node.operands)
-    for node in plan.second:
-        node._hash = None
+    """Point the rest of the tensors at a second graph that reads the first graph's results
+    as device data. Nodes stay as they are (other tensors and caches may share them): each
+    node of the second graph that reads a handed-over value, directly or through another
+    node, is rebuilt over the data (``Node.with_operands``); the others are kept."""
+    rebuilt: dict[Node, Node] = {}
+    replaced = data_of.get
+    for node in plan.second:  # operands first, so a rebuilt operand is known to its users
+        operands = node.operands
+        new = None
+        for position, operand in enumerate(operands):
+            if type(operand) is Value:
+                value = replaced(operand)
+                if value is None:
+                    copy = rebuilt.get(operand.node)
+                    if copy is None:
+                        continue
+                    value = Value(copy, operand.index)
+            elif type(operand) is tuple or type(operand) is list:
+                value = _substitute(operand, data_of, rebuilt)
+                if value is operand:
+                    continue
+            else:
+                continue
+            if new is None:
+                new = list(operands)
+            new[position] = value
+        if new is not None:
+            rebuilt[node] = node.with_operands(tuple(new))
     for tensor in plan.rest:
-        data = data_of.get(tensor._value)
+        value = tensor._value
+        data = replaced(value)
         if data is not None:  # a result of the first graph itself
             tensor._value = data
+        elif value.node in rebuilt:
+            tensor._value = Value(rebuilt[value.node], value.index)
 
 
-def _substitute(operand, data_of):
-    if type(operand) is Value:
-        return data_of.get(operand, operand)
-    if operand is None or type(operand) not in (tuple, list):
-        return operand
-    return type(operand)(_substitute(o, data_of) for o in operand)
+def _substitute(operands, data_of: dict[Value, Value], rebuilt: dict[Node, Node]):
+    """A list operand (``Tensor[]``, ``Tensor?[]``) reading the handed-over data and the
+    rebuilt nodes; ``operands`` itself if it reads neither."""
+    items = []
+    for operand in operands:
+        if type(operand) is Value:
+            data = data_of.get(operand)
+            if data is None:
+                copy = rebuilt.get(operand.node)
+                data = operand if copy is None else Value(copy, operand.index)
+            operand = data
+        items.append(operand)
+    if all(new is old for new, old in zip(items, operands, strict=True)):
+        return operands
+    return type(operands)(items)

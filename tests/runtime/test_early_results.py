@@ -106,3 +106,24 @@ def test_size_constants_shared_by_both_graphs_are_not_handed_over(early_results)
     lr.mark_step()
     assert loss.item() == 120.0
     torch.testing.assert_close(rest.cpu(), (torch.arange(16.0) * 2).view(4, 4))
+
+
+def test_the_split_rewires_no_traced_node(early_results, fresh_metrics):
+    """Nodes are immutable: the second graph reads the first one's results through rebuilt
+    nodes, and the nodes as traced keep their operands (a holder of them still computes
+    the same values)."""
+    lr.config.set_early_results(True)
+    x = torch.randn(4, 4).to(LAZY)
+    h = (x @ x).relu()
+    loss = h.sum()  # the first graph computes h
+    rest = (h * 2).exp()  # reads h: rebuilt over its data
+    traced = lr.inner(rest)._value.node
+    reader = traced.operands[0].node
+    operands = (traced.operands, reader.operands)
+    lr.mark_step()
+    assert lr.metrics.counter_value("EarlyResultGraph") == 1
+    assert (traced.operands, reader.operands) == operands
+    assert lr.inner(rest)._value.node is not traced
+    want = (x.cpu() @ x.cpu()).relu()
+    torch.testing.assert_close(loss.cpu(), want.sum())
+    torch.testing.assert_close(rest.cpu(), (want * 2).exp())
