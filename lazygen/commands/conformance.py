@@ -137,9 +137,17 @@ def _check_backend(name: str | None) -> None:
         )
 
 
+def _entry_vocabulary(opinfos, cases) -> set[str]:
+    """Names ``--only`` can give without consulting the op list: entries, OpInfo names,
+    conversion cases."""
+    from lazygen.conformance.entries import entry_name
+
+    return {entry_name(o) for o in opinfos} | {o.name for o in opinfos} | set(cases)
+
+
 def run(args: argparse.Namespace) -> int:
     from lazygen.conformance import report
-    from lazygen.conformance.entries import DTYPES, cpu_entries
+    from lazygen.conformance.entries import DTYPES, cpu_entries, entry_name
     from lazygen.conformance.opmap import entries_for_ops
     from lazygen.conformance.runner import (
         DEFAULT_TIMEOUT,
@@ -162,11 +170,20 @@ def run(args: argparse.Namespace) -> int:
         from lazygen.conformance.conversions import conversion_cases
 
         cases = [case.name for case in conversion_cases(args.grad)]
-    exercised = entries_for_ops(ops, opinfos, dtype, args.grad)
     try:
-        selection = select(
-            opinfos, exercised, only=args.only, every_entry=args.every_entry, cases=cases
-        )
+        if args.only:  # unknown names fail before the op list's entries are recorded
+            select(opinfos, dict.fromkeys(ops, ["?"]), only=args.only, cases=cases)
+        if args.only and set(args.only) <= _entry_vocabulary(opinfos, cases):
+            # Entries named directly: only they need recording for the op view.
+            selection = select(opinfos, {}, only=args.only, cases=cases)
+            chosen = set(selection.entries)
+            selected = [o for o in opinfos if entry_name(o) in chosen]
+            selection.ops = entries_for_ops(ops, selected, dtype, args.grad)
+        else:
+            exercised = entries_for_ops(ops, opinfos, dtype, args.grad)
+            selection = select(
+                opinfos, exercised, only=args.only, every_entry=args.every_entry, cases=cases
+            )
     except SelectionError as exc:
         raise LazygenError(
             [Diagnostic(None, str(exc)), *(Diagnostic(None, h) for h in exc.hints)]
@@ -227,8 +244,14 @@ def run(args: argparse.Namespace) -> int:
         )
         report.write_matrix(args.json, data)
         print(f"wrote {args.json}")
-    failed = {"crash", "timeout"} | ({"wrong"} if args.strict else set())
-    if runner.failures or any(r.outcome in failed for r in results):
+    return exit_status(results, bool(runner.failures), args.strict)
+
+
+def exit_status(results, worker_failed: bool, strict: bool) -> int:
+    """1 when an entry crashed or timed out, or a worker died (``strict``: or an entry
+    was wrong), else 0."""
+    failed = {"crash", "timeout"} | ({"wrong"} if strict else set())
+    if worker_failed or any(r.outcome in failed for r in results):
         return EXIT_FAILED
     return 0
 

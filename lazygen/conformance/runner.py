@@ -42,6 +42,8 @@ from .worker import MARK, OP_MARK, Request
 MAX_CHUNK = 40
 #: Seconds one entry may run (the worker's start-up counts as an entry).
 DEFAULT_TIMEOUT = 900.0
+#: Seconds a worker may take to start (to announce that it is ready), whatever ``timeout``.
+STARTUP_TIMEOUT = 300.0
 #: Seconds a worker that reported its last result (closing its event stream) may take to
 #: exit before it is killed; a hang at exit is then reported as a worker failure.
 EXIT_GRACE = 60.0
@@ -58,7 +60,8 @@ class ConformanceSetupError(Exception):
 class RunConfig:
     """How to run: the worker request's fields (see ``worker.Request``), ``jobs`` workers
     at a time, chunks of at most ``chunk_size`` entries (None: balanced over ``jobs``, at
-    most ``MAX_CHUNK``), ``timeout`` seconds per entry, and extra environment variables."""
+    most ``MAX_CHUNK``), ``timeout`` seconds per entry, extra environment variables, and
+    directories the workers import from ahead of ``PYTHONPATH`` (a backend's site)."""
 
     backend: str | None = None
     dtype: str = "float32"
@@ -69,6 +72,7 @@ class RunConfig:
     chunk_size: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     env: dict[str, str] = field(default_factory=dict)
+    python_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -148,16 +152,16 @@ def default_chunk_size(count: int, jobs: int) -> int:
     return max(1, min(MAX_CHUNK, math.ceil(count / max(jobs, 1))))
 
 
-def worker_environment(extra: dict[str, str]) -> dict[str, str]:
-    """The parent's environment, with this lazygen first on ``PYTHONPATH`` (the workers
-    import the same lazygen as the command, installed or not) and ``extra`` on top."""
+def worker_environment(extra: dict[str, str], paths: Sequence[str] = ()) -> dict[str, str]:
+    """The parent's environment and ``extra``, with this lazygen first on ``PYTHONPATH``
+    (the workers import the same lazygen as the command, installed or not), then
+    ``paths``."""
     import lazygen
 
     root = str(Path(lazygen.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    paths = [root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env.update(extra)
+    env = {**os.environ, **extra}
+    inherited = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([root, *paths, *inherited]))
     return env
 
 
@@ -180,7 +184,7 @@ class Runner:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._live: set[subprocess.Popen] = set()
-        self._env = worker_environment(config.env)
+        self._env = worker_environment(config.env, config.python_path)
 
     # Public ---------------------------------------------------------------------------
 
@@ -336,8 +340,11 @@ class Runner:
         reader = threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True)
         reader.start()
         while True:
+            # Start-up (torch, op_db, the backend) may take long on a loaded machine; it
+            # gets STARTUP_TIMEOUT at least, each entry then ``timeout``.
+            wait = self.config.timeout if chunk.ready else max(self.config.timeout, STARTUP_TIMEOUT)
             try:
-                line = lines.get(timeout=self.config.timeout)
+                line = lines.get(timeout=wait)
             except queue.Empty:
                 chunk.timed_out = True
                 _kill(process)

@@ -51,22 +51,8 @@ def select(
         by_opinfo.setdefault(o.name, []).append(entry_name(o))
     known = set(order)
     if only:
-        wanted: set[str] = set()
-        unknown = []
-        for name in only:
-            if name in known:
-                wanted.add(name)
-            elif name in by_opinfo:
-                wanted.update(by_opinfo[name])
-            elif name in ops:
-                if not ops[name]:
-                    raise SelectionError(
-                        f"no OpInfo entry exercises {name!r} of the op list in this dtype "
-                        "(nothing to run for it)"
-                    )
-                wanted.update(ops[name])
-            else:
-                unknown.append(name)
+        only = list(only)
+        unknown = [n for n in only if n not in known and n not in by_opinfo and n not in ops]
         if unknown:
             vocabulary = sorted(known | set(by_opinfo) | set(ops))
             hints = [
@@ -77,6 +63,19 @@ def select(
             raise SelectionError(
                 "--only names no entry, OpInfo or op of the list: " + ", ".join(unknown), hints
             )
+        wanted: set[str] = set()
+        for name in only:
+            if name in known:
+                wanted.add(name)
+            elif name in by_opinfo:
+                wanted.update(by_opinfo[name])
+            elif not ops[name]:
+                raise SelectionError(
+                    f"no OpInfo entry exercises {name!r} of the op list in this dtype "
+                    "(nothing to run for it)"
+                )
+            else:
+                wanted.update(ops[name])
         return Selection([n for n in order if n in wanted], ops)
     if every_entry:
         return Selection(order, ops)
