@@ -77,7 +77,8 @@ class RunConfig:
 
 @dataclass
 class WorkerFailure:
-    """A worker that died after reporting every entry it was given (e.g. at exit)."""
+    """A worker that died while no entry was running (between entries, or at exit):
+    ``entries`` are those it had finished."""
 
     entries: list[str]
     how: str
@@ -93,6 +94,7 @@ class _Chunk:
     started: str | None = None  # announced and not finished when the worker stopped
     setup_error: str | None = None
     timed_out: bool = False
+    hung_at_exit: bool = False
     returncode: int | None = None
     stderr: str = ""
 
@@ -104,6 +106,8 @@ class _Chunk:
         """``SIGSEGV``, ``exit status 1`` or ``timeout``."""
         if self.timed_out:
             return "timeout"
+        if self.hung_at_exit:
+            return f"hung at exit, killed after {EXIT_GRACE:g} s"
         if self.returncode is not None and self.returncode < 0:
             return signal_name(-self.returncode)
         return f"exit status {self.returncode}"
@@ -237,15 +241,17 @@ class Runner:
                     f"the worker died while starting ({chunk.how()}, before running any "
                     f"entry): {fatal_error(chunk.stderr)}\n{_tail(chunk.stderr)}"
                 )
-            if chunk.started is None:  # died between entries or at exit: name the chunk
-                if rest:
-                    chunk.started = rest[0]
-                else:
-                    with self._lock:
-                        self.failures.append(
-                            WorkerFailure(list(pending), chunk.how(), _tail(chunk.stderr))
-                        )
-                    return
+            if chunk.started is None and chunk.results:
+                # Died between entries or at exit: no entry was running, so none is
+                # blamed; the worker's death is reported with the entries it finished.
+                with self._lock:
+                    self.failures.append(
+                        WorkerFailure(list(chunk.results), chunk.how(), _tail(chunk.stderr))
+                    )
+                pending = rest
+                continue
+            if chunk.started is None:  # died after start-up, before its first entry
+                chunk.started = rest[0]
             culprit = chunk.started
             self._record(self._isolate(culprit, chunk, alone=len(pending) == 1))
             pending = [n for n in rest if n != culprit]
@@ -317,6 +323,7 @@ class Runner:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         process.wait(timeout=EXIT_GRACE)  # its results are in; it is exiting
                 if process.poll() is None:
+                    chunk.hung_at_exit = not chunk.timed_out
                     _kill(process)
                 chunk.returncode = process.wait()
                 stderr.seek(0)

@@ -6,7 +6,8 @@ through the ``lazygen.backends`` entry point as any third-party backend would be
   everything else runs through the eager fallback;
 * ``crashing``: the fx backend with lazygen's op list, except that a graph computing
   ``aten.sin`` kills its process with SIGSEGV, one computing ``aten.cos`` never finishes
-  and one computing ``aten.tan`` returns results off by one (a wrong backend).
+  and one computing ``aten.tan`` returns results off by one (a wrong backend); with
+  ``CONFORMANCE_TEST_CRASH_AT_EXIT`` set, its process kills itself at exit.
 
 ``build_site(root)`` writes them and returns the directory to put on ``PYTHONPATH``.
 """
@@ -22,6 +23,7 @@ FOUR_OP_LIST = "backend: Four\nfull_codegen:\n" + "".join(f"  - {op}\n" for op i
 BACKENDS = textwrap.dedent('''
     """Backends of lazygen's conformance tests (see tests/conformance/sites.py)."""
 
+    import atexit
     import os
     import signal
     import time
@@ -32,6 +34,9 @@ BACKENDS = textwrap.dedent('''
     from lazygen.runtime.backends.inductor.backend import FxBackend
 
     aten = torch.ops.aten
+
+    if os.environ.get("CONFORMANCE_TEST_CRASH_AT_EXIT"):
+        atexit.register(lambda: os.kill(os.getpid(), signal.SIGSEGV))
 
 
     class FourOpBackend(FxBackend):

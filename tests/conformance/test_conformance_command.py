@@ -22,7 +22,7 @@ from lazygen.cli import main
 from lazygen.commands.conformance import exit_status
 from lazygen.conformance.classify import EntryResult
 from lazygen.conformance.opmap import entries_for_ops, list_names
-from lazygen.conformance.runner import crash_site, last_op
+from lazygen.conformance.runner import RunConfig, Runner, crash_site, last_op
 from lazygen.conformance.select import SelectionError, select
 
 from .sites import FOUR_OP_LIST
@@ -184,6 +184,23 @@ def test_four_op_backend_runs_its_entries(site, tmp_path):
     relu6 = matrix["entries"]["nn.functional.relu6"]
     assert relu6["outcome"] == "fallback" and relu6["fallbacks"], relu6
     assert "nn.functional.relu" in matrix["ops"]["relu"]["entries"]
+
+
+def test_death_between_entries_blames_no_entry(site):
+    """A worker that dies after its last result (at exit) is a worker failure: its entries
+    keep their results, none is called a crash."""
+    config = RunConfig(
+        backend="crashing",
+        samples=1,
+        env={"CONFORMANCE_TEST_CRASH_AT_EXIT": "1"},
+        python_path=(str(site),),
+    )
+    runner = Runner(config)
+    results = runner.run(["add", "mul"])
+    assert [(r.name, r.outcome) for r in results] == [("add", "lazy"), ("mul", "lazy")]
+    assert len(runner.failures) == 1
+    assert runner.failures[0].how == "SIGSEGV" and runner.failures[0].entries == ["add", "mul"]
+    assert "Segmentation fault" in runner.failures[0].stderr_tail
 
 
 # Mistakes: exit status 2 and a message saying what to do, no traceback. -------------------
