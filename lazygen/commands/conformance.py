@@ -15,6 +15,7 @@ Exit status: 0, or 1 when an entry crashed or timed out (with --strict: or was w
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -121,6 +122,13 @@ def _error(message: str, hint: str = "") -> LazygenError:
     return LazygenError.at(None, message, hint)
 
 
+def _backend_name(name: str | None) -> str:
+    """The backend the workers will run: ``--backend``, else as ``init()`` chooses."""
+    from lazygen.runtime.backends import DEFAULT
+
+    return name or os.environ.get("LAZYGEN_BACKEND") or DEFAULT
+
+
 def _check_backend(name: str | None) -> None:
     """An unknown backend name fails here, before any worker starts."""
     if name is None:
@@ -145,17 +153,40 @@ def _entry_vocabulary(opinfos, cases) -> set[str]:
     return {entry_name(o) for o in opinfos} | {o.name for o in opinfos} | set(cases)
 
 
+def _selection(args: argparse.Namespace, ops: list[str], opinfos, cases: list[str], dtype):
+    """The entries to run, and per op of the list the entries exercising it. Recording
+    which ops an entry calls runs its first sample: done for every entry only when the
+    op view or ``--only``'s op-list names need it."""
+    from lazygen.conformance.entries import entry_name
+    from lazygen.conformance.opmap import entries_for_ops
+    from lazygen.conformance.select import SelectionError, select
+
+    try:
+        if args.only:  # unknown names fail before anything is recorded
+            select(opinfos, dict.fromkeys(ops, ["?"]), only=args.only, cases=cases)
+        if args.only and set(args.only) <= _entry_vocabulary(opinfos, cases):
+            selection = select(opinfos, {}, only=args.only, cases=cases)
+            chosen = set(selection.entries)
+            selected = [o for o in opinfos if entry_name(o) in chosen]
+            selection.ops = entries_for_ops(ops, selected, dtype, args.grad)
+            return selection
+        exercised = entries_for_ops(ops, opinfos, dtype, args.grad)
+        return select(opinfos, exercised, only=args.only, every_entry=args.every_entry, cases=cases)
+    except SelectionError as exc:
+        raise LazygenError(
+            [Diagnostic(None, str(exc)), *(Diagnostic(None, h) for h in exc.hints)]
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from lazygen.conformance import report
-    from lazygen.conformance.entries import DTYPES, cpu_entries, entry_name
-    from lazygen.conformance.opmap import entries_for_ops
+    from lazygen.conformance.entries import DTYPES, cpu_entries
     from lazygen.conformance.runner import (
         DEFAULT_TIMEOUT,
         ConformanceSetupError,
         RunConfig,
         Runner,
     )
-    from lazygen.conformance.select import SelectionError, select
     from lazygen.loaders.backend_yaml import load_backend
 
     if args.json is not None and not args.json.parent.is_dir():
@@ -170,24 +201,7 @@ def run(args: argparse.Namespace) -> int:
         from lazygen.conformance.conversions import conversion_cases
 
         cases = [case.name for case in conversion_cases(args.grad)]
-    try:
-        if args.only:  # unknown names fail before the op list's entries are recorded
-            select(opinfos, dict.fromkeys(ops, ["?"]), only=args.only, cases=cases)
-        if args.only and set(args.only) <= _entry_vocabulary(opinfos, cases):
-            # Entries named directly: only they need recording for the op view.
-            selection = select(opinfos, {}, only=args.only, cases=cases)
-            chosen = set(selection.entries)
-            selected = [o for o in opinfos if entry_name(o) in chosen]
-            selection.ops = entries_for_ops(ops, selected, dtype, args.grad)
-        else:
-            exercised = entries_for_ops(ops, opinfos, dtype, args.grad)
-            selection = select(
-                opinfos, exercised, only=args.only, every_entry=args.every_entry, cases=cases
-            )
-    except SelectionError as exc:
-        raise LazygenError(
-            [Diagnostic(None, str(exc)), *(Diagnostic(None, h) for h in exc.hints)]
-        ) from None
+    selection = _selection(args, ops, opinfos, cases, dtype)
     if not selection.entries:
         raise _error(
             f"no OpInfo entry exercises the ops of {args.backend_yaml} in {args.dtype}",
@@ -197,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"conformance: {args.backend_yaml} (backend {op_list.backend}, {len(ops)} ops), "
         f"{total} entries, {args.dtype}{' gradients' if args.grad else ''}, "
-        f"backend {args.backend or 'from LAZYGEN_BACKEND/default'}, {args.jobs} job(s)",
+        f"backend {_backend_name(args.backend)}, {args.jobs} job(s)",
         flush=True,
     )
     if selection.unreached and not args.only:
