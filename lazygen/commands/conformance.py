@@ -133,10 +133,9 @@ def _check_backend(name: str | None) -> None:
     """An unknown backend name fails here, before any worker starts."""
     if name is None:
         return
-    from lazygen.runtime.backend import available_backends
-    from lazygen.runtime.backends import BUILTIN
+    from lazygen.runtime import available_backends
 
-    available = available_backends(BUILTIN)
+    available = available_backends()
     if name not in available:
         raise _error(
             f"no backend named {name!r}; available: {', '.join(available)}",

@@ -24,6 +24,7 @@ BACKENDS = textwrap.dedent('''
     """Backends of lazygen's conformance tests (see tests/conformance/sites.py)."""
 
     import atexit
+    import importlib
     import os
     import signal
     import time
@@ -31,9 +32,12 @@ BACKENDS = textwrap.dedent('''
     import torch
 
     from lazygen.runtime import KernelTables
-    from lazygen.runtime.backends.inductor.backend import FxBackend
+    from lazygen.runtime.backends import BUILTIN
 
     aten = torch.ops.aten
+    # The built-in fx backend's class, wherever the runtime keeps it.
+    _module, _, _name = BUILTIN["fx"].partition(":")
+    FxBackend = getattr(importlib.import_module(_module), _name)
 
     if os.environ.get("CONFORMANCE_TEST_CRASH_AT_EXIT"):
         atexit.register(lambda: os.kill(os.getpid(), signal.SIGSEGV))
