@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from lazygen.commands._inputs import DEFAULT_BACKEND_YAML, add_catalogue_arguments, catalogue_from
-from lazygen.errors import Diagnostic, LazygenError
+from lazygen.diagnostics import Diagnostic, LazygenError
 
 HELP = "run PyTorch's OpInfo tests of an op list's ops on a backend and classify each entry"
 EXIT_FAILED = 1
