@@ -97,6 +97,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run dtype/memory-format conversions followed by views and in-place ops",
     )
     parser.add_argument(
+        "--list",
+        dest="list_only",
+        action="store_true",
+        help="print the entries that would run, with the list's ops each exercises, and stop",
+    )
+    parser.add_argument(
         "--samples",
         type=_positive_int,
         metavar="N",
@@ -206,6 +212,9 @@ def run(args: argparse.Namespace) -> int:
             f"no OpInfo entry exercises the ops of {args.backend_yaml} in {args.dtype}",
             "run them all with --all",
         )
+    if args.list_only:
+        _print_selection(selection)
+        return 0
     total = len(selection.entries)
     print(
         f"conformance: {args.backend_yaml} (backend {op_list.backend}, {len(ops)} ops), "
@@ -267,6 +276,20 @@ def exit_status(results, worker_failed: bool, strict: bool) -> int:
     if worker_failed or any(r.outcome in failed for r in results):
         return EXIT_FAILED
     return 0
+
+
+def _print_selection(selection) -> None:
+    """``--list``: each entry with the list's ops it exercises, then the ops none does."""
+    exercised: dict[str, list[str]] = {}
+    for op, names in selection.ops.items():
+        for name in names:
+            exercised.setdefault(name, []).append(op)
+    for name in selection.entries:
+        ops = exercised.get(name)
+        print(f"{name}  ({', '.join(ops)})" if ops else name)
+    print(f"{len(selection.entries)} entries")
+    if selection.unreached:
+        print("no entry exercises: " + ", ".join(selection.unreached))
 
 
 def _print_summary(results, runner, elapsed: float, report) -> None:

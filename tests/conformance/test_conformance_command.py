@@ -203,6 +203,17 @@ def test_death_between_entries_blames_no_entry(site):
     assert "Segmentation fault" in runner.failures[0].stderr_tail
 
 
+def test_list_prints_the_selection(capsys, tmp_path):
+    op_list = tmp_path / "four.yaml"
+    op_list.write_text(FOUR_OP_LIST)
+    assert main(["conformance", str(op_list), "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "nn.functional.relu  (relu)" in out
+    assert any(line.startswith("kron  (") and "mul.Tensor" in line for line in out)
+    assert "mm  (mm)" in out
+    assert out[-1].endswith(" entries") and int(out[-1].split()[0]) > 20
+
+
 # Mistakes: exit status 2 and a message saying what to do, no traceback. -------------------
 
 
