@@ -20,6 +20,7 @@ COMMANDS = {
     "validate": "lazygen.commands.validate",
     "ops": "lazygen.commands.ops",
     "gen": "lazygen.commands.gen",
+    "conformance": "lazygen.commands.conformance",
 }
 
 EXIT_OK, EXIT_STALE, EXIT_USER_ERROR = 0, 1, 2

@@ -9,6 +9,8 @@ level and inside functions alike; an import inside a function is still a depende
 * The composition root (``lazygen/runtime/__init__.py``) may import the whole core, and
   finds backends by name only (``lazygen.runtime.backends.BUILTIN`` holds strings).
 * The core has no import cycle, and no module imports itself back through a function.
+* ``lazygen.conformance`` is a client of the runtime: it uses ``lazygen.runtime``'s public
+  API only, and neither the runtime nor the generator imports it.
 """
 
 from __future__ import annotations
@@ -98,6 +100,17 @@ def test_generator_and_runtime_never_import_each_other():
         for s, t, n in _edges()
         if (s.startswith(RUNTIME) and t.startswith(GENERATOR))
         or (s.startswith(GENERATOR) and t.startswith(RUNTIME))
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_conformance_is_a_client_of_the_runtime():
+    conformance = "lazygen.conformance"
+    wrong = [
+        f"{s} -> {t} (line {n})"
+        for s, t, n in _edges()
+        if (t.startswith(conformance) and s.startswith((RUNTIME, *GENERATOR)))
+        or (s.startswith(conformance) and t.startswith(RUNTIME + ".") and t != RUNTIME)
     ]
     assert not wrong, "\n".join(wrong)
 
