@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime import metrics
 from lazygen.runtime.graph import post_order
@@ -277,7 +278,15 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     interpreter.seen.update(arg_of)
     before = _fallback_counts()
     backing = {device.backing, torch.device("cpu")}
-    with _generators_restored(backing), _collectives_kept_in_capture(device), torch.no_grad():
+    # Without the caller's dispatch modes (aot_autograd runs a graph's first call under
+    # one): they are not part of the graph, and a mode's redispatch excludes Functionalize
+    # as a functionalization kernel's does, so factories would return bare lazy tensors.
+    with (
+        _disable_current_modes(),
+        _generators_restored(backing),
+        _collectives_kept_in_capture(device),
+        torch.no_grad(),
+    ):
         flat_out, spec = torch.utils._pytree.tree_flatten(interpreter.run(*lazy_args))
     after = _fallback_counts()
     fell_back = sorted(name for name, n in after.items() if n > before.get(name, 0))
@@ -297,7 +306,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
         else:
             result.results.append((RESULT, values.setdefault(value, len(values))))
     result.outputs = list(values)
-    result.order, _ = post_order(result.outputs) if values else ([], {})
+    result.order = _drawing_in_order(result.outputs, interpreter.generators) if values else []
     for node in result.order:
         if not node.is_input:
             continue
@@ -324,10 +333,29 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     return result
 
 
+def _drawing_in_order(outputs: list, generators: list) -> list:
+    """The graph's nodes, operands first, with its random ops in the order they were traced:
+    the compiled graph feeds each of them the live generator and runs its nodes in this
+    order, so each draws the numbers its eager call drew. Each random op is a root visited
+    before the outputs, in trace order; what it reads was traced before it, so the random
+    ops among its operands are placed already."""
+    order, _ = post_order(outputs)
+    if len(generators) < 2:
+        return order
+    rank = {g: i for i, g in enumerate(generators)}
+    draws = []
+    for node in order:
+        ranks = [rank[v.node] for v in node.inputs() if v.node in rank]
+        if ranks and not node.is_input:
+            draws.append((min(ranks), node))
+    draws.sort(key=lambda draw: draw[0])
+    return post_order([Value(node, 0) for _, node in draws] + list(outputs))[0]
+
+
 def _check_random_order(result: Capture) -> None:
     """The compiled graph is fed the live generator and runs its nodes in post-order: it
-    draws eager's numbers only if its random ops draw in the order the FX graph calls them.
-    Two of them on independent branches may come out swapped; such a graph is cut."""
+    draws eager's numbers only if its random ops draw in the order the FX graph calls them
+    (``_drawing_in_order`` orders them so); a graph that still would not is cut."""
     in_graph = set(result.order)
     generators = [g for g in result.generators if g in in_graph]
     if len(generators) < 2:
