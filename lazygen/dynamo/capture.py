@@ -71,12 +71,14 @@ SUBSTITUTES = {
 }
 
 
-_EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors")
+_EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")
+#: Counters of values read on the host (a copy off the device, a ``.item()``).
+_HOST_READS = frozenset({"TransferFromDevice", "aten::_local_scalar_dense"})
 
 
 def _fallback_counts() -> dict[str, int]:
-    """Eager-fallback (``aten::<op>``), value-dependent random (``RandomSync::<op>``) and
-    sync counters: their growth during an op names the ops that cut the capture."""
+    """Eager-fallback (``aten::<op>``), value-dependent random (``RandomSync::<op>``), sync
+    and host-read counters: their growth during an op names the ops that cut the capture."""
     return {
         name: value for name, value in metrics.counters().items() if name.startswith(_EAGER_WORK)
     }
@@ -150,7 +152,8 @@ class _LazyInterpreter(torch.fx.Interpreter):
         before = _fallback_counts()
         result = super().run_node(n)
         args, kwargs = self.fetch_args_kwargs_from_env(n)
-        self._check(n, args, kwargs, result, _fallback_counts() != before)
+        grown = {name for name, value in _fallback_counts().items() if value > before.get(name, 0)}
+        self._check(n, args, kwargs, result, bool(grown), bool(grown & _HOST_READS))
         return result
 
     def call_function(self, target, args, kwargs):
@@ -164,12 +167,16 @@ class _LazyInterpreter(torch.fx.Interpreter):
             return _in_memory_order(target, args, kwargs, order)
         return super().call_function(target, args, kwargs)
 
-    def _check(self, n: torch.fx.Node, args, kwargs, result, eager_work: bool) -> None:
+    def _check(
+        self, n: torch.fx.Node, args, kwargs, result, eager_work: bool, host_read: bool
+    ) -> None:
         """Sort the device data an op made. Without eager work (no fallback, no sync) it is
         a constant: a factory's result, an ``empty`` a kernel fills with IR, an uploaded
         host scalar; it replays as it is, unless it is the result of a random op (drawn
         eagerly: it must be drawn again at every call). With eager work the op is a cut
-        when it read lazy inputs or drew random numbers, and a constant otherwise."""
+        when it read lazy inputs or drew random numbers, and a constant otherwise. An op
+        that read values on the host (``tolist``, ``item``) may have built IR from them
+        (slice bounds, sizes) without making device data: a cut when it read lazy inputs."""
         flat = torch.utils._pytree.tree_leaves(result)
         made = [inner(t)._value.node for t in flat if _is_lazy(t)]
         data = self._walk_new(made)
@@ -180,7 +187,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         if not eager_work and not (seeded and fresh):
             self.constants.update(data)
             return
-        if not fresh and not data:
+        if not fresh and not data and not host_read:
             return
         reads = any(_is_lazy(a) for a in torch.utils._pytree.tree_leaves((args, kwargs)))
         if reads or seeded:

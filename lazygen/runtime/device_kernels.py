@@ -76,8 +76,7 @@ def _to_copy(
         data = self.to(dtype=dtype if dtype is not None else self.dtype, copy=True)
         return from_data(data, device_from(device))
     if target is not None and target != settings.device_type:  # lazy -> host
-        executor.sync([self])
-        data = self._device.backend.from_data(self._value.node.data, device)
+        data = self._device.backend.from_data(_host_read(self), device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
     rt.count("lazy::_to_copy")
     lazy_device = rt.device_of(self)
@@ -99,9 +98,18 @@ def _copy_from(self, dst, non_blocking=False):
         data.copy_(source)
         dst.set_data(data)
         return dst
-    executor.sync([self])
-    dst.copy_(self._value.node.data)
+    dst.copy_(_host_read(self))
     return dst
+
+
+def _host_read(self: LazyTensor) -> torch.Tensor:
+    """The device data of ``self``, computed, for a copy off the device: the program reads
+    its values (``.cpu()``, ``tolist()``, a host tensor's ``copy_``). Counted as
+    ``TransferFromDevice`` even when nothing was pending (an argument's data): a Dynamo
+    capture must not replay a graph built from the values one call read."""
+    executor.sync([self])
+    rt.count("TransferFromDevice")
+    return self._value.node.data
 
 
 def _copy_from_and_resize(self, dst):

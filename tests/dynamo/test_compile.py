@@ -359,3 +359,36 @@ def test_factories_in_a_training_graph_are_traced_as_lazy_tensors_not_run_eagerl
     assert fallbacks == [], ld.report()
     assert count("DynamoEagerGraph") == count("DynamoPartitionedGraph") == 0, ld.report()
     assert count("DynamoCapture") == 2, ld.report()
+
+
+@torch.library.custom_op("lazygen_test::segment_sums", mutates_args=())
+def _segment_sums(x: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    """Each segment of ``x`` (boundaries read on the host, as MoE experts loops do)
+    replaced by its sum: opaque to Dynamo, traced op by op by a capture."""
+    out = torch.zeros_like(x)
+    start = 0
+    for end in ends.tolist():
+        out[start:end] = x[start:end].sum()
+        start = end
+    return out
+
+
+@_segment_sums.register_fake
+def _(x, ends):
+    return torch.empty_like(x)
+
+
+def test_an_op_reading_a_graph_input_on_the_host_is_not_replayed_with_that_value():
+    """Reading an argument's values on the host while capturing (``tolist`` of an input,
+    no pending IR to sync) baked that call's values into the replayed graph: Mixtral's
+    experts backward (transformers' grouped_mm_fallback_backward) then computed every
+    later step's gradients with the first step's token counts."""
+
+    def f(x, ends):
+        return torch.ops.lazygen_test.segment_sums(x * 2, ends) + 1
+
+    compiled = torch.compile(f, backend="lazygen")
+    x = torch.arange(6.0)
+    for ends in ([2, 6], [4, 6], [1, 3]):
+        ends = torch.tensor(ends)
+        torch.testing.assert_close(compiled(x, ends), f(x, ends))
