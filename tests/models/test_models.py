@@ -30,6 +30,9 @@ LOSS_FLOOR, STATE_FLOOR, SENSITIVITY_FACTOR = 1e-4, 1e-5, 8
 def _run(name: str, mode: str) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    # One intra-op thread: the tests run side by side (xdist), and OpenMP threads contending
+    # for the same cores made the first steps of graphs and eager alike up to 100x slower.
+    env.setdefault("OMP_NUM_THREADS", "1")
     proc = subprocess.run(
         [sys.executable, "-m", "tests.models.worker", name, mode],
         cwd=ROOT,
