@@ -72,8 +72,11 @@ SUBSTITUTES = {
 
 
 _EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")
-#: Counters of values read on the host (a copy off the device, a ``.item()``).
-_HOST_READS = frozenset({"TransferFromDevice", "aten::_local_scalar_dense"})
+#: Counters of values read on the host: a copy off the device, ``.item()``, ``bool()``,
+#: ``torch.equal``.
+_HOST_READS = frozenset(
+    {"TransferFromDevice", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::equal"}
+)
 
 
 def _fallback_counts() -> dict[str, int]:

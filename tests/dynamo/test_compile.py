@@ -361,31 +361,41 @@ def test_factories_in_a_training_graph_are_traced_as_lazy_tensors_not_run_eagerl
     assert count("DynamoCapture") == 2, ld.report()
 
 
-@torch.library.custom_op("lazygen_test::segment_sums", mutates_args=())
-def _segment_sums(x: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
-    """Each segment of ``x`` (boundaries read on the host, as MoE experts loops do)
-    replaced by its sum: opaque to Dynamo, traced op by op by a capture."""
+def _segments_summed(x: torch.Tensor, ends: list[int]) -> torch.Tensor:
     out = torch.zeros_like(x)
     start = 0
-    for end in ends.tolist():
+    for end in ends:
         out[start:end] = x[start:end].sum()
         start = end
     return out
 
 
-@_segment_sums.register_fake
-def _(x, ends):
-    return torch.empty_like(x)
+# Each segment of ``x`` replaced by its sum, the boundaries read on the host (as MoE experts
+# loops do): custom ops, opaque to Dynamo, traced op by op by a capture.
+@torch.library.custom_op("lazygen_test::segment_sums", mutates_args=())
+def _segment_sums(x: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    return _segments_summed(x, ends.tolist())
 
 
-def test_an_op_reading_a_graph_input_on_the_host_is_not_replayed_with_that_value():
+@torch.library.custom_op("lazygen_test::segment_sums_by_item", mutates_args=())
+def _segment_sums_by_item(x: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    return _segments_summed(x, [int(ends[i].item()) for i in range(len(ends))])
+
+
+for _op in (_segment_sums, _segment_sums_by_item):
+    _op.register_fake(lambda x, ends: torch.empty_like(x))
+
+
+@pytest.mark.parametrize("op", ["segment_sums", "segment_sums_by_item"])
+def test_an_op_reading_a_graph_input_on_the_host_is_not_replayed_with_that_value(op):
     """Reading an argument's values on the host while capturing (``tolist`` of an input,
-    no pending IR to sync) baked that call's values into the replayed graph: Mixtral's
-    experts backward (transformers' grouped_mm_fallback_backward) then computed every
-    later step's gradients with the first step's token counts."""
+    no pending IR to sync; or ``item()``) baked that call's values into the replayed graph:
+    Mixtral's experts backward (transformers' grouped_mm_fallback_backward) then computed
+    every later step's gradients with the first step's token counts."""
+    segment_sums = getattr(torch.ops.lazygen_test, op)
 
     def f(x, ends):
-        return torch.ops.lazygen_test.segment_sums(x * 2, ends) + 1
+        return segment_sums(x * 2, ends) + 1
 
     compiled = torch.compile(f, backend="lazygen")
     x = torch.arange(6.0)
