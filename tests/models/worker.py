@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import json
 import os
 import sys
@@ -69,7 +70,10 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
     spec = MODELS[args.model]
-    reason = spec.unavailable()
+    reason = None
+    if importlib.util.find_spec(spec.package) is None:
+        reason = f"{spec.package} is not installed ({spec.why_not_installed})"
+    reason = reason or spec.unavailable()
     if reason is not None:
         print(json.dumps({"skip": reason}), flush=True)
         return 0

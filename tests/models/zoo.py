@@ -17,11 +17,13 @@ class ModelSpec:
     """``build()`` returns the model; ``batch(generator)`` a dict of keyword inputs whose
     call returns an output with ``.loss`` (transformers models do, given labels)."""
 
-    package: str
+    package: str  # the distribution the model comes from (the test skips without it)
     build: Callable[[], torch.nn.Module]
     batch: Callable[[torch.Generator], dict]
-    # why the model cannot run here, checked before anything is built (None: it can)
+    # why the model cannot run although its package is installed, checked by the worker
+    # before anything is built (None: it can)
     unavailable: Callable[[], str | None] = lambda: None
+    why_not_installed: str = "pip install -e .[test]"
     # Fallbacks the model's own code causes on the lazy device: data-dependent host reads
     # (``bool(tensor)``, ``.item()``), which sync on any accelerator too.
     host_reads: frozenset = frozenset()
@@ -222,35 +224,27 @@ def _importable(module: str, why: str) -> Callable[[], str | None]:
     return check
 
 
-def _missing(module: str) -> Callable[[], str | None]:
-    def check():
-        import importlib.util
-
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed (pip install -e .[test])"
-        return None
-
-    return check
-
+_NO_TORCHVISION = (
+    "timm imports torchvision, whose PyPI wheels for torch 2.13 are CUDA builds whose C++ "
+    "ops do not load on a CPU torch (import raises 'operator torchvision::nms does not "
+    "exist'): neither is a test extra"
+)
 
 # transformers' masking_utils asks ``padding_mask.all()`` to skip an all-ones mask.
 _MASK_READS = frozenset({"aten::_local_scalar_dense"})
 
 MODELS: dict[str, ModelSpec] = {
-    "gpt2": ModelSpec("transformers", _gpt2, _causal_lm_batch, _missing("transformers")),
-    "llama": ModelSpec("transformers", _llama, _causal_lm_batch, _missing("transformers")),
-    "t5": ModelSpec("transformers", _t5, _seq2seq_batch, _missing("transformers"), _MASK_READS),
-    "bert": ModelSpec(
-        "transformers", _bert, _masked_lm_batch, _missing("transformers"), _MASK_READS
-    ),
-    "bart": ModelSpec("transformers", _bart, _seq2seq_batch, _missing("transformers"), _MASK_READS),
-    "vit": ModelSpec("transformers", _vit, _image_batch, _missing("transformers")),
-    "resnet": ModelSpec("transformers", _resnet, _image_batch, _missing("transformers")),
+    "gpt2": ModelSpec("transformers", _gpt2, _causal_lm_batch),
+    "llama": ModelSpec("transformers", _llama, _causal_lm_batch),
+    "t5": ModelSpec("transformers", _t5, _seq2seq_batch, host_reads=_MASK_READS),
+    "bert": ModelSpec("transformers", _bert, _masked_lm_batch, host_reads=_MASK_READS),
+    "bart": ModelSpec("transformers", _bart, _seq2seq_batch, host_reads=_MASK_READS),
+    "vit": ModelSpec("transformers", _vit, _image_batch),
+    "resnet": ModelSpec("transformers", _resnet, _image_batch),
     "mixtral": ModelSpec(
         "transformers",
         _mixtral,
         _causal_lm_batch,
-        _missing("transformers"),
         # transformers' grouped_mm_fallback loops over experts by offs.tolist()
         eager_segments=("grouped_mm_fallback", "getitem"),
         known_failures={
@@ -269,6 +263,7 @@ MODELS: dict[str, ModelSpec] = {
         "timm",
         _timm_resnet,
         lambda generator: _image_batch(generator, size=32),
-        _importable("timm", "timm needs torchvision, whose PyPI wheels need a CUDA torch"),
+        unavailable=_importable("timm", _NO_TORCHVISION),
+        why_not_installed=_NO_TORCHVISION,
     ),
 }
