@@ -2,8 +2,10 @@
 
     python -m tests.models.worker MODEL MODE [--steps N]
 
-MODE is ``lazy`` (the model on the lazy device, ``mark_step`` after each optimizer step) or
-``compile`` (``torch.compile(model, backend="lazygen")`` on CPU tensors). The tests run this
+MODE is ``lazy`` (the model on the lazy device, ``mark_step`` after each optimizer step),
+``compile`` (``torch.compile(model, backend="lazygen")`` on CPU tensors) or ``loop`` (the
+lazy device in a training script's loop: gradient checkpointing, gradient clipping, then
+greedy ``generate``; language models only). The tests run this
 in a subprocess, so that a crash of the interpreter is a failure naming the model.
 
 Two eager references train from the same batches: one from the same initial weights, the
@@ -39,12 +41,16 @@ def _nudged(model: torch.nn.Module) -> torch.nn.Module:
     return nudged
 
 
-def train(model, batches, device, *, compiled=False, after_step=None):
+def train(model, batches, device, *, compiled=False, after_step=None, loop=False):
     """AdamW for one step per batch, dropout on (seeded: random ops draw eager's numbers on
     the lazy device too). Returns the losses (read every step, as a training loop prints
-    them), the final parameters and buffers (CPU, float64) and each step's seconds."""
+    them), the final parameters and buffers (CPU, float64) and each step's seconds.
+    ``loop``: as training scripts do, with gradient checkpointing and gradient clipping,
+    then greedy decoding (its tokens are returned as the state's ``generated``)."""
     model = model.to(device)
     model.train()
+    if loop:
+        model.gradient_checkpointing_enable()
     run = torch.compile(model, backend="lazygen") if compiled else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
     torch.manual_seed(1234)
@@ -54,19 +60,27 @@ def train(model, batches, device, *, compiled=False, after_step=None):
         optimizer.zero_grad()
         loss = run(**{k: v.to(device) for k, v in batch.items()}).loss
         loss.backward()
+        if loop:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         if after_step is not None:
             after_step()
         losses.append(float(loss.detach().cpu()))
         times.append(time.perf_counter() - start)
     state = {n: t.detach().cpu().double() for n, t in model.state_dict().items()}
+    if loop:
+        model.eval()
+        prompt = batches[0]["input_ids"][:1, :4].to(device)
+        with torch.no_grad():
+            tokens = model.generate(prompt, max_new_tokens=6, do_sample=False, pad_token_id=0)
+        state["generated"] = tokens.cpu().double()
     return losses, state, times
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("model", choices=sorted(MODELS))
-    parser.add_argument("mode", choices=("lazy", "compile"))
+    parser.add_argument("mode", choices=("lazy", "compile", "loop"))
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
     spec = MODELS[args.model]
@@ -86,25 +100,23 @@ def main(argv=None) -> int:
     generator = torch.Generator().manual_seed(1)
     batches = [spec.batch(generator) for _ in range(args.steps)]
 
-    eager = train(copy.deepcopy(model), batches, "cpu")
-    nudged = train(_nudged(model), batches, "cpu")
+    loop = args.mode == "loop"  # the lazy device in a training script's loop
+    eager = train(copy.deepcopy(model), batches, "cpu", loop=loop)
+    nudged = train(_nudged(model), batches, "cpu", loop=loop)
 
     lr.mark_step()
     lr.metrics.reset()
     per_step = []
 
     def after_step():
-        if args.mode == "lazy":
+        if args.mode != "compile":
             lr.mark_step()
         per_step.append(lr.metrics.counters())
 
-    device = lr.device() if args.mode == "lazy" else "cpu"
+    compiled = args.mode == "compile"
+    device = "cpu" if compiled else lr.device()
     got = train(
-        copy.deepcopy(model),
-        batches,
-        device,
-        compiled=args.mode == "compile",
-        after_step=after_step,
+        copy.deepcopy(model), batches, device, compiled=compiled, after_step=after_step, loop=loop
     )
     lr.wait_device_ops()
     counters = lr.metrics.counters()

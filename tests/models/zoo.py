@@ -24,6 +24,9 @@ class ModelSpec:
     # before anything is built (None: it can)
     unavailable: Callable[[], str | None] = lambda: None
     why_not_installed: str = "pip install -e .[test]"
+    # also trained in a training script's loop (gradient checkpointing and clipping), then
+    # decoding greedily with ``generate`` (the worker's ``loop`` mode)
+    loop: bool = False
     # Fallbacks the model's own code causes on the lazy device: data-dependent host reads
     # (``bool(tensor)``, ``.item()``), which sync on any accelerator too.
     host_reads: frozenset = frozenset()
@@ -235,8 +238,8 @@ _MASK_READS = frozenset({"aten::_local_scalar_dense"})
 
 MODELS: dict[str, ModelSpec] = {
     "gpt2": ModelSpec("transformers", _gpt2, _causal_lm_batch),
-    "llama": ModelSpec("transformers", _llama, _causal_lm_batch),
-    "t5": ModelSpec("transformers", _t5, _seq2seq_batch, host_reads=_MASK_READS),
+    "llama": ModelSpec("transformers", _llama, _causal_lm_batch, loop=True),
+    "t5": ModelSpec("transformers", _t5, _seq2seq_batch, host_reads=_MASK_READS, loop=True),
     "bert": ModelSpec("transformers", _bert, _masked_lm_batch, host_reads=_MASK_READS),
     "bart": ModelSpec("transformers", _bart, _seq2seq_batch, host_reads=_MASK_READS),
     "vit": ModelSpec("transformers", _vit, _image_batch),
