@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime import metrics
 from lazygen.runtime.devices import LazyDevice
@@ -71,12 +72,17 @@ SUBSTITUTES = {
 }
 
 
-_EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors")
+_EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")
+#: Counters of values read on the host: a copy off the device, ``.item()``, ``bool()``,
+#: ``torch.equal``.
+_HOST_READS = frozenset(
+    {"TransferFromDevice", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::equal"}
+)
 
 
 def _fallback_counts() -> dict[str, int]:
-    """Eager-fallback (``aten::<op>``), value-dependent random (``RandomSync::<op>``) and
-    sync counters: their growth during an op names the ops that cut the capture."""
+    """Eager-fallback (``aten::<op>``), value-dependent random (``RandomSync::<op>``), sync
+    and host-read counters: their growth during an op names the ops that cut the capture."""
     return {
         name: value for name, value in metrics.counters().items() if name.startswith(_EAGER_WORK)
     }
@@ -150,7 +156,8 @@ class _LazyInterpreter(torch.fx.Interpreter):
         before = _fallback_counts()
         result = super().run_node(n)
         args, kwargs = self.fetch_args_kwargs_from_env(n)
-        self._check(n, args, kwargs, result, _fallback_counts() != before)
+        grown = {name for name, value in _fallback_counts().items() if value > before.get(name, 0)}
+        self._check(n, args, kwargs, result, bool(grown), bool(grown & _HOST_READS))
         return result
 
     def call_function(self, target, args, kwargs):
@@ -164,12 +171,16 @@ class _LazyInterpreter(torch.fx.Interpreter):
             return _in_memory_order(target, args, kwargs, order)
         return super().call_function(target, args, kwargs)
 
-    def _check(self, n: torch.fx.Node, args, kwargs, result, eager_work: bool) -> None:
+    def _check(
+        self, n: torch.fx.Node, args, kwargs, result, eager_work: bool, host_read: bool
+    ) -> None:
         """Sort the device data an op made. Without eager work (no fallback, no sync) it is
         a constant: a factory's result, an ``empty`` a kernel fills with IR, an uploaded
         host scalar; it replays as it is, unless it is the result of a random op (drawn
         eagerly: it must be drawn again at every call). With eager work the op is a cut
-        when it read lazy inputs or drew random numbers, and a constant otherwise."""
+        when it read lazy inputs or drew random numbers, and a constant otherwise. An op
+        that read values on the host (``tolist``, ``item``) may have built IR from them
+        (slice bounds, sizes) without making device data: a cut when it read lazy inputs."""
         flat = torch.utils._pytree.tree_leaves(result)
         made = [inner(t)._value.node for t in flat if _is_lazy(t)]
         data = self._walk_new(made)
@@ -180,7 +191,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         if not eager_work and not (seeded and fresh):
             self.constants.update(data)
             return
-        if not fresh and not data:
+        if not fresh and not data and not host_read:
             return
         reads = any(_is_lazy(a) for a in torch.utils._pytree.tree_leaves((args, kwargs)))
         if reads or seeded:
@@ -278,7 +289,15 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     interpreter.seen.update(arg_of)
     before = _fallback_counts()
     backing = {device.backing, torch.device("cpu")}
-    with _generators_restored(backing), _collectives_kept_in_capture(device), torch.no_grad():
+    # Without the caller's dispatch modes (aot_autograd runs a graph's first call under
+    # one): they are not part of the graph, and a mode's redispatch excludes Functionalize
+    # as a functionalization kernel's does, so factories would return bare lazy tensors.
+    with (
+        _disable_current_modes(),
+        _generators_restored(backing),
+        _collectives_kept_in_capture(device),
+        torch.no_grad(),
+    ):
         flat_out, spec = torch.utils._pytree.tree_flatten(interpreter.run(*lazy_args))
     after = _fallback_counts()
     fell_back = sorted(name for name, n in after.items() if n > before.get(name, 0))
@@ -298,7 +317,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
         else:
             result.results.append((RESULT, values.setdefault(value, len(values))))
     result.outputs = list(values)
-    result.order, _ = post_order(result.outputs) if values else ([], {})
+    result.order = _drawing_in_order(result.outputs, interpreter.generators) if values else []
     for node in result.order:
         if not node.is_input:
             continue
@@ -325,10 +344,29 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     return result
 
 
+def _drawing_in_order(outputs: list, generators: list) -> list:
+    """The graph's nodes, operands first, with its random ops in the order they were traced:
+    the compiled graph feeds each of them the live generator and runs its nodes in this
+    order, so each draws the numbers its eager call drew. Each random op is a root visited
+    before the outputs, in trace order; what it reads was traced before it, so the random
+    ops among its operands are placed already."""
+    order, _ = post_order(outputs)
+    if len(generators) < 2:
+        return order
+    rank = {g: i for i, g in enumerate(generators)}
+    draws = []
+    for node in order:
+        ranks = [rank[v.node] for v in node.inputs() if v.node in rank]
+        if ranks and not node.is_input:
+            draws.append((min(ranks), node))
+    draws.sort(key=lambda draw: draw[0])
+    return post_order([Value(node, 0) for _, node in draws] + list(outputs))[0]
+
+
 def _check_random_order(result: Capture) -> None:
     """The compiled graph is fed the live generator and runs its nodes in post-order: it
-    draws eager's numbers only if its random ops draw in the order the FX graph calls them.
-    Two of them on independent branches may come out swapped; such a graph is cut."""
+    draws eager's numbers only if its random ops draw in the order the FX graph calls them
+    (``_drawing_in_order`` orders them so); a graph that still would not is cut."""
     in_graph = set(result.order)
     generators = [g for g in result.generators if g in in_graph]
     if len(generators) < 2:

@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 from lazygen.runtime import executor, metrics
 from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazyGraphError
-from lazygen.runtime.graph import graph_key, post_order
+from lazygen.runtime.graph import graph_key
 from lazygen.runtime.kernel_support import default_generator
 from lazygen.runtime.state import log, settings
 from lazygen.runtime.tensor import from_data, inner, to_functional
@@ -254,7 +254,8 @@ class CompiledGraph:
             return Eager(self.gm, cap.cuts)
         if not cap.outputs:
             return Replay(cap, device, None, args)
-        order, position = post_order(cap.outputs)
+        order = cap.order  # the order Replay feeds and runs (random ops in eager's order)
+        position = {node: i for i, node in enumerate(order)}
         self.nodes = sum(1 for n in order if not n.is_input)
         key = graph_key(order, position, cap.outputs)
         try:

@@ -157,6 +157,35 @@ def test_random_ops_draw_eagers_numbers_and_advance_the_generator_as_eager():
         torch.testing.assert_close(got_after, want_after, atol=0, rtol=0)
 
 
+def test_random_ops_on_independent_branches_draw_in_eagers_order_and_are_captured():
+    """The compiled graph feeds each random op the live generator and runs them in its own
+    order: that order must be the FX graph's. Here the later dropout is the first operand
+    of the sum, so operands-first order put it first; the graph was cut and ran eagerly at
+    every step (T5's and BART's forward graphs)."""
+
+    def f(x, w):
+        a = torch.nn.functional.dropout(x @ w, 0.5)
+        b = torch.nn.functional.dropout((x @ w).sin(), 0.3)
+        return (b * 2 + a).sum()
+
+    x = torch.randn(4, 8)
+    w = torch.randn(8, 8, requires_grad=True)
+    w_ref = w.detach().clone().requires_grad_()
+    compiled = torch.compile(f, backend="lazygen")
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        got, got_after = compiled(x, w), torch.rand(3)
+        got.backward()
+        torch.manual_seed(seed)
+        want, want_after = f(x, w_ref), torch.rand(3)
+        want.backward()
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got_after, want_after, atol=0, rtol=0)
+        torch.testing.assert_close(w.grad, w_ref.grad)
+    assert count("DynamoEagerGraph") == 0, ld.report()
+    assert count("DynamoCapture") == 2, ld.report()
+
+
 def test_dropout_of_a_transposed_tensor_trains_as_eager():
     def f(x, w):
         y = (x @ w).view(4, 2, 4).transpose(0, 1)
@@ -294,3 +323,82 @@ def test_the_inductor_backend_compiles_training_graphs_instead_of_running_them_e
     torch.testing.assert_close(layer.weight.grad, reference.weight.grad)
     assert count("DynamoEagerGraph") == 0, ld.report()
     assert count("DynamoCapture") == 2, ld.report()
+
+
+def test_factories_in_a_training_graph_are_traced_as_lazy_tensors_not_run_eagerly():
+    """A training graph's first call runs under aot_autograd's dispatch mode, which hid
+    the functional wrapper of factory results (the device kernels took the mode's
+    redispatch for a functionalization kernel's): T5's causal mask (``arange`` ... ``view``)
+    and a ``zeros`` filled in place went through the eager fallback and the forward graph
+    ran eagerly at every step."""
+
+    class CausalMask(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(6, 6)
+
+        def forward(self, x):
+            n = x.shape[-1]
+            mask = torch.arange(n)[:, None] >= torch.arange(n)[None, :]
+            bias = torch.zeros(1, n, n)
+            bias.masked_fill_(~mask.view(1, n, n), -1e4)
+            return (self.linear(x) + bias).softmax(-1)
+
+    torch.manual_seed(0)
+    model = CausalMask()
+    reference = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="lazygen")
+    x = torch.randn(2, 6, 6)
+    for _ in range(2):
+        got, want = compiled(x), reference(x)
+        (got * x).sum().backward()
+        (want * x).sum().backward()
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(model.linear.weight.grad, reference.linear.weight.grad)
+    fallbacks = [n for n in lr.metrics.counter_names() if n.startswith("aten::")]
+    assert fallbacks == [], ld.report()
+    assert count("DynamoEagerGraph") == count("DynamoPartitionedGraph") == 0, ld.report()
+    assert count("DynamoCapture") == 2, ld.report()
+
+
+def _segments_summed(x: torch.Tensor, ends: list[int]) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    start = 0
+    for end in ends:
+        out[start:end] = x[start:end].sum()
+        start = end
+    return out
+
+
+# Each segment of ``x`` replaced by its sum, the boundaries read on the host (as MoE experts
+# loops do): custom ops, opaque to Dynamo, traced op by op by a capture.
+@torch.library.custom_op("lazygen_test::segment_sums", mutates_args=())
+def _segment_sums(x: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    return _segments_summed(x, ends.tolist())
+
+
+@torch.library.custom_op("lazygen_test::segment_sums_by_item", mutates_args=())
+def _segment_sums_by_item(x: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    return _segments_summed(x, [int(ends[i].item()) for i in range(len(ends))])
+
+
+for _op in (_segment_sums, _segment_sums_by_item):
+    _op.register_fake(lambda x, ends: torch.empty_like(x))
+
+
+@pytest.mark.parametrize("op", ["segment_sums", "segment_sums_by_item"])
+def test_an_op_reading_a_graph_input_on_the_host_is_not_replayed_with_that_value(op):
+    """Reading an argument's values on the host while capturing (``tolist`` of an input,
+    no pending IR to sync; or ``item()``) baked that call's values into the replayed graph:
+    Mixtral's experts backward (transformers' grouped_mm_fallback_backward) then computed
+    every later step's gradients with the first step's token counts."""
+    segment_sums = getattr(torch.ops.lazygen_test, op)
+
+    def f(x, ends):
+        return segment_sums(x * 2, ends) + 1
+
+    compiled = torch.compile(f, backend="lazygen")
+    x = torch.arange(6.0)
+    for ends in ([2, 6], [4, 6], [1, 3]):
+        ends = torch.tensor(ends)
+        torch.testing.assert_close(compiled(x, ends), f(x, ends))

@@ -88,6 +88,21 @@ def test_failure_without_recorded_line_says_how_to_get_it(faulty):
     assert torch.ones(2, device="lazygen").neg().cpu().tolist() == [-1.0, -1.0]
 
 
+def test_the_failing_node_is_found_past_nodes_with_constant_operands(faulty):
+    """Locating the node of a failed run lowers the nodes one at a time; a view's sizes
+    (``SizeConstant`` ints) were fed as tensors there, so the view was blamed instead
+    (Mixtral's ``histc`` on int32 was reported as a failure of ``view_copy``)."""
+    x = torch.arange(4.0, device="lazygen")
+    y = (x * 2).view(1, 4).neg() + 1  # a 1x4 matrix: the faulty mm fails
+    faulty.mode = "execution"
+    with pytest.raises(lr.LazyGraphError) as info:
+        lr.mark_step(wait=True)
+    assert info.value.op_name == "neg", str(info.value)
+    faulty.mode = "ok"
+    lr.mark_step()
+    assert y.cpu().tolist() == [[1.0, -1.0, -3.0, -5.0]]
+
+
 @pytest.mark.parametrize("wait", [True, False])
 def test_failed_sync_leaves_other_tensors_usable(faulty, wait):
     good = torch.ones(2, device="lazygen") * 3

@@ -78,9 +78,7 @@ def _to_copy(
         data = self.to(dtype=dtype if dtype is not None else self.dtype, copy=True)
         return from_data(data, device_from(device))
     if target is not None and target != settings.device_type:  # lazy -> host
-        record_fallback("aten::_to_copy", not self.is_materialized, user_source, host_read=True)
-        executor.sync([self])
-        data = self._device.backend.from_data(self._value.node.data, device)
+        data = self._device.backend.from_data(_host_read(self, "aten::_to_copy"), device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
     rt.count("lazy::_to_copy")
     lazy_device = rt.device_of(self)
@@ -102,10 +100,20 @@ def _copy_from(self, dst, non_blocking=False):
         data.copy_(source)
         dst.set_data(data)
         return dst
-    record_fallback("aten::copy_", not self.is_materialized, user_source, host_read=True)
-    executor.sync([self])
-    dst.copy_(self._value.node.data)
+    dst.copy_(_host_read(self, "aten::copy_"))
     return dst
+
+
+def _host_read(self: LazyTensor, op: str) -> torch.Tensor:
+    """The device data of ``self``, computed, for a copy off the device: the program reads
+    its values (``.cpu()``, ``tolist()``, a host tensor's ``copy_``). Counted as
+    ``TransferFromDevice`` even when nothing was pending (an argument's data): a Dynamo
+    capture must not replay a graph built from the values one call read; listed among the
+    host reads of ``metrics.fallback_report()`` as ``op``."""
+    record_fallback(op, not self.is_materialized, user_source, host_read=True)
+    executor.sync([self])
+    rt.count("TransferFromDevice")
+    return self._value.node.data
 
 
 def _copy_from_and_resize(self, dst):

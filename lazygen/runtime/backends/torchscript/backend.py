@@ -208,7 +208,7 @@ class TorchScriptBackend(Backend):
             operands = list(dict.fromkeys(node.inputs()))
             for value in operands:
                 ctx.values[value] = ctx.graph.addInput()
-                ctx.values[value].setType(torch._C.TensorType.get())
+                ctx.values[value].setType(_type_of(results[value]))
             try:
                 ctx.lower_node(node)
                 ctx.set_graph_outputs([Value(node, i) for i in range(len(node.shapes))])
@@ -227,3 +227,12 @@ class TorchScriptBackend(Backend):
 
 
 _TS_TRACEBACK = "Traceback of TorchScript (most recent call last):"
+
+
+def _type_of(result) -> torch._C.JitType:
+    """The TorchScript type of a node's result fed to the next one-node graph: a tensor, or
+    a constant's value (a ``SizeConstant`` is an int)."""
+    if isinstance(result, torch.Tensor):
+        return _TENSOR_TYPE
+    inferred = torch._C._jit_try_infer_type(result)
+    return inferred.type() if inferred.success() else _TENSOR_TYPE

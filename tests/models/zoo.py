@@ -1,0 +1,272 @@
+"""Third-party models from small configurations (random weights, nothing downloaded), each
+with a batch maker and the loss it trains on. Every builder is seeded by the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+VOCAB = 96
+BATCH, SEQ = 2, 8
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``build()`` returns the model; ``batch(generator)`` a dict of keyword inputs whose
+    call returns an output with ``.loss`` (transformers models do, given labels)."""
+
+    package: str  # the distribution the model comes from (the test skips without it)
+    build: Callable[[], torch.nn.Module]
+    batch: Callable[[torch.Generator], dict]
+    # why the model cannot run although its package is installed, checked by the worker
+    # before anything is built (None: it can)
+    unavailable: Callable[[], str | None] = lambda: None
+    why_not_installed: str = "pip install -e .[test]"
+    # also trained in a training script's loop (gradient checkpointing and clipping), then
+    # decoding greedily with ``generate`` (the worker's ``loop`` mode)
+    loop: bool = False
+    # Fallbacks the model's own code causes on the lazy device: data-dependent host reads
+    # (``bool(tensor)``, ``.item()``), which sync on any accelerator too.
+    host_reads: frozenset = frozenset()
+    # Under torch.compile: FX nodes (name prefixes) that may run as eager segments, i.e.
+    # ops of the model that read values on the host (a capture must not replay them).
+    eager_segments: tuple = ()
+    # mode -> (words of the exception it raises today, why): that exception is an xfail,
+    # anything else (a crash, another error, success) fails the test
+    known_failures: dict = field(default_factory=dict)
+
+
+def _tokens(generator, shape=(BATCH, SEQ), low=1):
+    return torch.randint(low, VOCAB, shape, generator=generator)
+
+
+def _causal_lm_batch(generator):
+    ids = _tokens(generator)
+    return {"input_ids": ids, "labels": ids}
+
+
+def _seq2seq_batch(generator):
+    ids = _tokens(generator)
+    labels = _tokens(generator, (BATCH, SEQ - 2))
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+def _masked_lm_batch(generator):
+    ids = _tokens(generator)
+    labels = ids.clone()
+    labels[:, ::2] = -100  # the ignored positions take part in the loss's reduction
+    mask = torch.ones_like(ids)
+    mask[0, -2:] = 0  # one padded sequence: the attention mask is not all ones
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=2, n_inner=64
+    )
+    return GPT2LMHeadModel(config)
+
+
+def _llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,  # grouped-query attention
+        max_position_embeddings=64,
+    )
+    return LlamaForCausalLM(config)
+
+
+def _t5():
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    config = T5Config(
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+    )
+    return T5ForConditionalGeneration(config)
+
+
+def _bert():
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
+    return BertForMaskedLM(config)
+
+
+def _bart():
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    config = BartConfig(
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=32,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+    )
+    return BartForConditionalGeneration(config)
+
+
+def _vit():
+    from transformers import ViTConfig, ViTForImageClassification
+
+    config = ViTConfig(
+        image_size=16,
+        patch_size=4,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=4,
+    )
+    return ViTForImageClassification(config)
+
+
+def _resnet():
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    config = ResNetConfig(
+        num_channels=3,
+        embedding_size=8,
+        hidden_sizes=[8, 16],
+        depths=[1, 1],
+        layer_type="bottleneck",
+        num_labels=4,
+    )
+    return ResNetForImageClassification(config)
+
+
+def _mixtral():
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    config = MixtralConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=64,
+    )
+    return MixtralForCausalLM(config)
+
+
+def _image_batch(generator, size=16):
+    return {
+        "pixel_values": torch.randn(BATCH, 3, size, size, generator=generator),
+        "labels": torch.randint(0, 4, (BATCH,), generator=generator),
+    }
+
+
+def _timm_resnet():
+    import timm
+
+    return _TimmClassifier(timm.create_model("resnet18", pretrained=False, num_classes=4))
+
+
+class _TimmClassifier(torch.nn.Module):
+    """A timm model with the loss the zoo's models return, as ``.loss``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values, labels):
+        from types import SimpleNamespace
+
+        logits = self.model(pixel_values)
+        return SimpleNamespace(loss=torch.nn.functional.cross_entropy(logits, labels))
+
+
+def _importable(module: str, why: str) -> Callable[[], str | None]:
+    """Unavailable when ``module`` does not import here (the error and ``why`` say why)."""
+
+    def check():
+        import importlib
+
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # ImportError, or torchvision's RuntimeError (see below)
+            return f"{module} does not import ({type(error).__name__}: {error}); {why}"
+        return None
+
+    return check
+
+
+_NO_TORCHVISION = (
+    "timm imports torchvision, whose PyPI wheels for torch 2.13 are CUDA builds whose C++ "
+    "ops do not load on a CPU torch (import raises 'operator torchvision::nms does not "
+    "exist'): neither is a test extra"
+)
+
+# transformers' masking_utils asks ``padding_mask.all()`` to skip an all-ones mask.
+_MASK_READS = frozenset({"aten::_local_scalar_dense"})
+
+MODELS: dict[str, ModelSpec] = {
+    "gpt2": ModelSpec("transformers", _gpt2, _causal_lm_batch),
+    "llama": ModelSpec("transformers", _llama, _causal_lm_batch, loop=True),
+    "t5": ModelSpec("transformers", _t5, _seq2seq_batch, host_reads=_MASK_READS, loop=True),
+    "bert": ModelSpec("transformers", _bert, _masked_lm_batch, host_reads=_MASK_READS),
+    "bart": ModelSpec("transformers", _bart, _seq2seq_batch, host_reads=_MASK_READS),
+    "vit": ModelSpec("transformers", _vit, _image_batch),
+    "resnet": ModelSpec("transformers", _resnet, _image_batch),
+    "mixtral": ModelSpec(
+        "transformers",
+        _mixtral,
+        _causal_lm_batch,
+        # transformers' grouped_mm_fallback loops over experts by offs.tolist()
+        eager_segments=("grouped_mm_fallback", "getitem"),
+        known_failures={
+            "lazy": (
+                "execution of histc",
+                "transformers counts tokens per expert with torch.histc on int32 ids on any "
+                "device but cpu/mps (CUDA has an integer histc); the lazy device runs CPU "
+                "kernels, which have none: LazyGraphError at the step's sync",
+            )
+        },
+    ),
+    # timm imports torchvision, and PyPI's torchvision wheels for torch 2.13 are CUDA
+    # builds whose C++ ops do not load on a CPU torch ("operator torchvision::nms does
+    # not exist" at import): neither is a test extra. Runs where a CPU torchvision is.
+    "timm_resnet": ModelSpec(
+        "timm",
+        _timm_resnet,
+        lambda generator: _image_batch(generator, size=32),
+        unavailable=_importable("timm", _NO_TORCHVISION),
+        why_not_installed=_NO_TORCHVISION,
+    ),
+}
