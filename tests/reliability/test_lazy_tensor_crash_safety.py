@@ -230,6 +230,31 @@ CASES = {
         "(p * 2).sum().backward(); print(p.grad.cpu().tolist())",
         "[2.0, 2.0, 2.0]",
     ),
+    # Factories under a dispatch mode returned bare LazyTensors, not functional wrappers: the
+    # mode's redispatch excludes Functionalize as a functionalization kernel's does, and an
+    # in-place op mixing them raised functionalization's INTERNAL ASSERT.
+    "factories_under_a_dispatch_mode": (
+        "from torch.utils._python_dispatch import TorchDispatchMode\n"
+        "class Passing(TorchDispatchMode):\n"
+        "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+        "        return func(*args, **(kwargs or {}))\n"
+        "with Passing():\n"
+        "    a = torch.zeros(4, 4, device=d); a.add_(x); r = torch.arange(4, device=d)\n"
+        "    z = x.new_zeros(2, 2); z.add_(x[:2, :2]); e = torch.empty_like(x).copy_(x)\n"
+        "print(all(map(torch._is_functional_tensor, (a, r, z, e))), torch.equal(a.cpu(), x.cpu()),"
+        " r.tolist(), torch.equal(z.cpu(), x[:2, :2].cpu()), torch.equal(e.cpu(), x.cpu()))",
+        "True True [0, 1, 2, 3] True True",
+    ),
+    "training_step_under_flop_counter": (
+        "from torch.utils.flop_counter import FlopCounterMode\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))\n"
+        "m = m.to(d); opt = torch.optim.Adam(m.parameters())\n"
+        "with FlopCounterMode(display=False) as counter:\n"
+        "    loss = torch.nn.functional.cross_entropy(m(x), torch.zeros(4, dtype=torch.long, device=d))\n"
+        "    loss.backward(); opt.step()\n"
+        "lr.mark_step(); print(counter.get_total_flops())",
+        "RETURNED",
+    ),
 }
 
 

@@ -4,6 +4,7 @@ the device key), so they add one to what they return."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import torch
@@ -28,9 +29,29 @@ def _below_functionalization() -> bool:
     # A functionalization kernel redispatches with Functionalize excluded; torch.tensor()
     # builds its data with Functionalize *and* Python excluded and expects a finished tensor.
     exclude = torch._C._dispatch_tls_local_exclude_set()
-    return exclude.has(torch._C.DispatchKey.Functionalize) and not exclude.has(
-        torch._C.DispatchKey.Python
-    )
+    if not exclude.has(_K.Functionalize) or exclude.has(_K.Python):
+        return False
+    if not exclude.has(_K.PythonTLSSnapshot):
+        return True
+    # A dispatch mode's handler (FlopCounterMode, aot_autograd's) runs its op with every key
+    # above Python excluded, Functionalize among them, whether functionalization unwrapped
+    # the op's tensors on the way or there were none (a factory called under the mode).
+    # Functionalization's unwrapped lazy tensors are dispatched by LazyTensor itself: below
+    # functionalization exactly when that is on the way here.
+    return _in_lazy_dispatch()
+
+
+_K = torch._C.DispatchKey
+_LAZY_DISPATCH = LazyTensor.__torch_dispatch__.__func__.__code__
+
+
+def _in_lazy_dispatch() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code is _LAZY_DISPATCH:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _check_layout(layout) -> None:
