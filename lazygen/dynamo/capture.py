@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime import metrics
 from lazygen.runtime.devices import LazyDevice
+from lazygen.runtime.fallback import HOST_READS
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
@@ -73,11 +74,9 @@ SUBSTITUTES = {
 
 
 _EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")
-#: Counters of values read on the host: a copy off the device, ``.item()``, ``bool()``,
-#: ``torch.equal``.
-_HOST_READS = frozenset(
-    {"TransferFromDevice", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::equal"}
-)
+#: Counters of values read on the host: a copy off the device (``TransferFromDevice``) and
+#: the ops the fallback report lists as host reads (``.item()``, ``bool()``, ``torch.equal``).
+_HOST_READS = frozenset({"TransferFromDevice"}) | HOST_READS
 
 
 def _fallback_counts() -> dict[str, int]:
