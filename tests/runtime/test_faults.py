@@ -99,8 +99,10 @@ def test_the_failing_node_is_found_past_nodes_with_constant_operands(faulty):
         lr.mark_step(wait=True)
     assert info.value.op_name == "neg", str(info.value)
     faulty.mode = "ok"
-    lr.mark_step()
-    assert y.cpu().tolist() == [[1.0, -1.0, -3.0, -5.0]]
+    with pytest.raises(lr.LazyGraphError, match="neg"):
+        y.cpu()  # it carries the error (errors stay local)
+    again = (x * 2).view(1, 4).neg() + 1
+    assert again.cpu().tolist() == [[1.0, -1.0, -3.0, -5.0]]
 
 
 @pytest.mark.parametrize("wait", [True, False])
