@@ -73,6 +73,9 @@ def _work() -> None:
                 if not _error:
                     _error.append(error)
         finally:
+            # The loop's names would hold the last closure's arguments (lazy tensors) until
+            # the next closure comes: let go of them now.
+            del launches, fn, args
             with _lock:
                 _running[0] -= 1
                 _lock.notify_all()

@@ -9,13 +9,14 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import graph
+from lazygen.runtime import executor, graph
 
 DEVICE = "lazygen"
 
 
 @pytest.fixture
 def explaining(fresh_metrics):
+    executor.clear_compile_cache()  # graphs of other tests would be "nearest" ones
     lr.config.set_explain_recompiles(True)
     yield fresh_metrics
     lr.config.set_explain_recompiles(False)

@@ -7,7 +7,9 @@ run (PyTorch's ``test/lazy/test_step_closures.py`` pins the same behaviours for 
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
+import weakref
 
 import pytest
 import torch
@@ -46,6 +48,19 @@ def test_an_asynchronous_closure_runs_off_the_tracing_thread_while_the_program_g
     lr.wait_device_ops()  # waits for the closure
     ((thread, was_released),) = ran
     assert thread is not threading.current_thread() and was_released
+
+
+def test_the_closure_thread_keeps_no_arguments_alive():
+    """Tensors handed to a closure die with the program's references (a lazy tensor held
+    on the closure thread kept ``set_device_backend`` from switching the device)."""
+    x = torch.ones(3, device="lazygen") * 2
+    lr.add_step_closure(lambda t: t.sum().item(), (x,), run_async=True)
+    lr.mark_step()
+    lr.wait_device_ops()
+    ref = weakref.ref(lr.inner(x))
+    del x
+    gc.collect()
+    assert ref() is None
 
 
 def test_an_asynchronous_closure_sees_its_step_materialised():
