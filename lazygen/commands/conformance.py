@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from collections import Counter
@@ -252,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     except ConformanceSetupError as exc:
         raise _error(f"the conformance workers cannot run: {exc}") from None
     elapsed = time.perf_counter() - started
-    _print_summary(results, runner, elapsed, report)
+    _print_summary(results, runner, elapsed, report, args)
     if args.json is not None:
         data = report.matrix(
             results,
@@ -292,7 +293,18 @@ def _print_selection(selection) -> None:
         print("no entry exercises: " + ", ".join(selection.unreached))
 
 
-def _print_summary(results, runner, elapsed: float, report) -> None:
+def _repro(args: argparse.Namespace, name: str) -> str:
+    """The command that runs entry ``name`` alone with this run's settings."""
+    words = ["lazygen conformance", shlex.quote(str(args.backend_yaml))]
+    words += [f"--backend {shlex.quote(_backend_name(args.backend))}"]
+    words += [f"--dtype {args.dtype}"] if args.dtype != "float32" else []
+    words += ["--grad"] if args.grad else []
+    words += [f"--samples {args.samples}"] if args.samples else []
+    words += ["--conversions"] if name.startswith("to.") and args.conversions else []
+    return " ".join([*words, "--only", shlex.quote(name)])
+
+
+def _print_summary(results, runner, elapsed: float, report, args) -> None:
     print(f"{report.summary_line(results)} in {elapsed:.0f} s on {runner.backend_name}")
     fallbacks = Counter(op for r in results for op in r.fallbacks)
     if fallbacks:
@@ -303,6 +315,7 @@ def _print_summary(results, runner, elapsed: float, report) -> None:
     crashed = [r for r in results if r.outcome in ("crash", "timeout")]
     for r in crashed:
         print(f"{r.outcome.upper()}: {r.name}: {r.detail}", file=sys.stderr)
+        print(f"    repro: {_repro(args, r.name)}", file=sys.stderr)
     for failure in runner.failures:
         print(
             f"CRASH: a worker died ({failure.how}) after finishing "

@@ -85,6 +85,10 @@ def test_crash_is_isolated_and_named(site, tmp_path):
     for entry in ("add", "mul", "to.bool.channels_last.slice_add_"):
         assert by_entry[entry].split()[1] == "lazy", by_entry[entry]
     assert "CRASH: sin: SIGSEGV" in done.stderr
+    assert (
+        f"repro: lazygen conformance {OP_LIST} --backend crashing --samples 1 --only sin"
+        in done.stderr
+    )
 
     matrix = json.loads(out.read_text())
     assert matrix["format"] == 1 and matrix["backend"] == "crashing"
