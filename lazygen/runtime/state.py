@@ -6,7 +6,9 @@
   filled in place by ``dispatch``;
 * every other piece of mutable state (kernel tables, shape and IR caches, compile caches,
   counters, pending step closures) is owned by one module, which declares it here with
-  ``register(name, reset)``; ``owners()`` lists them.
+  ``register(name, reset)``; ``owners()`` lists them. Memo tables of pure functions
+  (overload lookups, scalar shapes, an op's mutated arguments) are not state: they hold
+  the same answers whatever happened before, so ``reset()`` leaves them.
 
 ``reset()`` puts all of it back as ``init()`` left it: settings to their environment
 defaults (the device name and backing device stay: they are fixed once tensors exist),
