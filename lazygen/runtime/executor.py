@@ -12,10 +12,10 @@ import weakref
 
 import torch
 
-from . import debug, metrics, recompiles, split, state, step_closures
+from . import debug, metrics, state, step_closures
 from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
-from .graph import GraphCache, Plan, graph_key, post_order
+from .graph import GraphCache, Plan, graph_key, post_order, recompiles, split
 from .ir import DeviceData, Node, Value
 from .launches import FailedRun, Launch, settle
 from .state import log, settings
@@ -92,7 +92,7 @@ def _execution_error(device, order: list[Node], inputs: list, error) -> LazyGrap
 def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
     """Materialise the given inner lazy tensors (one graph per device). With ``wait`` false
     (``mark_step``), graphs are launched and run while the caller goes on (see launches.py);
-    with ``early_results`` too, single-element results first (see split.py)."""
+    with ``early_results`` too, single-element results first (see graph/split.py)."""
     by_device: dict[LazyDevice, list[LazyTensor]] = {}
     for t in tensors:
         if not t._value.node.is_input:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .ir import Node, Value
-from .state import settings
+from ..ir import Node, Value
+from ..state import settings
 
 
 def post_order(roots: list[Value]) -> tuple[list[Node], dict[Node, int]]:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from . import metrics
-from .graph import GraphKey
-from .ir import Node
+from .. import metrics
+from ..ir import Node
+from . import GraphKey
 
 #: What to do, by reason.
 ADVICE = {

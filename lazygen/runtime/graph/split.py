@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .ir import Node, Value
-from .tensor import LazyTensor
+from ..ir import Node, Value
+from ..tensor import LazyTensor
 
 
 class Split(NamedTuple):
