@@ -4,6 +4,7 @@ into a fresh venv and trains three models equal to eager with one graph per step
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,7 +100,8 @@ def test_the_project_installs_and_trains_like_eager(tmp_path):
     install_wheel(python, wheel)
     run_dir = tmp_path / "run"  # neither the repository nor the project's sources
     run_dir.mkdir()
-    compare = str(tmp_path / "src" / "compare.py")
+    # A copy: the script's folder is on sys.path, and the sources' would shadow the wheel.
+    compare = str(shutil.copy(tmp_path / "src" / "compare.py", run_dir / "compare.py"))
 
     def run(*code: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -112,7 +114,7 @@ def test_the_project_installs_and_trains_like_eager(tmp_path):
     for model in ("mlp", "cnn", "transformer"):
         assert f"{model}: ok" in result.stdout
     assert "Ops run eagerly (not in the op list): 0" in result.stdout
-    located = run("-c", "import acme_backend; print(acme_backend.__file__)").stdout
+    located = run("-c", "import acme_backend.backend as b; print(b.__file__)").stdout
     assert str(tmp_path / "venv") in located  # the installed wheel's package
 
     prelude = f"import sys, runpy; sys.argv = [{compare!r}, '--models', 'mlp', '--steps', '2']\n"
