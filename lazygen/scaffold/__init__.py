@@ -24,10 +24,12 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 #: Names lazygen's built-in backends already take (`init(backend=...)`).
 BUILTIN_BACKENDS = ("torchscript", "inductor", "fx", "lazygen")
-#: Device types torch already has: the lazy device cannot be renamed to one of them.
+#: Device types torch already has (those `torch.device()` names when it rejects a string):
+#: the lazy device cannot be renamed to one of them.
 TORCH_DEVICE_TYPES = (
     "cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
-    "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "xpu", "ipu", "privateuseone",
+    "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "xpu", "ipu",
+    "privateuseone",
 )  # fmt: skip
 
 

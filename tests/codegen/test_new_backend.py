@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,18 @@ def test_the_project_installs_and_trains_like_eager(tmp_path):
     )
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert "mlp: MISMATCH in" in wrong.stdout
+
+
+def test_the_reserved_device_types_are_torchs():
+    """Every name new-backend refuses as a torch device type is one (the list is kept
+    without importing torch), and torch rejects a scaffold's default name."""
+    import torch
+
+    from lazygen.scaffold import TORCH_DEVICE_TYPES
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 'mkldnn' is deprecated, still a device type
+        for name in TORCH_DEVICE_TYPES:
+            assert torch.device(name).type == name
+    with pytest.raises(RuntimeError, match="Expected one of"):
+        torch.device("acme")
