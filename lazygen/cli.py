@@ -21,6 +21,7 @@ COMMANDS = {
     "ops": "lazygen.commands.ops",
     "gen": "lazygen.commands.gen",
     "conformance": "lazygen.commands.conformance",
+    "new-backend": "lazygen.commands.new_backend",
 }
 
 EXIT_OK, EXIT_STALE, EXIT_USER_ERROR = 0, 1, 2

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -74,6 +75,7 @@ def config_from_args(args: argparse.Namespace, output_dir: Path | None = None) -
     """The `GenConfig` the generation options describe."""
     from lazygen.pipeline import GenConfig
 
+    _working_directory_importable()
     default_output = Path("generated") / args.backend_yaml.name.removesuffix(".yaml")
     return GenConfig(
         backend_yaml=args.backend_yaml,
@@ -86,6 +88,16 @@ def config_from_args(args: argparse.Namespace, output_dir: Path | None = None) -
         defer_hand_written=args.defer_hand_written,
         skip_unknown_ops=args.skip_unknown_ops,
     )
+
+
+def _working_directory_importable() -> None:
+    """Put the working directory on `sys.path`, as `python -m lazygen` has it: the
+    `lazygen` script's own directory is there instead, so `--hand-written my_pkg` run next
+    to `my_pkg/` would otherwise not find it (and the build hook adds the source root the
+    same way)."""
+    cwd = os.getcwd()
+    if not any(os.path.abspath(p or ".") == cwd for p in sys.path):
+        sys.path.insert(0, cwd)
 
 
 def print_warnings(diagnostics: Iterable[Diagnostic]) -> None:

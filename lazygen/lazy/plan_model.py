@@ -105,6 +105,8 @@ class BackendPlan:
             "kernels": len(self.kernels),
             "supported": len(self.supported),
             "autograd": len(self.autograd),
-            "shape_functions": len(self.shape_functions),
+            # Both kinds the author writes: of kernels without a meta kernel, and
+            # `compute_shape_<node>` of ShapeCompute/ShapeCache nodes.
+            "shape_functions": len(self.shape_functions) + len(self.node_shape_functions),
             "lowerings": len(self.lowerings),
         }

@@ -390,7 +390,8 @@ def _node_imports(
     functions if used."""
     creates = any(n.create == "generated" for n in nodes)
     make_node = Import("lazygen.runtime.kernel_support", "make_node") if creates else None
-    return imports(Import("lazygen.runtime.ir", "Node"), make_node, hand, shapes)
+    call = Import("lazygen.runtime.ir", "call_shape_function") if shapes else None
+    return imports(Import("lazygen.runtime.ir", "Node"), call, make_node, hand, shapes)
 
 
 def _computes_shapes(nodes: tuple[LazyIrSchema, ...]) -> bool:

@@ -28,6 +28,26 @@ class Value(NamedTuple):
     index: int
 
 
+def call_shape_function(fn, *args, **kwargs) -> tuple[Shape, ...]:
+    """The shapes a hand-written ``compute_shape_*`` function returns, as the runtime keeps
+    them: a tuple of ``Shape``. This is the one place such results enter the runtime (node
+    constructors of ShapeCompute/ShapeCache nodes and kernels of ops without a meta kernel
+    both call it), so authors may return a list or a tuple of ``Shape`` (or of any
+    ``(dtype, sizes)`` pair); anything else is their bug, named here, not a failed hash or
+    unpacking deep in the executor."""
+    result = fn(*args, **kwargs)
+    if isinstance(result, (list, tuple)) and not isinstance(result, Shape):
+        try:
+            return tuple([Shape(s[0], tuple(s[1])) for s in result])
+        except (TypeError, IndexError, KeyError):
+            pass
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    raise TypeError(
+        f"shape function {name} returned {type(result).__name__} {result!r:.200}: it must "
+        "return a list or tuple of lazygen.runtime.ir.Shape(dtype, sizes), one per output"
+    )
+
+
 def _operand_hash(operand) -> int:
     if type(operand) is Value:
         return operand.node._hash + operand.index

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from . import state
-from .ir import Shape, scalar_dtype, wrapped_number_dtype
+from .ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
 from .state import settings
 from .tensor import LazyTensor
 
@@ -103,7 +103,7 @@ def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
 def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     """Shapes without the cache: ``compute_fn`` when given, else the meta kernel."""
     if compute_fn is not None:
-        return tuple(Shape(s.dtype, tuple(s.sizes)) for s in compute_fn(*args, **kwargs))
+        return call_shape_function(compute_fn, *args, **kwargs)
     meta_args = list(_to_meta(tuple(args)))
     meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
     _numbers_to_tensors(op, meta_args, meta_kwargs)

@@ -5,44 +5,21 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import site
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
+from support.wheels import build_wheel, fresh_venv, install_wheel
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiny_backend"
-
-
-def _build(src: Path, dist: Path) -> Path:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-build-isolation",
-            "--no-deps",
-            "--no-index",
-            "-q",
-            "-w",
-            str(dist),
-            ".",
-        ],
-        cwd=src,
-        check=True,
-    )
-    (wheel,) = dist.glob("*.whl")
-    return wheel
 
 
 def test_wheel_contains_generated_backend(tmp_path, monkeypatch):
     src = tmp_path / "src"
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("generated", "build", "*.egg-info"))
-    wheel = _build(src, tmp_path / "dist")
+    wheel = build_wheel(src, tmp_path / "dist")
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
@@ -75,27 +52,8 @@ def test_wheel_contains_generated_backend(tmp_path, monkeypatch):
     generated = src / "tiny_backend" / "generated" / "kernels.py"
     before = generated.stat().st_mtime_ns
     shutil.rmtree(tmp_path / "dist")
-    _build(src, tmp_path / "dist")
+    build_wheel(src, tmp_path / "dist")
     assert generated.stat().st_mtime_ns == before
-
-
-def _fresh_venv(root: Path) -> Path:
-    """A new venv that sees this environment's packages (torch, lazygen) through a .pth
-    file, so the example's wheel is installed into it for real, offline and fast."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    python = root / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    ours = sorted({sysconfig.get_paths()["purelib"], *site.getsitepackages()})
-    # `import` lines of a .pth run at start-up: addsitedir also runs the .pth files there
-    # (lazygen's own editable install is one).
-    lines = [f"import site; site.addsitedir({directory!r})" for directory in ours]
-    Path(purelib, "_lazygen_test_parent.pth").write_text("\n".join(lines) + "\n")
-    return python
 
 
 @pytest.mark.slow
@@ -105,23 +63,9 @@ def test_example_backend_trains_from_an_installed_wheel(tmp_path):
     installed into a fresh venv, trains equal to eager: lazygen finds it by entry point."""
     src = tmp_path / "src"
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("generated", "build", "*.egg-info"))
-    wheel = _build(src, tmp_path / "dist")
-    python = _fresh_venv(tmp_path / "venv")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-index",
-            str(wheel),
-        ],
-        check=True,
-    )
+    wheel = build_wheel(src, tmp_path / "dist")
+    python = fresh_venv(tmp_path / "venv")
+    install_wheel(python, wheel)
     script = shutil.copy(EXAMPLE / "train.py", tmp_path / "train.py")
     result = subprocess.run(
         [str(python), str(script), "--steps", "4"],

@@ -164,12 +164,36 @@ def test_shape_compute_nodes_and_create_fn(generated):
     finally:
         sys.path.remove(str(out.parent))
     source = nn.Scalar((), (1.5, torch.float64))
-    assert source.shapes == [Shape(torch.float64, ())]
+    assert source.shapes == (Shape(torch.float64, ()),)  # a list, kept as a tuple
     given = (Shape(torch.float32, (3,)),)
     assert nn.Scalar((), (1.5, torch.float64), given).shapes == given
     cast = nn.Cast(
         (Value(nn.Expand((Value(source, 0),), ((2, 3), False)), 0),), (torch.int32, None)
     )
-    assert cast.shapes == [Shape(torch.int32, (2, 3))]
+    assert cast.shapes == (Shape(torch.int32, (2, 3)),)  # a tuple
+    hash(cast)  # shapes are part of the node's hash
     made = nn.Expand.create((Value(source, 0),), ((4,), False), given)
     assert isinstance(made, nn.Expand) and made.shapes == given
+
+
+def test_shape_function_returning_something_else_is_named(generated, monkeypatch):
+    """A hand-written node shape function that returns neither a list nor a tuple of
+    shapes fails at the node's construction, naming the function."""
+    import torch
+
+    case, out, package = generated
+    if case.name != "basic":
+        pytest.skip("the basic case has the ShapeCompute nodes")
+    sys.path.insert(0, str(out.parent))
+    try:
+        nn = importlib.import_module(f"{package}.non_native_ir")
+    finally:
+        sys.path.remove(str(out.parent))
+    from lazygen.runtime.ir import Shape
+
+    def compute_shape_scalar(value, type):
+        return Shape(type, ())  # one Shape, not a list of them
+
+    monkeypatch.setattr(nn.hand_shapes, "compute_shape_scalar", compute_shape_scalar)
+    with pytest.raises(TypeError, match=r"compute_shape_scalar returned Shape .*list or tuple"):
+        nn.Scalar((), (1.5, torch.float64))

@@ -86,3 +86,15 @@ def test_wheel_ships_templates_and_generates(installed):
         work,
     )
     assert imported.stdout.strip() == "2"
+
+
+def test_wheel_ships_the_new_backend_templates(installed):
+    """`lazygen new-backend` renders its project from templates shipped as package data."""
+    venv_python, scripts, work = installed
+    result = _run([str(scripts / "lazygen"), "new-backend", "acme", "-o", "acme"], work)
+    assert "wrote 10 files" in result.stdout
+    assert (work / "acme" / ".gitignore").is_file()
+    assert (work / "acme" / "acme_backend" / "hand_written" / "__init__.py").is_file()
+    assert (
+        "class AcmeBackend(Backend)" in (work / "acme" / "acme_backend" / "backend.py").read_text()
+    )

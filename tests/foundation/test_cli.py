@@ -65,3 +65,45 @@ def test_ops_for_a_backend(tmp_path, capsys):
     path.write_text("backend: Lazy\nfull_codegen:\n  - topk\n")
     assert main(["ops", "--backend", str(path)]) == 0
     assert capsys.readouterr().out.startswith("full_codegen  topk(Tensor self, SymInt k")
+
+
+def test_validate_finds_the_hand_written_package_in_the_working_directory(tmp_path):
+    """As the `lazygen` script: `sys.path[0]` is the script's folder, not the working
+    directory, yet `--hand-written pkg` finds `./pkg` as `python -m lazygen` would. The
+    summary counts the node's ShapeCompute shape function."""
+    scripts = tmp_path / "bin"
+    scripts.mkdir()
+    script = scripts / "lazygen"
+    script.write_text("import sys\nfrom lazygen.cli import main\nsys.exit(main())\n")
+    work = tmp_path / "work"
+    (work / "mypkg").mkdir(parents=True)
+    (work / "mypkg" / "__init__.py").write_text("")
+    (work / "mypkg" / "shape_functions.py").write_text(
+        "from lazygen.runtime.ir import Shape\n\n\n"
+        "def compute_shape_my_scale(input, factor):\n"
+        "    return (Shape(input.node.shapes[input.index].dtype, ()),)\n"
+    )
+    (work / "mine.yaml").write_text(
+        "backend: Mine\nfull_codegen:\n  - relu\nnon_native:\n"
+        "  - func: my_scale(Tensor input, float factor) -> Tensor\n"
+        "    opkind: aten::mul\n    properties: [ShapeCompute]\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script), "validate", "mine.yaml", "--hand-written", "mypkg"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "backend Mine is valid" in result.stdout
+    assert "shape_functions 1" in result.stdout
+    (work / "mypkg" / "shape_functions.py").write_text("")  # now the package is checked
+    result = subprocess.run(
+        [sys.executable, str(script), "validate", "mine.yaml", "--hand-written", "mypkg"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "compute_shape_my_scale" in result.stderr

@@ -6,6 +6,7 @@
 from golden_basic_handwritten import lowerings as hand_written
 from golden_basic_handwritten import shape_functions as hand_shapes
 from lazygen.runtime.ir import Node
+from lazygen.runtime.ir import call_shape_function
 from lazygen.runtime.kernel_support import make_node
 
 __all__ = [
@@ -25,7 +26,7 @@ class Cast(Node):
 
     def __init__(self, operands, attrs, shapes=None):
         if shapes is None:
-            shapes = hand_shapes.compute_shape_cast(*operands, *attrs)
+            shapes = call_shape_function(hand_shapes.compute_shape_cast, *operands, *attrs)
         Node.__init__(self, operands, attrs, shapes)
 
     def lower(self, ctx):
@@ -42,7 +43,7 @@ class Expand(Node):
 
     def __init__(self, operands, attrs, shapes=None):
         if shapes is None:
-            shapes = hand_shapes.compute_shape_expand(*operands, *attrs)
+            shapes = call_shape_function(hand_shapes.compute_shape_expand, *operands, *attrs)
         Node.__init__(self, operands, attrs, shapes)
 
     def lower(self, ctx):
@@ -67,7 +68,7 @@ class Scalar(Node):
 
     def __init__(self, operands, attrs, shapes=None):
         if shapes is None:
-            shapes = hand_shapes.compute_shape_scalar(*operands, *attrs)
+            shapes = call_shape_function(hand_shapes.compute_shape_scalar, *operands, *attrs)
         Node.__init__(self, operands, attrs, shapes)
 
     def lower(self, ctx):

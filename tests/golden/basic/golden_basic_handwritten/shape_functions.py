@@ -23,7 +23,7 @@ def compute_shape_scalar(value, type):
 
 
 def compute_shape_cast(input, dtype, stype):
-    return [Shape(dtype, _shape(input).sizes)]
+    return (Shape(dtype, _shape(input).sizes),)  # a tuple works as well as a list
 
 
 def compute_shape_expand(input, size, is_scalar_expand):

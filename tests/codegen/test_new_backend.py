@@ -1,0 +1,154 @@
+"""`lazygen new-backend`: the project it writes validates, builds into a wheel, installs
+into a fresh venv and trains three models equal to eager with one graph per step; its
+`compare.py` fails on a fallback and on a wrong lowering; mistakes exit 2 with a message."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from support.wheels import build_wheel, fresh_venv, install_wheel
+
+from lazygen.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _lazygen(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lazygen", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_writes_the_project(tmp_path, capsys):
+    assert main(["new-backend", "acme", "--device-name", "acmedev", "-o", str(tmp_path / "p")]) == 0
+    project = tmp_path / "p"
+    files = sorted(p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file())
+    assert files == [
+        ".gitignore",
+        "README.md",
+        "acme.yaml",
+        "acme_backend/__init__.py",
+        "acme_backend/backend.py",
+        "acme_backend/hand_written/__init__.py",
+        "acme_backend/lowering.py",
+        "compare.py",
+        "pyproject.toml",
+        "setup.py",
+    ]
+    backend = (project / "acme_backend" / "backend.py").read_text()
+    assert 'name = "acme"' in backend and 'device_name = "acmedev"' in backend
+    assert (
+        "class AcmeLoweringContext(LoweringContext)"
+        in (project / "acme_backend" / "lowering.py").read_text()
+    )
+    setup = (project / "setup.py").read_text()
+    assert "lazygen_cmdclass" in setup
+    assert '"acme = acme_backend.backend:AcmeBackend"' in setup
+    assert "pip install --no-build-isolation" in (project / "README.md").read_text()
+    op_list = (project / "acme.yaml").read_text()
+    for op in ("view_copy", "_unsafe_view", "detach_copy", "convolution_backward", "bmm"):
+        assert f"  - {op} " in op_list  # listed, with a comment
+    assert "wrote 10 files" in capsys.readouterr().out
+
+
+def test_the_op_list_validates_from_the_project_folder(tmp_path):
+    """`lazygen validate` run in the project finds its hand-written package there."""
+    assert main(["new-backend", "acme", "-o", str(tmp_path / "p")]) == 0
+    result = _lazygen(
+        "validate", "acme.yaml", "--hand-written", "acme_backend.hand_written", cwd=tmp_path / "p"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "backend Acme is valid" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["new-backend", "Acme"], "backend name 'Acme' is not usable"),
+        (["new-backend", "cuda"], "'cuda' is a device type torch already has"),
+        (["new-backend", "fx"], "taken by a built-in lazygen backend"),
+        (["new-backend", "acme", "--device-name", "my-dev"], "device name 'my-dev' is not usable"),
+        (["new-backend", "acme", "-o", "taken"], "taken already exists and is not an empty folder"),
+    ],
+)
+def test_mistakes_exit_2_with_a_message(tmp_path, args, message):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "mine.txt").write_text("keep me")
+    result = _lazygen(*args, cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "taken" / "mine.txt").read_text() == "keep me"
+    assert not (tmp_path / "acme").exists() and not (tmp_path / "Acme").exists()
+
+
+@pytest.mark.slow
+def test_the_project_installs_and_trains_like_eager(tmp_path):
+    """Scaffolded, built into a wheel, installed into a fresh venv: compare.py passes (three
+    models, one graph per step); with an op forced to fall back, or a lowering that
+    computes the wrong thing, it fails and says why."""
+    assert main(["new-backend", "acme", "-o", str(tmp_path / "src")]) == 0
+    wheel = build_wheel(tmp_path / "src", tmp_path / "dist")
+    python = fresh_venv(tmp_path / "venv")
+    install_wheel(python, wheel)
+    run_dir = tmp_path / "run"  # neither the repository nor the project's sources
+    run_dir.mkdir()
+    # A copy: the script's folder is on sys.path, and the sources' would shadow the wheel.
+    compare = str(shutil.copy(tmp_path / "src" / "compare.py", run_dir / "compare.py"))
+
+    def run(*code: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(python), *code], cwd=run_dir, capture_output=True, text=True, timeout=600
+        )
+
+    result = run(compare, "--steps", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "backend: acme, device: acme:0" in result.stdout
+    for model in ("mlp", "cnn", "transformer"):
+        assert f"{model}: ok" in result.stdout
+    assert "Ops run eagerly (not in the op list): 0" in result.stdout
+    located = run("-c", "import acme_backend.backend as b; print(b.__file__)").stdout
+    assert str(tmp_path / "venv") in located  # the installed wheel's package
+
+    prelude = f"import sys, runpy; sys.argv = [{compare!r}, '--models', 'mlp', '--steps', '2']\n"
+    forced = run(
+        "-c",
+        prelude + "import lazygen.runtime as lr; lr.config.set_force_fallback('relu')\n"
+        f"runpy.run_path({compare!r}, run_name='__main__')",
+    )
+    assert forced.returncode == 1, forced.stdout + forced.stderr
+    assert "mlp: FALLBACK inside the step: aten::relu" in forced.stdout
+
+    wrong = run(
+        "-c",
+        prelude + "import torch, acme_backend.lowering as lowering\n"
+        "real = lowering.overload_of\n"
+        "lowering.overload_of = lambda op: torch.ops.aten.gelu.default if op == 'aten::relu' "
+        "else real(op)\n"
+        f"runpy.run_path({compare!r}, run_name='__main__')",
+    )
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert "mlp: MISMATCH in" in wrong.stdout
+
+
+def test_the_reserved_device_types_are_torchs():
+    """Every name new-backend refuses as a torch device type is one (the list is kept
+    without importing torch), and torch rejects a scaffold's default name."""
+    import torch
+
+    from lazygen.scaffold import TORCH_DEVICE_TYPES
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 'mkldnn' is deprecated, still a device type
+        for name in TORCH_DEVICE_TYPES:
+            assert torch.device(name).type == name
+    with pytest.raises(RuntimeError, match="Expected one of"):
+        torch.device("acme")
