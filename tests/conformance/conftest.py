@@ -1,12 +1,11 @@
-"""The test backends of ``sites.py``, built once per session."""
+"""The test backends of ``tests/support/backend_sites.py``, built once per session."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from .sites import build_site
+from support.backend_sites import build_site
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 crash isolation (a worker killed by a signal names its entry), timeouts, the JSON matrix,
 exit codes, and a clear message for every mistake in the arguments.
 
-The worker-running tests use the test backends of ``sites.py`` (installed into a temporary
+The worker-running tests use the test backends of ``tests/support/backend_sites.py`` (installed into a temporary
 site directory, found by entry point) and one sample per entry, so each takes seconds.
 """
 
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.backend_sites import FOUR_OP_LIST
 
 from lazygen.cli import main
 from lazygen.commands.conformance import exit_status
@@ -24,8 +25,6 @@ from lazygen.conformance.classify import EntryResult
 from lazygen.conformance.opmap import entries_for_ops, list_names
 from lazygen.conformance.runner import RunConfig, Runner, crash_site, last_op
 from lazygen.conformance.select import SelectionError, select
-
-from .sites import FOUR_OP_LIST
 
 REPO = Path(__file__).resolve().parents[2]
 OP_LIST = REPO / "yaml" / "ts_backend.yaml"

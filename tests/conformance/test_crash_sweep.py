@@ -5,7 +5,7 @@ Every float32 OpInfo entry (its first sample) and every conversion case
 views and in-place ops) runs in crash-isolated workers, on lazygen's built-in op list
 (TorchScript backend) and on a minimal 4-op list (``add.Tensor``, ``mul.Tensor``, ``mm``,
 ``relu``, generated at test time and lowered by the fx backend's lowering, see
-``sites.py``), where nearly every op goes through the eager fallback and composite
+``tests/support/backend_sites.py``), where nearly every op goes through the eager fallback and composite
 kernels. Wrong results and errors are the conformance suites' business; here any signal,
 hang or worker death fails the test, naming each entry, the op it died in and where, with a
 command that reproduces it. Nothing is excused: there is no skip list.
@@ -21,11 +21,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.backend_sites import FOUR_OP_LIST
 
 from lazygen.conformance.entries import entries_by_name
 from lazygen.conformance.runner import RunConfig, Runner
-
-from .sites import FOUR_OP_LIST
 
 REPO = Path(__file__).resolve().parents[2]
 #: Seconds an entry may run before it counts as a hang (first samples take < 2 s here).

@@ -3,49 +3,29 @@
 fallback or composite kernels (issue #23). Nothing may crash, results equal eager, and a
 step cut into many graphs by fallbacks says so once, naming the ops.
 
-One PrivateUse1 backend per process and kernel tables are process-wide, so the backend is
-generated into a temporary directory and exercised in a subprocess that prints one JSON
-line per case; a crash fails the cases that did not report, naming the one that ran."""
+One PrivateUse1 backend per process and kernel tables are process-wide, so the backend
+(``fourop`` of ``support.backend_sites``, generated into a temporary site directory) is
+exercised in a subprocess that prints one JSON line per case; a crash fails the cases that
+did not report, naming the one that ran."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-
-OP_LIST = """\
-backend: Four
-full_codegen:
-  - add.Tensor
-  - mul.Tensor
-  - mm
-  - relu
-"""
-
-BACKEND = """\
-from lazygen.runtime import KernelTables
-from lazygen.runtime.backends.inductor.backend import FxBackend
-
-
-class FourBackend(FxBackend):
-    name = "four"
-
-    def kernel_tables(self):
-        return KernelTables.from_module("four_ops.generated.registration")
-"""
+from support.backend_sites import build_site
 
 DRIVER = r"""
 import copy, json, sys, traceback, warnings
 import torch
 sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[2])
 import lazygen.runtime as lr
-from four_backend import FourBackend
-lr.init(backend=FourBackend())
+lr.init(backend="fourop")  # found by its entry point in the test site
 from support.training import WORKLOADS, assert_as_accurate_as_eager, train
 d = lr.device()
 
@@ -157,33 +137,16 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("four")
-    (root / "four.yaml").write_text(OP_LIST)
-    (root / "four_backend.py").write_text(BACKEND)
-    package = root / "four_ops"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    gen = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lazygen.cli",
-            "gen",
-            str(root / "four.yaml"),
-            "-o",
-            str(package / "generated"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert gen.returncode == 0, gen.stdout + gen.stderr
+    site = build_site(tmp_path_factory.mktemp("four"))
     tests_dir = Path(__file__).resolve().parents[1]
+    env = {**os.environ}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
     run = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(root), str(tests_dir)],
+        [sys.executable, "-c", DRIVER, str(tests_dir)],
         capture_output=True,
         text=True,
         timeout=900,
+        env=env,
     )
     results = {}
     running = None

@@ -22,6 +22,7 @@ from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` name
     _copy_from,
     _copy_from_and_resize,
     _to_copy,
+    _unsafe_view,
     clone,
     empty_memory_format,
     empty_strided,
@@ -29,6 +30,7 @@ from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` name
     lift_fresh,
     new_empty_strided,
 )
+from ..ops.device_copies import detach_copy as device_detach_copy
 from ..ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` names them)
     _thnn_fused_gru_cell,
     _thnn_fused_gru_cell_backward,
@@ -99,15 +101,11 @@ def with_running_stats_update(kernel):
 
 
 def detach_shares_the_value(kernel):
-    """Wrap the ``detach_copy`` kernel: the result is the input's value (IR is immutable, so
-    two tensors may hold one value), not a node. Autograd and optimizers detach many times
-    a step, and each node was traced, walked, hashed, lowered and run for nothing."""
+    """Wrap the generated ``detach_copy`` kernel: on a lazy tensor, the kernel every backend
+    gets (``ops.device_copies.detach_copy``: the input's value, no node)."""
 
     def detach_copy(self):
-        if type(self) is not LazyTensor:
-            return kernel(self)
-        rt.count("lazy::detach_copy")
-        return new_lazy(self._value, self._device)
+        return device_detach_copy(self) if type(self) is LazyTensor else kernel(self)
 
     return detach_copy
 
@@ -195,10 +193,6 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     data = torch.empty(self._sizes, dtype=self.dtype, device=self._device.backing)
     self.set_data(data.normal_(mean, std, generator=generator))
     return self
-
-
-def _unsafe_view(self, size):
-    return _kernel(aten.view_copy.default)(self, size)
 
 
 def narrow_copy(self, dim, start, length):

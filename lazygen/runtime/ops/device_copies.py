@@ -19,7 +19,7 @@ from ..fallback import eager_fallback
 from ..ir import Node, Shape, user_source
 from ..metrics import record_fallback
 from ..state import settings
-from ..tensor import LazyTensor, from_data
+from ..tensor import LazyTensor, from_data, new_lazy
 
 aten = torch.ops.aten
 
@@ -196,7 +196,7 @@ def detach_copy(self):
     if type(self) is not LazyTensor:
         return eager_fallback(aten.detach_copy.default, (self,), {})
     rt.count("lazy::detach_copy")
-    return LazyTensor(self._value, self._device)
+    return new_lazy(self._value, self._device)
 
 
 def alias_copy(self):
@@ -204,7 +204,7 @@ def alias_copy(self):
     if type(self) is not LazyTensor:
         return eager_fallback(aten.alias_copy.default, (self,), {})
     rt.count("lazy::alias_copy")
-    return LazyTensor(self._value, self._device)
+    return new_lazy(self._value, self._device)
 
 
 def _unsafe_view(self, size):

@@ -21,7 +21,7 @@ FOUR_OPS = ("add.Tensor", "mul.Tensor", "mm", "relu")
 FOUR_OP_LIST = "backend: Four\nfull_codegen:\n" + "".join(f"  - {op}\n" for op in FOUR_OPS)
 
 BACKENDS = textwrap.dedent('''
-    """Backends of lazygen's conformance tests (see tests/conformance/sites.py)."""
+    """Backends of lazygen's conformance tests (see tests/support/backend_sites.py)."""
 
     import atexit
     import importlib
