@@ -39,7 +39,7 @@ from . import (
 from . import privateuse1 as _privateuse1
 from .backend_interface import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
-from .devices import all_devices, device_from
+from .devices import all_devices, device_from, is_lazy_device
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
 from .lowering_context import LoweringContext
 from .privateuse1 import autograd_queue
@@ -65,6 +65,7 @@ __all__ = [
     "distributed",
     "init",
     "ir_cache",
+    "is_lazy_device",
     "mark_step",
     "metrics",
     "register_backend",
@@ -109,6 +110,7 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
         dispatch.register_tables(ops.kernel_tables())
         dispatch.install_tables(tables)
         dispatch.register_tables(KernelTables(kernels=distributed.install()))
+        dispatch.install_refusals(chosen)
         devices.configure(chosen)
         _default = chosen
     process.apply_gc_effects()
@@ -144,6 +146,7 @@ def set_device_backend(index: int, backend: str | Backend) -> Backend:
     init()
     chosen = make_backend(backend, BUILTIN)
     dispatch.install_tables(chosen.kernel_tables())
+    dispatch.install_refusals(chosen)
     devices.set_device_backend(index, chosen)
     return chosen
 

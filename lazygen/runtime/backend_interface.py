@@ -79,6 +79,14 @@ class Backend(ABC):
     #: on the device data (see ``lazygen.runtime.distributed``).
     collectives_in_graph: bool = False
 
+    def refused_ops(self) -> dict:
+        """Ops this backend cannot run inside a graph, each mapped to None (always) or to a
+        predicate ``(op, args, kwargs) -> bool`` (this call): on this backend's devices each
+        such call cuts the graph and runs eagerly, counted and listed as refused in
+        ``metrics.fallback_report()`` (see ``lazygen.runtime.refusals`` for the keys). Read
+        once, when the backend is installed; none by default."""
+        return {}
+
     # Kernel tables ------------------------------------------------------------------------
 
     @abstractmethod

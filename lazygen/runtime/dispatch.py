@@ -5,13 +5,15 @@ backend's ``KernelTables``) and kernels added with ``register_kernels`` (tests, 
 ``config.set_force_fallback`` removes names from the active table, so those ops reach the
 eager fallback. An op without a kernel gets one the runtime builds (``decompositions``:
 foreach ops per element, metadata-only ops, composite kernels), else the eager fallback.
+The kernel of an op some installed backend refuses to run in a graph (``refusals``) is
+wrapped, in the active table, by the check of the calling device's backend.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import decompositions, metrics, state
+from . import decompositions, metrics, refusals, state
 from . import tensor as _tensor
 from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
@@ -119,7 +121,7 @@ def forced(op) -> bool:
 
 def refresh() -> None:
     """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference)."""
-    active = {op: fn for op, fn in KERNELS.items() if not forced(op)}
+    active = {op: refusals.guard(op, fn) for op, fn in KERNELS.items() if not forced(op)}
     active_kernels.clear()
     active_kernels.update(active)
     _no_decomposition.clear()
@@ -133,7 +135,7 @@ def kernel_for(func):
         if kernel is None:
             _no_decomposition.add(func)
         else:
-            active_kernels[func] = kernel
+            kernel = active_kernels[func] = refusals.guard(func, kernel)
     return kernel
 
 
@@ -150,6 +152,12 @@ def call(op, *args, **kwargs):
     hand-written kernels use to reach another op."""
     kernel = kernel_for(op)
     return kernel(*args, **kwargs) if kernel is not None else eager_fallback(op, args, kwargs)
+
+
+def install_refusals(backend) -> None:
+    """Apply ``backend.refused_ops()`` (see ``refusals``) to the active table."""
+    refusals.install(backend)
+    refresh()
 
 
 def install() -> None:

@@ -87,11 +87,14 @@ def _unwrap(obj, device: LazyDevice):
     return obj
 
 
-def eager_fallback(func, args, kwargs, functional: bool = False, write_back: bool = True):
+def eager_fallback(
+    func, args, kwargs, functional: bool = False, write_back: bool = True, refused: bool = False
+):
     """Run ``func`` eagerly on the device data of its lazy arguments (see the module
     docstring for ``functional``). ``write_back=False``: mutated arguments are left alone
     and their new values returned as fresh results (a functionalization kernel above us
-    points them at the results itself)."""
+    points them at the results itself). ``refused``: the op has a lazy kernel that the
+    device's backend refuses to run in a graph (``refusals``), reported apart."""
     name, mutated_positions, mutated_kwargs = _op_info(func)
     count(name)
     lazy: list[LazyTensor] = []
@@ -100,10 +103,10 @@ def eager_fallback(func, args, kwargs, functional: bool = False, write_back: boo
     if lazy:
         device = lazy[0]._device
         cut = any(not t._value.node.is_input for t in lazy)
-        record_fallback(name, cut, fallback_source, host_read=name in HOST_READS)
+        record_fallback(name, cut, fallback_source, name in HOST_READS, refused)
         executor.sync(lazy)
     else:
-        record_fallback(name, False, fallback_source)
+        record_fallback(name, False, fallback_source, refused=refused)
         device = device_from(kwargs.get("device"))
     eager_args = [_unwrap(a, device) for a in args]
     eager_kwargs = {k: _unwrap(v, device) for k, v in kwargs.items()}

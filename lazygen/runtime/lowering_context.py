@@ -24,11 +24,46 @@ The contract, per argument kind (in schema order; keyword-only arguments by name
 any attribute                  ``ctx.constant(value)``
 =============================  =======================================================
 
-then ``ctx.call(op, args, kwargs, num_outputs)``, where ``op`` names the exact overload
-(``"aten::add.Tensor"``; ``"aten::relu"`` for a default overload; a non-native op's
-``opkind``), ``args`` are the positional and ``kwargs`` the keyword-only arguments in
+then ``ctx.call(op, args, kwargs, num_outputs)``, where ``op`` names the exact overload,
+either as the ``torch._ops.OpOverload`` (``torch.ops.aten.add.Tensor``, what hand-written
+lowerings should pass) or as its string (``"aten::add.Tensor"``; ``"aten::relu"`` for a
+default overload; generated lowerings pass strings, and a non-native op's ``opkind`` has
+no overload). ``args`` are the positional and ``kwargs`` the keyword-only arguments in
 schema order. An op returning ``Tensor[]`` is called with ``num_outputs=1`` and its one
-result split with ``ctx.unpack_list(result, count)``.
+result split with ``ctx.unpack_list(result, count)``. A backend's ``call`` receives ``op``
+as the lowering gave it and normalises it with ``op_string(op)`` / ``overload_of(op)``.
+
+What a lowering may ask the context about the node being lowered (never ``ctx.node``'s
+internals): ``ctx.output_shapes()`` (one ``Shape(dtype, sizes)`` per output, None for an
+output the op leaves undefined), ``ctx.output_dtype(i)``, ``ctx.output_sizes(i)``; and
+``ctx.is_lazy_device(d)`` tells whether a device attribute names the lazy device (which
+means ``ctx.device``, where the graph's data live).
+
+Two rules every lowering and every ``call`` can rely on:
+
+* **Views may alias.** Functionalization traces views as their ``*_copy`` ops
+  (``t_copy``, ``transpose_copy.int``, ``permute_copy``, ``view_copy``, ``expand_copy``,
+  ``slice_copy.Tensor``, ``select_copy.int``, ``diagonal_copy``, ``squeeze_copy*``,
+  ``unsqueeze_copy``, ``alias_copy``, ``detach_copy``; ``VIEW_COPY_OPS``). A backend may
+  lower them as the views they copy, returning a value that shares its input's storage:
+  nothing writes in place inside a graph (mutation is functionalized) or to device data
+  afterwards (the eager fallback copies what it mutates), so no one can tell a view from a
+  copy by value. It should, where its kernels read strides: eager runs the view, and the
+  next kernel picks its path from the layout it gets (lowering ``t_copy`` as a contiguous
+  copy sends the next ``mm`` down another BLAS path, and ``multi_head_attention_forward``
+  came out 9e-6 relative from eager). Graph results need not be contiguous: they are
+  made so when read. Ops that are not views (``clone``, ``_to_copy``, ``copy``) keep
+  their eager meaning, but may alias too for the same reason. The one duty aliasing
+  brings: ops whose result depends on their input's strides, not only its values
+  (``as_strided_copy``, ``as_strided_scatter``, ``_reshape_alias_copy``;
+  ``STRIDE_READING_OPS``), read a lazy tensor as contiguous, so a backend that aliases
+  hands them a contiguous input (``as_strided_copy(t_copy(x))`` run on the view ``t(x)``
+  reads the untransposed storage).
+* **Masked-off outputs.** An op with an ``output_mask`` (``native_layer_norm_backward``,
+  ``convolution_backward``, ``native_group_norm_backward``...) whose mask leaves an output
+  off has ``None`` as that output's shape. ``call`` still returns one value per output
+  (``num_outputs`` counts them all), and the value of a masked-off output may be anything
+  (None, an undefined tensor, a dummy): no node and no graph output ever reads it.
 """
 
 from __future__ import annotations
@@ -38,8 +73,29 @@ from typing import Any
 
 import torch
 
+from .devices import is_lazy_device
 from .errors import LazygenRuntimeError, LazyGraphError
-from .ir import Node, ScalarData, Value, wrapped_number_dtype
+from .ir import Node, ScalarData, Shape, Value, wrapped_number_dtype
+
+#: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
+#: string (the only form a non-native ``opkind`` has).
+Op = torch._ops.OpOverload | str
+
+#: Functionalization's copies of view ops, which a lowering may run as the views they copy
+#: (see the module docstring, "Views may alias"): aten names without overload.
+VIEW_COPY_OPS = frozenset(
+    {
+        "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
+        "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
+        "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
+        "unsqueeze_copy", "view_copy", "view_as_real_copy",
+        "_reshape_alias_copy",
+    }
+)  # fmt: skip
+
+#: Ops whose first argument must be contiguous where views alias: their result depends on
+#: its strides (see "Views may alias").
+STRIDE_READING_OPS = frozenset({"as_strided_copy", "as_strided_scatter", "_reshape_alias_copy"})
 
 
 class LoweringContext(ABC):
@@ -153,8 +209,10 @@ class LoweringContext(ABC):
         / ``memory_format`` / ``device``, or lists and tuples of them."""
 
     @abstractmethod
-    def call(self, op: str, args: list, kwargs: dict, num_outputs: int) -> list:
-        """Apply ``op`` (see the module docstring); one backend value per output."""
+    def call(self, op: Op, args: list, kwargs: dict, num_outputs: int) -> list:
+        """Apply ``op`` (an ``OpOverload`` or its string: see the module docstring) to
+        ``args``/``kwargs`` made by the methods above; one backend value per output, masked-
+        off outputs included. Normalise ``op`` with ``op_string``/``overload_of``."""
 
     @abstractmethod
     def unpack_list(self, value: Any, count: int) -> list:
@@ -164,6 +222,41 @@ class LoweringContext(ABC):
         """A ``Tensor[]`` argument made of backend values this context handed out (a
         hand-written lowering stacking per-step results); a Python list by default."""
         return list(items)
+
+    # What a lowering may ask about the node being lowered --------------------------------
+
+    def output_shapes(self) -> tuple[Shape | None, ...]:
+        """The node's outputs as shape inference gave them: one ``Shape(dtype, sizes)`` per
+        output, None for an output a mask left undefined. A lowering needing the result's
+        dtype (a cast) or sizes (a reshape) reads them here."""
+        if self.node is None:
+            raise LazygenRuntimeError(
+                "lazygen: output_shapes() is for a node's lower(): no node is being lowered"
+            )
+        return tuple(self.node.shapes)
+
+    def output_dtype(self, index: int = 0) -> torch.dtype:
+        """The dtype of output ``index`` of the node being lowered."""
+        return self._output(index).dtype
+
+    def output_sizes(self, index: int = 0) -> tuple[int, ...]:
+        """The sizes of output ``index`` of the node being lowered."""
+        return tuple(self._output(index).sizes)
+
+    def _output(self, index: int) -> Shape:
+        """Output ``index``'s shape; an error naming the op's outputs when it has none."""
+        shapes = self.output_shapes()
+        if not 0 <= index < len(shapes) or shapes[index] is None:
+            raise LazygenRuntimeError(
+                f"lazygen: {self.node.op_kind} has no output {index} (its outputs: "
+                f"{list(shapes)}; None is an output its mask left off)"
+            )
+        return shapes[index]
+
+    def is_lazy_device(self, device) -> bool:
+        """Whether ``device`` (a ``torch.device`` or its string, as a device attribute
+        carries it) is the lazy device, which in a graph means ``self.device``."""
+        return is_lazy_device(device)
 
     # Helpers for implementations ------------------------------------------------------------
 
@@ -186,12 +279,52 @@ def is_wrapped_number(v: Value) -> bool:
     return type(v.node) is ScalarData
 
 
+def op_string(op: Op) -> str:
+    """The string of an op as ``ctx.call`` got it: ``"aten::add.Tensor"`` for
+    ``torch.ops.aten.add.Tensor``, ``"aten::relu"`` for a default overload; a string is
+    returned as it is."""
+    if type(op) is str:
+        return op
+    if isinstance(op, torch._ops.OpOverload):
+        return op.name()
+    raise TypeError(
+        f"lazygen: ctx.call takes an op as a torch.ops overload (torch.ops.aten.add.Tensor) "
+        f"or its string ('aten::add.Tensor'), not {type(op).__name__} {op!r}"
+        + (": name the overload (.default, .Tensor...)" if _is_packet(op) else "")
+    )
+
+
+def _is_packet(op) -> bool:
+    return isinstance(op, torch._ops.OpOverloadPacket)
+
+
+def view_of(op: Op):
+    """The view overload a ``*_copy`` op of ``VIEW_COPY_OPS`` copies (``t_copy`` ->
+    ``torch.ops.aten.t.default``; ``view_copy`` -> ``reshape``, which takes any layout),
+    for a lowering that runs them as views (see "Views may alias"); None for every other
+    op, and for ``STRIDE_READING_OPS``, whose inputs must be contiguous."""
+    overload = overload_of(op)
+    if overload is None:
+        return None
+    namespace, _, name = overload._schema.name.partition("::")
+    if name not in VIEW_COPY_OPS or name in STRIDE_READING_OPS:
+        return None
+    if name == "view_copy":
+        return torch.ops.aten.reshape.default if overload._overloadname == "default" else None
+    packet = getattr(getattr(torch.ops, namespace), name.removesuffix("_copy"), None)
+    return getattr(packet, overload._overloadname, None) if packet is not None else None
+
+
 _overloads: dict[str, Any] = {}
 
 
-def overload_of(op: str):
+def overload_of(op: Op):
     """``torch.ops.<ns>.<name>.<overload>`` for ``"ns::name.overload"`` (``"ns::name"``: the
-    default overload), or None when torch has no such op (a non-native ``opkind``)."""
+    default overload), or None when torch has no such op (a non-native ``opkind``); an
+    ``OpOverload`` is returned as it is."""
+    if type(op) is not str:
+        op_string(op)  # a clear error for anything that is not an overload
+        return op
     found = _overloads.get(op)
     if found is None and op not in _overloads:
         namespace, sep, rest = op.partition("::")

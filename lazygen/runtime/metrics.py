@@ -7,7 +7,8 @@ run); they run on another thread, so no ``ExecuteTime`` is recorded for them.
 ``fallback_report()`` lists the ops that ran eagerly on lazy tensors: how often, the user's
 ``file:line`` of the first call, and how often each cut a graph (it read tensors with
 pending IR, so the graph traced so far had to run first); host reads (``.item()``,
-``.cpu()``) are listed apart."""
+``.cpu()``) and ops the backend refused to run in a graph (``Backend.refused_ops``) are
+listed apart."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def reset() -> None:
             d.clear()
         _fallbacks.clear()
         _host_reads.clear()
+        _refused.clear()
         _step_cuts.clear()
 
 
@@ -181,13 +183,18 @@ class FallbackEntry:
 # op name -> FallbackEntry; written under the registry lock (the autograd thread falls back too)
 _fallbacks: dict[str, FallbackEntry] = {}
 _host_reads: dict[str, FallbackEntry] = {}
+_refused: dict[str, FallbackEntry] = {}
 _step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since the last ``mark_step``
 
 
-def record_fallback(op: str, graph_cut: bool, source, host_read: bool = False) -> None:
+def record_fallback(
+    op: str, graph_cut: bool, source, host_read: bool = False, refused: bool = False
+) -> None:
     """Note one eager run of ``op`` (``source``: a callable giving the user's ``file:line``,
-    called for an op's first occurrence only: it walks the stack)."""
-    table = _host_reads if host_read else _fallbacks
+    called for an op's first occurrence only: it walks the stack). Host reads and refused
+    ops go to their own tables, and their graph cuts are not warned about (a read must
+    cut; a refusal is the backend's declared choice)."""
+    table = _host_reads if host_read else _refused if refused else _fallbacks
     with _registry_lock:
         entry = table.get(op)
         if entry is None:
@@ -195,7 +202,7 @@ def record_fallback(op: str, graph_cut: bool, source, host_read: bool = False) -
         entry.count += 1
         if graph_cut:
             entry.graph_cuts += 1
-            if not host_read:
+            if not host_read and not refused:
                 _step_cuts[op] = _step_cuts.get(op, 0) + 1
 
 
@@ -213,11 +220,14 @@ class FallbackReport:
 
     fallbacks: tuple[FallbackEntry, ...]
     host_reads: tuple[FallbackEntry, ...]
+    #: Ops the device's backend refused to run in a graph (``Backend.refused_ops``).
+    refused: tuple[FallbackEntry, ...] = ()
 
     def __str__(self) -> str:
         lines = []
         for title, entries in (
             ("Ops run eagerly (not in the op list)", self.fallbacks),
+            ("Ops the backend refused in a graph (run eagerly)", self.refused),
             ("Host reads (.item(), .cpu(), printing)", self.host_reads),
         ):
             lines.append(f"{title}: {len(entries)}")
@@ -233,14 +243,17 @@ class FallbackReport:
 
 
 def fallback_report() -> FallbackReport:
-    """Ops that ran eagerly, most graph cuts first; host reads apart (see the module doc)."""
+    """Ops that ran eagerly, most graph cuts first; host reads and refused ops apart (see
+    the module doc)."""
 
     def order(table):
         entries = [FallbackEntry(e.op, e.count, e.graph_cuts, e.first_source) for e in table]
         return tuple(sorted(entries, key=lambda e: (-e.graph_cuts, -e.count, e.op)))
 
     with _registry_lock:
-        return FallbackReport(order(_fallbacks.values()), order(_host_reads.values()))
+        return FallbackReport(
+            order(_fallbacks.values()), order(_host_reads.values()), order(_refused.values())
+        )
 
 
 state.register("metrics", reset)

@@ -93,8 +93,10 @@ def test_mistakes_exit_2_with_a_message(tmp_path, args, message):
 @pytest.mark.slow
 def test_the_project_installs_and_trains_like_eager(tmp_path):
     """Scaffolded, built into a wheel, installed into a fresh venv: compare.py passes (three
-    models, one graph per step); with an op forced to fall back, or a lowering that
-    computes the wrong thing, it fails and says why."""
+    models, SGD and Adam, no fallback in a step); with an op forced to fall back, or a
+    lowering that computes the wrong thing, it fails and says why; an op the backend
+    refuses in a graph (``refused_ops``) runs eagerly, listed as refused, and still
+    matches."""
     assert main(["new-backend", "acme", "-o", str(tmp_path / "src")]) == 0
     wheel = build_wheel(tmp_path / "src", tmp_path / "dist")
     python = fresh_venv(tmp_path / "venv")
@@ -113,19 +115,23 @@ def test_the_project_installs_and_trains_like_eager(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "backend: acme, device: acme:0" in result.stdout
     for model in ("mlp", "cnn", "transformer"):
-        assert f"{model}: ok" in result.stdout
+        for optimizer in ("sgd", "adam"):
+            assert f"{model}/{optimizer}: ok" in result.stdout
     assert "Ops run eagerly (not in the op list): 0" in result.stdout
     located = run("-c", "import acme_backend.backend as b; print(b.__file__)").stdout
     assert str(tmp_path / "venv") in located  # the installed wheel's package
 
-    prelude = f"import sys, runpy; sys.argv = [{compare!r}, '--models', 'mlp', '--steps', '2']\n"
+    prelude = (
+        f"import sys, runpy; sys.argv = [{compare!r}, '--models', 'mlp', '--steps', '2', "
+        "'--optimizers', 'adam']\n"
+    )
     forced = run(
         "-c",
         prelude + "import lazygen.runtime as lr; lr.config.set_force_fallback('relu')\n"
         f"runpy.run_path({compare!r}, run_name='__main__')",
     )
     assert forced.returncode == 1, forced.stdout + forced.stderr
-    assert "mlp: FALLBACK inside the step: aten::relu" in forced.stdout
+    assert "mlp/adam: FALLBACK inside the step: aten::relu" in forced.stdout
 
     wrong = run(
         "-c",
@@ -136,7 +142,20 @@ def test_the_project_installs_and_trains_like_eager(tmp_path):
         f"runpy.run_path({compare!r}, run_name='__main__')",
     )
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
-    assert "mlp: MISMATCH in" in wrong.stdout
+    assert "mlp/adam: MISMATCH in" in wrong.stdout
+
+    refusing = run(
+        "-c",
+        prelude + "import torch, lazygen.runtime as lr, acme_backend.backend as b\n"
+        "class Refusing(b.AcmeBackend):\n"
+        "    def refused_ops(self):\n"
+        "        return {torch.ops.aten.sqrt.default: None}\n"
+        "lr.register_backend('acme', Refusing)\n"
+        f"runpy.run_path({compare!r}, run_name='__main__')",
+    )
+    assert refusing.returncode == 0, refusing.stdout + refusing.stderr
+    assert "Ops the backend refused in a graph (run eagerly): 1" in refusing.stdout
+    assert "aten::sqrt" in refusing.stdout and "mlp/adam: ok" in refusing.stdout
 
 
 def test_the_reserved_device_types_are_torchs():

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering_context import LoweringContext, overload_of
+from ...lowering_context import LoweringContext, op_string, overload_of
 from ...state import settings
 
 #: ``meta`` key of a placeholder saying what it receives ("data", "scalar", "generator").
@@ -130,7 +130,10 @@ class FXLoweringContext(LoweringContext):
             return [self.constant(item) for item in value]
         return value
 
-    def call(self, op: str, args: list, kwargs: dict, num_outputs: int) -> list:
+    def call(self, op, args: list, kwargs: dict, num_outputs: int) -> list:
+        """An FX node calling the overload (``op``: an ``OpOverload`` or its string), or
+        what ``op_lowerings`` builds for it."""
+        op = op_string(op)
         lowering = self.op_lowerings.get(op)
         if lowering is not None:
             return lowering(self, op, list(args), dict(kwargs), num_outputs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering_context import LoweringContext
+from ...lowering_context import STRIDE_READING_OPS, LoweringContext, op_string
 from ...state import settings
 
 _TENSOR = torch._C.TensorType.get()
@@ -104,16 +104,19 @@ class TSLoweringContext(LoweringContext):
             constant = self._constants[key] = self.graph.insertConstant(value)
         return constant
 
-    def call(self, op: str, args: list, kwargs: dict, num_outputs: int) -> list:
+    def call(self, op, args: list, kwargs: dict, num_outputs: int) -> list:
         """TorchScript nodes take every argument positionally (a node missing one has no
-        schema) and name the op without its overload: the graph picks it by types."""
-        kind = op.partition(".")[0]
+        schema) and name the op without its overload: the graph picks it by types. ``op``
+        is an ``OpOverload`` or its string."""
+        kind = op_string(op).partition(".")[0]
         inputs = list(args)
         if kwargs:
             inputs.extend(kwargs.values())
         view = _VIEWS.get(kind)
         if view is not None and (view != "aten::reshape" or _is_int_list(inputs[1])):
             kind = view
+        elif kind.partition("::")[2] in STRIDE_READING_OPS:  # its input may be an aliasing view
+            (inputs[0],) = self._create("aten::contiguous", [inputs[0], self.constant(0)], 1)
         return self._create(kind, inputs, num_outputs)
 
     def value_list(self, items: list) -> torch._C.Value:

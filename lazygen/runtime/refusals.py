@@ -1,0 +1,132 @@
+"""Ops a backend cannot run inside a graph: ``Backend.refused_ops()``.
+
+A backend whose device lacks an op in its graphs (no kernel for a dtype, an op its
+compiler rejects, a data-dependent op it cannot place) declares it, instead of lowering
+it badly or leaving it out of the op list for every backend sharing the tables. Each call
+of a refused op on that backend's device then runs through the eager fallback: its lazy
+inputs are materialised (the graph traced so far is cut there and runs), the op runs
+eagerly on the device data, and tracing goes on from its results. It is counted as
+``aten::<op>`` like any fallback and listed in ``metrics.fallback_report()`` under
+"refused", with its count, graph cuts and first user line.
+
+This is the general form of what ``Backend.collectives_in_graph = False`` does for
+torch's functional collectives.
+
+``refused_ops()`` maps ops to a predicate or None (always refused):
+
+* keys: an ``OpOverload`` (``torch.ops.aten.sort.stable``), an ``OpOverloadPacket``
+  (``torch.ops.aten.sort``: every overload), or a string: ``"aten::sort.stable"``,
+  ``"sort.stable"``, ``"aten::sort"`` or ``"sort"`` (``aten`` when no namespace is given;
+  without an overload, every overload);
+* predicates: ``when(op, args, kwargs) -> bool``, called with the ``OpOverload`` and the
+  call's arguments as the lazy kernel receives them (lazy tensors with their ``dtype`` and
+  ``shape``, numbers, lists): ``lambda op, args, kwargs: args[0].dtype == torch.float64``.
+
+Refusals are read once, when ``init()`` or ``set_device_backend`` installs the backend;
+the dispatch table then wraps the kernels of refused ops (only those: other ops pay
+nothing) with a check of the calling device's backend, so another device of the process
+whose backend accepts the op keeps tracing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .devices import device_from, is_lazy_device
+from .errors import LazygenRuntimeError
+from .fallback import eager_fallback
+from .tensor import LazyTensor
+
+#: A predicate: ``(op, args, kwargs) -> bool`` (True: run this call eagerly).
+Predicate = Callable[[Any, tuple, dict], bool]
+
+# op (OpOverload) or packet -> [(backend, predicate or None)], for every installed backend
+_rules: dict[Any, list[tuple[Any, Predicate | None]]] = {}
+_installed: list = []  # backends whose refusals are in ``_rules``
+
+
+def install(backend) -> None:
+    """Read ``backend.refused_ops()`` into the rules (once per backend instance); an entry
+    that names no op, or whose predicate is not callable, is an error naming the backend."""
+    if any(existing is backend for existing in _installed):
+        return
+    declared = backend.refused_ops()
+    parsed = []
+    for spec, predicate in dict(declared or {}).items():
+        if predicate is not None and not callable(predicate):
+            raise LazygenRuntimeError(
+                f"lazygen: backend {backend.name!r} refuses {spec!r} with {predicate!r}: "
+                "refused_ops() maps an op to None (always) or to a function "
+                "(op, args, kwargs) -> bool"
+            )
+        parsed.append((_resolve(spec, backend), predicate))
+    _installed.append(backend)
+    for key, predicate in parsed:
+        _rules.setdefault(key, []).append((backend, predicate))
+
+
+def _resolve(spec, backend):
+    """The ``OpOverload`` or ``OpOverloadPacket`` an entry of ``refused_ops()`` names."""
+    if isinstance(spec, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return spec
+    if isinstance(spec, str):
+        namespace, sep, rest = spec.partition("::")
+        if not sep:
+            namespace, rest = "aten", spec
+        name, _, overload = rest.partition(".")
+        try:
+            packet = getattr(getattr(torch.ops, namespace), name)
+            return getattr(packet, overload) if overload else packet
+        except (AttributeError, RuntimeError):
+            pass
+    raise LazygenRuntimeError(
+        f"lazygen: backend {backend.name!r} refuses {spec!r}, which names no op; name it as "
+        "torch.ops.aten.sort.stable, torch.ops.aten.sort (every overload), 'aten::sort.stable' "
+        "or 'sort'"
+    )
+
+
+def rules_for(op) -> list[tuple[Any, Predicate | None]]:
+    """The refusals that apply to ``op`` (an ``OpOverload``), of every installed backend."""
+    rules = _rules.get(op)
+    packet_rules = _rules.get(getattr(op, "overloadpacket", None))
+    if packet_rules:
+        rules = (rules or []) + packet_rules
+    return rules or []
+
+
+def guard(op, kernel):
+    """``kernel``, or, when an installed backend refuses ``op``, a kernel that runs the call
+    eagerly where the calling device's backend refuses it and calls ``kernel`` elsewhere."""
+    rules = rules_for(op)
+    if not rules:
+        return kernel
+
+    def refusing_kernel(*args, **kwargs):
+        backend = _backend_of_call(args, kwargs)
+        for refuser, predicate in rules:
+            if refuser is backend and (predicate is None or predicate(op, args, kwargs)):
+                return eager_fallback(op, args, kwargs, refused=True)
+        return kernel(*args, **kwargs)
+
+    refusing_kernel.__name__ = f"refusing_{getattr(kernel, '__name__', 'kernel')}"
+    refusing_kernel.__wrapped__ = kernel
+    return refusing_kernel
+
+
+def _backend_of_call(args, kwargs):
+    """The backend of the device the call runs on: its first lazy tensor's."""
+    for arg in (*args, *kwargs.values()):
+        if type(arg) is LazyTensor:
+            return arg._device.backend
+        if type(arg) in (list, tuple):
+            for item in arg:
+                if type(item) is LazyTensor:
+                    return item._device.backend
+    device = kwargs.get("device")
+    if device is not None and is_lazy_device(device):
+        return device_from(device).backend  # a factory's
+    return None

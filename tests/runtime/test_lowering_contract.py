@@ -1,0 +1,204 @@
+"""The typed lowering contract (``lowering_context``): ``ctx.call`` takes an ``OpOverload``
+or its string, a lowering reads its node's output shapes and recognises the lazy device
+through the context, view ``*_copy`` ops may alias (and stride-reading ops then get a
+contiguous input), masked-off outputs still take a value; every method of the contract is
+documented. Checked on a small hand-written context (a backend of the scaffold's kind)
+and on the built-in TorchScript and FX contexts."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+import lazygen.runtime as lr
+from lazygen.runtime import Backend, LoweringContext
+from lazygen.runtime.backends.inductor.context import FXLoweringContext
+from lazygen.runtime.backends.torchscript.context import TSLoweringContext
+from lazygen.runtime.graph import post_order
+from lazygen.runtime.ir import DeviceData, Shape
+from lazygen.runtime.lowering_context import (
+    STRIDE_READING_OPS,
+    VIEW_COPY_OPS,
+    op_string,
+    overload_of,
+    view_of,
+)
+from lazygen.runtime.tensor import inner
+
+aten = torch.ops.aten
+
+
+class RecordingContext(LoweringContext):
+    """A minimal backend context: values are strings naming what made them; every call is
+    recorded with what the node being lowered promised (``output_shapes``)."""
+
+    def __init__(self, device=None) -> None:
+        super().__init__(device)
+        self.calls: list[tuple] = []
+
+    def parameter(self, node):
+        return f"input{len(self.parameters)}"
+
+    def set_graph_outputs(self, outputs) -> None:
+        self.outputs = [self.values[v] for v in outputs]
+
+    def tensor(self, v):
+        return self.values[v]
+
+    def tensor_list(self, vs):
+        return [self.tensor(v) for v in vs]
+
+    def optional_tensor_list(self, vs):
+        return [None if v is None else self.tensor(v) for v in vs]
+
+    def scalar(self, v):
+        return f"scalar({self.values[v]})"
+
+    def symint(self, v):
+        return self.values[v]
+
+    def symint_list(self, vs):
+        return [self.symint(v) for v in vs]
+
+    def constant(self, value):
+        return self.device if self.is_lazy_device(value) else value
+
+    def call(self, op, args, kwargs, num_outputs):
+        self.calls.append((overload_of(op), self.output_shapes()))
+        return [f"{op_string(op)}#{len(self.calls)}[{i}]" for i in range(num_outputs)]
+
+    def unpack_list(self, value, count):
+        return [f"{value}[{i}]" for i in range(count)]
+
+
+def _lower(tensors) -> RecordingContext:
+    outputs = [inner(t)._value for t in tensors]
+    order, _ = post_order(outputs)
+    ctx = RecordingContext()
+    for node in order:
+        if node.is_input:
+            ctx.add_parameter(node)
+        else:
+            ctx.lower_node(node)
+    ctx.set_graph_outputs(outputs)
+    return ctx
+
+
+def test_a_lowering_reads_output_shapes_through_the_context():
+    x = torch.randn(3, 4, device="lazygen")
+    y = (x @ x.t()).to(torch.float64)
+    ctx = _lower([y])
+    promised = {op: shapes for op, shapes in ctx.calls}
+    assert promised[aten.mm.default] == (Shape(torch.float32, (3, 3)),)
+    assert promised[aten._to_copy.default] == (Shape(torch.float64, (3, 3)),)
+    assert ctx.output_dtype() == torch.float64  # the last node lowered: the cast
+    assert ctx.output_sizes(0) == (3, 3)
+    with pytest.raises(lr.LazygenRuntimeError, match="has no output 1"):
+        ctx.output_dtype(1)
+
+
+def test_output_shapes_outside_a_lowering_says_so():
+    with pytest.raises(lr.LazygenRuntimeError, match="no node is being lowered"):
+        RecordingContext().output_shapes()
+
+
+def test_masked_off_outputs_are_none_and_still_take_a_value():
+    """``native_layer_norm_backward`` with only the input's gradient asked for: the node's
+    other two shapes are None, ``call`` is asked for three values, the graph runs."""
+    x = torch.randn(2, 5)
+    grad, mean, rstd = torch.randn(2, 5), torch.randn(2, 1), torch.rand(2, 1) + 0.5
+    args = ([5], mean, rstd, None, None, [True, False, False])
+    lazy = [t.to("lazygen") for t in (grad, x)]
+    lazy_args = [a.to("lazygen") if isinstance(a, torch.Tensor) else a for a in args]
+    result = aten.native_layer_norm_backward(*lazy, *lazy_args)
+    assert result[1] is None and result[2] is None
+    ctx = _lower([result[0]])
+    ((op, shapes),) = [c for c in ctx.calls if c[0] == aten.native_layer_norm_backward.default]
+    assert shapes == (Shape(torch.float32, (2, 5)), None, None)
+    with pytest.raises(lr.LazygenRuntimeError, match="its mask left off"):
+        ctx.output_dtype(1)
+    want = aten.native_layer_norm_backward(grad, x, *args)[0]
+    torch.testing.assert_close(result[0].cpu(), want)
+
+
+def test_the_lazy_device_is_recognised_under_its_name():
+    name = lr.device_name()
+    assert lr.is_lazy_device(torch.device(name)) and lr.is_lazy_device(f"{name}:1")
+    assert lr.is_lazy_device(torch.device(name, 0))
+    for other in (torch.device("cpu"), "cpu", "meta", f"{name}x", None, 0):
+        assert not lr.is_lazy_device(other), other
+    ctx = RecordingContext("cpu")
+    assert ctx.constant(torch.device(name, 0)) == torch.device("cpu")
+    assert ctx.constant(torch.device("meta")) == torch.device("meta")
+
+
+def test_op_strings_and_overloads_are_interchangeable():
+    assert op_string(aten.add.Tensor) == "aten::add.Tensor"
+    assert op_string(aten.relu.default) == "aten::relu"
+    assert op_string("tiny::silu") == "tiny::silu"
+    assert overload_of(aten.add.Tensor) is aten.add.Tensor
+    assert overload_of("aten::add.Tensor") is aten.add.Tensor
+    assert overload_of("aten::relu") is aten.relu.default
+    assert overload_of("tiny::silu") is None
+    with pytest.raises(TypeError, match=r"name the overload \(\.default"):
+        op_string(aten.relu)
+    with pytest.raises(TypeError, match="not int"):
+        overload_of(3)
+
+
+def _ts_graph(op) -> str:
+    ctx = TSLoweringContext()
+    a = ctx.add_parameter(DeviceData(torch.ones(2, 2)))
+    (out,) = ctx.call(op, [a, a], {}, 1)
+    ctx.graph.registerOutput(out)
+    return str(ctx.graph)
+
+
+def _fx_targets(op) -> list:
+    ctx = FXLoweringContext()
+    a = ctx.add_parameter(DeviceData(torch.ones(2, 2)))
+    ctx.call(op, [a, a], {}, 1)
+    return [n.target for n in ctx.graph.nodes if n.op == "call_function"]
+
+
+@pytest.mark.parametrize("overload", [aten.mul.Tensor, aten.mm.default])
+def test_builtin_contexts_take_an_overload_as_its_string(overload):
+    assert _ts_graph(overload) == _ts_graph(op_string(overload))
+    assert _fx_targets(overload) == _fx_targets(op_string(overload)) == [overload]
+
+
+def test_view_copies_map_to_the_views_they_copy():
+    assert view_of(aten.t_copy.default) is aten.t.default
+    assert view_of("aten::transpose_copy.int") is aten.transpose.int
+    assert view_of(aten.split_copy.Tensor) is aten.split.Tensor
+    assert view_of(aten.view_copy.default) is aten.reshape.default  # any layout
+    assert view_of(aten.view_copy.dtype) is None
+    for name in STRIDE_READING_OPS & VIEW_COPY_OPS:
+        assert view_of(getattr(aten, name).default) is None  # their input must be contiguous
+    assert view_of(aten.clone.default) is None and view_of("tiny::silu") is None
+    for name in VIEW_COPY_OPS:  # every name is an aten op whose view exists
+        assert hasattr(aten, name) and hasattr(aten, name.removesuffix("_copy")), name
+
+
+def test_as_strided_reads_a_transposed_result_as_contiguous():
+    """Regression: the TorchScript backend runs ``t_copy`` as ``t`` (a view); an
+    ``as_strided_copy`` of that view read the untransposed storage ([[0, 2], [1, 3]]
+    instead of eager's [[0, 1], [3, 4]])."""
+    x = torch.arange(6.0).reshape(2, 3)
+    for device in ("cpu", "lazygen"):
+        y = x.to(device) * 1
+        z = torch.as_strided(y.t().contiguous(), (2, 2), (1, 2))
+        assert z.cpu().tolist() == [[0.0, 1.0], [3.0, 4.0]], device
+    assert "aten::contiguous" in lr.debug.last_graph()
+
+
+@pytest.mark.parametrize("cls", [LoweringContext, Backend])
+def test_every_method_of_the_contract_is_documented(cls):
+    undocumented = [
+        name
+        for name, member in vars(cls).items()
+        if inspect.isfunction(member) and not (member.__doc__ or "").strip()
+    ]
+    assert not undocumented, f"{cls.__name__}: {undocumented}"

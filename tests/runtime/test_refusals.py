@@ -1,0 +1,140 @@
+"""A backend refuses ops inside a graph (``Backend.refused_ops``, ``refusals``): on its
+device each such call cuts the graph and runs eagerly, listed as refused in the fallback
+report; other devices of the process keep tracing the op; bad declarations are errors
+naming the backend."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+
+import pytest
+import torch
+
+import lazygen.runtime as lr
+from lazygen.runtime import refusals
+from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
+
+aten = torch.ops.aten
+INDEX = 5  # a device index no other test file runs on another backend
+DEVICE = f"lazygen:{INDEX}"
+
+
+class RefusingBackend(TorchScriptBackend):
+    """TorchScript, except that it cannot run ``relu`` at all, nor ``mm`` in float64."""
+
+    name = "refusing"
+
+    def refused_ops(self) -> dict:
+        return {
+            aten.relu.default: None,
+            "mm": lambda op, args, kwargs: args[0].dtype == torch.float64,
+        }
+
+
+@pytest.fixture(scope="module")
+def refusing():
+    backend = RefusingBackend()
+    lr.set_device_backend(INDEX, backend)
+    yield backend
+    lr.mark_step()
+    gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    lr.mark_step()
+    lr.metrics.reset()
+    yield
+    lr.mark_step()
+
+
+def _mlp(device, dtype=torch.float32):
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 3, dtype=dtype), torch.randn(3, 3, dtype=dtype)
+    return ((x.to(device) @ w.to(device)).relu() * 2).sum(0)
+
+
+def test_a_refused_op_cuts_the_graph_and_runs_eagerly(refusing):
+    result = _mlp(DEVICE)
+    lr.mark_step()
+    torch.testing.assert_close(result.cpu(), _mlp("cpu"))
+    report = lr.metrics.fallback_report()
+    assert [e.op for e in report.refused] == ["aten::relu"]
+    (entry,) = report.refused
+    assert entry.count == 1 and entry.graph_cuts == 1  # it read mm's pending result
+    assert "test_refusals.py" in entry.first_source
+    assert report.fallbacks == ()  # not "not in the op list": it is, the backend refused it
+    assert "Ops the backend refused in a graph (run eagerly): 1" in str(report)
+    assert lr.metrics.counter_value("lazy::mm") == 1  # mm traced (float32)
+    assert lr.metrics.counter_value("aten::relu") == 1
+    assert lr.metrics.counter_value("UncachedCompile") == 2  # mm's graph, then mul/sum's
+
+
+def test_a_predicate_refuses_some_calls_only(refusing):
+    _mlp(DEVICE, torch.float64).cpu()
+    assert lr.metrics.counter_value("lazy::mm") is None
+    assert {e.op for e in lr.metrics.fallback_report().refused} == {"aten::mm", "aten::relu"}
+
+
+def test_other_devices_keep_tracing_the_op(refusing):
+    result = _mlp("lazygen:0")
+    lr.mark_step()
+    torch.testing.assert_close(result.cpu(), _mlp("cpu"))
+    assert lr.metrics.counter_value("lazy::relu") == 1
+    assert lr.metrics.fallback_report().refused == ()
+
+
+def test_refusals_do_not_warn_about_graph_cuts(refusing):
+    """The many-cuts warning is about ops missing from the op list: a refusal is the
+    backend's declared choice."""
+    assert lr.metrics.take_step_cuts() == {}
+    _mlp(DEVICE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", lr.GraphCutWarning)
+        lr.mark_step()
+    assert lr.metrics.take_step_cuts() == {}
+
+
+class _Declares:
+    def __init__(self, declared) -> None:
+        self.name = "declares"
+        self.declared = declared
+
+    def refused_ops(self):
+        return self.declared
+
+
+@pytest.mark.parametrize(
+    "declared, message",
+    [
+        ({"no_such_op": None}, "refuses 'no_such_op', which names no op"),
+        ({"aten::mm.nope": None}, "refuses 'aten::mm.nope', which names no op"),
+        ({3: None}, "refuses 3, which names no op"),
+        ({"mm": True}, "refused_ops\\(\\) maps an op to None"),
+    ],
+)
+def test_bad_declarations_name_the_backend(declared, message):
+    with pytest.raises(lr.LazygenRuntimeError, match=message) as caught:
+        refusals.install(_Declares(declared))
+    assert "backend 'declares'" in str(caught.value)
+
+
+def test_keys_name_overloads_packets_and_strings():
+    backend = _Declares(
+        {aten.sort.stable: None, aten.cumsum: None, "aten::topk": None, "gather.default": None}
+    )
+    refusals.install(backend)
+
+    def refused(op) -> bool:
+        return any(b is backend for b, _ in refusals.rules_for(op))
+
+    assert refused(aten.sort.stable) and not refused(aten.sort.default)
+    assert refused(aten.cumsum.default) and refused(aten.cumsum.out)
+    assert refused(aten.topk.default) and refused(aten.gather.default)
+    assert not refused(aten.mm.default)
+
+
+def test_unrefused_kernels_are_left_as_they_are():
+    kernel = object()
+    assert refusals.guard(aten.neg.default, kernel) is kernel
