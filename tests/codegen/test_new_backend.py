@@ -55,8 +55,10 @@ def test_writes_the_project(tmp_path, capsys):
     assert '"acme = acme_backend.backend:AcmeBackend"' in setup
     assert "pip install --no-build-isolation" in (project / "README.md").read_text()
     op_list = (project / "acme.yaml").read_text()
-    for op in ("view_copy", "_unsafe_view", "detach_copy", "convolution_backward", "bmm"):
+    for op in ("view_copy", "convolution_backward", "bmm", "addcdiv", "lerp.Scalar"):
         assert f"  - {op} " in op_list  # listed, with a comment
+    for op in ("_unsafe_view", "detach_copy"):  # every backend has them from lazygen's core
+        assert f"  - {op} " not in op_list and f"`{op}`" in op_list
     assert "wrote 10 files" in capsys.readouterr().out
 
 

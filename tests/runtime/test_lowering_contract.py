@@ -8,6 +8,7 @@ and on the built-in TorchScript and FX contexts."""
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 import torch
@@ -202,3 +203,16 @@ def test_every_method_of_the_contract_is_documented(cls):
         if inspect.isfunction(member) and not (member.__doc__ or "").strip()
     ]
     assert not undocumented, f"{cls.__name__}: {undocumented}"
+
+
+@pytest.mark.parametrize("cls", [LoweringContext, Backend])
+def test_the_backend_guide_shows_every_method(cls):
+    """docs/backend-guide.md names each public method of the contract (sections 5, 6)."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "backend-guide.md").read_text()
+    public = [
+        name
+        for name, member in vars(cls).items()
+        if inspect.isfunction(member) and not name.startswith("_")
+    ]
+    missing = [name for name in public if f"{name}(" not in guide]
+    assert not missing, f"{cls.__name__} methods the guide does not show: {missing}"
