@@ -104,6 +104,7 @@ class Replay:
         self.checked = False
 
     def __call__(self, args: list):
+        metrics.count("DynamoGraphRun")
         inputs = self.template.copy()
         if self.copy_in:
             to_data, backing = self.device.backend.to_data, self.device.backing
