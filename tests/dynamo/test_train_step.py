@@ -15,6 +15,9 @@ float64 run (``assert_as_accurate_as_eager``)."""
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -109,3 +112,15 @@ def test_parameters_updated_in_place_keep_their_identity_and_the_step_sees_new_d
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5)
     assert count("DynamoEagerGraph") == 0
+
+
+def test_the_example_trains_the_whole_step_on_lazygen():
+    script = Path(__file__).parents[2] / "examples" / "compile" / "train_step.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--steps", "3", "--optimizer", "sgd"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "captures 4, graph runs 9 (3 steps), graphs run eagerly 0" in done.stdout, done.stdout
