@@ -107,10 +107,15 @@ def lazygen_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | No
     # never compile should not pay for at import.
     from torch._dynamo.backends.common import aot_autograd
 
+    # keep_inference_input_mutations: an inference graph (an optimizer's step) keeps its
+    # in-place writes of inputs as ``copy_`` nodes; the capture sees each argument it wrote
+    # and the replay writes the new values back (``Capture.mutations``), instead of
+    # aot_autograd returning them as extra outputs for an epilogue of its own to copy.
     return aot_autograd(
         fw_compiler=compiler("forward"),
         bw_compiler=compiler("backward"),
         inference_compiler=compiler("inference"),
+        keep_inference_input_mutations=True,
     )(gm, example_inputs)
 
 

@@ -56,6 +56,10 @@ class Capture:
     spec: object = None  # the pytree spec of the FX graph's output
     generators: list = field(default_factory=list)  # GeneratorData in the order traced
     arguments: list = field(default_factory=list)  # DeviceData of the first call's arguments
+    # (FX argument index, compiled graph result index): arguments the graph wrote in place
+    # (``copy_`` of aot_autograd's kept inference mutations, an optimizer's ``add_``), with
+    # the result holding each one's new value, written back into the argument at replay
+    mutations: list = field(default_factory=list)
 
     def release_arguments(self) -> None:
         """Drop the first call's argument data (replays are fed their own). Not before the
@@ -274,6 +278,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     trace as they would) and describe the IR graph it builds."""
     arg_of: dict = {}
     lazy_args = []
+    stand_ins = []  # (FX argument index, its lazy stand-in)
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
             t = inner(a) if _is_lazy(a) else None
@@ -281,6 +286,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
             lazy = from_data(device.backend.to_data(data, device.backing), device)
             arg_of[lazy._value.node] = i
             lazy_args.append(to_functional(lazy))
+            stand_ins.append((i, lazy_args[-1]))
         else:
             lazy_args.append(a)
     host = host_type_of(args)
@@ -302,6 +308,8 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     fell_back = sorted(name for name, n in after.items() if n > before.get(name, 0))
     result = Capture()
     values: dict[Value, int] = {}
+    mutated, unwritable = _mutated_arguments(stand_ins, args, arg_of)
+    now_in = {value: i for i, value in mutated.items()}  # the argument holds it after replay
     for out in flat_out:
         if not isinstance(out, torch.Tensor):
             result.results.append((CONSTANT, out))
@@ -309,12 +317,16 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
         value = inner(out)._value if _is_lazy(out) else None
         if value is None:  # a host tensor made by an explicit device= elsewhere
             result.results.append((CONSTANT, out))
-        elif value.node in arg_of:
+        elif value in now_in:
+            result.results.append((PASS, now_in[value]))
+        elif value.node in arg_of and arg_of[value.node] not in mutated:
             result.results.append((PASS, arg_of[value.node]))
         elif value.node.is_input and value.node in interpreter.constants:
             result.results.append((CONSTANT, value.node.data))
         else:
             result.results.append((RESULT, values.setdefault(value, len(values))))
+    for i, value in mutated.items():
+        result.mutations.append((i, values.setdefault(value, len(values))))
     result.outputs = list(values)
     result.order = _drawing_in_order(result.outputs, interpreter.generators) if values else []
     for node in result.order:
@@ -336,11 +348,32 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
         named = [f"{name} ({target})" for name, target in interpreter.suspects.items()]
         result.cuts = named + [n for n in fell_back if n.startswith("RandomSync::")]
         result.cuts = result.cuts or ["a value computed eagerly while tracing"]
+    if unwritable:
+        result.cuts += unwritable
+        result.only_fallbacks = False
     result.arguments = list(arg_of)
     result.spec = spec
     result.generators = interpreter.generators
     _check_random_order(result)
     return result
+
+
+def _mutated_arguments(stand_ins: list, args: list, arg_of: dict) -> tuple[dict, list]:
+    """The arguments the FX graph wrote in place, each with the value it holds at the end:
+    its lazy stand-in (a functional tensor) then reads another IR value than the device
+    data it started as. A graph that changed an argument's sizes or wrote a lazy argument
+    is cut (a write-back into the caller's tensor of the same sizes is all a replay does):
+    those come back as the second item, the cut reasons."""
+    mutated, unwritable = {}, []
+    for i, stand_in in stand_ins:
+        value = inner(stand_in)._value
+        if value.node in arg_of and arg_of[value.node] == i:
+            continue
+        if tuple(stand_in.shape) != tuple(args[i].shape) or _is_lazy(args[i]):
+            unwritable.append(f"argument {i} changed in place in a way a replay cannot write")
+            continue
+        mutated[i] = value
+    return mutated, unwritable
 
 
 def _drawing_in_order(outputs: list, generators: list) -> list:

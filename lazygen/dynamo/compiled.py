@@ -76,6 +76,8 @@ class Replay:
         "lazy_out",
         "clones",
         "checked",
+        "flat",
+        "mutations",
     )
 
     def __init__(self, cap: Capture, device: LazyDevice, executable, args) -> None:
@@ -102,8 +104,11 @@ class Replay:
         self.copy_out = torch.device(host) if self.copy_in else None
         self.clones: tuple[int, ...] = ()
         self.checked = False
+        self.flat = _flat_type(cap)
+        self.mutations = cap.mutations
 
     def __call__(self, args: list):
+        metrics.count("DynamoGraphRun")
         inputs = self.template.copy()
         if self.copy_in:
             to_data, backing = self.device.backend.to_data, self.device.backing
@@ -125,12 +130,16 @@ class Replay:
             self._check(results, inputs)
         for i in self.clones:
             results[i] = results[i].clone()
+        if self.mutations:
+            _write_back(args, results, self.mutations)
         if self.lazy_out:
             results = [to_functional(from_data(r, self.device)) for r in results]
         elif self.copy_out is not None:
             results = [r.to(self.copy_out) for r in results]
         else:
             results = [r if r.is_contiguous() else r.contiguous() for r in results]
+        if self.flat is not None:  # the outputs are the results, in order
+            return self.flat(results)
         out = []
         for kind, payload in self.results:
             if kind == RESULT:
@@ -156,6 +165,29 @@ class Replay:
                 clones.append(i)
             seen.add(ptr)
         self.clones = tuple(clones)
+
+
+def _flat_type(cap: Capture):
+    """``tuple`` or ``list`` when the FX graph returns exactly the compiled graph's results,
+    in order, as one flat tuple or list (aot_autograd's graphs mostly do): the replay then
+    returns them without rebuilding the output's pytree. None otherwise."""
+    spec = cap.spec
+    if spec is None or spec.type not in (tuple, list):
+        return None
+    if any(not child.is_leaf() for child in spec.children()):
+        return None
+    if cap.mutations or cap.results != [(RESULT, i) for i in range(len(cap.results))]:
+        return None
+    return spec.type
+
+
+def _write_back(args: list, results: list, mutations: list) -> None:
+    """The graph wrote these arguments in place: their new values go into the caller's
+    tensors (the same objects, as eager's in-place ops leave them), without autograd
+    recording the write (an optimizer's parameters are leaves that require grad)."""
+    with torch.no_grad():
+        for i, r in mutations:
+            args[i].copy_(results[r])
 
 
 def _lazy_data(t: torch.Tensor) -> torch.Tensor:

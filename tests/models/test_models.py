@@ -1,6 +1,7 @@
 """Third-party models (issue #23, "real models never crash"): transformers models built from
 small configurations (random weights, nothing downloaded) train a few AdamW steps, dropout
-on, on the lazy device and under ``torch.compile(backend="lazygen")``, against eager; two of
+on, on the lazy device and under ``torch.compile(step, backend="lazygen")`` (the whole step,
+AdamW's included: no graph may run eagerly), against eager; two of
 them also in a training script's loop (gradient checkpointing and clipping, then greedy
 ``generate``, whose tokens must be eager's).
 

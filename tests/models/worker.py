@@ -3,7 +3,8 @@
     python -m tests.models.worker MODEL MODE [--steps N]
 
 MODE is ``lazy`` (the model on the lazy device, ``mark_step`` after each optimizer step),
-``compile`` (``torch.compile(model, backend="lazygen")`` on CPU tensors) or ``loop`` (the
+``compile`` (the whole training step, optimizer included, under
+``torch.compile(step, backend="lazygen")`` on CPU tensors) or ``loop`` (the
 lazy device in a training script's loop: gradient checkpointing, gradient clipping, then
 greedy ``generate``; language models only). The tests run this
 in a subprocess, so that a crash of the interpreter is a failure naming the model.
@@ -51,18 +52,24 @@ def train(model, batches, device, *, compiled=False, after_step=None, loop=False
     model.train()
     if loop:
         model.gradient_checkpointing_enable()
-    run = torch.compile(model, backend="lazygen") if compiled else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
-    torch.manual_seed(1234)
-    losses, times = [], []
-    for batch in batches:
-        start = time.perf_counter()
+
+    def step(inputs: dict):
         optimizer.zero_grad()
-        loss = run(**{k: v.to(device) for k, v in batch.items()}).loss
+        loss = model(**inputs).loss
         loss.backward()
         if loop:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        return loss
+
+    # compiled: forward, backward and AdamW's step all run as lazygen graphs
+    run = torch.compile(step, backend="lazygen") if compiled else step
+    torch.manual_seed(1234)
+    losses, times = [], []
+    for batch in batches:
+        start = time.perf_counter()
+        loss = run({k: v.to(device) for k, v in batch.items()})
         if after_step is not None:
             after_step()
         losses.append(float(loss.detach().cpu()))
