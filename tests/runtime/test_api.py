@@ -148,3 +148,21 @@ def test_synced_tensors_with_ir_counts_the_tensors_a_sync_materialised():
     assert lr.metrics.counter_value("SyncedTensors") == 2
     assert "SyncedTensorsWithIR" in lr.metrics.counter_names()
     del a, b
+
+
+def test_clamp_and_clamp_min_trace_lazily():
+    """LTC runs ``clamp`` through its eager fallback (``aten::clamp``); lazygen traces the
+    clamp family, so it never cuts a graph."""
+    x = torch.randn(5)
+    low = torch.zeros(5)
+    lx, llow = x.to("lazygen"), low.to("lazygen")
+    lr.mark_step()
+    lr.metrics.reset()
+    results = [lx.clamp(-0.5, 0.5), torch.clamp_min(lx, llow), lx.clamp_min(0.1), lx.clamp(llow)]
+    lr.mark_step()
+    names = lr.metrics.counter_names()
+    assert not [n for n in names if n.startswith("aten::")]
+    assert {"lazy::clamp", "lazy::clamp_min.Tensor", "lazy::clamp_min"} <= set(names)
+    expected = [x.clamp(-0.5, 0.5), torch.clamp_min(x, low), x.clamp_min(0.1), x.clamp(low)]
+    for got, want in zip(results, expected, strict=True):
+        assert torch.equal(got.cpu(), want)
