@@ -125,6 +125,7 @@ BACKENDS = ("torchscript", "inductor", "fx")
 IMPLS = (
     ("eager", "ltc", "compile")
     + tuple(f"lazygen-{b}" for b in BACKENDS)
+    + tuple(f"lazygen-{b}-reuse" for b in BACKENDS)  # with config.set_reuse_ir(True)
     + tuple(f"dynamo-{b}" for b in BACKENDS)
 )
 
@@ -142,7 +143,9 @@ def run(workload: str, impl: str, steps: int) -> dict:
     if impl.startswith("lazygen-"):
         import lazygen.runtime as lr
 
-        lr.init(backend=impl.split("-", 1)[1])
+        backend = impl.split("-")[1]
+        lr.init(backend=backend)
+        lr.config.set_reuse_ir(impl.endswith("-reuse"))
         device = lr.device()
         mark_step = lr.mark_step
         compiles = lambda: lr.metrics.counter_value("UncachedCompile") or 0  # noqa: E731

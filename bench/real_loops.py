@@ -3,7 +3,7 @@ built-in backend, torch.compile(backend="lazygen") on each of its backends, and
 torch.compile (inductor) as a reference, with their compile times.
 
     python bench/real_loops.py [--repeats 3] [--steps 40] [--backends torchscript,inductor,fx]
-                               [--dynamo-backends torchscript,inductor] [--no-compile]
+                               [--dynamo-backends torchscript,inductor] [--no-compile] [--reuse-ir]
                                [--workloads decoder_adamw,resnet_sgd,...]
 
 Each (workload, implementation) runs in a fresh process, implementations alternating; the
@@ -77,8 +77,13 @@ def main() -> None:
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--dynamo-backends", default="torchscript,inductor")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile rows")
+    parser.add_argument(
+        "--reuse-ir", action="store_true", help="add lazygen rows with config.set_reuse_ir(True)"
+    )
     args = parser.parse_args()
     impls = ["eager", "ltc"] + [f"lazygen-{b}" for b in args.backends.split(",") if b]
+    if args.reuse_ir:
+        impls += [f"lazygen-{b}-reuse" for b in args.backends.split(",") if b]
     if not args.no_compile:
         impls.append("compile")
         impls += [f"dynamo-{b}" for b in args.dynamo_backends.split(",") if b]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from . import dispatch, executor, shape_inference
+from . import dispatch, executor, reuse_trie, shape_inference
 from .errors import LazygenRuntimeError
 from .state import settings
 
@@ -52,8 +52,12 @@ def get_explain_recompiles() -> bool:
 
 
 def set_reuse_ir(enabled: bool) -> None:
-    """Reuse an equal IR node (same class, operands, attrs, shapes) instead of a new one."""
+    """Reuse the last step's IR nodes where this step traces equal ones (LTC's trie: same
+    class, attrs, shapes and operands, inputs of the same kind and shape); see
+    ``reuse_trie``. Switching it off forgets the remembered nodes."""
     settings.reuse_ir = bool(enabled)
+    if not settings.reuse_ir:
+        reuse_trie.reset()
 
 
 def get_reuse_ir() -> bool:

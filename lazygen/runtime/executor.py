@@ -12,7 +12,7 @@ import weakref
 
 import torch
 
-from . import debug, metrics, state, step_closures
+from . import debug, metrics, reuse_trie, state, step_closures
 from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, graph_key, post_order, recompiles, split
@@ -345,6 +345,10 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
         early = traced <= settings.early_results_max_nodes
         sync(dev.live_tensors(), wait, early_results=early)
         settle(dev.in_flight, dev.lock, None if wait else previous)
+    if len(synced) == len(all_devices()):
+        reuse_trie.end_step()  # every lazy tensor is materialised: the next step may reuse
+    else:
+        reuse_trie.reset()  # another device's tensors may still read this step's nodes
     _warn_about_graph_cuts(metrics.take_step_cuts())
     step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
 

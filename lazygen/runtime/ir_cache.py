@@ -1,4 +1,4 @@
-"""``ir_cache.reset()``: forget reusable IR nodes (``config.set_reuse_ir``) and cached shapes."""
+"""``ir_cache.reset()``: forget the nodes kept for reuse (``config.set_reuse_ir``) and cached shapes."""
 
 from __future__ import annotations
 

@@ -5,11 +5,9 @@ Every function here is on the per-op hot path: keep them short.
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 
-from . import dispatch, executor, state
+from . import dispatch, executor, reuse_trie, state
 from .devices import LazyDevice, default_device
 from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
@@ -301,13 +299,11 @@ def _advance(gen: torch.Generator, op, args, kwargs) -> None:
         op(*args, **kwargs)
 
 
-# Reusable nodes by hash, held weakly: the cache never keeps a graph (or its data) alive.
-_ir_cache: weakref.WeakValueDictionary[int, Node] = weakref.WeakValueDictionary()
-
-
 def make_node(cls, operands, attrs, shapes) -> Node:
-    if settings.reuse_ir or settings.record_source or cls.__init__ is not _node_init:
+    if settings.reuse_ir:
         return _reuse_or_make(cls, operands, attrs, shapes)
+    if settings.record_source or cls.__init__ is not _node_init:
+        return cls(operands, attrs, shapes)
     node = _new_object(cls)  # cls(...) without Node.__init__'s Python frame
     node.operands = operands
     node.attrs = attrs
@@ -318,24 +314,17 @@ def make_node(cls, operands, attrs, shapes) -> Node:
 
 
 def _reuse_or_make(cls, operands, attrs, shapes) -> Node:
-    node = cls(operands, attrs, shapes)
-    if not settings.reuse_ir:
-        return node
-    old = _ir_cache.get(node.hash)
-    if (
-        old is not None
-        and type(old) is cls
-        and old.shapes == shapes
-        and old.can_be_reused(operands, attrs)
-    ):
-        count("IrNodeReused")
-        return old
-    _ir_cache[node.hash] = node
+    """The last step's equal node (see ``reuse_trie``), else a new one reading its inputs
+    through slots the next step can rebind."""
+    node = reuse_trie.lookup(cls, operands, attrs, shapes)
+    if node is None:
+        node = cls(reuse_trie.own_inputs(operands), attrs, shapes)
+        reuse_trie.remember(node)
     return node
 
 
 def reset_ir_cache() -> None:
-    _ir_cache.clear()
+    reuse_trie.reset()
 
 
 class TracedOp:
@@ -417,7 +406,7 @@ def _traced(device: LazyDevice) -> None:
 
 
 def _reset() -> None:
-    _ir_cache.clear()
+    reuse_trie.reset()
     _SIZE_LISTS.clear()
 
 

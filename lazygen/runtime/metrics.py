@@ -100,11 +100,31 @@ def add_counter_aliases(aliases: dict[str, str]) -> None:
     _aliases.update(aliases)
 
 
+#: The runtime's own counters under LTC's names: ``SyncedTensorsWithIR`` (tensors with
+#: pending IR a sync materialised) is lazygen's ``SyncedTensors``.
+_CORE_ALIASES = {"SyncedTensorsWithIR": "SyncedTensors"}
+
+#: LTC names a reused node's counter after its C++ class (``IrNodeReused_torch::lazy::
+#: AddTensor``); lazygen after its Python class (``IrNodeReused_AddTensor``).
+_LTC_REUSED = "IrNodeReused_torch::lazy::"
+_REUSED = "IrNodeReused_"
+
+
+def _lazygen_name(name: str) -> str:
+    if name.startswith(_LTC_REUSED):
+        return _REUSED + name[len(_LTC_REUSED) :]
+    return _aliases.get(name) or _CORE_ALIASES.get(name, name)
+
+
 def counter_names() -> list[str]:
     """Counters with a value, under lazygen's names and their aliases (LTC's spellings)."""
     merged = _merged_counters()
     names = {name for name, value in merged.items() if value}
-    names.update(alias for alias, name in _aliases.items() if merged.get(name))
+    aliases = _aliases | _CORE_ALIASES
+    names.update(alias for alias, name in aliases.items() if merged.get(name))
+    names.update(
+        _LTC_REUSED + name[len(_REUSED) :] for name in list(names) if name.startswith(_REUSED)
+    )
     return sorted(names)
 
 
@@ -112,8 +132,8 @@ def counter_value(name: str) -> int | None:
     """A counter's value by lazygen's name or an alias; None if it never counted."""
     merged = _merged_counters()
     value = merged.get(name)
-    if value is None and name in _aliases:
-        value = merged.get(_aliases[name])
+    if value is None:
+        value = merged.get(_lazygen_name(name))
     return value
 
 

@@ -107,9 +107,43 @@ def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     meta_args = list(_to_meta(tuple(args)))
     meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
     _numbers_to_tensors(op, meta_args, meta_kwargs)
+    if op._schema.name in SAME_DTYPE_OPS:
+        _check_same_dtype(op, meta_args, meta_kwargs)
     with torch.utils._python_dispatch._disable_current_modes():
         result = op(*meta_args, **meta_kwargs)
     return _shapes_of(result)
+
+
+#: Ops whose eager kernels require all their tensor operands to have one dtype, which
+#: torch's meta kernels do not check: without this a mismatch (a float16 input through a
+#: float32 ``Linear``) would trace, and fail only inside the graph, away from the user's line.
+SAME_DTYPE_OPS = frozenset(
+    {
+        "aten::addbmm",
+        "aten::addmm",
+        "aten::addmv",
+        "aten::baddbmm",
+        "aten::bmm",
+        "aten::dot",
+        "aten::mm",
+        "aten::mv",
+        "aten::vdot",
+    }
+)
+
+
+def _check_same_dtype(op, args, kwargs) -> None:
+    dtypes = [
+        t.dtype
+        for t in list(args) + list(kwargs.values())
+        if isinstance(t, torch.Tensor) and t.dim() > 0  # 0-dim: wrapped numbers
+    ]
+    if len(set(dtypes)) > 1:
+        listed = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
+        raise RuntimeError(
+            f"lazygen: {op._schema.name} needs tensors of one dtype, as in eager, but got "
+            f"{listed}; convert them first (e.g. model.to(dtype) or x.to(weight.dtype))"
+        )
 
 
 _NUMBER_TYPES = (bool, int, float, complex)

@@ -68,15 +68,20 @@ def test_auto_graph_cut(handwritten):
 
 
 def test_reuse_ir_and_reset(handwritten):
+    """Reuse is across steps (LTC's trie), not within one; ``ir_cache.reset`` forgets."""
     lr.config.set_reuse_ir(True)
     try:
-        x = torch.ones(3, device="lazygen")
-        inner_x = lr.inner(x)
-        a, b = inner_x * inner_x, inner_x * inner_x
-        assert a._value.node is b._value.node
+        x = lr.inner(torch.ones(3, device="lazygen"))
+        lr.mark_step()
+        a, b = x * x, x * x
+        first = a._value.node
+        assert b._value.node is not first
+        lr.mark_step()
+        c = x * x
+        assert c._value.node is first
+        lr.mark_step()
         lr.ir_cache.reset()
-        c = inner_x * inner_x
-        assert c._value.node is not a._value.node
+        assert (x * x)._value.node is not c._value.node
     finally:
         lr.config.set_reuse_ir(False)
     assert (x * x).cpu().tolist() == [1.0] * 3
@@ -127,3 +132,37 @@ def test_ltc_counter_spellings_answer_for_symint_kernels():
     assert "lazy::view_copy_symint" not in names or lr.metrics.counter_value("lazy::view_copy")
     assert lr.metrics.counter_value("lazy::slice_scatter_symint") is None  # never counted
     del y
+
+
+def test_synced_tensors_with_ir_counts_the_tensors_a_sync_materialised():
+    """LTC's ``SyncedTensorsWithIR`` is lazygen's ``SyncedTensors``: tensors with pending IR
+    that a sync computed (not those already holding data)."""
+    lr.mark_step()
+    lr.metrics.reset()
+    data = torch.ones(3, device="lazygen")
+    lr.mark_step()
+    lr.metrics.reset()
+    a, b = data + 1, data * 2
+    lr.mark_step()
+    assert lr.metrics.counter_value("SyncedTensorsWithIR") == 2
+    assert lr.metrics.counter_value("SyncedTensors") == 2
+    assert "SyncedTensorsWithIR" in lr.metrics.counter_names()
+    del a, b
+
+
+def test_clamp_and_clamp_min_trace_lazily():
+    """LTC runs ``clamp`` through its eager fallback (``aten::clamp``); lazygen traces the
+    clamp family, so it never cuts a graph."""
+    x = torch.randn(5)
+    low = torch.zeros(5)
+    lx, llow = x.to("lazygen"), low.to("lazygen")
+    lr.mark_step()
+    lr.metrics.reset()
+    results = [lx.clamp(-0.5, 0.5), torch.clamp_min(lx, llow), lx.clamp_min(0.1), lx.clamp(llow)]
+    lr.mark_step()
+    names = lr.metrics.counter_names()
+    assert not [n for n in names if n.startswith("aten::")]
+    assert {"lazy::clamp", "lazy::clamp_min.Tensor", "lazy::clamp_min"} <= set(names)
+    expected = [x.clamp(-0.5, 0.5), torch.clamp_min(x, low), x.clamp_min(0.1), x.clamp(low)]
+    for got, want in zip(results, expected, strict=True):
+        assert torch.equal(got.cpu(), want)

@@ -126,6 +126,24 @@ def test_graph_does_not_depend_on_the_generator_state(fresh_metrics):
     assert not torch.equal(results[0].cpu(), results[1].cpu())
 
 
+def test_a_new_generator_seed_compiles_nothing_new(fresh_metrics):
+    """LTC bakes an explicit generator's seed into the graph (a new seed recompiles);
+    lazygen feeds the generator's state in, so every seed runs the one compiled graph and
+    draws eager's numbers."""
+    got, expected = [], []
+    for seed in (1, 2, 1):
+        expected.append(
+            torch.tensor(1.0).uniform_(-1, 1, generator=torch.Generator().manual_seed(seed))
+        )
+        t = torch.tensor(1.0, device=LAZY)
+        got.append(t.uniform_(-1, 1, generator=torch.Generator().manual_seed(seed)))
+        lr.mark_step()
+    assert fresh_metrics.counter_value("UncachedCompile") == 1
+    assert fresh_metrics.counter_value("CachedCompile") == 2
+    assert [g.cpu() for g in got] == expected
+    assert "uniform" in lr.debug.last_graph()
+
+
 def test_a_random_node_run_twice_gives_the_same_numbers():
     p = PROBS.to(LAZY)
     r = torch.bernoulli(p)

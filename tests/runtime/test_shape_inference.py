@@ -37,3 +37,31 @@ def test_list_and_tuple_results_become_tuples_of_shapes():
 def test_any_other_result_names_the_function():
     with pytest.raises(TypeError, match=r"test_shape_inference\.compute_shape_bad returned dict"):
         compute_shapes(torch.ops.aten.abs.default, (torch.ones(3),), {}, compute_shape_bad)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda h, f: torch.nn.functional.linear(h, f),  # a float16 input, a float32 Linear
+        lambda h, f: torch.mm(h, f),
+        lambda h, f: torch.addmm(f, h, h),
+        lambda h, f: torch.bmm(h[None], f[None]),
+        lambda h, f: torch.mv(h, f[0]),
+        lambda h, f: torch.dot(h[0], f[0]),
+    ],
+)
+def test_matrix_products_of_two_dtypes_fail_where_traced_as_in_eager(call):
+    """Meta kernels accept operands of two dtypes where eager's kernels refuse them: the
+    lazy op raises at the user's call (as eager does), not later inside a graph."""
+    h = torch.ones(2, 2, dtype=torch.float16)
+    f = torch.ones(2, 2)
+    with pytest.raises(RuntimeError):
+        call(h, f)  # eager's behaviour, the reference
+    lh, lf = h.to("lazygen"), f.to("lazygen")
+    with pytest.raises(
+        RuntimeError,
+        match="needs tensors of one dtype.*float16.*float32|"
+        "needs tensors of one dtype.*float32.*float16",
+    ):
+        call(lh, lf)
+    assert call(lh, lh).dtype == torch.float16  # one dtype: traced as usual

@@ -1,0 +1,174 @@
+"""IR reuse across steps (``config.set_reuse_ir(True)``): LTC's ``TrieCache`` semantics.
+
+A training loop traces the same nodes every step. With reuse on, the nodes a step creates
+are remembered in order (the step's *path*); the next step walks that path alongside its
+own trace and, while each new node equals the remembered one at the same position (class,
+attributes, shapes, operands), returns the remembered node instead of building one, as
+LTC's trie does (``IrNodeReused_<NodeClass>`` counts it). The first mismatch leaves the
+path for the rest of the step. Only the last step's path is kept (strongly, until the next
+``mark_step``): a loop's steps repeat, so one step back is all a match needs.
+
+Graph inputs change every step (a parameter's new value is a new ``DeviceData``), so a
+remembered node could never match if its operands were the user's input nodes. A node made
+here therefore reads each input through its own *slot*: a ``ReusedData`` that reads the
+data of the ``DeviceData`` it is bound to, or a private copy of a ``ScalarData`` /
+generator input. Reusing the node rebinds its slots to this step's inputs (of the same
+kind and shape). This is what LTC does by swapping a reused ``DeviceData``'s handle, made
+safe here by construction: a slot belongs to exactly one node, is never a tensor's value,
+and is rebound only when its node is matched on the path, which happens once per step and
+only after ``mark_step`` materialised every tensor of the previous step (so no pending
+tensor still reads the old binding; a run in flight has already read its inputs).
+``mark_step`` of one device out of several ends no step here: the path is dropped instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+from .ir import DeviceData, Node, Value
+from .metrics import count
+
+__all__ = ["ReusedData", "end_step", "lookup", "own_inputs", "reset"]
+
+
+class ReusedData(DeviceData):
+    """A remembered node's view of a graph input: the data of the ``DeviceData`` it is bound
+    to (which may still be in flight, or failed: reading it then waits or raises as the
+    bound node does). Hashed as a ``DeviceData`` of its shape."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source: DeviceData) -> None:
+        super().__init__(None, None, source.shapes[0])
+        self._source = source
+
+    @property
+    def data(self):
+        return self._source.data
+
+    def materialize(self):
+        return self._source.materialize()
+
+    def accepts(self, node: Node) -> bool:
+        return isinstance(node, DeviceData) and node.shapes == self.shapes
+
+    def bind(self, node: DeviceData) -> None:
+        self._source = node
+
+
+_previous: list[Node] = []  # the last step's path
+_current: list[Node] = []  # this step's path so far
+_position = 0  # the next candidate in _previous; -1 once this step left the path
+_copied_slots: weakref.WeakSet[Node] = weakref.WeakSet()  # ScalarData / generator slots
+
+
+def _slot(node: Node) -> Node:
+    """A private input reading what ``node`` (an input) holds."""
+    if isinstance(node, DeviceData):
+        return ReusedData(node)
+    slot = object.__new__(type(node))  # ScalarData shadows some slots with class attributes
+    _bind(slot, node)
+    slot._hash = None
+    _copied_slots.add(slot)
+    return slot
+
+
+def _accepts(slot: Node, node: Node) -> bool:
+    if type(slot) is ReusedData:
+        return slot.accepts(node)
+    return slot in _copied_slots and type(node) is type(slot) and node.shapes == slot.shapes
+
+
+def _bind(slot: Node, node: Node) -> None:
+    if type(slot) is ReusedData:
+        slot.bind(node)
+        return
+    for cls in type(node).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name not in ("_hash", "__weakref__"):
+                # (a slot ScalarData shadows with a read-only class attribute is skipped)
+                with contextlib.suppress(AttributeError):
+                    setattr(slot, name, getattr(node, name))
+
+
+def own_inputs(operands):
+    """``operands`` with every graph input replaced by a new slot bound to it."""
+    if type(operands) is Value:
+        node = operands.node
+        return Value(_slot(node), operands.index) if node.is_input else operands
+    if operands is None:
+        return None
+    if isinstance(operands, (tuple, list)):
+        return type(operands)(own_inputs(o) for o in operands)
+    return operands
+
+
+def _match(old, new, bindings: list) -> bool:
+    if type(old) is Value:
+        if type(new) is not Value or old.index != new.index:
+            return False
+        if old.node is new.node:
+            return True
+        if old.node.is_input and new.node.is_input and _accepts(old.node, new.node):
+            bindings.append((old.node, new.node))
+            return True
+        return False
+    if old is None or new is None:
+        return old is new
+    if isinstance(old, (tuple, list)):
+        return (
+            isinstance(new, (tuple, list))
+            and len(old) == len(new)
+            and all(_match(a, b, bindings) for a, b in zip(old, new, strict=True))
+        )
+    return old == new
+
+
+def lookup(cls, operands, attrs, shapes) -> Node | None:
+    """The last step's node at this point of the trace if it equals the one asked for (its
+    slots rebound to ``operands``' inputs), else None; the caller then builds the node with
+    ``own_inputs(operands)`` and ``remember``s it."""
+    global _position
+    if _position < 0:
+        return None
+    if _position >= len(_previous):
+        _position = -1
+        return None
+    old = _previous[_position]
+    bindings: list = []
+    if (
+        type(old) is cls
+        and old.shapes == shapes
+        and old.can_be_reused(old.operands, attrs)
+        and len(old.operands) == len(operands)
+        and all(_match(a, b, bindings) for a, b in zip(old.operands, operands, strict=True))
+    ):
+        for slot, node in bindings:
+            _bind(slot, node)
+        _position += 1
+        _current.append(old)
+        count("IrNodeReused")
+        count(f"IrNodeReused_{cls.__name__}")
+        return old
+    _position = -1
+    return None
+
+
+def remember(node: Node) -> None:
+    """``node`` was built at this point of the trace (the path leaves the last step's)."""
+    global _position
+    _position = -1
+    _current.append(node)
+
+
+def end_step() -> None:
+    """``mark_step`` materialised every lazy tensor: this step's path is the next one's."""
+    global _previous, _current, _position
+    _previous, _current, _position = _current, [], 0
+
+
+def reset() -> None:
+    """Forget both paths (``ir_cache.reset()``, reuse switched off, a partial step)."""
+    global _previous, _current, _position
+    _previous, _current, _position = [], [], 0
