@@ -100,3 +100,11 @@ class EagerGraph:
                     ctx.lower_node(node)
             ctx.set_graph_outputs(self.outputs)
         return ctx.results
+
+    def describe(self) -> str:
+        """What ``debug.last_graph()`` shows for it."""
+        ops = [n.op_kind or type(n).__name__ for n in self.order if not n.is_input]
+        return (
+            f"# run uncompiled, op by op (recompile limit reached): {len(ops)} ops\n"
+            + "\n".join(ops)
+        )

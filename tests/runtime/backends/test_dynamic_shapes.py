@@ -24,11 +24,12 @@ def test_inductor_past_the_recompile_limit_runs_uncompiled(fresh_metrics):
     """Inductor specialises its code to sizes (``size_generic`` is False): each size is a
     compile, and the budget bounds them; the graphs past it run uncompiled, right."""
     executor.clear_compile_cache()
+    previous = lr.config.get_recompile_limit()
     lr.config.set_recompile_limit(1)
     try:
         caught = run_and_compare(by_size, [4, 5, 6], INDUCTOR)
     finally:
-        lr.config.set_recompile_limit(8)
+        lr.config.set_recompile_limit(previous)
     assert len(caught) == 1
     assert fresh_metrics.counter_value("UncachedCompile") == 1
     assert fresh_metrics.counter_value("EagerGraphRun") == 2

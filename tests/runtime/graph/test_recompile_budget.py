@@ -4,6 +4,9 @@ uncompiled; never unbounded compiling, and results stay right."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -16,13 +19,14 @@ from lazygen.runtime import executor
 @pytest.fixture
 def limit(fresh_metrics):
     executor.clear_compile_cache()
+    previous = lr.config.get_recompile_limit()
 
     def set_limit(n: int):
         lr.config.set_recompile_limit(n)
         return fresh_metrics
 
     yield set_limit
-    lr.config.set_recompile_limit(8)
+    lr.config.set_recompile_limit(previous)
     lr.config.set_dynamic_shapes(False)
 
 
@@ -66,6 +70,8 @@ def test_past_the_limit_a_changing_attribute_runs_uncompiled(limit):
     assert len(caught) == 1
     assert metrics.counter_value("UncachedCompile") == 2
     assert metrics.counter_value("EagerGraphRun") == 5
+    assert "run uncompiled, op by op" in lr.debug.last_graph()
+    assert "aten::topk" in lr.debug.last_graph()
 
 
 def test_limit_zero_means_no_limit(limit):
@@ -78,3 +84,13 @@ def test_limit_zero_means_no_limit(limit):
 def test_a_negative_limit_is_refused():
     with pytest.raises(ValueError, match="0 \\(none\\) or positive"):
         lr.config.set_recompile_limit(-1)
+
+
+def test_the_default_limit_is_8_and_the_environment_sets_it():
+    code = "import lazygen.runtime as lr; print(lr.config.get_recompile_limit())"
+    env = {k: v for k, v in os.environ.items() if k != "LAZYGEN_RECOMPILE_LIMIT"}
+    for extra, want in (({}, "8"), ({"LAZYGEN_RECOMPILE_LIMIT": "3"}, "3")):
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env | extra, capture_output=True, text=True
+        )
+        assert done.stdout.strip() == want, done.stderr
