@@ -8,6 +8,11 @@
 * tests marked `gpu` are skipped where CUDA is not available;
 * `multiprocess` marks tests that start several processes (select with `-m`).
 
+* no recompile budget (``LAZYGEN_RECOMPILE_LIMIT=0`` unless set): suites sweep shapes and
+  attributes of one op or model, and each variant must be compiled and checked, never run
+  uncompiled past the budget; the budget's own tests set it
+  (tests/runtime/graph/test_recompile_budget.py).
+
 tests/README.md says where a test goes.
 """
 
@@ -15,8 +20,10 @@ from __future__ import annotations
 
 import os
 
-import pytest
-import torch
+os.environ.setdefault("LAZYGEN_RECOMPILE_LIMIT", "0")  # before lazygen reads its settings
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 # Imported before any test runs: it registers the lazy device's guard, and torch's autograd
 # engine fixes its devices at the first backward() of the process, whichever test runs it.

@@ -5696,15 +5696,15 @@ class NewEmpty(Node):
     schema = "new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, size = self.operands
         return ctx.call(
             "aten::new_empty",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            [ctx.tensor(self_), ctx.symint_list(size)],
             {
-                "dtype": ctx.constant(self.attrs[1]),
-                "layout": ctx.constant(self.attrs[2]),
-                "device": ctx.constant(self.attrs[3]),
-                "pin_memory": ctx.constant(self.attrs[4]),
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
             },
             1,
         )
@@ -5719,15 +5719,15 @@ class NewFull(Node):
     schema = "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
 
     def lower(self, ctx):
-        self_, fill_value = self.operands
+        self_, size, fill_value = self.operands
         return ctx.call(
             "aten::new_full",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.scalar(fill_value)],
+            [ctx.tensor(self_), ctx.symint_list(size), ctx.scalar(fill_value)],
             {
-                "dtype": ctx.constant(self.attrs[1]),
-                "layout": ctx.constant(self.attrs[2]),
-                "device": ctx.constant(self.attrs[3]),
-                "pin_memory": ctx.constant(self.attrs[4]),
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
             },
             1,
         )
@@ -5742,15 +5742,15 @@ class NewOnes(Node):
     schema = "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, size = self.operands
         return ctx.call(
             "aten::new_ones",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            [ctx.tensor(self_), ctx.symint_list(size)],
             {
-                "dtype": ctx.constant(self.attrs[1]),
-                "layout": ctx.constant(self.attrs[2]),
-                "device": ctx.constant(self.attrs[3]),
-                "pin_memory": ctx.constant(self.attrs[4]),
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
             },
             1,
         )
@@ -5765,15 +5765,15 @@ class NewZeros(Node):
     schema = "new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
 
     def lower(self, ctx):
-        (self_,) = self.operands
+        self_, size = self.operands
         return ctx.call(
             "aten::new_zeros",
-            [ctx.tensor(self_), ctx.constant(self.attrs[0])],
+            [ctx.tensor(self_), ctx.symint_list(size)],
             {
-                "dtype": ctx.constant(self.attrs[1]),
-                "layout": ctx.constant(self.attrs[2]),
-                "device": ctx.constant(self.attrs[3]),
-                "pin_memory": ctx.constant(self.attrs[4]),
+                "dtype": ctx.constant(self.attrs[0]),
+                "layout": ctx.constant(self.attrs[1]),
+                "device": ctx.constant(self.attrs[2]),
+                "pin_memory": ctx.constant(self.attrs[3]),
             },
             1,
         )
@@ -6871,14 +6871,14 @@ class SelectBackward(Node):
     )
 
     def lower(self, ctx):
-        (grad_output,) = self.operands
+        grad_output, input_sizes, index = self.operands
         return ctx.call(
             "aten::select_backward",
             [
                 ctx.tensor(grad_output),
+                ctx.symint_list(input_sizes),
                 ctx.constant(self.attrs[0]),
-                ctx.constant(self.attrs[1]),
-                ctx.constant(self.attrs[2]),
+                ctx.symint(index),
             ],
             {},
             1,
@@ -8322,15 +8322,15 @@ class UnfoldBackward(Node):
     schema = "unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor"
 
     def lower(self, ctx):
-        (grad_in,) = self.operands
+        grad_in, input_sizes = self.operands
         return ctx.call(
             "aten::unfold_backward",
             [
                 ctx.tensor(grad_in),
+                ctx.symint_list(input_sizes),
                 ctx.constant(self.attrs[0]),
                 ctx.constant(self.attrs[1]),
                 ctx.constant(self.attrs[2]),
-                ctx.constant(self.attrs[3]),
             ],
             {},
             1,

@@ -7735,8 +7735,8 @@ def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=No
         )
     rt.count("lazy::new_empty")
     lazy_device = rt.device_of(self)
-    operands = (rt.tensor(self, lazy_device),)
-    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    operands = (rt.tensor(self, lazy_device), rt.symint_list(size, lazy_device))
+    attrs = (dtype, layout, device, pin_memory)
     shapes = rt.infer_shapes(
         aten.new_empty.default,
         (self, size),
@@ -7755,8 +7755,12 @@ def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pi
         )
     rt.count("lazy::new_full")
     lazy_device = rt.device_of(self)
-    operands = (rt.tensor(self, lazy_device), rt.scalar(fill_value, lazy_device))
-    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    operands = (
+        rt.tensor(self, lazy_device),
+        rt.symint_list(size, lazy_device),
+        rt.scalar(fill_value, lazy_device),
+    )
+    attrs = (dtype, layout, device, pin_memory)
     shapes = rt.infer_shapes(
         aten.new_full.default,
         (self, size, fill_value),
@@ -7775,8 +7779,8 @@ def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=Non
         )
     rt.count("lazy::new_ones")
     lazy_device = rt.device_of(self)
-    operands = (rt.tensor(self, lazy_device),)
-    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    operands = (rt.tensor(self, lazy_device), rt.symint_list(size, lazy_device))
+    attrs = (dtype, layout, device, pin_memory)
     shapes = rt.infer_shapes(
         aten.new_ones.default,
         (self, size),
@@ -7795,8 +7799,8 @@ def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=No
         )
     rt.count("lazy::new_zeros")
     lazy_device = rt.device_of(self)
-    operands = (rt.tensor(self, lazy_device),)
-    attrs = (tuple(size), dtype, layout, device, pin_memory)
+    operands = (rt.tensor(self, lazy_device), rt.symint_list(size, lazy_device))
+    attrs = (dtype, layout, device, pin_memory)
     shapes = rt.infer_shapes(
         aten.new_zeros.default,
         (self, size),
@@ -9475,14 +9479,18 @@ def select_backward(grad_output, input_sizes, dim, index):
             ),
             (grad_output, input_sizes, dim, index),
             {},
-            (grad_output._value,),
-            (tuple(input_sizes), dim, index),
+            (grad_output._value, rt.symint_list(input_sizes, device), rt.symint(index, device)),
+            (dim,),
             device,
         )
     rt.count("lazy::select_backward")
     device = rt.device_of(grad_output)
-    operands = (rt.tensor(grad_output, device),)
-    attrs = (tuple(input_sizes), dim, index)
+    operands = (
+        rt.tensor(grad_output, device),
+        rt.symint_list(input_sizes, device),
+        rt.symint(index, device),
+    )
+    attrs = (dim,)
     shapes = rt.infer_shapes(
         aten.select_backward.default, (grad_output, input_sizes, dim, index), {}
     )
@@ -11626,14 +11634,14 @@ def unfold_backward(grad_in, input_sizes, dim, size, step):
             ),
             (grad_in, input_sizes, dim, size, step),
             {},
-            (grad_in._value,),
-            (tuple(input_sizes), dim, size, step),
+            (grad_in._value, rt.symint_list(input_sizes, device)),
+            (dim, size, step),
             device,
         )
     rt.count("lazy::unfold_backward")
     device = rt.device_of(grad_in)
-    operands = (rt.tensor(grad_in, device),)
-    attrs = (tuple(input_sizes), dim, size, step)
+    operands = (rt.tensor(grad_in, device), rt.symint_list(input_sizes, device))
+    attrs = (dim, size, step)
     shapes = rt.infer_shapes(
         aten.unfold_backward.default, (grad_in, input_sizes, dim, size, step), {}
     )

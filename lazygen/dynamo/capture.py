@@ -16,6 +16,7 @@ ops responsible; the caller runs those segments eagerly instead (see ``partition
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -134,6 +135,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         self.seen: set = set()
         self.generators: list = []
         self._memory_order: list[int] | None = None
+        self._source: str | None = None  # the user's line of the FX node being run
 
     def _lazy(self, value):
         if isinstance(value, torch.Tensor) and value.device.type != settings.device_type:
@@ -160,6 +162,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         result = super().run_node(n)
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         grown = {name for name, value in _fallback_counts().items() if value > before.get(name, 0)}
+        self._source = user_line(n) if settings.record_source else None
         self._check(n, args, kwargs, result, bool(grown), bool(grown & _HOST_READS))
         return result
 
@@ -213,12 +216,24 @@ class _LazyInterpreter(torch.fx.Interpreter):
             if node in self.seen:
                 continue
             self.seen.add(node)
+            if self._source is not None and not node.is_input:
+                node.source = self._source  # the FX node's line, not the frame calling it
             if isinstance(node, GeneratorData):
                 self.generators.append(node)
             elif type(node) is DeviceData and node not in self.constants:
                 data.append(node)
             stack.extend(reversed([v.node for v in node.inputs() if v.node not in self.seen]))
         return data
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def user_line(n: torch.fx.Node) -> str | None:
+    """``file:line`` of the user's code that traced an FX node: the innermost frame of its
+    ``stack_trace`` (Dynamo records the user's frames only)."""
+    frames = _FRAME.findall(n.meta.get("stack_trace") or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
 
 
 def _permuted_random_input(n: torch.fx.Node) -> list[int] | None:

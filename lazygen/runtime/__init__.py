@@ -41,6 +41,8 @@ from .backend_interface import Backend, KernelTables, make_backend, register_bac
 from .backends import BUILTIN, DEFAULT
 from .devices import all_devices, device_from, is_lazy_device
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
+from .graph import dynamic as _dynamic
+from .graph.budget import RecompileLimitWarning
 from .lowering_context import LoweringContext
 from .privateuse1 import autograd_queue
 from .state import settings
@@ -55,6 +57,7 @@ __all__ = [
     "LazyGraphError",
     "LazygenRuntimeError",
     "LoweringContext",
+    "RecompileLimitWarning",
     "add_step_closure",
     "available_backends",
     "backend",
@@ -66,6 +69,7 @@ __all__ = [
     "init",
     "ir_cache",
     "is_lazy_device",
+    "mark_dynamic",
     "mark_step",
     "metrics",
     "register_backend",
@@ -81,7 +85,11 @@ _default: Backend | None = None
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
-def init(backend: str | Backend | None = None, device_name: str | None = None) -> None:
+def init(
+    backend: str | Backend | None = None,
+    device_name: str | None = None,
+    dynamic_shapes: bool | None = None,
+) -> None:
     """Set the lazy device up once per process (later calls with no arguments, or the same
     ones, do nothing).
 
@@ -90,8 +98,12 @@ def init(backend: str | Backend | None = None, device_name: str | None = None) -
     ``device_name``: the torch device type of the lazy device (else ``LAZYGEN_DEVICE_NAME``,
     else the backend's ``device_name``, else ``"lazygen"``); torch allows one such device
     per process.
+    ``dynamic_shapes``: trace sizes as graph inputs so that a step seen with other sizes
+    compiles once for all of them (else ``LAZYGEN_DYNAMIC_SHAPES``; ``mark_dynamic``).
     """
     global _default
+    if dynamic_shapes is not None:
+        settings.dynamic_shapes = bool(dynamic_shapes)
     with _init_lock:
         if _default is not None:
             _check_same(backend, device_name or settings.device_type)
@@ -223,6 +235,22 @@ def _lazy(tensors) -> list[torch.Tensor]:
     return [
         t for t in tensors if isinstance(t, torch.Tensor) and t.device.type == settings.device_type
     ]
+
+
+def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
+    """Compile every graph reading ``tensor`` (as it is now) for all sizes at once, rather
+    than for its sizes first: ``dim`` changes from step to step (Dynamo's
+    ``torch._dynamo.mark_dynamic``). Turns dynamic shapes on (``config.set_dynamic_shapes``).
+    A graph is compiled for all sizes as a whole, so marking one dimension makes all of its
+    sizes inputs; int attributes (a ``dim``, a ``topk``'s ``k``) stay compiled in."""
+    if not (isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type):
+        where = tensor.device if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+        raise TypeError(
+            f"lazygen.mark_dynamic: expected a tensor on the {settings.device_type} device, "
+            f"got {where}; move it there first (tensor.to('{settings.device_type}'))"
+        )
+    _dynamic.mark(inner(tensor)._value.node, _dynamic.check_dim(tensor, dim))
+    settings.dynamic_shapes = True
 
 
 def add_step_closure(closure, args=(), run_async: bool = False) -> None:

@@ -78,6 +78,11 @@ class Backend(ABC):
     #: run them; False: each collective on a lazy tensor cuts the graph and runs eagerly
     #: on the device data (see ``lazygen.runtime.distributed``).
     collectives_in_graph: bool = False
+    #: True when a graph it compiled holds nothing about sizes beyond what its lowerings
+    #: read (TorchScript and FX graphs are shape-polymorphic): with dynamic shapes, sizes
+    #: are graph inputs, and one graph compiled from nodes whose sizes are hidden serves
+    #: every size (``graph/dynamic.py``). False: each set of sizes compiles its own graph.
+    size_generic: bool = False
 
     def refused_ops(self) -> dict:
         """Ops this backend cannot run inside a graph, each mapped to None (always) or to a

@@ -17,6 +17,8 @@ __all__ = [
     "get_async_execution",
     "get_early_results",
     "get_explain_recompiles",
+    "get_dynamic_shapes",
+    "get_recompile_limit",
     "get_compile_cache_size",
     "get_force_fallback",
     "get_reuse_ir",
@@ -27,6 +29,8 @@ __all__ = [
     "set_compile_cache_size",
     "set_debug",
     "set_explain_recompiles",
+    "set_dynamic_shapes",
+    "set_recompile_limit",
     "set_force_fallback",
     "set_max_pending_nodes",
     "set_reuse_ir",
@@ -49,6 +53,32 @@ def set_explain_recompiles(enabled: bool) -> None:
 
 def get_explain_recompiles() -> bool:
     return settings.explain_recompiles
+
+
+def set_dynamic_shapes(enabled: bool) -> None:
+    """Trace sizes as graph inputs, so that a graph seen with a second set of sizes compiles
+    once for all of them (``LAZYGEN_DYNAMIC_SHAPES=1``; see ``graph/dynamic.py``). Takes
+    effect for ops traced from now on."""
+    settings.dynamic_shapes = bool(enabled)
+
+
+def get_dynamic_shapes() -> bool:
+    return settings.dynamic_shapes
+
+
+def set_recompile_limit(limit: int) -> None:
+    """Compiles allowed per step structure (graphs with the same ops, whatever their sizes
+    and attributes) before a warning and a bounded behaviour (``LAZYGEN_RECOMPILE_LIMIT``,
+    default 8; 0 means no limit): sizes become graph inputs, or the graph runs op by op
+    uncompiled (see ``graph/budget.py``)."""
+    limit = int(limit)
+    if limit < 0:
+        raise ValueError(f"lazygen: the recompile limit must be 0 (none) or positive, not {limit}")
+    settings.recompile_limit = limit
+
+
+def get_recompile_limit() -> int:
+    return settings.recompile_limit
 
 
 def set_reuse_ir(enabled: bool) -> None:

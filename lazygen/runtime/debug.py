@@ -16,6 +16,7 @@ import traceback
 from . import state
 from .errors import LazygenRuntimeError
 from .graph import post_order
+from .graph.eager import EagerGraph
 from .ir import Node, Value, is_internal_file
 from .tensor import inner
 
@@ -123,6 +124,8 @@ _saved = [0]  # graphs written to LAZYGEN_SAVE_TENSORS_FILE by this process
 def note_sync(device, executable, order: list[Node], outputs) -> None:
     """The executor's hook for each graph it runs: remember it for ``last_graph()``, and
     append its IR to ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else)."""
+    if type(executable) is EagerGraph:  # its text now: it holds the step's IR and data
+        executable = executable.describe()
     _latest[:] = [(device.backend, executable)]
     path = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get("LTC_SAVE_TENSORS_FILE")
     if path:
@@ -136,7 +139,7 @@ def last_graph() -> str:
     if not _latest:
         return ""
     backend, executable = _latest[0]
-    return backend.describe(executable)
+    return executable if type(executable) is str else backend.describe(executable)
 
 
 def _save(path: str, device, order, outputs) -> None:

@@ -15,7 +15,8 @@ import torch
 from . import debug, metrics, reuse_trie, state, step_closures
 from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
-from .graph import GraphCache, Plan, graph_key, post_order, recompiles, split
+from .graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
+from .graph.eager import EagerGraph, NoEagerOp
 from .ir import DeviceData, Node, Value
 from .launches import FailedRun, Launch, settle
 from .state import log, settings
@@ -30,14 +31,61 @@ def pending(tensors) -> list[LazyTensor]:
 
 
 def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
+    """The executable of ``key``'s graph: cached, or one serving every size of it
+    (``graph/dynamic.py``), or compiled now, or, past the structure's recompile budget, an
+    ``EagerGraph`` that runs it uncompiled (``graph/budget.py``)."""
     cache = device.cache
     executable = cache.get(key)
     if executable is not None:
         metrics.count("CachedCompile")
         return executable
-    metrics.count("UncachedCompile")
+    backend = device.backend
+    generic = None
+    if backend.size_generic and (settings.dynamic_shapes or dynamic.reads_marked(order)):
+        generic = dynamic.generic_key(key)
+        executable = cache.get(generic)
+        if executable is not None:  # compiled for all sizes: this one too
+            metrics.count("CachedCompile")
+            metrics.count("DynamicShapeReuse")
+            cache.put(key, executable)
+            return executable
+    record = budget.structure(cache.structures, order, outputs)
     if settings.explain_recompiles:
         recompiles.report(list(cache.executables), key, order)
+    sizes_key = dynamic.generic_key(key, constants=False)
+    if record.exhausted():
+        # Sizes changed (or, with dynamic shapes on, may have): one compile for all sizes.
+        sizes_only = sizes_key in record.size_keys or generic is not None
+        forcing = backend.size_generic and sizes_only and not record.extra_spent
+        budget.warn_once(record, backend.name, forcing)
+        if forcing and not settings.dynamic_shapes:
+            settings.dynamic_shapes = True  # the next traced steps have sizes as inputs
+        if not (forcing and generic is not None):
+            metrics.count("EagerGraphRun")
+            return EagerGraph(order, outputs, device.backing)
+        record.extra_spent = True
+        for_all_sizes = True
+    else:
+        for_all_sizes = generic is not None and (
+            generic in record.static_generic_keys or dynamic.reads_marked(order)
+        )
+    metrics.count("UncachedCompile")
+    record.compiles += 1
+    record.size_keys.add(sizes_key)
+    executable = None
+    if for_all_sizes:
+        executable = _compile_for_all_sizes(device, order, outputs)
+    if executable is None:
+        executable = _compile(device, key, order, outputs)
+        if generic is not None:
+            record.static_generic_keys.add(generic)
+    else:
+        cache.put(generic, executable)
+    cache.put(key, executable)
+    return executable
+
+
+def _compile(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
     backend = device.backend
     start = time.perf_counter()
     try:
@@ -52,7 +100,26 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         f"{backend.name} compiled graph {hash(key) & 0xFFFFFFFF:08x}: {len(order)} nodes, "
         f"{len(outputs)} outputs",
     )
-    cache.put(key, executable)
+    return executable
+
+
+def _compile_for_all_sizes(device: LazyDevice, order: list[Node], outputs: list[Value]):
+    """The graph compiled from a copy whose sizes are hidden, or None when a lowering reads
+    a size (or anything else fails: the graph is then compiled for its own sizes, whose
+    errors are the ones to report)."""
+    backend = device.backend
+    start = time.perf_counter()
+    hidden_order, hidden_outputs = dynamic.hidden_sizes(order, outputs)
+    try:
+        executable = backend.compile(hidden_order, hidden_outputs, device.backing)
+    except Exception as error:
+        metrics.count("DynamicCompileFallback")
+        why = "a lowering reads a size" if dynamic.hid_a_size(error) else repr(error)[:200]
+        log(1, f"{backend.name}: graph compiled for its own sizes only ({why})")
+        return None
+    metrics.count("DynamicCompile")
+    metrics.add_time("CompileTime", time.perf_counter() - start)
+    log(2, f"{backend.name} compiled a graph for all sizes: {len(order)} nodes")
     return executable
 
 
@@ -65,11 +132,26 @@ def trim_compile_caches() -> None:
 def execute(device: LazyDevice, executable, order: list[Node], inputs: list) -> list:
     start = time.perf_counter()
     try:
+        if type(executable) is EagerGraph:
+            return _run_uncompiled(device, executable, inputs)
         results = device.backend.execute(executable, inputs)
     except Exception as error:
         raise _execution_error(device, order, inputs, error) from error
     metrics.add_time("ExecuteTime", time.perf_counter() - start)
     return results
+
+
+def _run_uncompiled(device: LazyDevice, graph: EagerGraph, inputs: list) -> list:
+    """Run a graph op by op; one with an op torch cannot run so is compiled after all
+    (uncached, counted as ``EagerGraphCompiled``)."""
+    try:
+        return graph.run(inputs)
+    except LazyGraphError as error:
+        if not isinstance(error.__cause__, NoEagerOp):
+            raise
+    metrics.count("EagerGraphCompiled")
+    executable = device.backend.compile(graph.order, graph.outputs, device.backing)
+    return device.backend.execute(executable, inputs)
 
 
 def _execution_error(device, order: list[Node], inputs: list, error) -> LazyGraphError:
@@ -184,7 +266,12 @@ def _sync_device(
         except LazyGraphError as error:
             _fail(device, tensors, values, error)
             raise
-        if wait or not settings.async_execution or not device.backend.asynchronous:
+        if (
+            wait
+            or not settings.async_execution
+            or not device.backend.asynchronous
+            or type(executable) is EagerGraph
+        ):
             try:
                 results = _finish(outputs, execute(device, executable, order, inputs))
             except LazyGraphError as error:

@@ -187,7 +187,14 @@ def symint(value, device: LazyDevice) -> Value:
 def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
     """A size or stride list as shared ``SizeConstant`` values (one dict lookup per list
     seen before). A single ``SymInt`` (``symint``) stays a graph input: starts and
-    offsets change from step to step (``data[i : i + n]``) where sizes do not."""
+    offsets change from step to step (``data[i : i + n]``) where sizes do not.
+
+    With dynamic shapes on (``config.set_dynamic_shapes``), each int is a graph input of
+    its own instead, never shared: a graph's structure then does not depend on which sizes
+    happen to be equal, and one compiled graph serves every size (``graph/dynamic.py``)."""
+    if settings.dynamic_shapes:
+        backing = device.backing
+        return tuple([Value(ScalarData(int(v), torch.int64, backing), 0) for v in values])
     key = tuple([int(v) for v in values])
     found = _SIZE_LISTS.get(key)
     if found is None:

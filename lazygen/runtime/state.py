@@ -44,6 +44,8 @@ class _Settings:
         "debug",
         "record_source",
         "explain_recompiles",
+        "dynamic_shapes",
+        "recompile_limit",
         "reuse_ir",
         "force_fallback",
         "max_pending_nodes",
@@ -77,6 +79,11 @@ class _Settings:
         # naming the user's line of the node that differs (so sources are recorded).
         self.explain_recompiles = _env_int("LAZYGEN_EXPLAIN_RECOMPILES", 0) != 0
         self.record_source = self.debug >= 1 or bool(saving) or self.explain_recompiles
+        # LAZYGEN_DYNAMIC_SHAPES=1: sizes are graph inputs, and a graph seen with a second
+        # set of sizes compiles once for all of them (``graph/dynamic.py``).
+        self.dynamic_shapes = _env_int("LAZYGEN_DYNAMIC_SHAPES", 0) != 0
+        # Compiles per step structure before a warning and a bounded behaviour (0: none).
+        self.recompile_limit = _env_int("LAZYGEN_RECOMPILE_LIMIT", 8)
         self.reuse_ir = False
         self.force_fallback: frozenset[str] = frozenset()
         self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)

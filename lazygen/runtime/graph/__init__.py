@@ -186,11 +186,13 @@ class GraphCache:
     backend has its own: a graph compiled by one backend is never run by another, and a
     fault in one backend's compile leaves the others' caches untouched."""
 
-    __slots__ = ("executables", "plans")
+    __slots__ = ("executables", "plans", "structures")
 
     def __init__(self) -> None:
         self.executables: OrderedDict = OrderedDict()
         self.plans: dict = {}  # output signature -> [Plan], most recently used first
+        #: Per step structure, what its compiles were (``budget.Structure``).
+        self.structures: dict = {}
 
     def __len__(self) -> int:
         return len(self.executables)
@@ -216,6 +218,7 @@ class GraphCache:
     def clear(self) -> None:
         self.executables.clear()
         self.plans.clear()
+        self.structures.clear()
 
     def find_plan(self, outputs: list[Value]) -> tuple[Plan | None, list[Node] | None]:
         candidates = self.plans.get(_signature(outputs))

@@ -25,8 +25,9 @@ from . import GraphKey
 #: What to do, by reason.
 ADVICE = {
     "shape": (
-        "a tensor's size changed. Sizes are part of a compiled graph: pad inputs to a few "
-        "fixed sizes (bucketing), or keep the changing dimension constant."
+        "a tensor's size changed. Set LAZYGEN_DYNAMIC_SHAPES=1 (or call "
+        "lazygen.runtime.mark_dynamic(tensor, dim)) to compile one graph for all sizes, or "
+        "pad inputs to a few fixed sizes (bucketing)."
     ),
     "attribute": (
         "a Python value passed to an op (an int, a bool, a list of sizes) changed; it is "

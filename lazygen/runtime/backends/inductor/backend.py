@@ -47,6 +47,8 @@ class FxBackend(Backend):
     #: ``_c10d_functional`` ops have ``torch.ops`` overloads (FX calls them) and Inductor
     #: lowerings (it compiles them into its code, waits included).
     collectives_in_graph = True
+    #: A GraphModule runs its ops on whatever sizes it is fed (sizes read from inputs).
+    size_generic = True
 
     def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
         self.op_lowerings = dict(op_lowerings or {})
@@ -122,6 +124,8 @@ class InductorBackend(FxBackend):
     Inductor's on-disk cache); lazygen compiles each graph key once."""
 
     name = "inductor"
+    #: Inductor specialises the code it generates to the example inputs' sizes.
+    size_generic = False
 
     def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
         super().__init__(INDUCTOR_LOWERINGS | dict(op_lowerings or {}))

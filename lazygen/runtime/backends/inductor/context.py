@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
 from ...lowering_context import LoweringContext, op_string, overload_of
 from ...state import settings
@@ -112,11 +113,12 @@ class FXLoweringContext(LoweringContext):
     def symint_list(self, vs) -> list:
         """A size list that only restates the result's shape (``view_copy``, ``expand_copy``,
         ``empty``) is that shape, as constants: the graph key holds output shapes, so every
-        graph with this key has it, and a compiler sees static sizes. Others are read."""
+        graph with this key has it, and a compiler sees static sizes. Others are read, as
+        are all of them in a graph compiled for all sizes (its shapes hide their sizes)."""
         node = self.node
         if node is not None and node.op_name in SIZE_IS_RESULT_SHAPE:
             sizes = node.shapes[0].sizes
-            if len(sizes) == len(vs):
+            if type(sizes) is not HiddenSizes and len(sizes) == len(vs):
                 return list(sizes)
         return [self.symint(v) for v in vs]
 

@@ -144,6 +144,7 @@ class TorchScriptBackend(Backend):
     name = "torchscript"
     asynchronous = True
     collectives_in_graph = True  # _c10d_functional ops are registered TorchScript operators
+    size_generic = True  # sizes fed as ints; TorchScript graphs are shape-polymorphic
 
     def __init__(self) -> None:
         self._counter = 0

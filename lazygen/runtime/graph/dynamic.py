@@ -1,0 +1,171 @@
+"""Dynamic dimensions: one compiled graph for every size of a step structure.
+
+Tracing stays concrete: every lazy tensor has its sizes, shape inference is unchanged, and
+data-dependent sizes keep working. Only the compiled artifact is made size-generic:
+
+* With dynamic shapes on (``LAZYGEN_DYNAMIC_SHAPES=1``, ``init(dynamic_shapes=True)``,
+  ``config.set_dynamic_shapes``, or implied by ``mark_dynamic``), every int of a size list
+  (``view_copy``'s size, ``expand_copy``'s...) is a graph input of its own
+  (``kernel_support.symint_list``), as a ``SymInt`` already is. Sizes then reach a graph
+  only as inputs, as node shapes, and as int attributes.
+* ``generic_key`` is a graph's key with every shape reduced to its dtype and rank. Int
+  attributes (``dim``, kernel sizes, ``topk``'s ``k``) stay in it exactly, so a graph
+  that depends on one compiles again when it changes.
+* A graph is compiled for all sizes from a copy of it whose shapes hide their sizes
+  (``hidden_sizes``): a lowering that reads a size (an unrolled recurrent layer, a view
+  update narrowing by its source's shape) raises instead of compiling it in, and that
+  graph is compiled for its own sizes after all (``DynamicCompileFallback``). So a
+  size-generic graph computes with the sizes it is fed, by construction, on a backend
+  whose compiled graphs hold nothing else about sizes (``Backend.size_generic``).
+
+Automatic dynamic, as Dynamo's: the first graph of a structure compiles for its sizes
+(static code for the common case of one size); when the same structure comes back with
+other sizes, it compiles once for all sizes and every later size reuses that graph. A
+graph reading a tensor given to ``mark_dynamic`` compiles for all sizes at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import weakref
+
+import torch
+
+from ..errors import LazygenRuntimeError
+from ..ir import DeviceData, Node, ScalarData, Shape, Value
+from . import GraphKey
+
+# Keys -------------------------------------------------------------------------------------
+
+
+def _rank(shape):
+    return None if shape is None else (shape.dtype, len(shape.sizes))
+
+
+def generic_key(key: GraphKey, constants: bool = True) -> GraphKey:
+    """``key`` with the sizes of every shape left out (dtypes and ranks kept). With
+    ``constants`` false, the values of size constants (sizes traced with dynamic shapes
+    off) are left out too: not a key to reuse a compiled graph by (those graphs hold their
+    constants), but one telling that two graphs differ in sizes only (``budget.py``)."""
+    entries, outputs = key.entries
+    abstract = tuple(
+        (cls, None if not constants and cls.is_constant else attrs, tuple(map(_rank, shapes)), refs)
+        for cls, attrs, shapes, refs in entries
+    )
+    return GraphKey(("size-generic" if constants else "sizes", abstract, outputs))
+
+
+# Compiling for all sizes ----------------------------------------------------------------------
+
+
+class SizeHidden(LazygenRuntimeError):
+    """A lowering read a size while its graph was compiled for all sizes."""
+
+
+class HiddenSizes(tuple):
+    """The sizes of a shape in a graph compiled for all sizes: its length (the rank) can be
+    read, its entries cannot (each read raises ``SizeHidden``)."""
+
+    __slots__ = ()
+
+    def _hidden(self, *args):
+        raise SizeHidden(
+            "a lowering read a tensor size of a graph compiled for all sizes; it is "
+            "compiled for its own sizes instead"
+        )
+
+    __getitem__ = __iter__ = __reversed__ = __contains__ = _hidden
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _hidden
+    __add__ = __mul__ = __rmul__ = _hidden
+    __hash__ = tuple.__hash__
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} sizes>"
+
+
+def _hide(shape):
+    return None if shape is None else Shape(shape.dtype, HiddenSizes((0,) * len(shape.sizes)))
+
+
+def _operand(operand, copies):
+    if type(operand) is Value:
+        return Value(copies[operand.node], operand.index)
+    if operand is None:
+        return None
+    return type(operand)(_operand(o, copies) for o in operand)
+
+
+def _stand_in(node: Node, shapes) -> Node:
+    """A graph input for the copy: its kind and hidden shape, never its data (a compiled
+    graph kept in the cache must not keep a step's tensors alive, nor read a value)."""
+    if type(node) is DeviceData:
+        stand_in = DeviceData(None, None, shapes[0])
+    elif type(node) is ScalarData:
+        stand_in = ScalarData(None, node.shapes[0].dtype, node.device)
+        stand_in.shapes = shapes
+    else:  # a generator, or a backend's own input kind
+        stand_in = copy.copy(node)
+        stand_in.shapes = shapes
+    return stand_in
+
+
+def hidden_sizes(order: list[Node], outputs: list[Value]) -> tuple[list[Node], list[Value]]:
+    """A copy of the graph whose shapes hide their sizes (same classes, attributes and
+    structure, in the same post-order, so the inputs are fed in the same order)."""
+    copies: dict[Node, Node] = {}
+    copied = []
+    for node in order:
+        shapes = tuple([_hide(s) for s in node.shapes])
+        if node.is_input:
+            twin = _stand_in(node, shapes)
+        else:
+            twin = node.with_operands(tuple(_operand(o, copies) for o in node.operands))
+            twin.shapes = shapes
+        copies[node] = twin
+        copied.append(twin)
+    return copied, [Value(copies[v.node], v.index) for v in outputs]
+
+
+def hid_a_size(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is a lowering reading a hidden size."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, SizeHidden):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+# mark_dynamic -------------------------------------------------------------------------------
+
+#: IR nodes whose graphs compile for all sizes at once (``mark_dynamic``), with the dims.
+_marked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def mark(node: Node, dim: int) -> None:
+    _marked.setdefault(node, set()).add(dim)
+
+
+def marked_dims(node: Node) -> set[int]:
+    return _marked.get(node, set())
+
+
+def reads_marked(order: list[Node]) -> bool:
+    """Whether a graph reads a node given to ``mark_dynamic``."""
+    if not _marked:
+        return False
+    return any(node in _marked for node in order)
+
+
+def check_dim(tensor: torch.Tensor, dim: int) -> int:
+    """``dim`` of ``tensor`` as a non-negative index, or a clear error."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"lazygen.mark_dynamic: dim must be an int, not {type(dim).__name__}")
+    rank = tensor.dim()
+    if not -rank <= dim < max(rank, 1) or rank == 0:
+        raise IndexError(
+            f"lazygen.mark_dynamic: dim {dim} is out of range for a tensor of "
+            f"{rank} dimension(s) (sizes {list(tensor.shape)})"
+        )
+    return dim % rank

@@ -1,0 +1,96 @@
+"""The recompile budget (``graph/budget.py``): past ``LAZYGEN_RECOMPILE_LIMIT`` compiles of
+one step structure, a warning once, then sizes become graph inputs or graphs run
+uncompiled; never unbounded compiling, and results stay right."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import lazygen.runtime as lr
+from lazygen.runtime import executor
+
+
+@pytest.fixture
+def limit(fresh_metrics):
+    executor.clear_compile_cache()
+    previous = lr.config.get_recompile_limit()
+
+    def set_limit(n: int):
+        lr.config.set_recompile_limit(n)
+        return fresh_metrics
+
+    yield set_limit
+    lr.config.set_recompile_limit(previous)
+    lr.config.set_dynamic_shapes(False)
+
+
+def run_and_compare(make, values, device="lazygen"):
+    """``make(value, device)`` per value, lazily (one step each) and eagerly: equal."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for value in values:
+            got = make(value, device)
+            lr.mark_step()
+            torch.testing.assert_close(got.cpu(), make(value, "cpu"))
+    return [w for w in caught if issubclass(w.category, lr.RecompileLimitWarning)]
+
+
+def by_size(n, device):
+    x = torch.arange(n * 3, dtype=torch.float32).reshape(n, 3).to(device)
+    return (x.view(3, n) * 2).sum(dim=1)
+
+
+def _topk(k, device):
+    x = torch.arange(24, dtype=torch.float32).reshape(3, 8).to(device)
+    return torch.topk(x * 1.5, k, dim=1)[0]
+
+
+def test_past_the_limit_sizes_become_inputs(limit):
+    metrics = limit(3)
+    caught = run_and_compare(by_size, range(4, 12))
+    assert len(caught) == 1, caught  # once
+    assert "LAZYGEN_RECOMPILE_LIMIT=3" in str(caught[0].message)
+    # 3 for 3 sizes; the 4th size, traced with sizes as constants, runs uncompiled; then
+    # sizes are inputs and one graph serves the rest.
+    assert metrics.counter_value("UncachedCompile") == 4
+    assert metrics.counter_value("EagerGraphRun") == 1
+    assert metrics.counter_value("DynamicCompile") == 1
+    assert lr.config.get_dynamic_shapes()
+
+
+def test_past_the_limit_a_changing_attribute_runs_uncompiled(limit):
+    metrics = limit(2)
+    caught = run_and_compare(_topk, [1, 2, 3, 4, 5, 6, 3])
+    assert len(caught) == 1
+    assert metrics.counter_value("UncachedCompile") == 2
+    assert metrics.counter_value("EagerGraphRun") == 5
+    assert "run uncompiled, op by op" in lr.debug.last_graph()
+    assert "aten::topk" in lr.debug.last_graph()
+
+
+def test_limit_zero_means_no_limit(limit):
+    metrics = limit(0)
+    assert not run_and_compare(_topk, [1, 2, 3, 4, 5])
+    assert metrics.counter_value("UncachedCompile") == 5
+    assert not metrics.counter_value("EagerGraphRun")
+
+
+def test_a_negative_limit_is_refused():
+    with pytest.raises(ValueError, match="0 \\(none\\) or positive"):
+        lr.config.set_recompile_limit(-1)
+
+
+def test_the_default_limit_is_8_and_the_environment_sets_it():
+    code = "import lazygen.runtime as lr; print(lr.config.get_recompile_limit())"
+    env = {k: v for k, v in os.environ.items() if k != "LAZYGEN_RECOMPILE_LIMIT"}
+    for extra, want in (({}, "8"), ({"LAZYGEN_RECOMPILE_LIMIT": "3"}, "3")):
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env | extra, capture_output=True, text=True
+        )
+        assert done.stdout.strip() == want, done.stderr
