@@ -50,8 +50,6 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
             cache.put(key, executable)
             return executable
     record = budget.structure(cache.structures, order, outputs)
-    if settings.explain_recompiles:
-        recompiles.report(list(cache.executables), key, order)
     sizes_key = dynamic.generic_key(key, constants=False)
     if record.exhausted():
         # Sizes changed (or, with dynamic shapes on, may have): one compile for all sizes.
@@ -60,8 +58,12 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         budget.warn_once(record, backend.name, forcing)
         if forcing and not settings.dynamic_shapes:
             settings.dynamic_shapes = True  # the next traced steps have sizes as inputs
-        if not (forcing and generic is not None):
+        # The one compile left is for a graph traced with sizes as inputs (not one traced
+        # before they were: its size constants would be compiled in).
+        sizes_are_inputs = generic is not None and not any(n.is_constant for n in order)
+        if not (forcing and sizes_are_inputs):
             metrics.count("EagerGraphRun")
+            _explain(cache, key, order, "past the recompile limit: run uncompiled, op by op")
             return EagerGraph(order, outputs, device.backing)
         record.extra_spent = True
         for_all_sizes = True
@@ -69,6 +71,7 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         for_all_sizes = generic is not None and (
             generic in record.static_generic_keys or dynamic.reads_marked(order)
         )
+    _explain(cache, key, order, "compiled once for all sizes" if for_all_sizes else None)
     metrics.count("UncachedCompile")
     record.compiles += 1
     record.size_keys.add(sizes_key)
@@ -83,6 +86,11 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         cache.put(generic, executable)
     cache.put(key, executable)
     return executable
+
+
+def _explain(cache: GraphCache, key, order: list[Node], outcome: str | None) -> None:
+    if settings.explain_recompiles:
+        recompiles.report(list(cache.executables), key, order, outcome)
 
 
 def _compile(device: LazyDevice, key, order: list[Node], outputs: list[Value]):

@@ -116,9 +116,14 @@ def explain(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> Explana
     )
 
 
-def report(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> None:
+def report(
+    cached: list[GraphKey], key: GraphKey, order: list[Node], outcome: str | None = None
+) -> None:
     """Explain the compile of ``key``, count it by reason and print the explanation (to
-    stderr). A diagnosis, never a failure: should explaining fail, the compile goes on."""
+    stderr), with ``outcome`` (what happens instead of a plain compile: a graph for all
+    sizes, a run past the recompile budget) when there is one. A diagnosis, never a
+    failure: should explaining fail, the compile goes on."""
+    cached = [k for k in cached if type(k.entries[0]) is tuple]  # not size-generic keys
     try:
         explanation = explain(cached, key, order)
     except Exception as error:  # best effort: the program's compile matters more
@@ -127,7 +132,7 @@ def report(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> None:
     if explanation is None:
         return
     metrics.count(f"Recompile_{explanation.reason}")
-    print(explanation, file=sys.stderr)
+    print(f"{explanation}\n  so:     {outcome}" if outcome else explanation, file=sys.stderr)
 
 
 def _types(key: GraphKey) -> list:

@@ -175,3 +175,17 @@ def test_generic_key_leaves_sizes_out_and_keeps_attributes(dynamic):
     assert a != b  # the graph key holds every size
     assert dynamic_module.generic_key(a) == dynamic_module.generic_key(b)
     assert dynamic_module.generic_key(b) != dynamic_module.generic_key(c)
+
+
+def test_the_explanation_says_a_graph_is_compiled_for_all_sizes(dynamic, capsys):
+    executor.clear_compile_cache()
+    lr.config.set_explain_recompiles(True)
+    try:
+        w = torch.randn(8, 4).to("lazygen")
+        for n in (4, 6, 8):
+            _mlp_step(n, w)
+    finally:
+        lr.config.set_explain_recompiles(False)
+    err = capsys.readouterr().err
+    assert err.count("recompiling") == 1, err  # the third size reuses the second's graph
+    assert "reason: shape" in err and "so:     compiled once for all sizes" in err, err

@@ -94,3 +94,29 @@ def test_the_default_limit_is_8_and_the_environment_sets_it():
             [sys.executable, "-c", code], env=env | extra, capture_output=True, text=True
         )
         assert done.stdout.strip() == want, done.stderr
+
+
+def test_the_compile_past_the_limit_is_not_spent_on_a_graph_traced_before(limit):
+    """Regression: the step that turned dynamic shapes on had a second graph, traced with
+    sizes as constants; it was compiled "for all sizes" (its constants compiled in, so it
+    never served another size) and spent its structure's last compile, and every later
+    step of that structure ran uncompiled."""
+    metrics = limit(2)
+
+    def split_step(n, device):
+        x = torch.arange(n * 3, dtype=torch.float32).reshape(n, 3).to(device)
+        total = (x.view(3, n) * 2).sum()
+        rows = (x.view(3, n) + 1).sum(dim=0)
+        if device != "cpu":
+            lr.mark_step()  # two graphs: ``total`` first, then ``rows``
+        return torch.cat([total.reshape(1), rows])
+
+    run_and_compare(split_step, range(4, 16))
+    assert metrics.counter_value("EarlyResultGraph"), "the step must be two graphs"
+    # 12 sizes x 3 graphs (``total``, ``rows``, and the ``cat`` synced at the next step):
+    # 2 sizes compiled per graph, then the step that turned dynamic shapes on runs its two
+    # graphs uncompiled, then one compile for all sizes per graph, reused ever after.
+    assert metrics.counter_value("EagerGraphRun") == 2
+    assert metrics.counter_value("DynamicCompile") == 3
+    assert metrics.counter_value("UncachedCompile") == 9
+    assert metrics.counter_value("DynamicShapeReuse") == 36 - 9 - 2
