@@ -205,9 +205,14 @@ def _remember_fixed(key: str, fixed: tuple[int, ...]) -> None:
         os.replace(temporary, _fixed_path())
 
 
+#: How Inductor refuses a scalar input whose value it needs: a data-dependent guard, or a
+#: lowering converting the unbacked symbol to a number (``constant_pad_nd``'s pad value).
+_NEEDS_VALUE = ("data-dependent", "DataDependent", "Cannot convert symbols to int")
+
+
 def _is_data_dependent(error: BaseException) -> bool:
     text = _full_text(error)
-    return "data-dependent" in text or "DataDependent" in text
+    return any(words in text for words in _NEEDS_VALUE)
 
 
 def _first_line(error: BaseException) -> str:
