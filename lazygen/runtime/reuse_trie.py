@@ -23,7 +23,6 @@ tensor still reads the old binding; a run in flight has already read its inputs)
 
 from __future__ import annotations
 
-import contextlib
 import weakref
 
 from .ir import DeviceData, Node, Value
@@ -50,12 +49,6 @@ class ReusedData(DeviceData):
     def materialize(self):
         return self._source.materialize()
 
-    def accepts(self, node: Node) -> bool:
-        return isinstance(node, DeviceData) and node.shapes == self.shapes
-
-    def bind(self, node: DeviceData) -> None:
-        self._source = node
-
 
 _previous: list[Node] = []  # the last step's path
 _current: list[Node] = []  # this step's path so far
@@ -76,20 +69,34 @@ def _slot(node: Node) -> Node:
 
 def _accepts(slot: Node, node: Node) -> bool:
     if type(slot) is ReusedData:
-        return slot.accepts(node)
-    return slot in _copied_slots and type(node) is type(slot) and node.shapes == slot.shapes
+        return isinstance(node, DeviceData) and node.shapes == slot.shapes
+    return type(node) is type(slot) and node.shapes == slot.shapes and slot in _copied_slots
+
+
+_state_names: dict[type, tuple[str, ...]] = {}  # input class -> the slots holding its state
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    names = _state_names.get(cls)
+    if names is None:
+        found = []
+        for klass in cls.__mro__:
+            for name in getattr(klass, "__slots__", ()):
+                # a slot ScalarData shadows with a read-only class attribute is not state
+                if name not in ("_hash", "__weakref__") and type(getattr(cls, name, None)) is type(
+                    Node.shapes
+                ):
+                    found.append(name)
+        names = _state_names[cls] = tuple(found)
+    return names
 
 
 def _bind(slot: Node, node: Node) -> None:
     if type(slot) is ReusedData:
-        slot.bind(node)
+        slot._source = node
         return
-    for cls in type(node).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name not in ("_hash", "__weakref__"):
-                # (a slot ScalarData shadows with a read-only class attribute is skipped)
-                with contextlib.suppress(AttributeError):
-                    setattr(slot, name, getattr(node, name))
+    for name in _names(type(node)):
+        setattr(slot, name, getattr(node, name))
 
 
 def own_inputs(operands):
@@ -120,9 +127,12 @@ def _match(old, new, bindings: list) -> bool:
         return (
             isinstance(new, (tuple, list))
             and len(old) == len(new)
-            and all(_match(a, b, bindings) for a, b in zip(old, new, strict=True))
+            and all([_match(a, b, bindings) for a, b in zip(old, new, strict=True)])
         )
     return old == new
+
+
+_counter_names: dict[type, str] = {}
 
 
 def lookup(cls, operands, attrs, shapes) -> Node | None:
@@ -137,20 +147,27 @@ def lookup(cls, operands, attrs, shapes) -> Node | None:
         return None
     old = _previous[_position]
     bindings: list = []
-    if (
-        type(old) is cls
-        and old.shapes == shapes
-        and old.can_be_reused(old.operands, attrs)
-        and len(old.operands) == len(operands)
-        and all(_match(a, b, bindings) for a, b in zip(old.operands, operands, strict=True))
-    ):
-        for slot, node in bindings:
-            _bind(slot, node)
-        _position += 1
-        _current.append(old)
-        count("IrNodeReused")
-        count(f"IrNodeReused_{cls.__name__}")
-        return old
+    if type(old) is cls and old.shapes == shapes and old.can_be_reused(old.operands, attrs):
+        olds = old.operands
+        if len(olds) == len(operands):
+            for a, b in zip(olds, operands, strict=True):
+                if a is b or (
+                    type(a) is Value and type(b) is Value and a.node is b.node and a[1] == b[1]
+                ):
+                    continue
+                if not _match(a, b, bindings):
+                    break
+            else:
+                for slot, node in bindings:
+                    _bind(slot, node)
+                _position += 1
+                _current.append(old)
+                count("IrNodeReused")
+                name = _counter_names.get(cls)
+                if name is None:
+                    name = _counter_names[cls] = f"IrNodeReused_{cls.__name__}"
+                count(name)
+                return old
     _position = -1
     return None
 
