@@ -10,20 +10,20 @@ path for the rest of the step. Only the last step's path is kept (strongly, unti
 
 Graph inputs change every step (a parameter's new value is a new ``DeviceData``), so a
 remembered node could never match if its operands were the user's input nodes. A node made
-here therefore reads each input through its own *slot*: a ``ReusedData`` that reads the
-data of the ``DeviceData`` it is bound to, or a private copy of a ``ScalarData`` /
-generator input. Reusing the node rebinds its slots to this step's inputs (of the same
-kind and shape). This is what LTC does by swapping a reused ``DeviceData``'s handle, made
-safe here by construction: a slot belongs to exactly one node, is never a tensor's value,
-and is rebound only when its node is matched on the path, which happens once per step and
-only after ``mark_step`` materialised every tensor of the previous step (so no pending
-tensor still reads the old binding; a run in flight has already read its inputs).
+here therefore reads each input through a *slot*: a ``ReusedData`` that reads the data of
+the ``DeviceData`` it is bound to (one per ``DeviceData`` in a step, shared by the nodes
+reading it, so a graph has as many inputs as without reuse), or a private copy of a
+``ScalarData`` / generator input. Reusing a node rebinds its slots to this step's inputs
+(of the same kind and shape). This is what LTC does by swapping a reused ``DeviceData``'s
+handle, made safe here by construction: slots are never tensors' values; a slot is rebound
+at most once per step (once bound in a step it only matches the input it reads), and only
+after ``mark_step`` materialised every tensor of the previous step, so no tensor still
+pending reads the old binding (a run in flight has already read its inputs).
 ``mark_step`` of one device out of several ends no step here: the path is dropped instead.
 """
 
 from __future__ import annotations
 
-import contextlib
 import weakref
 
 from .ir import DeviceData, Node, Value
@@ -37,11 +37,12 @@ class ReusedData(DeviceData):
     to (which may still be in flight, or failed: reading it then waits or raises as the
     bound node does). Hashed as a ``DeviceData`` of its shape."""
 
-    __slots__ = ("_source",)
+    __slots__ = ("_source", "_step")
 
     def __init__(self, source: DeviceData) -> None:
         super().__init__(None, None, source.shapes[0])
         self._source = source
+        self._step = _step  # the step it was bound in
 
     @property
     def data(self):
@@ -50,23 +51,24 @@ class ReusedData(DeviceData):
     def materialize(self):
         return self._source.materialize()
 
-    def accepts(self, node: Node) -> bool:
-        return isinstance(node, DeviceData) and node.shapes == self.shapes
-
-    def bind(self, node: DeviceData) -> None:
-        self._source = node
-
 
 _previous: list[Node] = []  # the last step's path
 _current: list[Node] = []  # this step's path so far
 _position = 0  # the next candidate in _previous; -1 once this step left the path
 _copied_slots: weakref.WeakSet[Node] = weakref.WeakSet()  # ScalarData / generator slots
+_step = 0  # counts steps: a ReusedData bound in this one is bound for good
+_step_slots: dict[Node, ReusedData] = {}  # this step's DeviceData -> the slot reading it
 
 
 def _slot(node: Node) -> Node:
-    """A private input reading what ``node`` (an input) holds."""
+    """A private input reading what ``node`` (an input) holds. One ``ReusedData`` per
+    ``DeviceData`` in a step, shared by the nodes reading it (as they share the
+    ``DeviceData`` without reuse), so a graph has as many inputs either way."""
     if isinstance(node, DeviceData):
-        return ReusedData(node)
+        slot = _step_slots.get(node)
+        if slot is None:
+            slot = _step_slots[node] = ReusedData(node)
+        return slot
     slot = object.__new__(type(node))  # ScalarData shadows some slots with class attributes
     _bind(slot, node)
     slot._hash = None
@@ -74,22 +76,49 @@ def _slot(node: Node) -> Node:
     return slot
 
 
-def _accepts(slot: Node, node: Node) -> bool:
+def _accepts(slot: Node, node: Node, pending: dict) -> bool:
+    """Whether ``slot`` can read ``node`` this step; records the binding in ``pending``.
+    A ``ReusedData`` already bound this step (it is shared) only accepts what it reads."""
     if type(slot) is ReusedData:
-        return slot.accepts(node)
-    return slot in _copied_slots and type(node) is type(slot) and node.shapes == slot.shapes
+        if not (isinstance(node, DeviceData) and node.shapes == slot.shapes):
+            return False
+        bound = pending.get(slot)
+        if bound is None and slot._step == _step:
+            bound = slot._source
+        if bound is not None:
+            return bound is node
+    elif not (type(node) is type(slot) and node.shapes == slot.shapes and slot in _copied_slots):
+        return False
+    pending[slot] = node
+    return True
+
+
+_state_names: dict[type, tuple[str, ...]] = {}  # input class -> the slots holding its state
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    names = _state_names.get(cls)
+    if names is None:
+        found = []
+        for klass in cls.__mro__:
+            for name in getattr(klass, "__slots__", ()):
+                # a slot ScalarData shadows with a read-only class attribute is not state
+                if name not in ("_hash", "__weakref__") and type(getattr(cls, name, None)) is type(
+                    Node.shapes
+                ):
+                    found.append(name)
+        names = _state_names[cls] = tuple(found)
+    return names
 
 
 def _bind(slot: Node, node: Node) -> None:
     if type(slot) is ReusedData:
-        slot.bind(node)
+        slot._source = node
+        slot._step = _step
+        _step_slots[node] = slot
         return
-    for cls in type(node).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name not in ("_hash", "__weakref__"):
-                # (a slot ScalarData shadows with a read-only class attribute is skipped)
-                with contextlib.suppress(AttributeError):
-                    setattr(slot, name, getattr(node, name))
+    for name in _names(type(node)):
+        setattr(slot, name, getattr(node, name))
 
 
 def own_inputs(operands):
@@ -104,25 +133,25 @@ def own_inputs(operands):
     return operands
 
 
-def _match(old, new, bindings: list) -> bool:
+def _match(old, new, bindings: dict) -> bool:
     if type(old) is Value:
         if type(new) is not Value or old.index != new.index:
             return False
         if old.node is new.node:
             return True
-        if old.node.is_input and new.node.is_input and _accepts(old.node, new.node):
-            bindings.append((old.node, new.node))
-            return True
-        return False
+        return old.node.is_input and new.node.is_input and _accepts(old.node, new.node, bindings)
     if old is None or new is None:
         return old is new
     if isinstance(old, (tuple, list)):
         return (
             isinstance(new, (tuple, list))
             and len(old) == len(new)
-            and all(_match(a, b, bindings) for a, b in zip(old, new, strict=True))
+            and all([_match(a, b, bindings) for a, b in zip(old, new, strict=True)])
         )
     return old == new
+
+
+_counter_names: dict[type, str] = {}
 
 
 def lookup(cls, operands, attrs, shapes) -> Node | None:
@@ -136,21 +165,28 @@ def lookup(cls, operands, attrs, shapes) -> Node | None:
         _position = -1
         return None
     old = _previous[_position]
-    bindings: list = []
-    if (
-        type(old) is cls
-        and old.shapes == shapes
-        and old.can_be_reused(old.operands, attrs)
-        and len(old.operands) == len(operands)
-        and all(_match(a, b, bindings) for a, b in zip(old.operands, operands, strict=True))
-    ):
-        for slot, node in bindings:
-            _bind(slot, node)
-        _position += 1
-        _current.append(old)
-        count("IrNodeReused")
-        count(f"IrNodeReused_{cls.__name__}")
-        return old
+    bindings: dict = {}
+    if type(old) is cls and old.shapes == shapes and old.can_be_reused(old.operands, attrs):
+        olds = old.operands
+        if len(olds) == len(operands):
+            for a, b in zip(olds, operands, strict=True):
+                if a is b or (
+                    type(a) is Value and type(b) is Value and a.node is b.node and a[1] == b[1]
+                ):
+                    continue
+                if not _match(a, b, bindings):
+                    break
+            else:
+                for slot, node in bindings.items():
+                    _bind(slot, node)
+                _position += 1
+                _current.append(old)
+                count("IrNodeReused")
+                name = _counter_names.get(cls)
+                if name is None:
+                    name = _counter_names[cls] = f"IrNodeReused_{cls.__name__}"
+                count(name)
+                return old
     _position = -1
     return None
 
@@ -164,11 +200,15 @@ def remember(node: Node) -> None:
 
 def end_step() -> None:
     """``mark_step`` materialised every lazy tensor: this step's path is the next one's."""
-    global _previous, _current, _position
+    global _previous, _current, _position, _step, _step_slots
     _previous, _current, _position = _current, [], 0
+    _step += 1
+    _step_slots = {}
 
 
 def reset() -> None:
     """Forget both paths (``ir_cache.reset()``, reuse switched off, a partial step)."""
-    global _previous, _current, _position
+    global _previous, _current, _position, _step, _step_slots
     _previous, _current, _position = [], [], 0
+    _step += 1
+    _step_slots = {}

@@ -130,3 +130,23 @@ def test_training_with_reuse_is_as_accurate_as_eager(reuse, optimizer):
     uncached = training.compare_training(optimizer, steps=6)
     assert lr.metrics.counter_value("IrNodeReused") > 0
     assert uncached[-1] == uncached[2]  # nothing new compiled once the loop settled
+
+
+def test_a_shared_input_is_reused_only_where_it_is_still_shared(reuse):
+    """Nodes of a step read one input through one slot (a graph has as many inputs with
+    reuse as without); a later step reading two different inputs there gets a new node."""
+    x, y = torch.randn(3), torch.randn(3)
+    lx, ly = x.to("lazygen"), y.to("lazygen")
+    lr.mark_step()
+    square = lx * lx
+    lr.mark_step()
+    again = lx * lx
+    assert (
+        lr.inner(again)._value.node.operands[0].node is lr.inner(again)._value.node.operands[1].node
+    )
+    lr.mark_step()
+    product = lx * ly  # the last step's node reads one slot twice: not this one
+    lr.mark_step()
+    assert torch.equal(product.cpu(), x * y)
+    assert torch.equal(square.cpu(), x * x) and torch.equal(again.cpu(), x * x)
+    assert lr.metrics.counter_value("IrNodeReused_MulTensor") == 1
