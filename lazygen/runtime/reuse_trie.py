@@ -24,6 +24,7 @@ pending reads the old binding (a run in flight has already read its inputs).
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 from .ir import DeviceData, Node, Value
@@ -56,6 +57,7 @@ _previous: list[Node] = []  # the last step's path
 _current: list[Node] = []  # this step's path so far
 _position = 0  # the next candidate in _previous; -1 once this step left the path
 _copied_slots: weakref.WeakSet[Node] = weakref.WeakSet()  # ScalarData / generator slots
+_lock = threading.Lock()  # threads tracing at once: a slot is checked and bound atomically
 _step = 0  # counts steps: a ReusedData bound in this one is bound for good
 _step_slots: dict[Node, ReusedData] = {}  # this step's DeviceData -> the slot reading it
 
@@ -158,6 +160,11 @@ def lookup(cls, operands, attrs, shapes) -> Node | None:
     """The last step's node at this point of the trace if it equals the one asked for (its
     slots rebound to ``operands``' inputs), else None; the caller then builds the node with
     ``own_inputs(operands)`` and ``remember``s it."""
+    with _lock:
+        return _lookup(cls, operands, attrs, shapes)
+
+
+def _lookup(cls, operands, attrs, shapes) -> Node | None:
     global _position
     if _position < 0:
         return None
@@ -201,14 +208,16 @@ def remember(node: Node) -> None:
 def end_step() -> None:
     """``mark_step`` materialised every lazy tensor: this step's path is the next one's."""
     global _previous, _current, _position, _step, _step_slots
-    _previous, _current, _position = _current, [], 0
-    _step += 1
-    _step_slots = {}
+    with _lock:
+        _previous, _current, _position = _current, [], 0
+        _step += 1
+        _step_slots = {}
 
 
 def reset() -> None:
     """Forget both paths (``ir_cache.reset()``, reuse switched off, a partial step)."""
     global _previous, _current, _position, _step, _step_slots
-    _previous, _current, _position = [], [], 0
-    _step += 1
-    _step_slots = {}
+    with _lock:
+        _previous, _current, _position = [], [], 0
+        _step += 1
+        _step_slots = {}
