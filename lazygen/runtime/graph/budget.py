@@ -12,7 +12,8 @@ behaviour, never silent unbounded compiling:
   (sizes become graph inputs from the next traced op on), and the structure may compile
   one more graph, one for all sizes (``graph/dynamic.py``);
 * every other graph of the structure runs op by op, uncompiled (``graph/eager.py``),
-  counted as ``EagerGraphRun`` (a changing int attribute, a backend compiling per size).
+  counted as ``EagerGraphRun`` (a changing int attribute, a lowering that reads sizes, a
+  backend that is not size-generic).
 
 Within the budget, the budget also drives automatic dynamic shapes: a graph whose
 size-generic key was compiled before for other sizes compiles for all sizes.

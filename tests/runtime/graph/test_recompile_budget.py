@@ -46,7 +46,7 @@ def by_size(n, device):
     return (x.view(3, n) * 2).sum(dim=1)
 
 
-def _topk(k, device):
+def by_k(k, device):
     x = torch.arange(24, dtype=torch.float32).reshape(3, 8).to(device)
     return torch.topk(x * 1.5, k, dim=1)[0]
 
@@ -66,7 +66,7 @@ def test_past_the_limit_sizes_become_inputs(limit):
 
 def test_past_the_limit_a_changing_attribute_runs_uncompiled(limit):
     metrics = limit(2)
-    caught = run_and_compare(_topk, [1, 2, 3, 4, 5, 6, 3])
+    caught = run_and_compare(by_k, [1, 2, 3, 4, 5, 6, 3])
     assert len(caught) == 1
     assert metrics.counter_value("UncachedCompile") == 2
     assert metrics.counter_value("EagerGraphRun") == 5
@@ -76,7 +76,7 @@ def test_past_the_limit_a_changing_attribute_runs_uncompiled(limit):
 
 def test_limit_zero_means_no_limit(limit):
     metrics = limit(0)
-    assert not run_and_compare(_topk, [1, 2, 3, 4, 5])
+    assert not run_and_compare(by_k, [1, 2, 3, 4, 5])
     assert metrics.counter_value("UncachedCompile") == 5
     assert not metrics.counter_value("EagerGraphRun")
 
