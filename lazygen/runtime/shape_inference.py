@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from . import state
+from .errors import LazygenRuntimeError
 from .ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
 from .state import settings
 from .tensor import LazyTensor
@@ -140,7 +141,7 @@ def _check_same_dtype(op, args, kwargs) -> None:
     ]
     if len(set(dtypes)) > 1:
         listed = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
-        raise RuntimeError(
+        raise LazygenRuntimeError(
             f"lazygen: {op._schema.name} needs tensors of one dtype, as in eager, but got "
             f"{listed}; convert them first (e.g. model.to(dtype) or x.to(weight.dtype))"
         )
