@@ -1,14 +1,23 @@
-"""torch.compile(backend="lazygen") next to eager and torch.compile's own inductor.
+"""torch.compile(backend="lazygen") next to eager and torch.compile's own Inductor.
 
-    python bench/compile_backend.py [--steps 60] [--impls eager,lazygen-torchscript,inductor]
+    python bench/compile_backend.py [--steps 30] [--workloads mlp_sgd,gpt2,...]
+                                    [--impls eager,lazygen-torchscript,lazygen-inductor,inductor]
 
-Workloads (the whole training step compiled, loss read every step):
-* ``mlp``: MLP 784-256-10, batch 64, Adam;
-* ``decoder``: 2-layer TransformerDecoder (d=16, 4 heads, ff 32), batch 3x6, AdamW.
+The whole training step is compiled (``zero_grad``, forward, ``loss.backward()``,
+``optimizer.step()``), the loss read every step. Workloads: the real-loop workloads of
+``bench/_real_workloads.py`` (decoder_adamw, resnet_sgd, lstm_adam, mlp_sgd, mlp_adam) and
+the transformers models of the test suite's zoo (``tests/models/zoo.py``: gpt2, llama, t5,
+bert; small configs, batch 2 x 8, AdamW), skipped when transformers is not installed.
 
-Each (workload, implementation) runs in a fresh process. Reported: the first step (Dynamo,
-aot_autograd, capture and compile) and the median of the steps after the third. Target:
-steady state <= 1.2x eager with lazygen's TorchScript backend.
+Implementations: ``eager``; ``lazygen-<backend>`` (``torch.compile(step, backend="lazygen",
+options={"backend": <backend>})``); ``inductor`` (``torch.compile(step)``). Each (workload,
+implementation) runs in a fresh process, 1 thread, with empty Inductor caches
+(``TORCHINDUCTOR_CACHE_DIR`` a new directory; ``--warm-cache`` keeps the user's). Reported: the first step (Dynamo,
+aot_autograd, capture and compile) and the median of the steps after the fifth, with
+ratios against eager and against Inductor measured in the same run, and their geometric
+means over the workloads every implementation ran. Goals (issue #27): first step at most
+1/5 of Inductor's; steady step at most eager's with TorchScript, at most Inductor's with
+lazygen's inductor backend.
 """
 
 from __future__ import annotations
@@ -16,43 +25,57 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
+import _real_workloads
 import torch
 
-WORKLOADS = ("mlp", "decoder")
+ROOT = Path(__file__).resolve().parents[1]
+REAL = tuple(_real_workloads.WORKLOADS)
+TRANSFORMERS = ("gpt2", "llama", "t5", "bert")
+WORKLOADS = REAL + TRANSFORMERS
 IMPLS = ("eager", "lazygen-torchscript", "lazygen-inductor", "inductor")
+WARMUP = 5  # steps left out of the steady median (first captures, optimizer state)
 
 
-def _workload(name: str):
-    torch.manual_seed(0)
-    if name == "mlp":
-        model = torch.nn.Sequential(
-            torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
-        )
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
-
-        def loss_fn():
-            return torch.nn.functional.cross_entropy(model(x), y)
-
-    else:
-        layer = torch.nn.TransformerDecoderLayer(16, 4, 32, batch_first=True)
-        model = torch.nn.TransformerDecoder(layer, 2)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        x, memory = torch.randn(3, 6, 16), torch.randn(3, 6, 16)
-
-        def loss_fn():
-            return model(x, memory).pow(2).mean()
+def _real_step(name: str):
+    model, inputs, loss_fn, make_optimizer = _real_workloads.WORKLOADS[name]()
+    optimizer = make_optimizer(model.parameters())
 
     def step():
-        opt.zero_grad()
-        loss = loss_fn()
+        optimizer.zero_grad()
+        loss = loss_fn(model, inputs)
         loss.backward()
-        opt.step()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def _transformers_step(name: str):
+    """A model of the test suite's zoo (one definition of the small configs)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.models.zoo import MODELS
+
+    torch.manual_seed(0)
+    model = MODELS[name].build()
+    model.train()
+    batch = MODELS[name].batch(torch.Generator().manual_seed(1))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step():
+        optimizer.zero_grad()
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
         return loss
 
     return step
@@ -60,42 +83,59 @@ def _workload(name: str):
 
 def run_one(workload: str, impl: str, steps: int) -> dict:
     torch.set_num_threads(1)
-    step = _workload(workload)
+    step = _transformers_step(workload) if workload in TRANSFORMERS else _real_step(workload)
     if impl.startswith("lazygen-"):
         step = torch.compile(step, backend="lazygen", options={"backend": impl[8:]})
     elif impl == "inductor":
         step = torch.compile(step)
+    elif impl != "eager":
+        raise SystemExit(f"unknown implementation {impl!r}: choose from {', '.join(IMPLS)}")
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         step().item()
         times.append(time.perf_counter() - start)
-    result = {"first_s": times[0], "steady_ms": statistics.median(times[3:]) * 1e3}
+    result = {"first_s": times[0], "steady_ms": statistics.median(times[WARMUP:]) * 1e3}
     if impl.startswith("lazygen-"):
         import lazygen.runtime as lr
 
-        result["captures"] = lr.metrics.counter_value("DynamoCapture") or 0
-        result["eager_graphs"] = lr.metrics.counter_value("DynamoEagerGraph") or 0
+        counters = lr.metrics.counters()
+        result["captures"] = counters.get("DynamoCapture", 0)
+        result["eager_graphs"] = counters.get("DynamoEagerGraph", 0)
+        result["graph_runs_per_step"] = counters.get("DynamoGraphRun", 0) / steps
     return result
 
 
-def _available(impl: str) -> bool:
-    """lazygen backends whose module is not in this build (inductor, on some branches) are
-    reported as missing rather than as failures."""
-    if not impl.startswith("lazygen-"):
-        return True
-    from lazygen.runtime.backends import BUILTIN
+def _available(workload: str, impl: str) -> str | None:
+    """Why (workload, impl) cannot run here, or None."""
+    if workload in TRANSFORMERS and importlib.util.find_spec("transformers") is None:
+        return "transformers is not installed"
+    if impl.startswith("lazygen-"):
+        from lazygen.runtime.backends import BUILTIN
 
-    target = BUILTIN.get(impl[8:])
-    return target is None or importlib.util.find_spec(target.partition(":")[0]) is not None
+        target = BUILTIN.get(impl[8:])
+        if target is not None and importlib.util.find_spec(target.partition(":")[0]) is None:
+            return "backend not in this build"
+    return None
 
 
-def _child(workload: str, impl: str, steps: int) -> dict | None:
-    if not _available(impl):
-        print(f"  {workload} {impl}: backend not in this build, skipped", file=sys.stderr)
+def _child(workload: str, impl: str, steps: int, timeout: float, cold: bool) -> dict | None:
+    why = _available(workload, impl)
+    if why is not None:
+        print(f"  {workload} {impl}: skipped ({why})", file=sys.stderr)
         return None
     cmd = [sys.executable, __file__, "--child", workload, impl, "--steps", str(steps)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if cold:  # Inductor's on-disk caches: empty, as for a model compiled the first time
+        env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile_backend_")
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        print(f"  {workload} {impl}: over {timeout:.0f} s, left out", file=sys.stderr)
+        return None
+    finally:
+        if cold:
+            shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["?"])[-1]
         print(f"  {workload} {impl}: failed ({tail})", file=sys.stderr)
@@ -103,32 +143,79 @@ def _child(workload: str, impl: str, steps: int) -> dict | None:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def _ratio(value: float | None, anchor: float | None) -> str:
+    return f"{value / anchor:.2f}x" if value and anchor else "-"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--impls", default="eager,lazygen-torchscript,lazygen-inductor,inductor")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per process")
+    parser.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="keep Inductor's on-disk caches (default: each process starts with empty ones)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "IMPL"))
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_one(*args.child, args.steps)))
         return
-    print(f"compile_backend: {args.steps} steps, 1 thread; steady = median of steps 4..")
-    print(f"{'workload':9} {'impl':21} {'first step':>11} {'steady':>11} {'vs eager':>9}  notes")
+    impls = args.impls.split(",")
+    print(
+        f"compile_backend: whole step compiled, {args.steps} steps, 1 thread; "
+        f"steady = median of steps {WARMUP + 1}..{args.steps}; Inductor caches "
+        f"{'kept' if args.warm_cache else 'empty in each process'}\n"
+    )
+    print(
+        "| workload | impl | first step | vs inductor | steady | vs eager | vs inductor | notes |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    table: dict[str, dict[str, dict]] = {}
     for workload in args.workloads.split(","):
-        results = {impl: _child(workload, impl, args.steps) for impl in args.impls.split(",")}
+        results = {
+            impl: _child(workload, impl, args.steps, args.timeout, not args.warm_cache)
+            for impl in impls
+        }
+        table[workload] = {k: v for k, v in results.items() if v is not None}
         eager = (results.get("eager") or {}).get("steady_ms")
+        inductor = results.get("inductor") or {}
         for impl, r in results.items():
             if r is None:
                 continue
-            ratio = f"{r['steady_ms'] / eager:.2f}x" if eager else "-"
             notes = ""
             if "captures" in r:
-                notes = f"{r['captures']} captures, {r['eager_graphs']} eager graphs"
+                notes = (
+                    f"{r['captures']} captures, {r['graph_runs_per_step']:.0f} graphs/step, "
+                    f"{r['eager_graphs']} eager graphs"
+                )
             print(
-                f"{workload:9} {impl:21} {r['first_s']:>9.2f} s {r['steady_ms']:>8.2f} ms "
-                f"{ratio:>9}  {notes}"
+                f"| {workload} | {impl} | {r['first_s']:.2f} s "
+                f"| {_ratio(r['first_s'], inductor.get('first_s'))} "
+                f"| {r['steady_ms']:.2f} ms | {_ratio(r['steady_ms'], eager)} "
+                f"| {_ratio(r['steady_ms'], inductor.get('steady_ms'))} | {notes} |",
+                flush=True,
             )
+    complete = [w for w, r in table.items() if all(i in r for i in impls)]
+    print(f"\ngeometric means over {len(complete)} workloads run by every implementation:")
+    for impl in impls:
+        parts = []
+        for anchor, key, label in (
+            ("inductor", "first_s", "first step vs inductor"),
+            ("eager", "steady_ms", "steady vs eager"),
+            ("inductor", "steady_ms", "steady vs inductor"),
+        ):
+            if anchor in impls and impl != anchor:
+                mean = _geomean([table[w][impl][key] / table[w][anchor][key] for w in complete])
+                parts.append(f"{label} {mean:.2f}x")
+        if parts:
+            print(f"  {impl}: {', '.join(parts)}")
 
 
 if __name__ == "__main__":

@@ -115,11 +115,13 @@ def test_view_copy_is_lowered_as_reshape_and_compiles_for_strided_inputs():
     torch.testing.assert_close(got, torch.ops.aten.view_copy.default(strided, [12, 6, 4]))
 
 
-def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics):
+def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):
     """``constant_pad_nd``'s lowering converts its pad value to a number: a scalar input
     (an unbacked symbol) makes it raise "Cannot convert symbols to int" rather than a
     data-dependent error; that scalar is compiled in like the others (Llama pads its int64
-    attention mask so under ``torch.compile``)."""
+    attention mask so under ``torch.compile``). Empty Inductor caches: the scalars found
+    to need fixing are remembered there, and this compile must find it."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     mask = torch.ones(2, 8, dtype=torch.int64)
     got = torch.nn.functional.pad(mask.to(INDUCTOR), (0, 1), value=0)
     lr.mark_step()
