@@ -15,6 +15,7 @@ from support.training import compare_training
 import lazygen.runtime as lr
 from lazygen.runtime import devices
 from lazygen.runtime.backends.inductor import backend as inductor_backend
+from lazygen.runtime.backends.inductor import compile as compile_module
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
 from lazygen.runtime.backends.inductor.context import INDUCTOR_LOWERINGS, FXLoweringContext
 
@@ -115,11 +116,13 @@ def test_view_copy_is_lowered_as_reshape_and_compiles_for_strided_inputs():
     torch.testing.assert_close(got, torch.ops.aten.view_copy.default(strided, [12, 6, 4]))
 
 
-def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics):
+def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):
     """``constant_pad_nd``'s lowering converts its pad value to a number: a scalar input
     (an unbacked symbol) makes it raise "Cannot convert symbols to int" rather than a
     data-dependent error; that scalar is compiled in like the others (Llama pads its int64
-    attention mask so under ``torch.compile``)."""
+    attention mask so under ``torch.compile``). The scalars to fix are remembered next to
+    Inductor's cache: an empty file here, or an earlier run's would skip the failed trace."""
+    monkeypatch.setattr(compile_module, "_fixed_path", lambda: str(tmp_path / "fixed.json"))
     mask = torch.ones(2, 8, dtype=torch.int64)
     got = torch.nn.functional.pad(mask.to(INDUCTOR), (0, 1), value=0)
     lr.mark_step()
