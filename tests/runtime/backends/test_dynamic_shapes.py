@@ -3,8 +3,11 @@ TorchScript cases: tests/runtime/graph/test_dynamic_shapes.py, test_recompile_bu
 
 from __future__ import annotations
 
+import torch
+
 import lazygen.runtime as lr
 from lazygen.runtime import executor
+from lazygen.runtime.backends.inductor import compile as compile_module
 from runtime.graph.test_dynamic_shapes import check_transformer_over_24_lengths
 from runtime.graph.test_recompile_budget import by_k, by_size, run_and_compare
 
@@ -33,17 +36,73 @@ def _past_a_limit_of_one(make, values, metrics):
     assert metrics.counter_value("EagerGraphRun") == len(values) - 1
 
 
-def test_inductor_compiles_per_size_and_the_budget_bounds_it(fresh_metrics):
-    """Inductor specialises its code to sizes (``size_generic`` is False): each size is a
-    compile, even with dynamic shapes on; past the budget graphs run uncompiled, right."""
+def test_inductor_transformer_over_24_lengths_compiles_at_most_8_graphs(fresh_metrics):
+    """Inductor compiles a graph for all sizes with symbolic sizes; a size its guards
+    reject (a size of 1, sizes that were equal) compiles a variant, counted too."""
     lr.config.set_dynamic_shapes(True)
     try:
-        _past_a_limit_of_one(by_size, [4, 5, 6], fresh_metrics)
+        with index_zero_on("inductor"):
+            check_transformer_over_24_lengths()
     finally:
         lr.config.set_dynamic_shapes(False)
-    assert not fresh_metrics.counter_value("DynamicCompile")
+    variants = fresh_metrics.counter_value("InductorRecompile") or 0
+    assert fresh_metrics.counter_value("UncachedCompile") + variants <= 8
+
+
+def test_inductor_guards_compile_a_variant_for_a_size_they_reject(fresh_metrics):
+    """A size of 1 is specialised by Inductor's tracing (broadcasting decides on it): the
+    graph compiled for all sizes does not serve it, another variant does, right."""
+    executor.clear_compile_cache()
+    lr.config.set_dynamic_shapes(True)
+    try:
+        for n in (3, 5, 1, 7):
+            x = torch.arange(n * 4, dtype=torch.float32).reshape(n, 4)
+            expected = (x.view(2 * n, 2) * 2).sum(0)
+            got = (x.to(INDUCTOR).view(2 * n, 2) * 2).sum(0).cpu()
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    finally:
+        lr.config.set_dynamic_shapes(False)
+    assert fresh_metrics.counter_value("DynamicCompile") == 1
+    assert fresh_metrics.counter_value("InductorRecompile") == 1  # n = 1
+    assert fresh_metrics.counter_value("DynamicShapeReuse") == 2  # n = 1 and 7
+
+
+def test_inductor_past_the_limit_a_changing_size_compiles_for_all_sizes(fresh_metrics):
+    """Past the budget, sizes that change force dynamic shapes: one compile for all
+    sizes on Inductor too, not a run op by op."""
+    executor.clear_compile_cache()
+    previous = lr.config.get_recompile_limit()
+    lr.config.set_recompile_limit(1)
+    try:
+        caught = run_and_compare(by_size, [4, 5, 6, 7], INDUCTOR)
+    finally:
+        lr.config.set_recompile_limit(previous)
+        lr.config.set_dynamic_shapes(False)
+    assert len(caught) == 1
+    assert fresh_metrics.counter_value("DynamicCompile") == 1
 
 
 def test_inductor_past_the_limit_a_changing_attribute_runs_uncompiled(fresh_metrics):
     _past_a_limit_of_one(by_k, [1, 2, 3], fresh_metrics)
     assert not lr.config.get_dynamic_shapes()  # not a size change: dynamic shapes stay off
+
+
+def test_inductor_compiles_for_its_own_sizes_when_it_cannot_for_all(monkeypatch, fresh_metrics):
+    """A graph Inductor fails to compile with symbolic sizes is compiled for the sizes of
+    the call, and guarded by them: other sizes compile another variant, right."""
+
+    def symbolic_fails(module, inputs):
+        raise RuntimeError("cannot compile this for all sizes")
+
+    monkeypatch.setattr(compile_module, "compile_for_all_sizes", symbolic_fails)
+    executor.clear_compile_cache()
+    lr.config.set_dynamic_shapes(True)
+    try:
+        for n in (3, 5, 6, 5):
+            x = torch.arange(n * 4, dtype=torch.float32).reshape(n, 4)
+            got = (x.to(INDUCTOR).view(2 * n, 2) * 2).sum(0).cpu()
+            torch.testing.assert_close(got, (x.view(2 * n, 2) * 2).sum(0), rtol=0, atol=0)
+    finally:
+        lr.config.set_dynamic_shapes(False)
+    assert fresh_metrics.counter_value("InductorStaticFallback") == 2  # n = 5, then 6
+    assert fresh_metrics.counter_value("InductorRecompile") == 1  # n = 6; 5 again reuses

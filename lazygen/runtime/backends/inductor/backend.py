@@ -20,9 +20,14 @@ import torch.fx
 from ... import metrics
 from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
+from ...graph.dynamic import HiddenSizes
 from ...ir import Node, Value
 from .compile import CompiledGraph
 from .context import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
+
+
+def _hides_sizes(node: Node) -> bool:
+    return any(s is not None and type(s.sizes) is HiddenSizes for s in node.shapes)
 
 
 class FxExecutable:
@@ -124,8 +129,9 @@ class InductorBackend(FxBackend):
     Inductor's on-disk cache); lazygen compiles each graph key once."""
 
     name = "inductor"
-    #: Inductor specialises the code it generates to the example inputs' sizes.
-    size_generic = False
+    #: A graph compiled for all sizes is compiled with symbolic sizes, guarded
+    #: (``CompiledGraph``).
+    size_generic = True
 
     def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
         super().__init__(INDUCTOR_LOWERINGS | dict(op_lowerings or {}))
@@ -135,6 +141,10 @@ class InductorBackend(FxBackend):
         if ctx.has_generators:
             metrics.count("InductorUncompiledRandomGraph")
             return FxExecutable(module, module, compiled=False)
+        if any(_hides_sizes(node) for node in order):
+            # Compiled for all sizes: from the sizes of its first call (the executor
+            # compiles it from a copy of the graph whose inputs hold no data).
+            return FxExecutable(module, CompiledGraph(module, None, dynamic=True), compiled=True)
         inputs = [node.materialize() for node in ctx.parameters]
         run = CompiledGraph(module, inputs)
         return FxExecutable(module, run, compiled=True)

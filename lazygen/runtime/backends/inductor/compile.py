@@ -14,6 +14,17 @@ structural constants (``alpha=1``, ``beta=1``, a momentum), while values that ch
 step (Adam's bias corrections, a scheduled lr) flow into arithmetic and stay runtime inputs:
 ``tests/runtime/backends/test_inductor_backend.py`` counts one compile for changing scalars.
 
+Sizes. A graph the executor compiles for all sizes (``graph/dynamic.py``) is compiled
+with symbolic sizes (``compile_for_all_sizes``): its tensor inputs' sizes and its size
+inputs (the entries of size lists, fed as ints, not 0-dim tensors) are *backed* symbols of
+one ``ShapeEnv``, whose values at the first call are their hints. Tracing may decide on a
+size (a size of 1 broadcasts, two equal sizes become one symbol, a view's sizes must
+multiply to its input's); each decision is a guard of the shape env, and the guards are
+checked on every call with the call's sizes: a call they reject compiles another variant
+(``InductorRecompile``, at most ``MAX_VARIANTS`` kept). Scalars read as numbers stay
+unbacked, as above. Unlike ``torch.compile(dynamic=True)`` on the same GraphModule (tried
+first), nothing read from an input is compiled in without a guard.
+
 Caching. Inductor's FX graph cache (on by default, under ``TORCHINDUCTOR_CACHE_DIR``,
 default ``/tmp/torchinductor_<user>``) keys compiled code by graph and input metadata, so
 a second process compiling the same lazy graph loads it from disk. lazygen's compile cache
@@ -23,6 +34,7 @@ keeps the ``CompiledGraph`` per backend in memory.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -33,14 +45,21 @@ from collections.abc import Callable
 import torch
 import torch.fx
 from torch._subclasses import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import (
+    SYMPY_INTERP,
+    DimDynamic,
+    ShapeEnv,
+    StatelessSymbolicContext,
+)
 
 from ... import metrics
 from ...state import log
+from .context import READ_AS_SIZE
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
-#: Variants of one graph kept for different values of its fixed scalars.
+#: Variants of one graph kept (for other values of its fixed scalars, or for sizes its
+#: guards rejected).
 MAX_VARIANTS = 16
 
 
@@ -48,36 +67,50 @@ class CompiledGraph:
     """Inductor's code for one lazy graph: ``graph(*inputs)`` returns a tuple of results.
 
     ``fixed`` are the indices of scalar inputs whose values are compiled in (see the module
-    docstring); one compiled variant per tuple of their values."""
+    docstring); compiled variants are kept per tuple of their values.
 
-    def __init__(self, module: torch.fx.GraphModule, inputs: list) -> None:
-        self.module = module
-        self._scalar_inputs = _scalar_inputs(module)
-        self._key = hashlib.sha256(module.code.encode()).hexdigest()
+    With ``dynamic``, the graph is compiled for all sizes: its tensor inputs' sizes are
+    symbols, and its size inputs (scalars read as a ``SymInt``) are fed as ints and are
+    symbols too (``compile_for_all_sizes``). Such a graph is compiled at its first call,
+    from those inputs' sizes (the executor compiles it from a copy whose sizes are
+    hidden). Each variant has the guards Inductor's tracing put on the sizes; a call whose
+    sizes fail every variant's guards compiles another (``InductorRecompile``)."""
+
+    def __init__(self, module: torch.fx.GraphModule, inputs: list | None, dynamic=False) -> None:
+        self.sizes: tuple[int, ...] = _size_inputs(module) if dynamic else ()
+        self.module = _sizes_as_ints(module, self.sizes) if self.sizes else module
+        self.dynamic = dynamic
+        self._scalar_inputs = _scalar_inputs(self.module)
+        self._key = hashlib.sha256(self.module.code.encode()).hexdigest()
         remembered = _remembered_fixed().get(self._key, ())
         scalars = set(self._scalar_inputs.values())
         self.fixed: tuple[int, ...] = tuple(i for i in remembered if i in scalars)
-        self.variants: dict[tuple, Callable] = {}
-        self._compile_first(inputs)
-        if self.fixed:
-            _remember_fixed(self._key, self.fixed)
+        self.variants: dict[tuple, list[tuple[Callable | None, Callable]]] = {}
+        self._count = 0
+        if not dynamic:
+            self._compile_fixing(inputs)
 
     def __call__(self, *inputs):
+        if self.sizes:
+            inputs = list(inputs)
+            for i in self.sizes:
+                inputs[i] = inputs[i].item()
         key = tuple([inputs[i].item() for i in self.fixed])
-        compiled = self.variants.get(key)
-        if compiled is None:
+        for guard, compiled in self.variants.get(key, ()):
+            if guard is None or guard(inputs):
+                return compiled(*inputs)
+        if self._count:
             metrics.count("InductorRecompile")
-            compiled = self._compile(inputs, key)
-        return compiled(*inputs)
+        return self._compile_fixing(inputs)(*inputs)
 
-    def _compile_first(self, inputs: list) -> None:
+    def _compile_fixing(self, inputs: list) -> Callable:
         """Compile; while tracing stops at a value-dependent branch, fix the scalars that
         branch reads and try again."""
         while True:
             key = tuple([inputs[i].item() for i in self.fixed])
             try:
-                self._compile(inputs, key)
-                return
+                compiled = self._compile(inputs, key)
+                break
             except Exception as error:
                 if not _is_data_dependent(error):
                     raise
@@ -89,13 +122,35 @@ class CompiledGraph:
                 metrics.count("InductorFixedScalar", len(culprits))
                 log(2, f"inductor: fixing scalar inputs {sorted(culprits)}: {_first_line(error)}")
                 self.fixed = tuple(sorted(set(self.fixed) | culprits))
+        if self.fixed:
+            _remember_fixed(self._key, self.fixed)
+        return compiled
 
     def _compile(self, inputs: list, key: tuple) -> Callable:
         module = _with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
-        compiled = compile_graph_module(module, list(inputs))
-        if len(self.variants) >= MAX_VARIANTS:
-            self.variants.pop(next(iter(self.variants)))
-        self.variants[key] = compiled
+        if not self.dynamic:
+            compiled, guard = compile_graph_module(module, list(inputs)), None
+        else:
+            try:
+                compiled, guard = compile_for_all_sizes(module, list(inputs))
+            except Exception as error:
+                if _is_data_dependent(error):
+                    raise
+                # Inductor could not compile it for all sizes: these sizes only, guarded so.
+                metrics.count("InductorStaticFallback")
+                log(1, f"inductor: graph compiled for its own sizes only: {_first_line(error)}")
+                # (a fresh copy: compile_fx takes ownership of the module it is given)
+                module = _with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
+                compiled = compile_graph_module(module, list(inputs))
+                guard = functools.partial(_same_sizes, _sizes_of(inputs))
+        if self._count >= MAX_VARIANTS:  # drop the oldest
+            oldest = next(iter(self.variants))
+            self.variants[oldest].pop(0)
+            if not self.variants[oldest]:
+                del self.variants[oldest]
+        else:
+            self._count += 1
+        self.variants.setdefault(key, []).append((guard, compiled))
         return compiled
 
     def _culprits(self, error: BaseException) -> set[int]:
@@ -125,10 +180,6 @@ class CompiledGraph:
 def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable:
     """Inductor's compiled form of ``module`` (a callable taking the graph inputs
     positionally and returning a tuple), traced with ``inputs`` as example inputs."""
-    # Imported when first compiling: torch._inductor is slow to import (about a second
-    # here), which the fx mode (same package) must not pay.
-    from torch._inductor.compile_fx import compile_fx
-
     fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
     # Static sizes: the graph key holds every shape, so a graph never sees others. Real
     # inputs given to a fake mode with a shape env would be fakified with symbolic (duck)
@@ -137,8 +188,112 @@ def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable
         fake_mode.from_tensor(t, static_shapes=True) if isinstance(t, torch.Tensor) else t
         for t in inputs
     ]
+    return _compile_fx(module, examples, fake_mode)
+
+
+def compile_for_all_sizes(
+    module: torch.fx.GraphModule, inputs: list
+) -> tuple[Callable, Callable[[list], bool] | None]:
+    """``module`` compiled with symbolic sizes, and the guard telling whether other inputs
+    may run it (None: any).
+
+    Every tensor size is a symbol of one ``ShapeEnv`` (backed: the example's value is its
+    hint), and so is every int input (a size list's entry), so Inductor can prove a view of
+    those sizes valid from the values. Where its tracing decides on a size (a size of 1,
+    two sizes equal, a view's product) the shape env records a guard; the guards on every
+    input are returned, to check on every call."""
+    from torch._dynamo.source import LocalSource  # slow to import, as torch._inductor
+
+    shape_env = ShapeEnv()
+    fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    # Named as produce_guards_expression names its placeholders.
+    examples = [
+        _symbolic(x, LocalSource(f"t{i}"), shape_env, fake_mode) for i, x in enumerate(inputs)
+    ]
+    compiled = _compile_fx(module, examples, fake_mode)
+    code = shape_env.produce_guards_expression(examples)
+    return compiled, None if code is None else SizeGuard(code, len(examples))
+
+
+class SizeGuard:
+    """``guard(inputs)``: whether ``inputs`` satisfy a shape env's guards, an expression
+    over ``L['t<i>']`` (``produce_guards_expression``), parsed once (the shape env's own
+    ``evaluate_guards_expression`` parses it on every call)."""
+
+    __slots__ = ("code", "_names", "_compiled")
+
+    def __init__(self, code: str, count: int) -> None:
+        self.code = code
+        self._names = [f"t{i}" for i in range(count)]
+        self._compiled = compile(code, "<lazygen size guards>", "eval")
+
+    def __call__(self, inputs) -> bool:
+        scope = {"L": dict(zip(self._names, inputs, strict=True))}
+        return bool(eval(self._compiled, SYMPY_INTERP, scope))  # noqa: S307 (shape env's own)
+
+
+def _compile_fx(module: torch.fx.GraphModule, examples: list, fake_mode) -> Callable:
+    # Imported when first compiling: torch._inductor is slow to import (about a second
+    # here), which the fx mode (same package) must not pay.
+    from torch._inductor.compile_fx import compile_fx
+
     with torch._guards.tracing(torch._guards.TracingContext(fake_mode)), torch.no_grad():
         return compile_fx(module, examples)
+
+
+def _symbolic(value, source, shape_env: ShapeEnv, fake_mode: FakeTensorMode):
+    """The example input of a graph compiled for all sizes: a tensor with symbolic sizes,
+    an int as a symbol (both guarded by ``source``)."""
+    if isinstance(value, torch.Tensor):
+        rank = value.dim()
+        if rank == 0:
+            # No source: the fake mode would make its number a backed (specialised) float
+            # symbol; a scalar read in the graph stays unbacked, as in a static graph.
+            return fake_mode.from_tensor(value, static_shapes=True)
+        context = StatelessSymbolicContext(
+            dynamic_sizes=[DimDynamic.DYNAMIC] * rank, constraint_sizes=[None] * rank
+        )
+        return fake_mode.from_tensor(value, source=source, symbolic_context=context)
+    if type(value) is int:  # may be -1 (``view``'s inferred size)
+        symbol = shape_env.create_symbol(value, source, DimDynamic.DYNAMIC, positive=None)
+        return shape_env.create_symintnode(symbol, hint=value, source=source)
+    return value
+
+
+def _sizes_of(inputs) -> tuple:
+    """What a graph compiled for one set of sizes holds of its inputs: tensor sizes and
+    strides, and the ints (sizes fed as ints are compiled in as constants)."""
+    return tuple(
+        (x.shape, x.stride()) if isinstance(x, torch.Tensor) else x if type(x) is int else None
+        for x in inputs
+    )
+
+
+def _same_sizes(sizes: tuple, inputs) -> bool:
+    return _sizes_of(inputs) == sizes
+
+
+def _size_inputs(module: torch.fx.GraphModule) -> tuple[int, ...]:
+    """Indices of the scalar inputs read only as sizes (``READ_AS_SIZE``)."""
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    return tuple(
+        i
+        for i, p in enumerate(placeholders)
+        if p.meta.get(READ_AS_SIZE) and p.users and all(u.target is _READ for u in p.users)
+    )
+
+
+def _sizes_as_ints(module: torch.fx.GraphModule, sizes: tuple[int, ...]):
+    """A copy of ``module`` taking the inputs ``sizes`` as ints, not 0-dim tensors read."""
+    graph = torch.fx.Graph()
+    result = graph.graph_copy(module.graph, {})
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for i in sizes:
+        for read in list(placeholders[i].users):
+            read.replace_all_uses_with(placeholders[i])
+            graph.erase_node(read)
+    graph.output(result)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
 def _scalar_inputs(module: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:

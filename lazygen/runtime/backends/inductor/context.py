@@ -28,6 +28,9 @@ from ...state import settings
 INPUT_KIND = "lazygen_input"
 #: ``meta`` key of a call node naming the IR node it was lowered from (error reports).
 IR_NODE = "lazygen_node"
+#: ``meta`` key of a scalar placeholder read as a ``SymInt`` (a size, a start): Inductor
+#: compiles a graph for all sizes with it as a size symbol (``compile.py``).
+READ_AS_SIZE = "lazygen_size"
 
 #: Ops whose one ``SymInt[]`` argument equals their result's sizes (once ``-1``s resolve).
 SIZE_IS_RESULT_SHAPE = frozenset({"view_copy", "expand_copy", "empty.memory_format"})
@@ -108,6 +111,7 @@ class FXLoweringContext(LoweringContext):
     def symint(self, v: Value) -> torch.fx.Node | int:
         if type(v.node) is SizeConstant:
             return self.values[v]  # its constant
+        self.values[v].meta[READ_AS_SIZE] = True
         return self.scalar(v)
 
     def symint_list(self, vs) -> list:
