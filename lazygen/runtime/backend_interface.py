@@ -125,12 +125,7 @@ class Backend(ABC):
         """Lower a post-ordered graph: its inputs become parameters in order, every other
         node goes through its ``lower()``, ``outputs`` become the results."""
         ctx = self.lowering_context(device)
-        for node in order:
-            if node.is_input:
-                ctx.add_parameter(node)
-            else:
-                ctx.lower_node(node)
-        ctx.set_graph_outputs(outputs)
+        ctx.lower_graph(order, outputs)
         return ctx
 
     @abstractmethod

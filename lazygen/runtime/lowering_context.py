@@ -141,6 +141,21 @@ class LoweringContext(ABC):
             raise LazyGraphError("lowering", node, error) from error
         self.set_outputs(node, outputs)
 
+    def lower_nodes(self, order: list[Node]) -> None:
+        """Lower a post-ordered graph's nodes: an input node becomes the next parameter
+        (``add_parameter``), every other node goes through ``lower_node``."""
+        for node in order:
+            if node.is_input:
+                self.add_parameter(node)
+            else:
+                self.lower_node(node)
+
+    def lower_graph(self, order: list[Node], outputs: list[Value]) -> None:
+        """Lower a whole post-ordered graph (``lower_nodes``) and make ``outputs`` its
+        results (``set_graph_outputs``)."""
+        self.lower_nodes(order)
+        self.set_graph_outputs(outputs)
+
     def set_outputs(self, node: Node, outputs) -> None:
         """Map ``node``'s outputs to the backend values its ``lower()`` returned, one per
         output; a count that differs from the node's shapes is a lowering error."""

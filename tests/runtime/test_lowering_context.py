@@ -78,12 +78,7 @@ def _lower(tensors) -> RecordingContext:
     outputs = [inner(t)._value for t in tensors]
     order, _ = post_order(outputs)
     ctx = RecordingContext()
-    for node in order:
-        if node.is_input:
-            ctx.add_parameter(node)
-        else:
-            ctx.lower_node(node)
-    ctx.set_graph_outputs(outputs)
+    ctx.lower_graph(order, outputs)
     return ctx
 
 

@@ -93,12 +93,7 @@ class EagerGraph:
     def run(self, inputs: list) -> list[torch.Tensor]:
         ctx = EagerContext(self.device, inputs)
         with torch.no_grad():
-            for node in self.order:
-                if node.is_input:
-                    ctx.add_parameter(node)
-                else:
-                    ctx.lower_node(node)
-            ctx.set_graph_outputs(self.outputs)
+            ctx.lower_graph(self.order, self.outputs)
         return ctx.results
 
     def describe(self) -> str:

@@ -91,11 +91,7 @@ class FxBackend(Backend):
         """Interpret the graph one FX node at a time: the IR node of the first that fails."""
         device = next((i.device for i in inputs if isinstance(i, torch.Tensor)), None)
         ctx = self.lowering_context(device)
-        for node in order:
-            if node.is_input:
-                ctx.add_parameter(node)
-            else:
-                ctx.lower_node(node)
+        ctx.lower_nodes(order)
         ctx.graph.output(())
         interpreter = _Locator(torch.fx.GraphModule(torch.nn.Module(), ctx.graph))
         with torch.no_grad():
