@@ -91,6 +91,15 @@ def _is_internal(frame) -> bool:
     return getattr(rt, "__name__", None) == "lazygen.runtime.kernel_support"
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called here that names the first frame of
+    the user's code (not torch's or lazygen's) among the callers; 1 when there is none."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and _is_internal(frame):
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 1
+
+
 def user_source() -> str | None:
     """``file:line`` of the innermost frame outside torch, lazygen and kernel modules."""
     frame = sys._getframe(1)

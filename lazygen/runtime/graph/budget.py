@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..ir import Node, Value
+from ..ir import Node, Value, user_stacklevel
 from ..state import settings
 
 
@@ -86,5 +86,5 @@ def warn_once(record: Structure, backend_name: str, forcing_dynamic: bool) -> No
         "LAZYGEN_DYNAMIC_SHAPES=1 or lazygen.runtime.mark_dynamic() for changing sizes, or "
         "raise the limit (lazygen.runtime.config.set_recompile_limit).",
         RecompileLimitWarning,
-        stacklevel=2,
+        stacklevel=user_stacklevel(),
     )

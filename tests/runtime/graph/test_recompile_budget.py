@@ -56,6 +56,7 @@ def test_past_the_limit_sizes_become_inputs(limit):
     caught = run_and_compare(by_size, range(4, 12))
     assert len(caught) == 1, caught  # once
     assert "LAZYGEN_RECOMPILE_LIMIT=3" in str(caught[0].message)
+    assert caught[0].filename == __file__  # the user's mark_step, not lazygen's executor
     # 3 for 3 sizes; the 4th size, traced with sizes as constants, runs uncompiled; then
     # sizes are inputs and one graph serves the rest.
     assert metrics.counter_value("UncachedCompile") == 4
