@@ -14,8 +14,6 @@ written back through functionalization (``functional=True``).
 
 from __future__ import annotations
 
-import threading
-
 import torch
 
 from . import executor
@@ -42,15 +40,6 @@ def _op_info(func):
         info = (schema.name, tuple(i for i, _ in positions), tuple(n for _, n in names))
         _info[func] = info
     return info
-
-
-def fallback_source() -> str | None:
-    """Where the user's code made the call: its ``file:line``, or ``backward`` for an op
-    that autograd's device thread runs (no user frame is on that thread's stack)."""
-    source = user_source()
-    if source is None and threading.current_thread() is not threading.main_thread():
-        return "backward (autograd's device thread)"
-    return source
 
 
 def _lazy_inner(obj) -> LazyTensor | None:
@@ -103,10 +92,10 @@ def eager_fallback(
     if lazy:
         device = lazy[0]._device
         cut = any(not t._value.node.is_input for t in lazy)
-        record_fallback(name, cut, fallback_source, name in HOST_READS, refused)
+        record_fallback(name, cut, user_source, name in HOST_READS, refused)
         executor.sync(lazy)
     else:
-        record_fallback(name, False, fallback_source, refused=refused)
+        record_fallback(name, False, user_source, refused=refused)
         device = device_from(kwargs.get("device"))
     eager_args = [_unwrap(a, device) for a in args]
     eager_kwargs = {k: _unwrap(v, device) for k, v in kwargs.items()}

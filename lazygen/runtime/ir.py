@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
+import threading
 from typing import NamedTuple
 
 import torch
@@ -100,13 +101,22 @@ def user_stacklevel() -> int:
     return level if frame is not None else 1
 
 
+#: The source of what autograd's device thread traces: a backward, with no user frame on
+#: that thread's stack.
+BACKWARD_SOURCE = "backward (autograd's device thread)"
+
+
 def user_source() -> str | None:
-    """``file:line`` of the innermost frame outside torch, lazygen and kernel modules."""
+    """``file:line`` of the innermost frame outside torch, lazygen and kernel modules;
+    ``BACKWARD_SOURCE`` on another thread with no such frame (autograd's device thread
+    runs the backward); None on the main thread with none."""
     frame = sys._getframe(1)
     while frame is not None:
         if not _is_internal(frame):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
+    if threading.current_thread() is not threading.main_thread():
+        return BACKWARD_SOURCE
     return None
 
 

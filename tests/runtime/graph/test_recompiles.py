@@ -43,6 +43,22 @@ def test_a_new_size_is_explained_naming_the_op_and_the_users_line(explaining, ca
     assert explaining.counter_value("Recompile_shape") == 1
 
 
+def test_a_backward_node_is_explained_as_the_backward(explaining, capsys):
+    """Autograd's device thread traces a backward with no user frame on its stack: its
+    nodes are said to come from the backward, not from "an unknown line"."""
+    w = torch.ones(8, 4, device=DEVICE, requires_grad=True)
+    for n in (3, 5):
+        x = torch.ones(n, 8, device=DEVICE)
+        loss = (x @ w).sum()
+        lr.mark_step()  # the forward alone: the backward's graph starts at x
+        loss.backward()
+        lr.mark_step()
+        w.grad = None
+    err = capsys.readouterr().err
+    assert "backward (autograd's device thread)" in err, err
+    assert "an unknown line" not in err, err
+
+
 def test_a_changed_python_value_is_an_attribute_recompile(explaining, capsys):
     w = torch.randn(4, 6, device=DEVICE)
     lr.mark_step()
