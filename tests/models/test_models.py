@@ -115,7 +115,9 @@ def test_model_trains_as_eager(name: str, mode: str) -> None:
     counters = result["counters"]
     if mode != "compile":
         compiles = result["compiles"]  # cumulative, per step
-        assert compiles[-1] == compiles[-2], f"{name}: compiles after each step {compiles}"
+        recompiled = compiles[-1] - compiles[-2]
+        expected = spec.graphs_sized_by_data if mode == "lazy" else 0
+        assert recompiled <= expected, f"{name}: compiles after each step {compiles}"
     else:
         captures = result["captures"]
         assert captures[-1] == captures[-2], f"{name}: captures after each step {captures}"

@@ -31,6 +31,7 @@ from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` name
     new_empty_strided,
 )
 from ..ops.device_copies import detach_copy as device_detach_copy
+from ..ops.histc import integer_histc_first
 from ..ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` names them)
     _thnn_fused_gru_cell,
     _thnn_fused_gru_cell_backward,
@@ -140,6 +141,8 @@ WRAPPERS = {
     aten.native_batch_norm.default: with_running_stats_update,
     aten.detach_copy.default: detach_shares_the_value,
     aten.view_copy.default: identity_view_shares_the_value,
+    # CPU kernels have no integer histc; CUDA's has (see ops.histc).
+    aten.histc.default: integer_histc_first,
 }
 
 

@@ -5,7 +5,8 @@ scaled dot-product attention, and the recurrent layers (LSTM, GRU and their fuse
 They sit beside the backend-neutral core, not in it: the core (IR, executor, dispatch)
 knows no op. Their nodes lower through ``LoweringContext`` only. ``kernel_tables()`` hands
 them to ``init()`` as one ``KernelTables``, installed ahead of the backend's own tables,
-which may replace any of them.
+which may replace any of them. ``histc`` (integer ``histc`` with CUDA's semantics) is not
+in the tables: an op list wraps its own ``histc`` kernel with it (``builtin`` does).
 """
 
 from __future__ import annotations
