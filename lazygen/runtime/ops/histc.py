@@ -28,6 +28,7 @@ import torch
 
 from .. import kernel_support as rt
 from ..dispatch import call
+from ..errors import LazygenRuntimeError
 from ..tensor import LazyTensor, from_data
 
 aten = torch.ops.aten
@@ -46,7 +47,7 @@ def _bound(value) -> int:
     if isinstance(value, torch.Tensor):
         value = value.item()
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        raise RuntimeError(f"histc: range bound {value} is not finite")
+        raise LazygenRuntimeError(f"histc: range bound {value} is not finite")
     return int(value)
 
 
@@ -62,7 +63,7 @@ def _data_range(values: LazyTensor):
 def integer_histc(self: LazyTensor, bins: int = 100, min=0, max=0) -> LazyTensor:
     """``histc`` of an integer lazy tensor (see the module docstring)."""
     if bins <= 0:
-        raise RuntimeError("histc: bins must be > 0")
+        raise LazygenRuntimeError("histc: bins must be > 0")
     rt.count("lazy::histc.integer")
     device = rt.device_of(self)
     values = call(aten._to_copy.default, self, dtype=_INT64)
@@ -74,7 +75,9 @@ def integer_histc(self: LazyTensor, bins: int = 100, min=0, max=0) -> LazyTensor
         if low == high:
             low, high = low - 1, high + 1
         if low > high:
-            raise RuntimeError(f"histc: max must be larger than min (got min={min}, max={max})")
+            raise LazygenRuntimeError(
+                f"histc: max must be larger than min (got min={min}, max={max})"
+            )
         low = from_data(torch.tensor(low, dtype=_INT64), device)
         high = from_data(torch.tensor(high, dtype=_INT64), device)
     inside = call(
