@@ -49,30 +49,6 @@ def call_shape_function(fn, *args, **kwargs) -> tuple[Shape, ...]:
     )
 
 
-def _operand_hash(operand) -> int:
-    if type(operand) is Value:
-        return operand.node._hash + operand.index
-    if operand is None:
-        return 0
-    return hash(tuple(_operand_hash(o) for o in operand))
-
-
-def _compute_hashes(root: Node) -> int:
-    """Hash ``root`` and every operand not hashed yet, operands first (no recursion: chains
-    of IR are as deep as the program that traced them)."""
-    stack = [root]
-    while stack:
-        node = stack[-1]
-        missing = [v.node for v in node.inputs() if v.node._hash is None]
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
-        if node._hash is None:
-            node._hash = node._own_hash()
-    return root._hash
-
-
 _SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
 
 
@@ -123,7 +99,7 @@ def user_source() -> str | None:
 class Node:
     """Base of every IR node; generated subclasses set ``op_kind``, ``op_name``, ``schema``."""
 
-    __slots__ = ("operands", "attrs", "shapes", "_hash", "source", "__weakref__")
+    __slots__ = ("operands", "attrs", "shapes", "source", "__weakref__")
     op_kind: str = ""
     op_name: str = ""
     schema: str = ""
@@ -134,18 +110,7 @@ class Node:
         self.operands = operands
         self.attrs = attrs
         self.shapes = shapes
-        self._hash = None  # computed when first asked for (IR reuse), off the hot path
         self.source = user_source() if settings.record_source else None
-
-    @property
-    def hash(self) -> int:
-        """Node hash: class, attrs, shapes and operand hashes (never data values)."""
-        value = self._hash
-        return value if value is not None else _compute_hashes(self)
-
-    def _own_hash(self) -> int:
-        operands = tuple(map(_operand_hash, self.operands))
-        return hash((type(self).__qualname__, self.attrs, self.shapes, operands))
 
     def lower(self, ctx) -> list:
         raise NotImplementedError(f"{type(self).__name__} ({self.op_name}) has no lowering")
@@ -169,7 +134,6 @@ class Node:
         else:
             clone = copy.copy(self)
         clone.operands = operands
-        clone._hash = None
         return clone
 
     def inputs(self) -> list[Value]:
@@ -219,7 +183,6 @@ class DeviceData(Node):
         self._data = data
         self._launch = launch
         self.shapes = (shape if data is None else Shape(data.dtype, tuple(data.shape)),)
-        self._hash = None
         self.source = None
 
     @classmethod
@@ -249,9 +212,6 @@ class DeviceData(Node):
     def deliver(self, data: torch.Tensor) -> None:
         self._data = data
         self._launch = None
-
-    def _own_hash(self) -> int:
-        return hash(("DeviceData", self.shapes))
 
     def materialize(self) -> torch.Tensor:
         return self.data
@@ -291,10 +251,6 @@ class ScalarData(Node):
         self.value = value
         self.device = device
         self.shapes = scalar_shapes(dtype)
-        self._hash = None
-
-    def _own_hash(self) -> int:
-        return hash(("ScalarData", self.shapes[0].dtype))
 
     @property
     def data(self) -> torch.Tensor:

@@ -156,7 +156,6 @@ def scalar(value, device: LazyDevice) -> Value:
     node.value = value
     node.device = device.backing
     node.shapes = shapes
-    node._hash = None
     return _new_value(Value, (node, 0))
 
 
@@ -225,11 +224,7 @@ class GeneratorData(Node):
         self.shapes = ()
         self.state = state
         self.device = device
-        self._hash = None
         self.source = None
-
-    def _own_hash(self) -> int:
-        return hash("GeneratorData")
 
     def materialize(self) -> torch.Generator:
         generator = torch.Generator(device=self.device)
@@ -315,7 +310,6 @@ def make_node(cls, operands, attrs, shapes) -> Node:
     node.operands = operands
     node.attrs = attrs
     node.shapes = shapes
-    node._hash = None
     node.source = None
     return node
 

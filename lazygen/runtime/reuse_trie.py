@@ -73,7 +73,6 @@ def _slot(node: Node) -> Node:
         return slot
     slot = object.__new__(type(node))  # ScalarData shadows some slots with class attributes
     _bind(slot, node)
-    slot._hash = None
     _copied_slots.add(slot)
     return slot
 
@@ -105,9 +104,7 @@ def _names(cls: type) -> tuple[str, ...]:
         for klass in cls.__mro__:
             for name in getattr(klass, "__slots__", ()):
                 # a slot ScalarData shadows with a read-only class attribute is not state
-                if name not in ("_hash", "__weakref__") and type(getattr(cls, name, None)) is type(
-                    Node.shapes
-                ):
+                if name != "__weakref__" and type(getattr(cls, name, None)) is type(Node.shapes):
                     found.append(name)
         names = _state_names[cls] = tuple(found)
     return names
