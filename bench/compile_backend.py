@@ -2,12 +2,20 @@
 
     python bench/compile_backend.py [--steps 30] [--workloads mlp_sgd,gpt2,...]
                                     [--impls eager,lazygen-torchscript,lazygen-inductor,inductor]
+                                    [--backward traced|graph-break]
 
-The whole training step is compiled (``zero_grad``, forward, ``loss.backward()``,
-``optimizer.step()``), the loss read every step. Workloads: the real-loop workloads of
-``bench/_real_workloads.py`` (decoder_adamw, resnet_sgd, lstm_adam, mlp_sgd, mlp_adam) and
-the transformers models of the test suite's zoo (``tests/models/zoo.py``: gpt2, llama, t5,
-bert; small configs, batch 2 x 8, AdamW), skipped when transformers is not installed.
+The whole training step is compiled (``zero_grad``, forward, ``loss.backward()``, the loss
+detached, ``optimizer.step()``), the loss read every step. With ``--backward traced`` (the
+default) Dynamo traces ``loss.backward()`` into the forward's graph
+(``torch._dynamo.config.trace_autograd_ops``), so a step is two graphs: forward with
+backward, and the optimizer's step; ``graph-break`` measures Dynamo's default, which breaks
+the step at ``backward()`` (three graphs: forward, backward, optimizer). Both settings
+apply to every compiled implementation alike. Workloads: the real-loop workloads of
+``bench/_real_workloads.py`` (decoder_adamw, resnet_sgd, lstm_adam, mlp_sgd, mlp_adam),
+``mlp_tiny`` (16-32-4, batch 8, SGD with momentum: a step so small that the per-call cost
+of a compiled step is what it measures; at least 1000 steps), and the transformers models of
+the test suite's zoo (``tests/models/zoo.py``: gpt2, llama, t5, bert; small configs, batch
+2 x 8, AdamW), skipped when transformers is not installed.
 
 Implementations: ``eager``; ``lazygen-<backend>`` (``torch.compile(step, backend="lazygen",
 options={"backend": <backend>})``); ``inductor`` (``torch.compile(step)``). Each (workload,
@@ -37,30 +45,55 @@ from pathlib import Path
 
 import _real_workloads
 import torch
+import torch._dynamo
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = tuple(_real_workloads.WORKLOADS)
+TINY = "mlp_tiny"
+TINY_STEPS = 1000  # its steady median needs many steps: one takes a fraction of a millisecond
 TRANSFORMERS = ("gpt2", "llama", "t5", "bert")
-WORKLOADS = REAL + TRANSFORMERS
+WORKLOADS = REAL + (TINY,) + TRANSFORMERS
+BACKWARD = ("traced", "graph-break")
 IMPLS = ("eager", "lazygen-torchscript", "lazygen-inductor", "inductor")
 WARMUP = 5  # steps left out of the steady median (first captures, optimizer state)
 
 
-def _real_step(name: str):
-    model, inputs, loss_fn, make_optimizer = _real_workloads.WORKLOADS[name]()
-    optimizer = make_optimizer(model.parameters())
+def _training_step(model, optimizer, loss_of, detach: bool):
+    """The step every workload compiles. With backward traced the loss is detached before
+    the optimizer's step: Dynamo breaks the graph around ``optimizer.step()``, and a loss that
+    still has its ``grad_fn`` there would be an output of the graph that traced
+    ``backward()``, which Dynamo refuses, breaking at ``backward()`` instead. With Dynamo's
+    default the step is the plain one (a detach would be one more, empty, graph)."""
 
     def step():
         optimizer.zero_grad()
-        loss = loss_fn(model, inputs)
+        loss = loss_of(model)
         loss.backward()
+        if detach:
+            loss = loss.detach()
         optimizer.step()
         return loss
 
     return step
 
 
-def _transformers_step(name: str):
+def _real_step(name: str, detach: bool):
+    model, inputs, loss_fn, make_optimizer = _real_workloads.WORKLOADS[name]()
+    optimizer = make_optimizer(model.parameters())
+    return _training_step(model, optimizer, lambda m: loss_fn(m, inputs), detach)
+
+
+def _tiny_step(detach: bool):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    data, target = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return _training_step(
+        model, optimizer, lambda m: torch.nn.functional.cross_entropy(m(data), target), detach
+    )
+
+
+def _transformers_step(name: str, detach: bool):
     """A model of the test suite's zoo (one definition of the small configs)."""
     sys.path.insert(0, str(ROOT))
     from tests.models.zoo import MODELS
@@ -70,20 +103,24 @@ def _transformers_step(name: str):
     model.train()
     batch = MODELS[name].batch(torch.Generator().manual_seed(1))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-
-    def step():
-        optimizer.zero_grad()
-        loss = model(**batch).loss
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
+    return _training_step(model, optimizer, lambda m: m(**batch).loss, detach)
 
 
-def run_one(workload: str, impl: str, steps: int) -> dict:
+def _step(workload: str, detach: bool):
+    if workload in TRANSFORMERS:
+        return _transformers_step(workload, detach)
+    if workload == TINY:
+        return _tiny_step(detach)
+    return _real_step(workload, detach)
+
+
+def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
     torch.set_num_threads(1)
-    step = _transformers_step(workload) if workload in TRANSFORMERS else _real_step(workload)
+    traced = backward == "traced"
+    torch._dynamo.config.trace_autograd_ops = traced
+    step = _step(workload, detach=traced)
+    if workload == TINY:
+        steps = max(steps, TINY_STEPS)
     if impl.startswith("lazygen-"):
         step = torch.compile(step, backend="lazygen", options={"backend": impl[8:]})
     elif impl == "inductor":
@@ -119,12 +156,15 @@ def _available(workload: str, impl: str) -> str | None:
     return None
 
 
-def _child(workload: str, impl: str, steps: int, timeout: float, cold: bool) -> dict | None:
+def _child(
+    workload: str, impl: str, steps: int, timeout: float, cold: bool, backward: str
+) -> dict | None:
     why = _available(workload, impl)
     if why is not None:
         print(f"  {workload} {impl}: skipped ({why})", file=sys.stderr)
         return None
     cmd = [sys.executable, __file__, "--child", workload, impl, "--steps", str(steps)]
+    cmd += ["--backward", backward]
     env = dict(os.environ)
     if cold:  # Inductor's on-disk caches: empty, as for a model compiled the first time
         env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile_backend_")
@@ -162,16 +202,24 @@ def main() -> None:
         action="store_true",
         help="keep Inductor's on-disk caches (default: each process starts with empty ones)",
     )
+    parser.add_argument(
+        "--backward",
+        choices=BACKWARD,
+        default="traced",
+        help="traced: Dynamo traces loss.backward() into the forward's graph "
+        "(torch._dynamo.config.trace_autograd_ops); graph-break: Dynamo's default",
+    )
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "IMPL"))
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_one(*args.child, args.steps)))
+        print(json.dumps(run_one(*args.child, args.steps, args.backward)))
         return
     impls = args.impls.split(",")
     print(
         f"compile_backend: whole step compiled, {args.steps} steps, 1 thread; "
         f"steady = median of steps {WARMUP + 1}..{args.steps}; Inductor caches "
-        f"{'kept' if args.warm_cache else 'empty in each process'}\n"
+        f"{'kept' if args.warm_cache else 'empty in each process'}; backward "
+        f"{args.backward}\n"
     )
     print(
         "| workload | impl | first step | vs inductor | steady | vs eager | vs inductor | notes |"
@@ -180,7 +228,9 @@ def main() -> None:
     table: dict[str, dict[str, dict]] = {}
     for workload in args.workloads.split(","):
         results = {
-            impl: _child(workload, impl, args.steps, args.timeout, not args.warm_cache)
+            impl: _child(
+                workload, impl, args.steps, args.timeout, not args.warm_cache, args.backward
+            )
             for impl in impls
         }
         table[workload] = {k: v for k, v in results.items() if v is not None}

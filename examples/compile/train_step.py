@@ -1,14 +1,19 @@
 """The whole training step under ``torch.compile(step, backend="lazygen")``.
 
     python examples/compile/train_step.py [--optimizer adamw] [--steps 20] [--no-foreach]
+                                          [--break-at-backward]
 
 Forward, ``loss.backward()``, ``optimizer.step()`` and ``zero_grad()`` are one compiled
-function. Dynamo breaks it at ``.backward()`` and around the optimizer's step, so lazygen
-gets two captures: the forward graph (aot_autograd derives its backward graph) and the
-optimizer step, which updates parameters and optimizer state in place. Each is traced once
-into lazygen IR, compiled by the lazy device's backend, and replayed at every later step:
-three lazygen graphs per step, none eager. The script trains an eager copy alongside and
-prints the largest parameter difference and lazygen's counters.
+function. With ``torch._dynamo.config.trace_autograd_ops = True`` Dynamo traces
+``loss.backward()`` into the forward's graph, and breaks the step only around the
+optimizer's step: two lazygen graphs per step, forward with backward, and the optimizer's
+step, which updates parameters and optimizer state in place. The loss is detached before
+``optimizer.step()``: a loss that keeps its ``grad_fn`` past that graph break makes Dynamo
+break at ``backward()`` instead. With ``--break-at-backward`` (Dynamo's default) the step is
+three lazygen graphs: forward, the backward aot_autograd derives from it, and the optimizer
+step. Each graph is traced once into lazygen IR, compiled by the lazy device's backend, and
+replayed at every later step; none runs eagerly. The script trains an eager copy alongside
+and prints the largest parameter difference and lazygen's counters.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import argparse
 import copy
 
 import torch
+import torch._dynamo
 
 import lazygen.dynamo
 import lazygen.runtime as lr
@@ -28,11 +34,13 @@ OPTIMIZERS = {
 }
 
 
-def make_step(model, optimizer, x, y):
+def make_step(model, optimizer, x, y, detach: bool = True):
     def step():
         optimizer.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
+        if detach:  # lets Dynamo keep backward() in the forward's graph
+            loss = loss.detach()
         optimizer.step()
         return loss
 
@@ -45,14 +53,21 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--no-foreach", action="store_true", help="per-tensor optimizer loop")
     parser.add_argument("--backend", default=None, help="lazygen backend (torchscript, ...)")
+    parser.add_argument(
+        "--break-at-backward",
+        action="store_true",
+        help="Dynamo's default: backward() is a graph of its own (three graphs per step)",
+    )
     args = parser.parse_args()
+    torch._dynamo.config.trace_autograd_ops = not args.break_at_backward
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
     reference = copy.deepcopy(model)
     x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
     foreach = not args.no_foreach
-    step = make_step(model, OPTIMIZERS[args.optimizer](model.parameters(), foreach), x, y)
+    detach = not args.break_at_backward
+    step = make_step(model, OPTIMIZERS[args.optimizer](model.parameters(), foreach), x, y, detach)
     eager_step = make_step(
         reference, OPTIMIZERS[args.optimizer](reference.parameters(), foreach), x, y
     )

@@ -31,31 +31,32 @@ from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, Capture, capture, host
 _graphs: weakref.WeakSet = weakref.WeakSet()
 
 
-def _metadata(args) -> tuple:
-    """What a capture depends on besides the FX graph: each tensor's dtype, sizes and
-    whether it is lazy, and the value of every non-tensor argument (an int from a dynamic
-    size is baked into the IR as an attribute)."""
-    key = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            key.append((a.dtype, a.shape, a.device.type))
-        else:
-            key.append(a)
-    return tuple(key)
+def _describe(a) -> object:
+    """What a capture depends on in one argument: a tensor's dtype, sizes and whether it is
+    lazy; the value of anything else (an int from a dynamic size is baked into the IR as an
+    attribute)."""
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, a.shape, a.device.type)
+    return a
 
 
-def _static(gm: torch.fx.GraphModule) -> bool:
-    """True when every argument is a tensor of static sizes in Dynamo's example values:
-    Dynamo's guards then admit only calls of that metadata, so the look-up key is ()."""
+def _varying(gm: torch.fx.GraphModule) -> tuple[int, ...]:
+    """Positions of the arguments whose metadata may differ between calls: those that are
+    not a tensor of static sizes and strides in Dynamo's example values. Dynamo's guards
+    admit only calls that match the others (dtype, device, sizes), so the look-up key reads
+    just these; a graph with none is keyed by ()."""
+    varying = []
+    position = 0
     for node in gm.graph.nodes:
         if node.op != "placeholder":
             continue
         val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            return False
-        if not all(type(s) is int for s in (*val.shape, *val.stride())):
-            return False
-    return True
+        if not isinstance(val, torch.Tensor) or not all(
+            type(s) is int for s in (*val.shape, *val.stride())
+        ):
+            varying.append(position)
+        position += 1
+    return tuple(varying)
 
 
 class Replay:
@@ -243,14 +244,14 @@ class CompiledGraph:
         self.eager_segments: list[list[str]] = []
         self.segments: list[CompiledGraph] = []
         self.nodes = 0
-        self.static = _static(gm)
+        self.varying = _varying(gm)
         if "/" not in name:  # segments are reported with the graph they belong to
             _graphs.add(self)
 
     def __call__(self, *args):
         if len(args) == 1 and type(args[0]) is list:
             args = args[0]
-        key = () if self.static else _metadata(args)
+        key = tuple([_describe(args[i]) for i in self.varying]) if self.varying else ()
         entry = self.entries.get(key)
         if entry is None:
             entry = self.entries[key] = self._prepare(args)

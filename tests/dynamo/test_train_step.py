@@ -34,7 +34,7 @@ OPTIMIZERS = {
 STEPS = 4
 
 
-def _stepper(model, x, y, name: str, foreach: bool):
+def _stepper(model, x, y, name: str, foreach: bool, detach: bool = False):
     cls, kwargs = OPTIMIZERS[name]
     opt = cls(model.parameters(), foreach=foreach, **kwargs)
 
@@ -42,6 +42,8 @@ def _stepper(model, x, y, name: str, foreach: bool):
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
+        if detach:  # what lets Dynamo trace backward() into the forward's graph
+            loss = loss.detach()
         opt.step()
         return loss
 
@@ -91,6 +93,41 @@ def test_the_whole_step_runs_on_lazygen_and_equals_eager(name: str, foreach: boo
     assert captures[-1] == captures[-2] == captures[1], captures
 
 
+@pytest.mark.parametrize(
+    "name, foreach",
+    [("sgd_momentum", True), ("adam", True), ("adamw", True), ("adamw", False)],
+    ids=["sgd_momentum-foreach", "adam-foreach", "adamw-foreach", "adamw-for_loop"],
+)
+def test_with_backward_traced_the_whole_step_is_two_graphs(name: str, foreach: bool):
+    """``torch._dynamo.config.trace_autograd_ops`` makes Dynamo trace ``loss.backward()``
+    (the loss detached before the optimizer's step): forward and backward are one graph, the
+    optimizer's step another, both on lazygen, and the step equals eager's."""
+    model = make_mlp(seed=5, sizes=(12, 16, 5))
+    ref, ref64 = copy.deepcopy(model), copy.deepcopy(model).double()
+    x, y = torch.randn(8, 12), torch.randint(0, 5, (8,))
+    step, opt = _stepper(model, x, y, name, foreach, detach=True)
+    ref_step, ref_opt = _stepper(ref, x, y, name, foreach, detach=True)
+    ref64_step, ref64_opt = _stepper(ref64, x.double(), y, name, foreach, detach=True)
+    runs = []
+    with torch._dynamo.config.patch(trace_autograd_ops=True):
+        run = torch.compile(step, backend="lazygen")
+        ref_step = torch.compile(ref_step, backend="aot_eager")
+        ref64_step = torch.compile(ref64_step, backend="aot_eager")
+        for _ in range(STEPS):
+            runs_before = count("DynamoGraphRun")
+            got, want, want64 = run(), ref_step(), ref64_step()
+            runs.append(count("DynamoGraphRun") - runs_before)
+            assert_as_accurate_as_eager([got], [want], [want64])
+    assert_as_accurate_as_eager(_state(model, opt), _state(ref, ref_opt), _state(ref64, ref64_opt))
+    assert count("DynamoEagerGraph") == 0
+    assert count("DynamoEagerSegment") == 0
+    assert runs[-2:] == [2, 2], runs
+    # The parameters' gradients are the traced backward's: eager reads them after the step.
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        assert p.grad is not None
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-6, rtol=1e-5)
+
+
 def test_parameters_updated_in_place_keep_their_identity_and_the_step_sees_new_data():
     """The optimizer graph writes parameters in place: the tensors a caller holds change
     (no copies swapped in), and data written into a parameter outside the step reaches the
@@ -114,13 +151,23 @@ def test_parameters_updated_in_place_keep_their_identity_and_the_step_sees_new_d
     assert count("DynamoEagerGraph") == 0
 
 
-def test_the_example_trains_the_whole_step_on_lazygen():
+@pytest.mark.parametrize(
+    "flags, counters",
+    [
+        ((), "captures 3, graph runs 6 (3 steps), graphs run eagerly 0"),
+        (("--break-at-backward",), "captures 4, graph runs 9 (3 steps), graphs run eagerly 0"),
+    ],
+    ids=["backward_traced", "break_at_backward"],
+)
+def test_the_example_trains_the_whole_step_on_lazygen(flags, counters):
+    """Two graphs per step with backward traced (SGD's first step makes its momentum
+    buffers in a graph of its own: a third capture), three when Dynamo breaks at it."""
     script = Path(__file__).parents[2] / "examples" / "compile" / "train_step.py"
     done = subprocess.run(
-        [sys.executable, str(script), "--steps", "3", "--optimizer", "sgd"],
+        [sys.executable, str(script), "--steps", "3", "--optimizer", "sgd", *flags],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "captures 4, graph runs 9 (3 steps), graphs run eagerly 0" in done.stdout, done.stdout
+    assert counters in done.stdout, done.stdout
