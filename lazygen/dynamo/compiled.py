@@ -132,7 +132,7 @@ class Replay:
         for i in self.clones:
             results[i] = results[i].clone()
         if self.mutations:
-            _write_back(args, results, self.mutations)
+            _write_back(args, results, self.mutations, self.lazy_out or self.copy_in)
         if self.lazy_out:
             results = [to_functional(from_data(r, self.device)) for r in results]
         elif self.copy_out is not None:
@@ -182,13 +182,21 @@ def _flat_type(cap: Capture):
     return spec.type
 
 
-def _write_back(args: list, results: list, mutations: list) -> None:
+def _write_back(args: list, results: list, mutations: list, across_devices: bool) -> None:
     """The graph wrote these arguments in place: their new values go into the caller's
     tensors (the same objects, as eager's in-place ops leave them), without autograd
-    recording the write (an optimizer's parameters are leaves that require grad)."""
+    recording the write (an optimizer's parameters are leaves that require grad). Results on
+    the arguments' own device go in one ``_foreach_copy_`` (an optimizer step writes every
+    parameter and state tensor: one call instead of one per tensor); lazy or other-device
+    arguments one ``copy_`` each."""
     with torch.no_grad():
-        for i, r in mutations:
-            args[i].copy_(results[r])
+        if across_devices:
+            for i, r in mutations:
+                args[i].copy_(results[r])
+        else:
+            torch._foreach_copy_(
+                [args[i] for i, _ in mutations], [results[r] for _, r in mutations]
+            )
 
 
 def _lazy_data(t: torch.Tensor) -> torch.Tensor:
