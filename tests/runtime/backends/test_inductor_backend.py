@@ -8,6 +8,8 @@ every step, Adam training (its bias corrections change every step), SGD with mom
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 from support.training import compare_training
@@ -15,6 +17,7 @@ from support.training import compare_training
 import lazygen.runtime as lr
 from lazygen.runtime import devices
 from lazygen.runtime.backends.inductor import backend as inductor_backend
+from lazygen.runtime.backends.inductor import compile as inductor_compile
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
 from lazygen.runtime.backends.inductor.context import INDUCTOR_LOWERINGS, FXLoweringContext
 
@@ -67,6 +70,35 @@ def test_random_graphs_run_uncompiled_and_draw_eagers_numbers(fresh_metrics):
     lr.mark_step()
     assert torch.equal(lazy.cpu(), eager)
     assert fresh_metrics.counter_value("InductorUncompiledRandomGraph") == 1
+
+
+def _dropout_step(x, w):
+    """Two dropouts and a uniform draw around arithmetic Inductor fuses."""
+    h = torch.nn.functional.dropout(x @ w, 0.3, training=True)
+    noise = torch.empty_like(h).uniform_(-0.1, 0.1)
+    return torch.nn.functional.dropout((h + noise).relu(), 0.5, training=True).sum(dim=0)
+
+
+def test_fresh_draws_become_inputs_and_the_graph_compiles_with_eagers_numbers(fresh_metrics):
+    """Dropout's and ``uniform_``'s draws are made eagerly from each op's generator state
+    before the compiled graph runs: eager's numbers bit for bit, step after step (each
+    replay draws anew), and one compile, nothing run uncompiled."""
+    x, w = torch.randn(6, 5), torch.randn(5, 7)
+    lazy_x, lazy_w = x.to(INDUCTOR), w.to(INDUCTOR)
+    for seed in (3, 4, 4):
+        torch.manual_seed(seed)
+        eager = _dropout_step(x, w)
+        after_eager = torch.rand(3)
+        torch.manual_seed(seed)
+        lazy = _dropout_step(lazy_x, lazy_w)
+        lr.mark_step()
+        after_lazy = torch.rand(3)  # the live generator advanced as eager's
+        torch.testing.assert_close(lazy.cpu(), eager, atol=1e-5, rtol=1e-5)
+        assert torch.equal((lazy.cpu() == 0), (eager == 0))  # the same elements dropped
+        assert torch.equal(after_lazy, after_eager)
+    assert fresh_metrics.counter_value("InductorHoistedDraw") == 3
+    assert not fresh_metrics.counter_value("InductorUncompiledRandomGraph")
+    assert fresh_metrics.counter_value("UncachedCompile") == 1
 
 
 def test_a_failing_compile_leaves_other_backends_intact(monkeypatch, fresh_metrics):
@@ -127,3 +159,19 @@ def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monke
     lr.mark_step()
     torch.testing.assert_close(got.cpu(), torch.nn.functional.pad(mask, (0, 1), value=0))
     assert fresh_metrics.counter_value("InductorFixedScalar")
+
+
+def test_fake_tensor_meta_failures_are_not_logged_while_lazygen_compiles(caplog):
+    """A failed meta kernel during lazygen's compile is handled (scalars fixed, compiled
+    again) or reported by lazygen; fake-tensor's ERROR traceback of it is not printed
+    (Llama's backward showed one per compile for a slice step it then compiled in)."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    with caplog.at_level(logging.ERROR, logger=logger.name):
+        with inductor_compile._fake_tensor_errors_unlogged():
+            logger.error("failed while attempting to run meta for %s", "aten.slice_copy.Tensor")
+            logger.error("another error")
+        logger.error("failed while attempting to run meta for %s", "outside lazygen")
+    assert [r.getMessage() for r in caplog.records] == [
+        "another error",
+        "failed while attempting to run meta for outside lazygen",
+    ]

@@ -4,12 +4,13 @@ with Inductor (``compile.py``). Both trace with lazygen's built-in op list (shar
 TorchScript backend) and keep device data on the backing device like it.
 
 Generators. Inductor cannot take a ``torch.Generator`` as an input, and its own random
-numbers are not eager's. A graph with a random op (a ``GeneratorData`` input) therefore
-runs as the uncompiled GraphModule on the ``inductor`` backend too: the op then draws
-exactly eager's numbers from the generator state ``rt.generator`` captured (counted as
-``InductorUncompiledRandomGraph``). Training without dropout never has one; with it, the
-step runs as ``fx`` would (docs/inductor-backend.md: what splitting such graphs around
-their random ops would take).
+numbers are not eager's. A graph whose random ops are all fresh draws (dropout's
+``bernoulli.p``, ``uniform``, ...: results that read only sizes) is compiled with each draw
+made a graph input, drawn eagerly from its generator before every call
+(``random_draws.py``, counted as ``InductorHoistedDraw``). A graph with another random op,
+or with symbolic sizes, runs as the uncompiled GraphModule on the ``inductor`` backend too:
+its ops then draw exactly eager's numbers from the generator state ``rt.generator``
+captured (counted as ``InductorUncompiledRandomGraph``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ...graph.dynamic import HiddenSizes
 from ...ir import Node, Value
 from .compile import CompiledGraph
 from .context import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
+from .random_draws import WithDraws, hoist_draws
 
 
 def _hides_sizes(node: Node) -> bool:
@@ -134,10 +136,19 @@ class InductorBackend(FxBackend):
 
     def compile(self, order: list[Node], outputs: list[Value], device) -> FxExecutable:
         module, ctx = self.graph_module(order, outputs, device)
+        hides_sizes = any(_hides_sizes(node) for node in order)
         if ctx.has_generators:
-            metrics.count("InductorUncompiledRandomGraph")
-            return FxExecutable(module, module, compiled=False)
-        if any(_hides_sizes(node) for node in order):
+            hoisted = None if hides_sizes else hoist_draws(module)
+            if hoisted is None:
+                metrics.count("InductorUncompiledRandomGraph")
+                return FxExecutable(module, module, compiled=False)
+            without, draws, kept = hoisted
+            metrics.count("InductorHoistedDraw", len(draws))
+            inputs = [node.materialize() for node in ctx.parameters]
+            examples = [draw(inputs) for draw in draws] + [inputs[i] for i in kept]
+            run = WithDraws(draws, kept, CompiledGraph(without, examples))
+            return FxExecutable(module, run, compiled=True)
+        if hides_sizes:
             # Compiled for all sizes: from the sizes of its first call (the executor
             # compiles it from a copy of the graph whose inputs hold no data).
             return FxExecutable(module, CompiledGraph(module, None, dynamic=True), compiled=True)

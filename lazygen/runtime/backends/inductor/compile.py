@@ -37,6 +37,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -109,7 +110,8 @@ class CompiledGraph:
         while True:
             key = tuple([inputs[i].item() for i in self.fixed])
             try:
-                compiled = self._compile(inputs, key)
+                with _fake_tensor_errors_unlogged():
+                    compiled = self._compile(inputs, key)
                 break
             except Exception as error:
                 if not _is_data_dependent(error):
@@ -175,6 +177,28 @@ class CompiledGraph:
             if operand.target is _READ and operand.args[0] in self._scalar_inputs:
                 found.add(self._scalar_inputs[operand.args[0]])
         return found
+
+
+class _DropMetaFailures(logging.Filter):
+    """Drops fake-tensor's ERROR record of a failed meta kernel (with its traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("failed while attempting to run meta")
+
+
+@contextlib.contextmanager
+def _fake_tensor_errors_unlogged():
+    """While lazygen compiles: a failed meta kernel is an exception lazygen handles (a
+    value-dependent branch fixes its scalars and compiles again) or reports itself (the
+    graph's compile error names it), so fake-tensor's own ERROR log of it, a traceback on
+    the user's stderr for something that went right, is dropped."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    drop = _DropMetaFailures()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable:
