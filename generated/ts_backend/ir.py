@@ -47,6 +47,8 @@ __all__ = [
     "UpsampleNearestExact2dBackward",
     "UpsampleNearestExact3d",
     "UpsampleNearestExact3dBackward",
+    "WeightNormInterface",
+    "WeightNormInterfaceBackward",
     "Abs",
     "Acos",
     "Acosh",
@@ -293,6 +295,7 @@ __all__ = [
     "NativeBatchNorm",
     "NativeBatchNormBackward",
     "NativeDropoutBackward",
+    "NativeGroupNorm",
     "NativeGroupNormBackward",
     "NativeLayerNorm",
     "NativeLayerNormBackward",
@@ -1375,6 +1378,48 @@ class UpsampleNearestExact3dBackward(Node):
             ],
             {},
             1,
+        )
+
+
+class WeightNormInterface(Node):
+    """aten::_weight_norm_interface: _weight_norm_interface(Tensor v, Tensor g, int dim=0) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::_weight_norm_interface"
+    op_name = "_weight_norm_interface"
+    schema = "_weight_norm_interface(Tensor v, Tensor g, int dim=0) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        v, g = self.operands
+        return ctx.call(
+            "aten::_weight_norm_interface",
+            [ctx.tensor(v), ctx.tensor(g), ctx.constant(self.attrs[0])],
+            {},
+            2,
+        )
+
+
+class WeightNormInterfaceBackward(Node):
+    """aten::_weight_norm_interface_backward: _weight_norm_interface_backward(Tensor grad_w, Tensor saved_v, Tensor saved_g, Tensor saved_norms, int dim) -> (Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::_weight_norm_interface_backward"
+    op_name = "_weight_norm_interface_backward"
+    schema = "_weight_norm_interface_backward(Tensor grad_w, Tensor saved_v, Tensor saved_g, Tensor saved_norms, int dim) -> (Tensor, Tensor)"
+
+    def lower(self, ctx):
+        grad_w, saved_v, saved_g, saved_norms = self.operands
+        return ctx.call(
+            "aten::_weight_norm_interface_backward",
+            [
+                ctx.tensor(grad_w),
+                ctx.tensor(saved_v),
+                ctx.tensor(saved_g),
+                ctx.tensor(saved_norms),
+                ctx.constant(self.attrs[0]),
+            ],
+            {},
+            2,
         )
 
 
@@ -5565,6 +5610,33 @@ class NativeDropoutBackward(Node):
             [ctx.tensor(grad_output), ctx.tensor(mask), ctx.constant(self.attrs[0])],
             {},
             1,
+        )
+
+
+class NativeGroupNorm(Node):
+    """aten::native_group_norm: native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)"""
+
+    __slots__ = ()
+    op_kind = "aten::native_group_norm"
+    op_name = "native_group_norm"
+    schema = "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)"
+
+    def lower(self, ctx):
+        input, weight, bias = self.operands
+        return ctx.call(
+            "aten::native_group_norm",
+            [
+                ctx.tensor(input),
+                ctx.optional_tensor(weight),
+                ctx.optional_tensor(bias),
+                ctx.constant(self.attrs[0]),
+                ctx.constant(self.attrs[1]),
+                ctx.constant(self.attrs[2]),
+                ctx.constant(self.attrs[3]),
+                ctx.constant(self.attrs[4]),
+            ],
+            {},
+            3,
         )
 
 

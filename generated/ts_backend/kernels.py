@@ -1418,6 +1418,35 @@ def _upsample_nearest_exact3d_backward(
     return rt.wrap(node, device)
 
 
+def _weight_norm_interface(v, g, dim=0):
+    rt.count("lazy::_weight_norm_interface")
+    device = rt.device_of(v, g)
+    operands = (rt.tensor(v, device), rt.tensor(g, device))
+    attrs = (dim,)
+    shapes = rt.infer_shapes(aten._weight_norm_interface.default, (v, g, dim), {})
+    node = rt.make_node(ir.WeightNormInterface, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
+def _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim):
+    rt.count("lazy::_weight_norm_interface_backward")
+    device = rt.device_of(grad_w, saved_v, saved_g, saved_norms)
+    operands = (
+        rt.tensor(grad_w, device),
+        rt.tensor(saved_v, device),
+        rt.tensor(saved_g, device),
+        rt.tensor(saved_norms, device),
+    )
+    attrs = (dim,)
+    shapes = rt.infer_shapes(
+        aten._weight_norm_interface_backward.default,
+        (grad_w, saved_v, saved_g, saved_norms, dim),
+        {},
+    )
+    node = rt.make_node(ir.WeightNormInterfaceBackward, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
+
+
 ABS_OP = rt.TracedOp("lazy::abs", aten.abs.default, ir.Abs)
 
 
@@ -7591,6 +7620,22 @@ def native_dropout_backward(grad_output, mask, scale):
     shapes = rt.infer_shapes(aten.native_dropout_backward.default, (grad_output, mask, scale), {})
     node = rt.make_node(ir.NativeDropoutBackward, operands, attrs, shapes)
     return rt.wrap(node, device)
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    rt.count("lazy::native_group_norm")
+    device = rt.device_of(input, weight, bias)
+    operands = (
+        rt.tensor(input, device),
+        rt.optional_tensor(weight, device),
+        rt.optional_tensor(bias, device),
+    )
+    attrs = (N, C, HxW, group, eps)
+    shapes = rt.infer_shapes(
+        aten.native_group_norm.default, (input, weight, bias, N, C, HxW, group, eps), {}
+    )
+    node = rt.make_node(ir.NativeGroupNorm, operands, attrs, shapes)
+    return rt.wrap_tuple(node, device)
 
 
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):

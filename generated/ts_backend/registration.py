@@ -63,6 +63,8 @@ KERNELS = {
     aten._upsample_nearest_exact2d_backward.default: kernels._upsample_nearest_exact2d_backward,
     aten._upsample_nearest_exact3d.default: kernels._upsample_nearest_exact3d,
     aten._upsample_nearest_exact3d_backward.default: kernels._upsample_nearest_exact3d_backward,
+    aten._weight_norm_interface.default: kernels._weight_norm_interface,
+    aten._weight_norm_interface_backward.default: kernels._weight_norm_interface_backward,
     aten.abs.default: kernels.abs,
     aten.acos.default: kernels.acos,
     aten.acosh.default: kernels.acosh,
@@ -323,6 +325,7 @@ KERNELS = {
     aten.native_batch_norm_backward.default: kernels.native_batch_norm_backward,
     aten.native_dropout.default: handwritten.native_dropout,
     aten.native_dropout_backward.default: kernels.native_dropout_backward,
+    aten.native_group_norm.default: kernels.native_group_norm,
     aten.native_group_norm_backward.default: kernels.native_group_norm_backward,
     aten.native_layer_norm.default: kernels.native_layer_norm,
     aten.native_layer_norm_backward.default: kernels.native_layer_norm_backward,
@@ -522,7 +525,6 @@ KERNELS = {
 AUTOGRAD_KERNELS = {
     aten._pack_padded_sequence.default: autograd._pack_padded_sequence,
     aten.max_pool3d.default: autograd.max_pool3d,
-    aten.native_group_norm.default: autograd.native_group_norm,
 }
 
 NODE_CLASSES = {
@@ -567,6 +569,8 @@ NODE_CLASSES = {
     "_upsample_nearest_exact2d_backward": ir.UpsampleNearestExact2dBackward,
     "_upsample_nearest_exact3d": ir.UpsampleNearestExact3d,
     "_upsample_nearest_exact3d_backward": ir.UpsampleNearestExact3dBackward,
+    "_weight_norm_interface": ir.WeightNormInterface,
+    "_weight_norm_interface_backward": ir.WeightNormInterfaceBackward,
     "abs": ir.Abs,
     "acos": ir.Acos,
     "acosh": ir.Acosh,
@@ -821,6 +825,7 @@ NODE_CLASSES = {
     "native_batch_norm": ir.NativeBatchNorm,
     "native_batch_norm_backward": ir.NativeBatchNormBackward,
     "native_dropout_backward": ir.NativeDropoutBackward,
+    "native_group_norm": ir.NativeGroupNorm,
     "native_group_norm_backward": ir.NativeGroupNormBackward,
     "native_layer_norm": ir.NativeLayerNorm,
     "native_layer_norm_backward": ir.NativeLayerNormBackward,

@@ -190,6 +190,87 @@ def _mixtral():
     return MixtralForCausalLM(config)
 
 
+def _swin():
+    """Shifted windows: ``torch.roll``, window partitions as views, a relative position
+    bias gathered by index, stochastic depth."""
+    from transformers import SwinConfig, SwinForImageClassification
+
+    config = SwinConfig(
+        image_size=16,
+        patch_size=2,
+        embed_dim=8,
+        depths=[1, 1],
+        num_heads=[2, 2],
+        window_size=4,
+        num_labels=4,
+        drop_path_rate=0.1,
+    )
+    return SwinForImageClassification(config)
+
+
+def _deberta_v2():
+    """Disentangled attention: relative positions bucketed by log, content-to-position and
+    position-to-content scores gathered by index."""
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+
+    config = DebertaV2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=32,
+        relative_attention=True,
+        position_buckets=8,
+        pos_att_type=["p2c", "c2p"],
+    )
+    return DebertaV2ForMaskedLM(config)
+
+
+def _mamba():
+    """A state-space model: transformers' reference selective scan (a Python loop over
+    time steps), a causal depthwise convolution, no attention."""
+    from transformers import MambaConfig, MambaForCausalLM
+
+    config = MambaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        state_size=4,
+        expand=2,
+    )
+    return MambaForCausalLM(config)
+
+
+def _hubert():
+    """Speech: a convolutional feature encoder with GroupNorm, a weight-normed positional
+    convolution, then a transformer encoder and mean pooling."""
+    from transformers import HubertConfig, HubertForSequenceClassification
+
+    config = HubertConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=4,
+        num_conv_pos_embedding_groups=2,
+        mask_time_prob=0.0,
+        num_labels=4,
+    )
+    return HubertForSequenceClassification(config)
+
+
+def _audio_batch(generator):
+    return {
+        "input_values": torch.randn(BATCH, 400, generator=generator),
+        "labels": torch.randint(0, 4, (BATCH,), generator=generator),
+    }
+
+
 def _image_batch(generator, size=16):
     return {
         "pixel_values": torch.randn(BATCH, 3, size, size, generator=generator),
@@ -259,6 +340,10 @@ MODELS: dict[str, ModelSpec] = {
         # one (LAZYGEN_EXPLAIN_RECOMPILES=1 names transformers' moe.py slice_copy each time)
         graphs_sized_by_data=3,
     ),
+    "swin": ModelSpec("transformers", _swin, _image_batch),
+    "deberta_v2": ModelSpec("transformers", _deberta_v2, _masked_lm_batch, host_reads=_MASK_READS),
+    "mamba": ModelSpec("transformers", _mamba, _causal_lm_batch),
+    "hubert": ModelSpec("transformers", _hubert, _audio_batch),
     # timm imports torchvision, and PyPI's torchvision wheels for torch 2.13 are CUDA
     # builds whose C++ ops do not load on a CPU torch ("operator torchvision::nms does
     # not exist" at import): neither is a test extra. Runs where a CPU torchvision is.

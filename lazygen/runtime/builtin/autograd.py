@@ -37,55 +37,6 @@ def max_pool3d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
     return max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
-class _NativeGroupNorm(torch.autograd.Function):
-    """``mean`` and ``rstd`` are differentiable outputs, as in eager (``derivatives.yaml``):
-    a gradient reaching them flows back to the input."""
-
-    @staticmethod
-    def forward(ctx, input, weight, bias, n, c, hxw, group, eps):
-        with torch._C._AutoDispatchBelowAutograd():
-            out, mean, rstd = aten.native_group_norm.default(
-                input, weight, bias, n, c, hxw, group, eps
-            )
-        ctx.save_for_backward(input, weight, mean, rstd)
-        ctx.args = (n, c, hxw, group)
-        ctx.set_materialize_grads(False)  # unused statistics cost nothing in the backward
-        return out, mean, rstd
-
-    @staticmethod
-    def backward(ctx, grad_out, grad_mean, grad_rstd):
-        input, weight, mean, rstd = ctx.saved_tensors
-        mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]]
-        grad_input = grad_weight = grad_bias = None
-        if grad_out is not None:
-            grad_input, grad_weight, grad_bias = aten.native_group_norm_backward.default(
-                grad_out.contiguous(), input, mean, rstd, weight, *ctx.args, mask
-            )
-        if mask[0] and (grad_mean is not None or grad_rstd is not None):
-            grad_stats = _group_stats_backward(input, mean, rstd, grad_mean, grad_rstd, ctx.args)
-            grad_input = grad_stats if grad_input is None else grad_input + grad_stats
-        return grad_input, grad_weight, grad_bias, None, None, None, None, None
-
-
-def _group_stats_backward(input, mean, rstd, grad_mean, grad_rstd, args):
-    """d/d(input) of the per-group statistics over ``m`` values each: ``mean`` gives
-    ``grad_mean / m``; ``rstd = (var + eps)^-1/2`` gives ``-rstd^3 (x - mean) / m``."""
-    n, c, hxw, group = args
-    m = c // group * hxw
-    x = input.reshape(n, group, m)
-    grad = torch.zeros_like(x)
-    if grad_mean is not None:
-        grad = grad + (grad_mean / m).unsqueeze(-1)
-    if grad_rstd is not None:
-        scale = (-grad_rstd * rstd.pow(3) / m).unsqueeze(-1)
-        grad = grad + scale * (x - mean.unsqueeze(-1))
-    return grad.reshape(input.shape)
-
-
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    return _NativeGroupNorm.apply(input, weight, bias, N, C, HxW, group, eps)
-
-
 def _host(t):
     """The plain host tensor behind a functional wrapper of one."""
     if torch._is_functional_tensor(t):
@@ -125,6 +76,5 @@ def _pack_padded_sequence(input, lengths, batch_first):
 
 AUTOGRAD = {
     aten.max_pool3d.default: max_pool3d,
-    aten.native_group_norm.default: native_group_norm,
     aten._pack_padded_sequence.default: _pack_padded_sequence,
 }
