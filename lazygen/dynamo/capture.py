@@ -25,6 +25,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime import metrics
 from lazygen.runtime.devices import LazyDevice
+from lazygen.runtime.errors import LazygenRuntimeError
 from lazygen.runtime.fallback import HOST_READS
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, ScalarData, Value
@@ -135,6 +136,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         self.seen: set = set()
         self.generators: list = []
         self._memory_order: list[int] | None = None
+        self._storage: tuple | None = None  # eager's layout of a storage-reading op's input
         self._source: str | None = None  # the user's line of the FX node being run
 
     def _lazy(self, value):
@@ -158,6 +160,8 @@ class _LazyInterpreter(torch.fx.Interpreter):
         if n.op != "call_function":
             return super().run_node(n)
         self._memory_order = _permuted_random_input(n)
+        self._storage = _eager_layout(n)
+        self._source = user_line(n) if self._storage is not None else self._source
         before = _fallback_counts()
         result = super().run_node(n)
         args, kwargs = self.fetch_args_kwargs_from_env(n)
@@ -175,6 +179,8 @@ class _LazyInterpreter(torch.fx.Interpreter):
         order = self._memory_order
         if order is not None:
             return _in_memory_order(target, args, kwargs, order)
+        if self._storage is not None:
+            return _on_eager_storage(target, args, kwargs, self._storage, self._source)
         return super().call_function(target, args, kwargs)
 
     def _check(
@@ -274,6 +280,84 @@ def _in_memory_order(target, args, kwargs, order: list[int]):
     return torch.utils._pytree.tree_map(
         lambda r: r.permute(inverse) if isinstance(r, torch.Tensor) else r, result
     )
+
+
+_aten = torch.ops.aten
+#: Ops whose sizes, strides and offset address their first argument's *storage*, as eager
+#: lays it out, not its logical elements (``as_strided`` ignores its input's strides).
+_STORAGE_READERS = frozenset(
+    {_aten.as_strided.default, _aten.as_strided_copy.default, _aten.as_strided_scatter.default}
+)
+
+
+def _eager_layout(n: torch.fx.Node) -> tuple | None:
+    """For a storage-reading op whose first argument is, in eager, not a contiguous tensor
+    at offset 0 (a transpose, a slice, a view of one: aot_autograd's graphs keep views as
+    views), that argument's ``(sizes, strides, storage_offset)``. Lazy tensors hold their
+    logical elements contiguously, so the op's strides would address other elements
+    (Longformer's sliding-window chunks: ``as_strided`` of a view of a transpose)."""
+    if n.target not in _STORAGE_READERS or not n.args:
+        return None
+    first = n.args[0]
+    val = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        return None
+    sizes, strides, offset = tuple(val.shape), val.stride(), val.storage_offset()
+    if not all(type(s) is int for s in (*sizes, *strides, offset)):
+        return None  # symbolic sizes or strides: leave it alone
+    if (offset == 0 and val.is_contiguous()) or 0 in sizes:
+        return None
+    return sizes, strides, offset
+
+
+def _extent(sizes, strides, offset: int) -> int:
+    """One past the last storage position a strided view reaches."""
+    if 0 in sizes:
+        return 0
+    return (
+        offset + sum((size - 1) * stride for size, stride in zip(sizes, strides, strict=True)) + 1
+    )
+
+
+def _strided_arguments(target, args, kwargs, offset: int) -> tuple:
+    """``(size, stride, storage_offset)`` of an ``as_strided*`` call, its input's offset
+    when none is given (eager's default), and the arguments before them."""
+    head = 2 if target is _aten.as_strided_scatter.default else 1
+    size, stride = args[head], args[head + 1]
+    given = args[head + 2] if len(args) > head + 2 else kwargs.get("storage_offset")
+    return args[:head], size, stride, offset if given is None else given
+
+
+def _check_reads_within(target, layout, size, stride, storage_offset, extent, line) -> None:
+    """Every storage position the op reads must be one of its input's elements: the rest
+    of eager's storage (a base's elements a slice leaves out) is in no tensor of the graph."""
+    if target is _aten.as_strided_scatter.default:
+        return  # it reads back the input's own positions
+    sizes, strides, offset = layout
+    held = torch.zeros(extent, dtype=torch.bool)
+    held.as_strided(sizes, strides, offset).fill_(True)
+    if not bool(held.as_strided(size, stride, storage_offset).all()):
+        raise LazygenRuntimeError(
+            f"lazygen: {target} at {line or 'an unknown line'} reads storage its input "
+            f"(sizes {list(sizes)}, strides {list(strides)}, offset {offset}) does not "
+            "hold: the elements of its base tensor outside that view. lazygen cannot "
+            "compile that (the graph runs eagerly); call it on the base tensor instead."
+        )
+
+
+def _on_eager_storage(target, args, kwargs, layout, line=None):
+    """Run a storage-reading op on eager's storage, rebuilt from the input's elements at
+    the positions eager's layout gives them."""
+    sizes, strides, offset = layout
+    head, size, stride, storage_offset = _strided_arguments(target, args, kwargs, offset)
+    x = head[0]
+    extent = max(_extent(sizes, strides, offset), _extent(size, stride, storage_offset))
+    _check_reads_within(target, layout, size, stride, storage_offset, extent, line)
+    storage = torch.as_strided_scatter(x.new_zeros(extent), x, sizes, strides, offset)
+    if target is _aten.as_strided_scatter.default:
+        written = target(storage, head[1], size, stride, storage_offset)
+        return _aten.as_strided_copy.default(written, sizes, strides, offset)
+    return target(storage, size, stride, storage_offset)
 
 
 def _is_lazy(t) -> bool:

@@ -448,3 +448,47 @@ def test_a_captured_graph_that_mutates_an_argument_replays_the_write():
         (want,) = f(x_ref, y)
         _close([x, got], [x_ref, want])
     assert count("DynamoCapture") == 1
+
+
+def _sliding_chunks(x: torch.Tensor) -> torch.Tensor:
+    """Longformer's ``_chunk``: overlapping windows by ``as_strided`` with strides read
+    from a view of a transpose (aot_autograd keeps them as views: non-contiguous)."""
+    x = x.transpose(0, 1)
+    h = x.view(x.size(0), x.size(1) // 4, 4, x.size(2))
+    size = list(h.size())
+    size[1] = size[1] * 2 - 1
+    stride = list(h.stride())
+    stride[1] = stride[1] // 2
+    chunks = h.as_strided(size=size, stride=stride)
+    return torch.einsum("bcxd,bcyd->bcxy", chunks, chunks).pow(2).sum()
+
+
+def test_as_strided_of_a_non_contiguous_view_reads_eagers_storage():
+    """``as_strided`` addresses its input's storage as eager lays it out; lazy tensors hold
+    a view's elements contiguously, so the capture rebuilds eager's storage first (found
+    training Longformer and LED under torch.compile: their attention was wrong)."""
+    x = torch.randn(8, 2, 3)
+    xe = x.clone().requires_grad_()
+    want = _sliding_chunks(xe)
+    want.backward()
+    xc = x.clone().requires_grad_()
+    got = torch.compile(_sliding_chunks, backend="lazygen")(xc)
+    got.backward()  # the backward graph's as_strided_scatter reads eager's storage too
+    _close([got, xc.grad], [want, xe.grad])
+    assert count("DynamoEagerGraph") == 0
+
+    def scatter(base, src):
+        return torch.as_strided_scatter(base.t(), src, (2, 2), (1, 4))
+
+    base, src = torch.randn(4, 6), torch.randn(2, 2)
+    _close(torch.compile(scatter, backend="lazygen")(base, src), scatter(base, src))
+
+
+def test_as_strided_reading_outside_its_view_runs_the_graph_eagerly_and_says_why():
+    def outside(x):  # reads elements of x that the slice leaves out
+        return x[:, :2].as_strided((3, 3), (4, 1)) * 2
+
+    x = torch.randn(3, 4)
+    _close(torch.compile(outside, backend="lazygen")(x), outside(x))
+    assert count("DynamoEagerGraph") == 1
+    assert "reads storage its input" in ld.report()
