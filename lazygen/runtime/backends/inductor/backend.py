@@ -25,7 +25,7 @@ from ...graph.dynamic import HiddenSizes
 from ...ir import Node, Value
 from .compile import CompiledGraph
 from .context import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
-from .random_draws import WithDraws, hoist_draws
+from .random_draws import WithDraws, arranged, hoist_draws
 
 
 def _hides_sizes(node: Node) -> bool:
@@ -145,8 +145,7 @@ class InductorBackend(FxBackend):
             without, draws, kept = hoisted
             metrics.count("InductorHoistedDraw", len(draws))
             inputs = [node.materialize() for node in ctx.parameters]
-            examples = [draw(inputs) for draw in draws] + [inputs[i] for i in kept]
-            run = WithDraws(draws, kept, CompiledGraph(without, examples))
+            run = WithDraws(draws, kept, CompiledGraph(without, arranged(draws, kept, inputs)))
             return FxExecutable(module, run, compiled=True)
         if hides_sizes:
             # Compiled for all sizes: from the sizes of its first call (the executor

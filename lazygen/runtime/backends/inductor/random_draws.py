@@ -75,8 +75,13 @@ class WithDraws:
         self.run = run
 
     def __call__(self, *inputs):
-        drawn = [draw(inputs) for draw in self.draws]
-        return self.run(*drawn, *[inputs[i] for i in self.kept])
+        return self.run(*arranged(self.draws, self.kept, inputs))
+
+
+def arranged(draws: list[Draw], kept: list[int], inputs) -> list:
+    """The hoisted graph's inputs for the original graph's ``inputs``: each draw made now,
+    then the kept inputs."""
+    return [draw(inputs) for draw in draws] + [inputs[i] for i in kept]
 
 
 def hoist_draws(
@@ -102,9 +107,7 @@ def hoist_draws(
     plan.sort(key=lambda item: item[1].generator)  # one order for one graph
     new_graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
-    new_graph.output(new_graph.graph_copy(graph, env))
-    for old, node in env.items():
-        node.meta = dict(old.meta)
+    new_graph.output(new_graph.graph_copy(graph, env))  # metadata copied with each node
     # The drawn inputs come first: the lowering interleaves placeholders with the ops that
     # first use them, so any later position could follow a use.
     first = next(iter(new_graph.nodes))
