@@ -31,7 +31,7 @@ from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
 from lazygen.runtime.state import settings
-from lazygen.runtime.tensor import from_data, inner, to_functional
+from lazygen.runtime.tensor import fixed_scalars, from_data, inner, to_functional
 
 # How a graph input is fed at replay (``Capture.feeds`` entries are ``(kind, payload)``).
 ARG = 0  # payload: index of the FX graph argument
@@ -396,7 +396,10 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
     # Without the caller's dispatch modes (aot_autograd runs a graph's first call under
     # one): they are not part of the graph, and a mode's redispatch excludes Functionalize
     # as a functionalization kernel's does, so factories would return bare lazy tensors.
+    # The numbers the FX graph holds are its literals, the same at every replay: they are
+    # the graph's constants (``FixedScalar``), which a backend may compile in.
     with (
+        fixed_scalars(device),
         _disable_current_modes(),
         _generators_restored(backing),
         _collectives_kept_in_capture(device),
@@ -433,7 +436,7 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
             continue
         if node in arg_of:
             result.feeds.append((ARG, arg_of[node]))
-        elif type(node) is ScalarData or node in interpreter.constants:
+        elif isinstance(node, ScalarData) or node in interpreter.constants:
             result.feeds.append((FIXED, node.materialize()))
         elif isinstance(node, GeneratorData):
             result.feeds.append((GENERATOR, node.device))

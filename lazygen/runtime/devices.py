@@ -45,7 +45,8 @@ class LazyDevice:
         # or not anyone reads them: results of collectives, which every process of a group
         # must run, in one order, even where its result is dropped (see ``executor.sync``).
         self.must_run: list = []  # tensor.LazyTensor
-        # While a foreach op traces: (kind, value) -> its graph input (``shared_scalars``).
+        # While a foreach op or a Dynamo capture traces: (kind, value) -> its graph input
+        # (``tensor.shared_scalars``, ``tensor.fixed_scalars``; an ``ir.ScalarTable``).
         self.shared_scalars: dict | None = None
 
     def prune(self) -> None:

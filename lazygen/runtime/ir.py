@@ -272,6 +272,39 @@ class ScalarData(Node):
         return torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
 
 
+class FixedScalar(ScalarData):
+    """A wrapped Python number whose value is part of the graph: a graph input like
+    ``ScalarData`` (fed its 0-dim tensor), but the graph key holds its value, so a backend
+    may compile the number in as a constant instead of reading it (``ctx.scalar(v)`` a
+    literal, no host read per run). Made only where every run of the graph has the same
+    numbers by construction: a Dynamo capture, whose FX graph holds them as literals
+    (``kernel_support.fixed_scalars``). The lazy device's own tracing keeps ``ScalarData``:
+    a learning rate or a bias correction changes every step, and a constant would compile
+    one graph per value."""
+
+    __slots__ = ()
+    op_kind = "prim::FixedScalar"
+    op_name = "fixed_scalar"
+
+    @property
+    def attrs(self) -> tuple[str]:
+        # repr keeps apart what == does not: -0.0 and 0.0, 1 and 1.0 and True; NaN == NaN.
+        return (repr(self.value),)
+
+
+class ScalarTable(dict):
+    """``(kind, value) -> Value``: the graph inputs of the Python numbers traced on a device
+    while a table is set (``tensor.shared_scalars``, ``tensor.fixed_scalars``); equal
+    numbers share one. ``node_type`` is the input each new number becomes: ``ScalarData``,
+    or ``FixedScalar`` where the numbers are the graph's constants."""
+
+    __slots__ = ("node_type",)
+
+    def __init__(self, node_type: type[ScalarData] = ScalarData) -> None:
+        super().__init__()
+        self.node_type = node_type
+
+
 class SizeConstant(Node):
     """One int of a size or stride list (``SymInt[]`` operands of ops in symint mode:
     ``view_copy``'s size, ``expand_copy``'s, ``empty_strided``'s strides...): a constant of

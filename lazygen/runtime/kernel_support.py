@@ -16,6 +16,7 @@ from .ir import (
     DeviceData,
     Node,
     ScalarData,
+    ScalarTable,
     Shape,
     SizeConstant,
     Value,
@@ -159,7 +160,7 @@ def scalar(value, device: LazyDevice) -> Value:
     return _new_value(Value, (node, 0))
 
 
-def _shared_scalar(value, device: LazyDevice, shared: dict) -> Value:
+def _shared_scalar(value, device: LazyDevice, shared: ScalarTable) -> Value:
     kind = type(value)
     if kind is complex or (kind is float and (value != value or value == 0.0)):
         key = None  # as keys, -0.0 == 0.0 and nan != nan: built every time
@@ -168,7 +169,7 @@ def _shared_scalar(value, device: LazyDevice, shared: dict) -> Value:
         found = shared.get(key)
         if found is not None:
             return found
-    node = ScalarData(value, _SCALAR_DTYPES[kind], device.backing)
+    node = shared.node_type(value, _SCALAR_DTYPES[kind], device.backing)
     result = _new_value(Value, (node, 0))
     if key is not None:
         shared[key] = result
@@ -180,7 +181,11 @@ def optional_scalar(value, device: LazyDevice) -> Value | None:
 
 
 def symint(value, device: LazyDevice) -> Value:
-    return Value(ScalarData(int(value), torch.int64, device.backing), 0)
+    """A ``SymInt`` (a start, an index) as a graph input; a ``FixedScalar`` where the
+    numbers are the graph's constants (``tensor.fixed_scalars``)."""
+    shared = device.shared_scalars
+    node_type = ScalarData if shared is None else shared.node_type
+    return Value(node_type(int(value), torch.int64, device.backing), 0)
 
 
 def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:

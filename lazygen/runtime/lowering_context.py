@@ -15,7 +15,9 @@ The contract, per argument kind (in schema order; keyword-only arguments by name
 ``Tensor?`` / ``Tensor[]`` /   ``ctx.optional_tensor(v)``, ``ctx.tensor_list(vs)``,
 ``Tensor?[]``                  ``ctx.optional_tensor_list(vs)``
 ``Scalar`` / ``Scalar?``       ``ctx.scalar(v)``, ``ctx.optional_scalar(v)``: a graph input
-                               (a 0-dim tensor) read as a number, never a constant
+                               (a 0-dim tensor) read as a number; a ``FixedScalar`` input
+                               (``fixed_number(v)`` not None) may instead be that number,
+                               compiled in (the graph key holds it)
 ``SymInt`` / ``SymInt[]``      ``ctx.symint(v)``, ``ctx.symint_list(vs)`` (symint mode): a
                                ``SymInt`` is a graph input read as an int; each int of a
                                ``SymInt[]`` is a ``SizeConstant`` node lowered before its
@@ -75,7 +77,7 @@ import torch
 
 from .devices import is_lazy_device
 from .errors import LazygenRuntimeError, LazyGraphError
-from .ir import Node, ScalarData, Shape, Value, wrapped_number_dtype
+from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
 
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
 #: string (the only form a non-native ``opkind`` has).
@@ -198,8 +200,10 @@ class LoweringContext(ABC):
     @abstractmethod
     def scalar(self, v: Value) -> Any:
         """A ``Scalar`` argument: ``v`` is a graph input holding a 0-dim tensor; the result
-        is read as a Python number inside the graph (never baked in as a constant, so
-        changing values do not recompile)."""
+        is read as a Python number inside the graph (a ``ScalarData`` never baked in as a
+        constant, so changing values do not recompile). A ``FixedScalar``'s number is part
+        of the graph key: a backend may return ``fixed_number(v)`` as a constant instead,
+        and should where reading an input costs per run (it is fed either way)."""
 
     def optional_scalar(self, v: Value | None) -> Any:
         """A ``Scalar?`` argument: ``scalar(v)``, or the constant None when absent."""
@@ -283,15 +287,24 @@ class LoweringContext(ABC):
         others = []
         if self.node is not None:
             for operand in self.node.inputs():
-                if type(operand.node) is not ScalarData and operand.node.shapes:
+                if not isinstance(operand.node, ScalarData) and operand.node.shapes:
                     shape = operand.node.shapes[operand.index]
                     others.append((shape.dtype, len(shape.sizes)))
         return wrapped_number_dtype(natural, others)
 
 
+def fixed_number(v: Value) -> bool | int | float | complex | None:
+    """The number of a ``FixedScalar`` input (a constant of the graph: the graph key holds
+    it), as its 0-dim tensor holds it; None for any other value."""
+    node = v.node
+    if type(node) is not FixedScalar:
+        return None
+    return node.value
+
+
 def is_wrapped_number(v: Value) -> bool:
     """A Python number given where a tensor is expected (see ``number_dtype``)."""
-    return type(v.node) is ScalarData
+    return isinstance(v.node, ScalarData)
 
 
 def op_string(op: Op) -> str:

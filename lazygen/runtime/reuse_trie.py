@@ -88,7 +88,12 @@ def _accepts(slot: Node, node: Node, pending: dict) -> bool:
             bound = slot._source
         if bound is not None:
             return bound is node
-    elif not (type(node) is type(slot) and node.shapes == slot.shapes and slot in _copied_slots):
+    elif not (
+        type(node) is type(slot)
+        and node.shapes == slot.shapes
+        and node.attrs == slot.attrs  # a FixedScalar's number is part of the graph
+        and slot in _copied_slots
+    ):
         return False
     pending[slot] = node
     return True

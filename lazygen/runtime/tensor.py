@@ -14,7 +14,7 @@ import torch
 
 from .devices import LazyDevice
 from .errors import LazygenRuntimeError
-from .ir import DeviceData, Value
+from .ir import DeviceData, FixedScalar, ScalarTable, Value
 from .state import active_kernels, settings
 
 
@@ -39,11 +39,31 @@ class shared_scalars:
         device = self.device
         self.owner = device is not None and device.shared_scalars is None
         if self.owner:
-            device.shared_scalars = {}
+            device.shared_scalars = ScalarTable()
 
     def __exit__(self, *exc_info) -> None:
         if self.owner:
             self.device.shared_scalars = None
+
+
+class fixed_scalars:
+    """Within this block, every Python number traced on ``device`` is a ``FixedScalar``
+    (one per distinct number): a constant of the graph, which a backend may compile in.
+    For tracing whose numbers are the same at every run of the graph by construction (a
+    Dynamo capture: the FX graph holds them as literals); ``shared_scalars`` blocks inside
+    it use its table."""
+
+    __slots__ = ("device", "previous")
+
+    def __init__(self, device: LazyDevice) -> None:
+        self.device = device
+
+    def __enter__(self) -> None:
+        self.previous = self.device.shared_scalars
+        self.device.shared_scalars = ScalarTable(FixedScalar)
+
+    def __exit__(self, *exc_info) -> None:
+        self.device.shared_scalars = self.previous
 
 
 class LazyTensor(torch.Tensor):

@@ -40,7 +40,7 @@ class EagerContext(LoweringContext):
 
     def tensor(self, v: Value) -> torch.Tensor:
         value = self.values[v]
-        if type(v.node) is ScalarData:
+        if isinstance(v.node, ScalarData):
             dtype = self.number_dtype(v)
             if value.dtype != dtype:
                 value = value.to(dtype)

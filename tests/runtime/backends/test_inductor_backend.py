@@ -19,7 +19,11 @@ from lazygen.runtime import devices
 from lazygen.runtime.backends.inductor import backend as inductor_backend
 from lazygen.runtime.backends.inductor import compile as inductor_compile
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
-from lazygen.runtime.backends.inductor.context import INDUCTOR_LOWERINGS, FXLoweringContext
+from lazygen.runtime.backends.inductor.context import (
+    INDUCTOR_LOWERINGS,
+    VIEWS_OF_COPIES,
+    FXLoweringContext,
+)
 
 from .conftest import BACKENDS, FX, INDUCTOR, index_zero_on
 
@@ -145,6 +149,33 @@ def test_view_copy_is_lowered_as_reshape_and_compiles_for_strided_inputs():
     strided = torch.randn(3, 6, 4, 4).permute(0, 2, 1, 3)
     (got,) = compile_graph_module(module, [strided])(strided)
     torch.testing.assert_close(got, torch.ops.aten.view_copy.default(strided, [12, 6, 4]))
+
+
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        ("aten::select_copy.int", [1, 2]),
+        ("aten::slice_copy.Tensor", [1, 1, 5, 2]),
+        ("aten::split_copy.Tensor", [2, 1]),
+        ("aten::detach_copy", []),
+    ],
+)
+def test_view_copies_inductor_cannot_fuse_are_lowered_as_their_views(op, args):
+    """Inductor has no lowering for these copies: each ran as an extern call that no kernel
+    fused with (a decoder step: 30 ``select_copy`` and 30 ``select_scatter`` falling back)."""
+    ctx = FXLoweringContext("cpu", INDUCTOR_LOWERINGS)
+    x = ctx.graph.placeholder("x")
+    (node,) = ctx.call(op, [x, *args], {}, 1)
+    assert node.target is VIEWS_OF_COPIES[op]
+    ctx.graph.output((node,))
+    module = torch.fx.GraphModule(torch.nn.Module(), ctx.graph)
+    x = torch.randn(4, 6, 3)
+    (got,) = module(x)
+    eager = getattr(torch.ops.aten, op[6:].split(".")[0])
+    expected = eager(x, *args)
+    if isinstance(expected, (list, tuple)):
+        got, expected = torch.stack(list(got)), torch.stack(list(expected))
+    assert torch.equal(got, expected)
 
 
 def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):

@@ -21,7 +21,7 @@ import torch.fx
 
 from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering_context import LoweringContext, op_string, overload_of
+from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
 from ...state import settings
 
 #: ``meta`` key of a placeholder saying what it receives ("data", "scalar", "generator").
@@ -68,7 +68,7 @@ class FXLoweringContext(LoweringContext):
     def parameter(self, node) -> torch.fx.Node:
         if getattr(node, "is_generator", False):
             kind = "generator"
-        elif type(node) is ScalarData:
+        elif isinstance(node, ScalarData):
             kind = "scalar"
         else:
             kind = "data"
@@ -87,7 +87,7 @@ class FXLoweringContext(LoweringContext):
     # One method per argument kind ---------------------------------------------------------
 
     def tensor(self, v: Value) -> torch.fx.Node:
-        if type(v.node) is ScalarData:
+        if isinstance(v.node, ScalarData):
             return self._number_as_tensor(v)
         return self.values[v]
 
@@ -97,9 +97,13 @@ class FXLoweringContext(LoweringContext):
     def optional_tensor_list(self, vs) -> list:
         return [None if v is None else self.tensor(v) for v in vs]
 
-    def scalar(self, v: Value) -> torch.fx.Node:
+    def scalar(self, v: Value) -> torch.fx.Node | bool | int | float | complex:
         """The number a wrapped scalar's 0-dim tensor holds, read in the graph (one read per
-        input however many ops use it)."""
+        input however many ops use it); a ``FixedScalar``'s number as a constant (Inductor
+        folds it into its kernels: no read per run, no unbacked symbol)."""
+        number = fixed_number(v)
+        if number is not None:
+            return number
         node = self._scalars.get(v)
         if node is None:
             node = self.graph.call_function(
@@ -111,6 +115,9 @@ class FXLoweringContext(LoweringContext):
     def symint(self, v: Value) -> torch.fx.Node | int:
         if type(v.node) is SizeConstant:
             return self.values[v]  # its constant
+        number = fixed_number(v)
+        if number is not None:
+            return number
         self.values[v].meta[READ_AS_SIZE] = True
         return self.scalar(v)
 
@@ -164,16 +171,25 @@ class FXLoweringContext(LoweringContext):
     # Helpers --------------------------------------------------------------------------
 
     def _number_as_tensor(self, v: Value) -> torch.fx.Node:
-        """A wrapped Python number: its 0-dim tensor input, cast to ``number_dtype``."""
+        """A wrapped Python number: its 0-dim tensor input, cast to ``number_dtype``; a
+        ``FixedScalar`` as a ``scalar_tensor`` of its number (a constant to Inductor)."""
         natural = v.node.shapes[0].dtype
         dtype = self.number_dtype(v)
-        if dtype == natural:
+        number = fixed_number(v)
+        if dtype == natural and number is None:
             return self.values[v]
         node = self._numbers.get((v, dtype))
         if node is None:
-            node = self.graph.call_function(
-                torch.ops.aten._to_copy.default, (self.values[v],), {"dtype": dtype}
-            )
+            if number is None:
+                node = self.graph.call_function(
+                    torch.ops.aten._to_copy.default, (self.values[v],), {"dtype": dtype}
+                )
+            else:
+                node = self.graph.call_function(
+                    torch.ops.aten.scalar_tensor.default,
+                    (number,),
+                    {"dtype": dtype, "device": self.device},
+                )
             self._numbers[(v, dtype)] = node
         return node
 
@@ -297,8 +313,29 @@ def lower_view_copy(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, n
     return [node]
 
 
+#: View copies Inductor has neither a lowering nor a decomposition for, and the views they
+#: copy: run as the copies, each is an extern call that no kernel fuses with (Llama's
+#: step had 21 ``slice_copy`` calls, a decoder's 30 ``select_copy``). The lowering
+#: contract lets a backend run a view copy as its view ("Views may alias").
+VIEWS_OF_COPIES = {
+    "aten::select_copy.int": torch.ops.aten.select.int,
+    "aten::slice_copy.Tensor": torch.ops.aten.slice.Tensor,
+    "aten::split_copy.Tensor": torch.ops.aten.split.Tensor,
+    "aten::detach_copy": torch.ops.aten.alias.default,
+}
+
+
+def lower_as_view(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_outputs: int):
+    """A view copy (``VIEWS_OF_COPIES``) as the view it copies."""
+    node = ctx.graph.call_function(VIEWS_OF_COPIES[op_string(op)], tuple(args), kwargs)
+    if ctx.node is not None:
+        node.meta[IR_NODE] = ctx.node
+    return [node]
+
+
 #: Ops Inductor needs lowered differently from their eager form.
 INDUCTOR_LOWERINGS: dict[str, OpLowering] = {
+    **dict.fromkeys(VIEWS_OF_COPIES, lower_as_view),
     "aten::view_copy": lower_view_copy,
     "aten::add.Scalar": lower_alpha,
     "aten::sub.Scalar": lower_alpha,

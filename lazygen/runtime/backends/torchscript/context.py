@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering_context import STRIDE_READING_OPS, LoweringContext, op_string
+from ...lowering_context import STRIDE_READING_OPS, LoweringContext, fixed_number, op_string
 from ...state import settings
 
 _TENSOR = torch._C.TensorType.get()
@@ -44,7 +44,7 @@ class TSLoweringContext(LoweringContext):
     # One method per argument kind ---------------------------------------------------------
 
     def tensor(self, v: Value) -> torch._C.Value:
-        if type(v.node) is ScalarData:
+        if isinstance(v.node, ScalarData):
             return self._number_as_tensor(v)
         return self.values[v]
 
@@ -56,6 +56,13 @@ class TSLoweringContext(LoweringContext):
         return self._list(items, _OPTIONAL_TENSOR_LIST)
 
     def scalar(self, v: Value) -> torch._C.Value:
+        """A wrapped number read with ``aten::item``; a ``FixedScalar`` int or float as a
+        constant (one interpreter instruction less per run). Bools and complex numbers are
+        read: a TorchScript ``Scalar`` constant must be an int or a float, and a bool read
+        as an int would promote differently."""
+        number = fixed_number(v)
+        if type(number) is int or type(number) is float:
+            return self.constant(number)
         value = self._scalars.get(v)
         if value is None:
             (value,) = self._create("aten::item", [self.values[v]], 1)
@@ -66,6 +73,9 @@ class TSLoweringContext(LoweringContext):
     def symint(self, v: Value) -> torch._C.Value:
         if type(v.node) is SizeConstant:
             return self.values[v]  # its constant
+        number = fixed_number(v)
+        if number is not None:
+            return self.constant(number)
         value = self._ints.get(v)
         if value is None:
             (value,) = self._create("aten::Int", [self.values[v]], 1)
