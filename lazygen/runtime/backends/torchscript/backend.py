@@ -16,7 +16,7 @@ from ...builtin import tables as op_list
 from ...ir import Node, Value
 from ...state import settings
 from .context import TSLoweringContext
-from .passes import transpose_products
+from .passes import fold_double_transposes, transpose_products
 
 _executor_configured = False
 
@@ -158,6 +158,7 @@ class TorchScriptBackend(Backend):
     def lower(self, order: list[Node], outputs: list[Value], device) -> TSLoweringContext:
         ctx = super().lower(order, outputs, device)
         transpose_products(ctx.graph)
+        fold_double_transposes(ctx.graph)
         return ctx
 
     def compile(self, order: list[Node], outputs: list[Value], device) -> TSExecutable:

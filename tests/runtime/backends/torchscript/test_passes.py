@@ -3,7 +3,7 @@
 import torch
 from support.ts_graphs import product_graph
 
-from lazygen.runtime.backends.torchscript.passes import transpose_products
+from lazygen.runtime.backends.torchscript.passes import fold_double_transposes, transpose_products
 
 
 def _graph(extra_use: str | None):
@@ -48,6 +48,49 @@ def test_a_product_that_is_also_returned_comes_back_as_a_view():
     transposed, product = _run(graph, a, b)
     assert transposed.is_contiguous() and torch.allclose(transposed, (a @ b).t())
     assert torch.allclose(product, a @ b)
+
+
+def test_transposed_operands_are_used_untransposed_and_their_transposes_dropped():
+    """A weight's gradient ``t(mm(t(g), x))`` is ``mm(t(x), g)``: no ``t(t(g))`` for the
+    interpreter to run (the tiny MLP step's graph had eight ``t`` of this kind)."""
+    graph = torch._C.Graph()
+    g, x = graph.addInput(), graph.addInput()
+    for value in (g, x):
+        value.setType(torch._C.TensorType.get())
+    tg = graph.create("aten::t", [g], 1)
+    graph.insertNode(tg)
+    mm = graph.create("aten::mm", [tg.output(), x], 1)
+    graph.insertNode(mm)
+    t = graph.create("aten::t", [mm.output()], 1)
+    graph.insertNode(t)
+    graph.registerOutput(t.output())
+    assert transpose_products(graph) == 1
+    assert _kinds(graph) == ["aten::t", "aten::mm"]
+    (product,) = [n for n in graph.nodes() if n.kind() == "aten::mm"]
+    assert list(product.inputs())[1].debugName() == g.debugName()
+    a, b = torch.randn(5, 3), torch.randn(5, 4)
+    (result,) = _run(graph, a, b)
+    assert result.is_contiguous() and torch.allclose(result, (a.t() @ b).t())
+
+
+def test_a_transpose_of_a_transpose_is_its_input():
+    graph = torch._C.Graph()
+    x = graph.addInput()
+    x.setType(torch._C.TensorType.get())
+    t1 = graph.create("aten::t", [x], 1)
+    graph.insertNode(t1)
+    t2 = graph.create("aten::t", [t1.output()], 1)
+    graph.insertNode(t2)
+    relu = graph.create("aten::relu", [t2.output()], 1)
+    graph.insertNode(relu)
+    graph.registerOutput(relu.output())
+    graph.registerOutput(t1.output())  # the inner transpose is still read: it stays
+    graph.makeMultiOutputIntoTuple()
+    assert fold_double_transposes(graph) == 1
+    assert _kinds(graph) == ["aten::t", "aten::relu"]
+    a = torch.randn(3, 4)
+    relu_out, transposed = _run(graph, a)
+    assert torch.equal(relu_out, a.relu()) and torch.equal(transposed, a.t())
 
 
 def test_a_product_with_other_uses_is_left_alone():
