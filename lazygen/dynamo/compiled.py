@@ -40,23 +40,34 @@ def _describe(a) -> object:
     return a
 
 
-def _varying(gm: torch.fx.GraphModule) -> tuple[int, ...]:
-    """Positions of the arguments whose metadata may differ between calls: those that are
-    not a tensor of static sizes and strides in Dynamo's example values. Dynamo's guards
-    admit only calls that match the others (dtype, device, sizes), so the look-up key reads
-    just these; a graph with none is keyed by ()."""
-    varying = []
-    position = 0
+def _static_tensors(gm: torch.fx.GraphModule) -> list[torch.Tensor | None]:
+    """Per argument: Dynamo's example value when it is a tensor of static sizes and strides
+    (Dynamo's guards admit only calls that match it: dtype, device, sizes and strides), else
+    None."""
+    static = []
     for node in gm.graph.nodes:
         if node.op != "placeholder":
             continue
         val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor) or not all(
+        fixed = isinstance(val, torch.Tensor) and all(
             type(s) is int for s in (*val.shape, *val.stride())
-        ):
-            varying.append(position)
-        position += 1
-    return tuple(varying)
+        )
+        static.append(val if fixed else None)
+    return static
+
+
+def _varying(gm: torch.fx.GraphModule) -> tuple[int, ...]:
+    """Positions of the arguments whose metadata may differ between calls: all but the
+    tensors of static sizes and strides, so the look-up key reads just these; a graph with
+    none is keyed by ()."""
+    return tuple(i for i, val in enumerate(_static_tensors(gm)) if val is None)
+
+
+def _contiguous(gm: torch.fx.GraphModule) -> frozenset[int]:
+    """Positions of the arguments contiguous at every call: static strides that are."""
+    return frozenset(
+        i for i, val in enumerate(_static_tensors(gm)) if val is not None and val.is_contiguous()
+    )
 
 
 class Replay:
@@ -67,6 +78,7 @@ class Replay:
         "order",
         "template",
         "host_args",
+        "host_args_checked",
         "lazy_args",
         "generators",
         "results",
@@ -81,18 +93,26 @@ class Replay:
         "mutations",
     )
 
-    def __init__(self, cap: Capture, device: LazyDevice, executable, args) -> None:
+    def __init__(
+        self, cap: Capture, device: LazyDevice, executable, args, contiguous: frozenset[int]
+    ) -> None:
         self.executable = executable
         self.order = cap.order
         self.device = device
         self.template: list = [None] * len(cap.feeds)
+        # host arguments fed as they are (contiguous at every call), and those checked
         self.host_args: list[tuple[int, int]] = []
+        self.host_args_checked: list[tuple[int, int]] = []
         self.lazy_args: list[tuple[int, int]] = []
         self.generators: list[tuple[int, torch.device]] = []
         for position, (kind, payload) in enumerate(cap.feeds):
             if kind == ARG:
-                lazy = args[payload].device.type == settings.device_type
-                (self.lazy_args if lazy else self.host_args).append((position, payload))
+                if args[payload].device.type == settings.device_type:
+                    self.lazy_args.append((position, payload))
+                elif payload in contiguous:
+                    self.host_args.append((position, payload))
+                else:
+                    self.host_args_checked.append((position, payload))
             elif kind == FIXED:
                 self.template[position] = payload
             elif kind == GENERATOR:
@@ -113,10 +133,12 @@ class Replay:
         inputs = self.template.copy()
         if self.copy_in:
             to_data, backing = self.device.backend.to_data, self.device.backing
-            for position, i in self.host_args:
+            for position, i in self.host_args + self.host_args_checked:
                 inputs[position] = to_data(args[i], backing)
         else:
             for position, i in self.host_args:
+                inputs[position] = args[i]
+            for position, i in self.host_args_checked:
                 t = args[i]
                 inputs[position] = t if t.is_contiguous() else t.contiguous()
         for position, i in self.lazy_args:
@@ -253,6 +275,7 @@ class CompiledGraph:
         self.segments: list[CompiledGraph] = []
         self.nodes = 0
         self.varying = _varying(gm)
+        self.contiguous = _contiguous(gm)
         if "/" not in name:  # segments are reported with the graph they belong to
             _graphs.add(self)
 
@@ -294,7 +317,7 @@ class CompiledGraph:
             log(1, f"lazygen.dynamo: {self.name} runs eagerly: {', '.join(cap.cuts)}")
             return Eager(self.gm, cap.cuts)
         if not cap.outputs:
-            return Replay(cap, device, None, args)
+            return Replay(cap, device, None, args, self.contiguous)
         order = cap.order  # the order Replay feeds and runs (random ops in eager's order)
         position = {node: i for i, node in enumerate(order)}
         self.nodes = sum(1 for n in order if not n.is_input)
@@ -308,7 +331,7 @@ class CompiledGraph:
             metrics.count("DynamoEagerGraph")
             self.eager_reasons = [f"compilation failed: {error}"]
             return Eager(self.gm, self.eager_reasons)
-        return Replay(cap, device, executable, args)
+        return Replay(cap, device, executable, args, self.contiguous)
 
     def _partition(self, cap: Capture) -> Partitioned:
         """Split the graph around the ops that ran through the eager fallback."""
