@@ -313,15 +313,32 @@ def lower_view_copy(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, n
     return [node]
 
 
-#: View copies Inductor has neither a lowering nor a decomposition for, and the views they
-#: copy: run as the copies, each is an extern call that no kernel fuses with (Llama's
-#: step had 21 ``slice_copy`` calls, a decoder's 30 ``select_copy``). The lowering
-#: contract lets a backend run a view copy as its view ("Views may alias").
+#: View copies and the views they copy, which Inductor is given instead (the lowering
+#: contract lets a backend run a view copy as its view: "Views may alias"). As copies,
+#: some have neither a lowering nor a decomposition in Inductor and were extern calls no
+#: kernel fuses with (a decoder step: 30 ``select_copy``; Llama's: 21 ``slice_copy``), and
+#: the others decompose into a view and a ``clone``, a kernel materialising each (a
+#: decoder step: 8 kernels doing nothing but ``t_copy``). ``view_copy`` is lowered as
+#: ``reshape`` (``lower_view_copy``); ``as_strided_copy`` reads strides and stays a copy.
+_aten = torch.ops.aten
 VIEWS_OF_COPIES = {
-    "aten::select_copy.int": torch.ops.aten.select.int,
-    "aten::slice_copy.Tensor": torch.ops.aten.slice.Tensor,
-    "aten::split_copy.Tensor": torch.ops.aten.split.Tensor,
-    "aten::detach_copy": torch.ops.aten.alias.default,
+    "aten::alias_copy": _aten.alias.default,
+    "aten::detach_copy": _aten.alias.default,
+    "aten::diagonal_copy": _aten.diagonal.default,
+    "aten::expand_copy": _aten.expand.default,
+    "aten::permute_copy": _aten.permute.default,
+    "aten::select_copy.int": _aten.select.int,
+    "aten::slice_copy.Tensor": _aten.slice.Tensor,
+    "aten::split_copy.Tensor": _aten.split.Tensor,
+    "aten::split_with_sizes_copy": _aten.split_with_sizes.default,
+    "aten::squeeze_copy": _aten.squeeze.default,
+    "aten::squeeze_copy.dim": _aten.squeeze.dim,
+    "aten::squeeze_copy.dims": _aten.squeeze.dims,
+    "aten::t_copy": _aten.t.default,
+    "aten::transpose_copy.int": _aten.transpose.int,
+    "aten::unbind_copy.int": _aten.unbind.int,
+    "aten::unfold_copy": _aten.unfold.default,
+    "aten::unsqueeze_copy": _aten.unsqueeze.default,
 }
 
 
