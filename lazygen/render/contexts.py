@@ -28,16 +28,32 @@ class Header:
 
 @dataclass(frozen=True, slots=True, order=True)
 class Import:
-    """`from <module> import <name> [as <alias>]`."""
+    """`from <module> import <name> [as <alias>]`; `deferred`: a hand-written module of a
+    backend generated with --defer-hand-written, `<alias or name> =
+    deferred_module("<module>.<name>")` (`lazygen.runtime.deferred`: missing pieces are
+    stubs, so the backend imports without them)."""
 
     module: str
     name: str
     alias: str | None = None
+    deferred: bool = False
+
+    @property
+    def bound(self) -> str:
+        """The name the import binds."""
+        return self.alias or self.name
+
+
+DEFERRED_MODULE = Import("lazygen.runtime.deferred", "deferred_module")
 
 
 def imports(*items: Import | None) -> tuple[Import, ...]:
-    """Absolute imports, sorted as isort/ruff would (by module, then name)."""
-    return tuple(sorted(i for i in items if i is not None))
+    """Absolute imports, sorted as isort/ruff would (by module, then name); deferred
+    modules last, after the import of `deferred_module` they need."""
+    present = [i for i in items if i is not None]
+    if any(i.deferred for i in present):
+        present.append(DEFERRED_MODULE)
+    return tuple(sorted(set(present), key=lambda i: (i.deferred, i.module, i.name)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +340,9 @@ class RegistrationContext:
     #: (LTC's counter name, lazygen's) for symint kernels: LTC counts ``lazy::view_copy``
     #: as ``lazy::view_copy_symint`` (its kernel's C++ name); migrating users read those.
     counter_aliases: tuple[tuple[str, str], ...]
+    #: Generated with --defer-hand-written: the tables leave out kernels not written yet
+    #: (`present(...)`), whose ops then run through the eager fallback.
+    deferred: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,14 +423,18 @@ def _symint_counter_alias(op_name: str) -> tuple[str, str]:
     return f"lazy::{name}_symint{dot}{overload}", f"lazy::{op_name}"
 
 
-def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
-    """Output file name -> the context of the template that produces it."""
+def build_contexts(
+    plan: BackendPlan, hand_written: str, *, deferred: bool = False
+) -> dict[str, Context]:
+    """Output file name -> the context of the template that produces it. `deferred`: the
+    hand-written package may lack pieces (--defer-hand-written), so its modules are reached
+    through `lazygen.runtime.deferred` and the registration skips what is missing."""
 
     def header(template: str) -> Header:
         return Header(template, plan.backend)
 
     def hand(module: str, alias: str | None, needed: bool) -> Import | None:
-        return Import(hand_written, module, alias) if needed else None
+        return Import(hand_written, module, alias, deferred) if needed else None
 
     kernels = (
         *(RegistrationEntry(_overload(k.op_name), "kernels", k.name) for k in plan.kernels),
@@ -456,6 +479,7 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
             imports(
                 hand("autograd", None, bool(plan.autograd)),
                 hand("kernels", "handwritten", bool(plan.supported)),
+                Import("lazygen.runtime.deferred", "present") if deferred else None,
             ),
             tuple(sorted(kernels, key=lambda e: e.overload)),
             tuple(
@@ -474,6 +498,7 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
                 )
             ),
             tuple(sorted(_symint_counter_alias(k.op_name) for k in plan.kernels if k.node.symint)),
+            deferred,
         ),
     }
     contexts["__init__.py"] = InitContext(
