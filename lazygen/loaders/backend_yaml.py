@@ -248,13 +248,21 @@ def _resolve(
     try:
         op = OperatorName.parse(item.strip())
     except SchemaParseError:
-        out.error(line, f"'{item}' is not an operator name", "write 'name' or 'name.overload'")
+        namespace, colons, bare = item.strip().partition("::")
+        hint = (
+            f"write '{bare}': op lists name aten operators without their namespace"
+            if colons and namespace == "aten"
+            else "write 'name' or 'name.overload'"
+        )
+        out.error(line, f"'{item}' is not an operator name", hint)
         return None
     if op in catalogue:
         return op
     message, hint = _unknown_operator(op, catalogue)
     if section == "symint":  # torchgen does not look symint names up: no effect, noted
         out.notice(line, f"symint entry {op} has no effect: {message}", hint)
+    elif not op.overload and catalogue.overloads(op.name):  # a name this torch has
+        out.error(line, message, hint)
     else:
         out.unknown(
             line,
@@ -270,6 +278,9 @@ def _unknown_operator(op: OperatorName, catalogue: Catalogue) -> tuple[str, str]
     or removed since the list was written (older torch_xla and PyTorch lists name some)."""
     where = catalogue_name(catalogue.source)
     overloads = catalogue.overloads(op.name)
+    if overloads and not op.overload:
+        names = ", ".join(sorted(str(f.name) for f in overloads))
+        return f"operator {op.name} has no default overload", f"name one: {names}"
     if overloads:
         names = ", ".join(sorted(f.name.overload or "<default>" for f in overloads))
         return f"operator {op.name} has no overload '{op.overload}' in {where}", (

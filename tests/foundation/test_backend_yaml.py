@@ -76,6 +76,15 @@ CASES = [
         ":5: error: abs is listed in both 'full_codegen' and 'supported'",
     ),
     (
+        "backend: Lazy\nfull_codegen:\n  - add\n",
+        ":3: error: operator add has no default overload (name one: add.Scalar, add.Scalar_out, "
+        "add.Tensor, add.out)",
+    ),
+    (
+        "backend: Lazy\nfull_codegen:\n  - aten::mul.Tensor\n",
+        "(write 'mul.Tensor': op lists name aten operators without their namespace)",
+    ),
+    (
         "backend: Lazy\nblacklist:\n  - abs\n",
         ":2: error: 'blacklist' is a key of torch-mlir's autogen_ltc_backend.yaml",
     ),
@@ -225,6 +234,8 @@ def test_skip_unknown_ops_gives_one_notice(tmp_path, catalogue):
     assert len(found) == 2 and all("pass --skip-unknown-ops" in e for e in found), found
     ops = load(tmp_path, catalogue, text, skip_unknown=True)
     assert [str(e.name) for e in ops.full_codegen] == ["abs"]
+    no_default = errors(tmp_path, catalogue, "backend: L\nfull_codegen:\n  - add\n")
+    assert "--skip-unknown-ops" not in no_default[0]  # `add` is this torch's: name an overload
     symint, skipped = ops.notices
     assert "skipped 2 operator(s)" in skipped.message
     assert "symeig (line 4), relu.nope (line 5)" in skipped.message
