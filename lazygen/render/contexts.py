@@ -327,6 +327,9 @@ class RegistrationEntry:
     overload: str  # `aten.add.Tensor`, `aten.abs.default`, `getattr(aten.random, "from")`
     module: str  # the module alias holding the function
     function: str
+    #: The hand-written piece the kernel calls (`shape_functions.compute_shape_x`), in a
+    #: deferred backend's registration: `requires(kernel, piece)`, left out while missing.
+    needs: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,8 +439,14 @@ def build_contexts(
     def hand(module: str, alias: str | None, needed: bool) -> Import | None:
         return Import(hand_written, module, alias, deferred) if needed else None
 
+    def needs(k: KernelPlan) -> str | None:
+        return f"shape_functions.{k.shape_function}" if deferred and not k.meta else None
+
     kernels = (
-        *(RegistrationEntry(_overload(k.op_name), "kernels", k.name) for k in plan.kernels),
+        *(
+            RegistrationEntry(_overload(k.op_name), "kernels", k.name, needs(k))
+            for k in plan.kernels
+        ),
         *(RegistrationEntry(_overload(s.op_name), "handwritten", s.name) for s in plan.supported),
     )
     contexts: dict[str, Context] = {
@@ -479,7 +488,13 @@ def build_contexts(
             imports(
                 hand("autograd", None, bool(plan.autograd)),
                 hand("kernels", "handwritten", bool(plan.supported)),
+                hand("shape_functions", None, any(e.needs for e in kernels)),
                 Import("lazygen.runtime.deferred", "present") if deferred else None,
+                (
+                    Import("lazygen.runtime.deferred", "requires")
+                    if any(e.needs for e in kernels)
+                    else None
+                ),
             ),
             tuple(sorted(kernels, key=lambda e: e.overload)),
             tuple(

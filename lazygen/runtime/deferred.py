@@ -10,7 +10,8 @@ missing:
   naming the piece, its module and what to do;
 * ``present(table)`` leaves the stubs out of a registration table, so an op whose kernel
   (``supported``) or autograd kernel is not written yet runs through the eager fallback
-  instead of failing;
+  instead of failing; so does a generated kernel whose shape function is missing
+  (``requires``);
 * a module that does not exist is an empty one; a module that fails to import raises its
   own error, as an import would (it is the user's code, and broken).
 """
@@ -86,6 +87,14 @@ class DeferredModule:
 def deferred_module(name: str) -> DeferredModule:
     """The hand-written module ``name`` as a generated module of a deferred backend sees it."""
     return DeferredModule(name)
+
+
+def requires(kernel: Any, *pieces: Any) -> Any:
+    """``kernel``, or the first of the hand-written ``pieces`` it calls that is missing (a
+    generated kernel whose op has no meta kernel calls its ``compute_shape_<op>``), so
+    that ``present`` leaves it out and its op runs eagerly."""
+    missing = [p for p in pieces if isinstance(p, MissingHandWritten)]
+    return missing[0] if missing else kernel
 
 
 def present(table: Mapping[K, Any]) -> dict[K, Any]:

@@ -1,23 +1,19 @@
 """torch_xla's op list generates the IR classes and kernels torchgen generates from it
 (today's list, and September 2023's: tests/fixtures/op_lists/README.md).
 
-torchgen runs live (`run_gen_lazy_tensor` from the installed torch wheel, ~4 s, in a
-child process) into a temporary directory; its C++ is read for names only: the IR classes `LazyIr.h` declares
-and, per generated kernel, the IR class it builds (`ReuseNode<Class>`). lazygen generates
+torchgen runs live (`support.torchgen_run`: the installed wheel's, in a child, ~4 s) and
+its C++ is read for names only: the IR classes and the class each kernel builds. lazygen generates
 from the same list with `--defer-hand-written` (the list's hand-written XLA kernels do
 not exist here), which reports the missing pieces as warnings instead of failing.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from support import torchgen_run
 
 from lazygen.pipeline import GenConfig, generate
 
@@ -26,20 +22,6 @@ LISTS = REPO / "tests" / "fixtures" / "op_lists"
 XLA_LIST = LISTS / "xla_native_functions.yaml"
 #: Each list, with what torchgen generates from it on torch 2.13: (IR classes, kernels).
 TORCHGEN_COUNTS = {XLA_LIST: (105, 95), LISTS / "xla_native_functions_2023.yaml": (97, 87)}
-TORCHGEN = textwrap.dedent("""
-    import os, sys
-    import torchgen
-    from torchgen.gen_lazy_tensor import run_gen_lazy_tensor
-
-    run_gen_lazy_tensor(
-        aten_path=os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen"),
-        source_yaml=sys.argv[1],
-        output_dir=sys.argv[2],
-        dry_run=False,
-        impl_path=None,
-        shape_inference_hdr=None,  # lazygen checks shape functions its own way
-    )
-    """)
 
 
 @pytest.fixture(scope="module", params=sorted(TORCHGEN_COUNTS), ids=lambda p: p.stem)
@@ -50,15 +32,7 @@ def xla_list(request) -> Path:
 @pytest.fixture(scope="module")
 def torchgen_names(tmp_path_factory, xla_list) -> tuple[set[str], Counter]:
     """(IR class names, Counter of the IR class each generated kernel builds)."""
-    out = tmp_path_factory.mktemp("torchgen_xla")
-    # In a child: torchgen registers the backend's dispatch key process-wide, once.
-    subprocess.run([sys.executable, "-c", TORCHGEN, str(xla_list), str(out)], check=True)
-    ir = (out / "LazyIr.h").read_text()
-    classes = set(re.findall(r"^class (\w+) : public", ir, re.MULTILINE))
-    kernels_cpp = (out / "XLANativeFunctions.cpp").read_text()
-    bodies = re.split(r"XLANativeFunctions::\w+\(", kernels_cpp)[1:]
-    built = Counter(re.search(r"ReuseNode<(\w+)>", body).group(1) for body in bodies)
-    return classes, built
+    return torchgen_run.torchgen_names(xla_list, tmp_path_factory.mktemp("torchgen_xla"))
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +50,7 @@ def test_torchgen_baseline(torchgen_names, xla_list):
 def test_same_ir_classes_and_kernels_as_torchgen(torchgen_names, lazygen_result, xla_list):
     classes, built = torchgen_names
     assert not lazygen_result.errors
-    ir = lazygen_result.files["ir.py"]
-    ours = set(re.findall(r"^class (\w+)\(Node\):", ir, re.MULTILINE))
-    assert ours == classes
-    kernels = lazygen_result.files["kernels.py"]
-    our_built = Counter(re.findall(r"node = rt\.make_node\(\s*ir\.(\w+),", kernels))
-    assert our_built == built
+    assert torchgen_run.lazygen_names(lazygen_result.files) == (classes, built)
     assert (lazygen_result.counts["nodes"], lazygen_result.counts["kernels"]) == (
         TORCHGEN_COUNTS[xla_list]
     )
