@@ -75,6 +75,11 @@ GENERATED = [
         DEFER,
         ("lazy::mm", "lazy::relu", "lazy::add.Tensor", "lazy::abs", "lazy::gelu"),
     ),
+    (
+        "pytorch_ts_native_functions_mid.yaml",
+        DEFER,
+        ("lazy::mm", "lazy::relu", "lazy::native_batch_norm", "lazy::gelu"),
+    ),
     ("lazy_tensor_core_ts_native_functions.yaml", DEFER, ()),
     (
         "torch_mlir_generated_native_functions.yaml",
