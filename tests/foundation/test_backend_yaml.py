@@ -253,6 +253,9 @@ def test_symint_entries_without_a_kernel_are_noted_not_refused(tmp_path, catalog
     assert view.location.line == 7 and "symint entry view has no effect" in view.message
     assert "no kernel section" in view.message
     assert frobnicate.location.line == 8 and "unknown operator 'frobnicate'" in frobnicate.message
+    twice = load(tmp_path, catalogue, text.replace("  - view\n", "  - view_copy\n"))
+    assert [str(e.name) for e in twice.symint] == ["view_copy"]
+    assert any("view_copy is listed twice in 'symint'" in d.message for d in twice.notices)
 
 
 def test_any_identifier_opkind_is_accepted(tmp_path, catalogue):
