@@ -63,25 +63,27 @@ REFUSED = [
 ]
 
 XLA_LAZY = ("lazy::abs", "lazy::relu")  # full_codegen; its mm, add, gelu are C++ kernels
+SLOW = pytest.mark.slow  # the same paths as today's lists; run with --slow / in CI
 #: (fixture, gen options, the driver's ops that must run lazily): generated, then run. The
 #: others run through the eager fallback (a hand-written kernel not written, or no entry).
 GENERATED = [
-    ("xla_native_functions.yaml", DEFER, XLA_LAZY),
-    ("xla_native_functions_2023.yaml", DEFER, XLA_LAZY),
-    ("xla_native_functions_2022.yaml", OLD_TORCH, XLA_LAZY),
-    ("xla_native_functions_2021.yaml", OLD_TORCH, ()),  # supported only: all C++
-    (
+    pytest.param("xla_native_functions.yaml", DEFER, XLA_LAZY),
+    pytest.param("xla_native_functions_2023.yaml", DEFER, XLA_LAZY, marks=SLOW),
+    pytest.param("xla_native_functions_2022.yaml", OLD_TORCH, XLA_LAZY, marks=SLOW),
+    pytest.param("xla_native_functions_2021.yaml", OLD_TORCH, (), marks=SLOW),  # all C++
+    pytest.param(
         "pytorch_ts_native_functions.yaml",
         DEFER,
         ("lazy::mm", "lazy::relu", "lazy::add.Tensor", "lazy::abs", "lazy::gelu"),
     ),
-    (
+    pytest.param(
         "pytorch_ts_native_functions_mid.yaml",
         DEFER,
         ("lazy::mm", "lazy::relu", "lazy::native_batch_norm", "lazy::gelu"),
+        marks=SLOW,
     ),
-    ("lazy_tensor_core_ts_native_functions.yaml", DEFER, ()),
-    (
+    pytest.param("lazy_tensor_core_ts_native_functions.yaml", DEFER, (), marks=SLOW),
+    pytest.param(
         "torch_mlir_generated_native_functions.yaml",
         DEFER,
         ("lazy::mm", "lazy::relu", "lazy::native_batch_norm", "lazy::gelu", "lazy::_softmax"),
@@ -161,7 +163,7 @@ def site(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize(
-    "name, options, lazy", GENERATED, ids=[name.removesuffix(".yaml") for name, *_ in GENERATED]
+    "name, options, lazy", GENERATED, ids=[p.values[0].removesuffix(".yaml") for p in GENERATED]
 )
 def test_generates_a_backend_that_runs(name, options, lazy, site, capsys):
     package = "list_" + name.removesuffix(".yaml")
