@@ -76,6 +76,8 @@ class DeferredModule:
         return self._module
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):  # protocol probes, not pieces
+            raise AttributeError(name)
         module = self._load()
         value = getattr(module, name, None) if module is not None else None
         return MissingHandWritten(self._name, name) if value is None else value

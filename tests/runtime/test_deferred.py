@@ -65,3 +65,10 @@ def test_present_leaves_unwritten_kernels_out(package):
     kernels = deferred_module(f"{package}.kernels")
     table = present({"relu": kernels.relu, "gelu": kernels.gelu, "abs": abs})
     assert list(table) == ["relu", "abs"]
+
+
+def test_protocol_probes_are_not_pieces(package):
+    kernels = deferred_module(f"{package}.kernels")
+    assert not hasattr(kernels, "__wrapped__")
+    # ... but kernels of dunder ops are (torch_xla's `__ilshift__.Scalar`)
+    assert isinstance(kernels.__ilshift___scalar, MissingHandWritten)
