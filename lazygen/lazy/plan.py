@@ -419,15 +419,30 @@ def _check_returns(f: NativeFunction) -> None:
 
 
 def _check_names(nodes: list[LazyIrSchema], ops: BackendOpList, problems: list[Diagnostic]) -> None:
-    by_class: dict[str, str] = {}
+    """One IR class per name: two operators mapping to one class, or a non-native operator
+    named as a native one the list generates a node for (torchgen's C++ would define the
+    class twice; here one would silently replace the other in `NODE_CLASSES`)."""
+    seen: dict[str, LazyIrSchema] = {}
+    non_native = {str(e.func.name): e.location for e in ops.non_native}
     for n in nodes:
-        other = by_class.setdefault(n.node_name, n.op_name)
-        if other != n.op_name:
+        first = seen.setdefault(n.node_name, n)
+        if first is n:
+            continue
+        if first.op_name != n.op_name:
             problems.append(
                 Diagnostic(
                     Location(ops.path),
-                    f"{n.op_name} and {other} both map to IR class {n.node_name}",
+                    f"{n.op_name} and {first.op_name} both map to IR class {n.node_name}",
                     "drop one of them from the op list",
+                )
+            )
+        else:
+            problems.append(
+                Diagnostic(
+                    non_native.get(n.op_name, Location(ops.path)),
+                    f"non_native {n.op_name} has the name of an operator this list generates "
+                    f"a node for (full_codegen or ir_gen): both would be IR class {n.node_name}",
+                    "rename the non_native entry",
                 )
             )
 
