@@ -224,7 +224,9 @@ def _generate(config: GenConfig, child) -> Generated:
             hand_errors, hand_warnings = check_here()
             warnings += hand_warnings
     try:
-        files = _render(env, plan, config.hand_written, config.defer_hand_written)
+        # Unchecked, the package may lack pieces as a deferred one may: reach it the same way.
+        deferred = config.defer_hand_written or not config.check_hand_written
+        files = _render(env, plan, config.hand_written, deferred)
     finally:
         if asked:  # collected even when rendering failed, so the child is not left waiting
             result = child.hand_written_result()
