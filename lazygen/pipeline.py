@@ -224,7 +224,9 @@ def _generate(config: GenConfig, child) -> Generated:
             hand_errors, hand_warnings = check_here()
             warnings += hand_warnings
     try:
-        files = _render(env, plan, config.hand_written)
+        # Unchecked, the package may lack pieces as a deferred one may: reach it the same way.
+        deferred = config.defer_hand_written or not config.check_hand_written
+        files = _render(env, plan, config.hand_written, deferred)
     finally:
         if asked:  # collected even when rendering failed, so the child is not left waiting
             result = child.hand_written_result()
@@ -254,12 +256,12 @@ def _prefetch(child, ops, catalogue, env, config: GenConfig):
     return child.facts(recording.request())
 
 
-def _render(env, plan, hand_written: str) -> dict[str, str]:
+def _render(env, plan, hand_written: str, deferred: bool = False) -> dict[str, str]:
     from lazygen.render.contexts import build_contexts
     from lazygen.render.formatting import FormatError, format_all
 
     sources = {}
-    for name, context in build_contexts(plan, hand_written).items():
+    for name, context in build_contexts(plan, hand_written, deferred=deferred).items():
         sources[name] = render_template(env, context)
     try:
         return format_all(sources)

@@ -64,6 +64,12 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="report missing hand-written pieces as warnings and generate anyway",
     )
+    add_skip_unknown_argument(parser)
+
+
+def add_skip_unknown_argument(parser: argparse.ArgumentParser) -> None:
+    """`--skip-unknown-ops`, for every command that reads an op list (the error for an
+    operator this torch lacks offers it)."""
     parser.add_argument(
         "--skip-unknown-ops",
         action="store_true",

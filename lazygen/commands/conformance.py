@@ -22,7 +22,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from lazygen.commands._inputs import DEFAULT_BACKEND_YAML, add_catalogue_arguments, catalogue_from
+from lazygen.commands._inputs import (
+    DEFAULT_BACKEND_YAML,
+    add_catalogue_arguments,
+    add_skip_unknown_argument,
+    catalogue_from,
+    print_warnings,
+)
 from lazygen.diagnostics import Diagnostic, LazygenError
 
 HELP = "run PyTorch's OpInfo tests of an op list's ops on a backend and classify each entry"
@@ -123,6 +129,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="entries per worker process (default: balanced over --jobs, at most 40)",
     )
     add_catalogue_arguments(parser)
+    add_skip_unknown_argument(parser)
 
 
 def _error(message: str, hint: str = "") -> LazygenError:
@@ -198,7 +205,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None and not args.json.parent.is_dir():
         raise _error(f"--json {args.json}: directory {args.json.parent} does not exist")
     _check_backend(args.backend)
-    op_list = load_backend(args.backend_yaml, catalogue_from(args))
+    op_list = load_backend(
+        args.backend_yaml, catalogue_from(args), skip_unknown=args.skip_unknown_ops
+    )
+    print_warnings(op_list.notices)
     ops = [str(e.name) for section in TESTED_SECTIONS for e in op_list.section(section)]
     dtype = DTYPES[args.dtype]
     opinfos = cpu_entries(dtype, args.grad)

@@ -6,7 +6,12 @@ import argparse
 import re
 from pathlib import Path
 
-from lazygen.commands._inputs import add_catalogue_arguments, catalogue_from
+from lazygen.commands._inputs import (
+    add_catalogue_arguments,
+    add_skip_unknown_argument,
+    catalogue_from,
+    print_warnings,
+)
 from lazygen.diagnostics import LazygenError
 
 HELP = "list operators with their schemas"
@@ -20,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--grep", metavar="PATTERN", help="only operators whose schema matches this regex"
     )
     add_catalogue_arguments(parser)
+    add_skip_unknown_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     if args.backend is not None:
         from lazygen.loaders.backend_yaml import load_backend
 
-        ops = load_backend(args.backend, catalogue)
+        ops = load_backend(args.backend, catalogue, skip_unknown=args.skip_unknown_ops)
+        print_warnings(ops.notices)
         rows = [(section, str(catalogue[e.name].func)) for section, e in ops.entries()]
         rows += [("non_native", str(e.func)) for e in ops.non_native]
     else:

@@ -120,7 +120,7 @@ def build_plan(
     problems: list[Diagnostic] = []
     warnings: list[Diagnostic] = []
     foreign = _check_running_torch(ops, catalogue, facts, problems, warnings, skip_unknown)
-    nodes, kernels = _native_nodes_and_kernels(ops, catalogue, facts, foreign, problems)
+    nodes, kernels = _native_nodes_and_kernels(ops, catalogue, facts, foreign, problems, warnings)
     locations: dict[str, Location] = {str(e.name): e.location for _, e in ops.entries()}
     non_native, why_hand_lowered = _non_native_nodes(ops, facts, locations, problems)
     _check_names(nodes + non_native, ops, problems)
@@ -147,9 +147,11 @@ def _native_nodes_and_kernels(
     facts: Facts,
     foreign: set[OperatorName],
     problems: list[Diagnostic],
+    warnings: list[Diagnostic],
 ) -> tuple[list[LazyIrSchema], list[KernelPlan]]:
     """The IR nodes of `ir_gen` and `full_codegen` ops (one per op name, in op list order)
-    and the kernels of `full_codegen`; unsupported ops are reported and left out."""
+    and the kernels of `full_codegen`; unsupported ops are reported and left out, and so
+    are views, with a warning (torchgen generates them; see `_view_left_out`)."""
     symint = ops.symint_names
     nodes: dict[str, LazyIrSchema] = {}
     kernels: list[KernelPlan] = []
@@ -173,11 +175,29 @@ def _native_nodes_and_kernels(
         f = catalogue[entry.name]
         if f.name in foreign:
             continue
+        if f.is_view_op:
+            warnings.append(_view_left_out(entry.name, entry.location, catalogue))
+            continue
         try:
             kernels.append(_kernel(f, catalogue, node_for, facts.has_meta))
         except (UnsupportedArgument, UnsupportedDefault, _Problems) as exc:
             problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}", _UNSUPPORTED_HINT))
     return list(nodes.values()), kernels
+
+
+def _view_left_out(name: OperatorName, where: Location, catalogue: Catalogue) -> Diagnostic:
+    """A view in `full_codegen`: torchgen generates its kernel (torch-mlir's generated list
+    has `alias`, `view_as_real`), but lazygen functionalizes views, so the backend only ever
+    sees their `_copy` variants, and a kernel returning a new tensor where the view aliases
+    its input would be wrong were it reached: left out, not refused."""
+    copy = OperatorName(f"{name.name}_copy", name.overload)
+    instead = f"list {copy} instead" if copy in catalogue else "remove it from the list"
+    return Diagnostic(
+        where,
+        f"{name} is a view: left out, since lazygen functionalizes views and the backend "
+        "only sees their _copy variants",
+        instead,
+    )
 
 
 def _non_native_nodes(
@@ -336,8 +356,6 @@ def _kernel(
     has_meta: Callable[[NativeFunction], bool],
 ) -> KernelPlan:
     _check_returns(f)
-    if f.is_view_op:
-        raise _Problems("is a view (its result aliases an input); list its _copy variant instead")
     kind = f.kind()
     target: str | None = None
     computed = f
@@ -401,15 +419,30 @@ def _check_returns(f: NativeFunction) -> None:
 
 
 def _check_names(nodes: list[LazyIrSchema], ops: BackendOpList, problems: list[Diagnostic]) -> None:
-    by_class: dict[str, str] = {}
+    """One IR class per name: two operators mapping to one class, or a non-native operator
+    named as a native one the list generates a node for (torchgen's C++ would define the
+    class twice; here one would silently replace the other in `NODE_CLASSES`)."""
+    seen: dict[str, LazyIrSchema] = {}
+    non_native = {str(e.func.name): e.location for e in ops.non_native}
     for n in nodes:
-        other = by_class.setdefault(n.node_name, n.op_name)
-        if other != n.op_name:
+        first = seen.setdefault(n.node_name, n)
+        if first is n:
+            continue
+        if first.op_name != n.op_name:
             problems.append(
                 Diagnostic(
                     Location(ops.path),
-                    f"{n.op_name} and {other} both map to IR class {n.node_name}",
+                    f"{n.op_name} and {first.op_name} both map to IR class {n.node_name}",
                     "drop one of them from the op list",
+                )
+            )
+        else:
+            problems.append(
+                Diagnostic(
+                    non_native.get(n.op_name, Location(ops.path)),
+                    f"non_native {n.op_name} has the name of an operator this list generates "
+                    f"a node for (full_codegen or ir_gen): both would be IR class {n.node_name}",
+                    "rename the non_native entry",
                 )
             )
 

@@ -11,19 +11,23 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from lazygen.diagnostics import Diagnostic, LazygenError, Location, SchemaParseError
 from lazygen.loaders.located_yaml import LocatedDocument, load_located
+from lazygen.loaders.native_yaml import NativeSources
 from lazygen.model.native_function import Catalogue
 from lazygen.model.op_list import (
     AUTOGRAD_CONFLICT_HINT,
     BOOLEAN_KEYS,
     CONFLICT_HINTS,
     EXCLUSIVE_SECTIONS,
+    GENERATOR_KEYS,
     IGNORED_KEYS,
     NODE_PROPERTIES,
+    OLD_NON_NATIVE_KEYS,
     OP_SECTIONS,
     SHARED_SECTIONS,
     SYMINT_HOSTS,
@@ -38,6 +42,16 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPKIND = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*$")
 _NAMESPACE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*$")
 _NON_NATIVE_KEYS = frozenset({"func", "opkind", "properties"})
+#: C++ spellings of schema types, as torchgen's early (2022) `non_native` entries wrote
+#: them (PyTorch's own ts_native_functions.yaml did), with the schema type to write.
+_CPP_TYPES = (
+    ("std::shared_ptr<BackendData>", None),
+    ("std::vector<int64_t>", "int[]"),
+    ("optional<at::ScalarType>", "ScalarType?"),
+    ("at::ScalarType", "ScalarType"),
+    ("at::Scalar", "Scalar"),
+    ("int64_t", "int"),
+)
 
 
 class _Collector:
@@ -86,7 +100,9 @@ def load_backend(
             "use keys such as 'backend:', 'full_codegen:', 'supported:'",
         )
     for key in data:
-        if key not in TOP_LEVEL_KEYS:
+        if key in GENERATOR_KEYS:
+            _generator_key(str(key), out)
+        elif key not in TOP_LEVEL_KEYS:
             near = difflib.get_close_matches(str(key), sorted(TOP_LEVEL_KEYS), n=1)
             hint = f"did you mean '{near[0]}'?" if near else f"known keys: {_known_keys()}"
             out.error(doc.key_lines.get(str(key), 0), f"unknown top-level key '{key}'", hint)
@@ -101,6 +117,7 @@ def load_backend(
     _ignored_keys(data, out)
     sections = {name: _op_section(name, data, catalogue, out) for name in OP_SECTIONS}
     _check_membership(sections, out)
+    sections["symint"] = _hosted_symint(sections, out)
     non_native = _non_native_section(data, out)
     if out.problems:
         raise LazygenError(out.problems)
@@ -116,14 +133,38 @@ def load_backend(
     )
 
 
+def _generator_key(key: str, out: _Collector) -> None:
+    """A key of torch-mlir's op-list generator input, not of an op list."""
+    out.error(
+        out.doc.key_lines.get(key, 0),
+        f"'{key}' is a key of torch-mlir's autogen_ltc_backend.yaml, not of an op list: "
+        "torch-mlir's build_tools/autogen_ltc_backend.py turns that file into the op list "
+        "torchgen reads (torchgen refuses it too)",
+        f"{GENERATOR_KEYS[key]}, and name the backend with 'backend: <Name>'; or give lazygen "
+        "the generated_native_functions.yaml that script writes",
+    )
+
+
 def skipped_notice(where: Location, skipped: list[tuple[str, int]], source: str) -> Diagnostic:
     """The one warning `--skip-unknown-ops` prints instead of an error per operator."""
     names = ", ".join(f"{name} (line {line})" if line else name for name, line in skipped)
     return Diagnostic(
         where,
-        f"skipped {len(skipped)} operator(s) not in {Path(source).name}: {names}",
+        f"skipped {len(skipped)} operator(s) not in {catalogue_name(source)}: {names}",
         "--skip-unknown-ops is on; remove them from the list once no torch you build for has them",
     )
+
+
+def catalogue_name(source: str) -> str:
+    """How messages name a catalogue: the installed torch's, with its version (an operator
+    missing from it is one this torch lacks), or the file given with --native-functions."""
+    path = Path(source)
+    try:
+        if path.resolve() == NativeSources.default().native_functions.resolve():
+            return f"torch {version('torch')}'s {path.name}"
+    except (LazygenError, PackageNotFoundError, OSError):
+        pass
+    return path.name
 
 
 def _ignored_keys(data: dict, out: _Collector) -> None:
@@ -183,7 +224,8 @@ def _op_section(
         if op is None:
             continue
         if op in seen:
-            out.error(
+            report = out.notice if name == "symint" else out.error  # a set, for torchgen
+            report(
                 line,
                 f"{op} is listed twice in '{name}' (first at line {seen[op]})",
                 "delete one of the two entries",
@@ -207,25 +249,51 @@ def _resolve(
     try:
         op = OperatorName.parse(item.strip())
     except SchemaParseError:
-        out.error(line, f"'{item}' is not an operator name", "write 'name' or 'name.overload'")
+        namespace, colons, bare = item.strip().partition("::")
+        hint = (
+            f"write '{bare}': op lists name aten operators without their namespace"
+            if colons and namespace == "aten"
+            else "write 'name' or 'name.overload'"
+        )
+        out.error(line, f"'{item}' is not an operator name", hint)
         return None
     if op in catalogue:
         return op
+    message, hint = _unknown_operator(op, catalogue)
+    if section == "symint":  # torchgen does not look symint names up: no effect, noted
+        out.notice(line, f"symint entry {op} has no effect: {message}", hint)
+    elif not op.overload and catalogue.overloads(op.name):  # a name this torch has
+        out.error(line, message, hint)
+    else:
+        out.unknown(
+            line,
+            op,
+            message,
+            f"{hint} A list written for another torch: pass --skip-unknown-ops",
+        )
+    return None
+
+
+def _unknown_operator(op: OperatorName, catalogue: Catalogue) -> tuple[str, str]:
+    """(message, hint) for an operator the catalogue lacks: a typo, or an operator renamed
+    or removed since the list was written (older torch_xla and PyTorch lists name some)."""
+    where = catalogue_name(catalogue.source)
     overloads = catalogue.overloads(op.name)
+    if overloads and not op.overload:
+        names = ", ".join(sorted(str(f.name) for f in overloads))
+        return f"operator {op.name} has no default overload", f"name one: {names}"
     if overloads:
         names = ", ".join(sorted(f.name.overload or "<default>" for f in overloads))
-        message = f"operator {op.name} has no overload '{op.overload}'"
-        out.unknown(line, op, message, f"overloads: {names}; or pass --skip-unknown-ops")
-        return None
+        return f"operator {op.name} has no overload '{op.overload}' in {where}", (
+            f"overloads: {names}."
+        )
     pool = sorted({str(n) for n in catalogue.names()} | {n.name for n in catalogue.names()})
     near = difflib.get_close_matches(str(op), pool, n=3, cutoff=0.75)
     if near:
         hint = "did you mean " + " or ".join(f"'{n}'" for n in near) + "?"
     else:
-        hint = f"search the catalogue with `lazygen ops --grep {op.name}`"
-    where = Path(catalogue.source).name
-    out.unknown(line, op, f"unknown operator '{op}' (not in {where})", hint)
-    return None
+        hint = f"search the catalogue with `lazygen ops --grep {op.name}`."
+    return f"unknown operator '{op}' (not in {where}: misspelt, or renamed or removed)", hint
 
 
 def _check_membership(sections: dict[str, tuple[OpEntry, ...]], out: _Collector) -> None:
@@ -245,13 +313,27 @@ def _check_membership(sections: dict[str, tuple[OpEntry, ...]], out: _Collector)
                     hint,
                 )
             earlier.append(section)
+
+
+def _hosted_symint(
+    sections: dict[str, tuple[OpEntry, ...]], out: _Collector
+) -> tuple[OpEntry, ...]:
+    """The `symint` entries some kernel section names; the others have no effect, and are
+    noted (torchgen only looks a `symint` name up among the kernels it generates, so it
+    accepts them silently: torch-mlir's list names `view`, which none of its sections do)."""
+    hosted = {entry.name for section in SYMINT_HOSTS for entry in sections[section]}
+    kept = []
     for entry in sections["symint"]:
-        if not set(homes.get(entry.name, ())) & set(SYMINT_HOSTS):
-            out.error(
-                entry.location.line,
-                f"symint entry {entry.name} is not in full_codegen or supported",
-                "add it to one of them (or autograd), or remove it from symint",
-            )
+        if entry.name in hosted:
+            kept.append(entry)
+            continue
+        out.notice(
+            entry.location.line,
+            f"symint entry {entry.name} has no effect: no kernel section "
+            "(full_codegen, supported, autograd) names it",
+            "add it to one of them, or remove it from symint",
+        )
+    return tuple(kept)
 
 
 def _non_native_section(data: dict, out: _Collector) -> tuple[NonNativeEntry, ...]:
@@ -290,7 +372,14 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
     if not isinstance(item, dict):
         out.error(line, "non_native entry is not a mapping", "write '- func: <schema>'")
         return None
-    unknown = sorted(str(k) for k in item if k not in _NON_NATIVE_KEYS)
+    for key in sorted(str(k) for k in item if k in OLD_NON_NATIVE_KEYS):
+        out.error(
+            line,
+            f"'{key}' is a key of torchgen's early (2022) non_native entries, since "
+            "replaced by 'properties'",
+            OLD_NON_NATIVE_KEYS[key],
+        )
+    unknown = sorted(str(k) for k in item if k not in _NON_NATIVE_KEYS | OLD_NON_NATIVE_KEYS.keys())
     if unknown:
         out.error(
             line,
@@ -304,7 +393,7 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
     try:
         func = FunctionSchema.parse(func_text.strip())
     except SchemaParseError as exc:
-        out.error(line, f"non_native schema does not parse: {exc}", "fix the schema text")
+        out.error(line, f"non_native schema does not parse: {exc}", _schema_hint(func_text))
         return None
     for arg in func.arguments.all:
         if arg.default is not None and not _is_plain_default(arg.default):
@@ -339,6 +428,27 @@ def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry |
             continue
         props.append(prop)
     return NonNativeEntry(func, out.doc.location(line), opkind, frozenset(props))
+
+
+def _schema_hint(text: str) -> str:
+    """What to write instead of the C++ types early torchgen lists used in schemas."""
+    found = []
+    for cpp, schema in _CPP_TYPES:  # longest spellings first: each part of the text once
+        if cpp in text:
+            found.append((cpp, schema))
+            text = text.replace(cpp, " ")
+    if not found:
+        return "fix the schema text"
+    fixes = [f"{cpp} -> {schema}" for cpp, schema in found if schema]
+    parts = [f"write schema types, as torchgen has read since 2022: {', '.join(fixes)}"] * bool(
+        fixes
+    )
+    if any(schema is None for _, schema in found):
+        parts.append(
+            "a node holding BackendData is the runtime's own device data node: leave the "
+            "entry out"
+        )
+    return "; ".join(parts)
 
 
 def _is_plain_default(text: str) -> bool:

@@ -64,6 +64,19 @@ IGNORED_KEYS = {
     "device_guard": "it wraps C++ kernels in a device guard; lazygen's runtime registers "
     "its own device guard",
 }
+#: Keys of files that are not op lists but inputs of a tool that writes one: torch-mlir's
+#: `build_tools/autogen_ltc_backend.yaml`, which its `autogen_ltc_backend.py` turns into
+#: the op list torchgen reads. torchgen refuses them; each error says where its ops go.
+GENERATOR_KEYS = {
+    "blacklist": "leave these operators out of the list",
+    "whitelist": "list these operators under 'full_codegen'",
+    "additional_ops": "list these operators under 'supported'",
+}
+#: Keys of torchgen's early (2022) `non_native` entries, since replaced by node properties.
+OLD_NON_NATIVE_KEYS = {
+    "cache_shape": "write 'properties: [ShapeCompute]' for 'cache_shape: false'; leave it "
+    "out for 'cache_shape: true', a non-native node's default being ShapeCache",
+}
 #: Keys whose value torchgen requires to be a boolean.
 BOOLEAN_KEYS = ("use_out_as_primary", "device_guard")
 TOP_LEVEL_KEYS = frozenset({"backend", "cpp_namespace", "non_native", *OP_SECTIONS, *IGNORED_KEYS})

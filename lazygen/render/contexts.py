@@ -28,16 +28,32 @@ class Header:
 
 @dataclass(frozen=True, slots=True, order=True)
 class Import:
-    """`from <module> import <name> [as <alias>]`."""
+    """`from <module> import <name> [as <alias>]`; `deferred`: a hand-written module of a
+    backend generated with --defer-hand-written, `<alias or name> =
+    deferred_module("<module>.<name>")` (`lazygen.runtime.deferred`: missing pieces are
+    stubs, so the backend imports without them)."""
 
     module: str
     name: str
     alias: str | None = None
+    deferred: bool = False
+
+    @property
+    def bound(self) -> str:
+        """The name the import binds."""
+        return self.alias or self.name
+
+
+DEFERRED_MODULE = Import("lazygen.runtime.deferred", "deferred_module")
 
 
 def imports(*items: Import | None) -> tuple[Import, ...]:
-    """Absolute imports, sorted as isort/ruff would (by module, then name)."""
-    return tuple(sorted(i for i in items if i is not None))
+    """Absolute imports, sorted as isort/ruff would (by module, then name); deferred
+    modules last, after the import of `deferred_module` they need."""
+    present = [i for i in items if i is not None]
+    if any(i.deferred for i in present):
+        present.append(DEFERRED_MODULE)
+    return tuple(sorted(set(present), key=lambda i: (i.deferred, i.module, i.name)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +327,9 @@ class RegistrationEntry:
     overload: str  # `aten.add.Tensor`, `aten.abs.default`, `getattr(aten.random, "from")`
     module: str  # the module alias holding the function
     function: str
+    #: The hand-written piece the kernel calls (`shape_functions.compute_shape_x`), in a
+    #: deferred backend's registration: `requires(kernel, piece)`, left out while missing.
+    needs: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +343,9 @@ class RegistrationContext:
     #: (LTC's counter name, lazygen's) for symint kernels: LTC counts ``lazy::view_copy``
     #: as ``lazy::view_copy_symint`` (its kernel's C++ name); migrating users read those.
     counter_aliases: tuple[tuple[str, str], ...]
+    #: Generated with --defer-hand-written: the tables leave out kernels not written yet
+    #: (`present(...)`), whose ops then run through the eager fallback.
+    deferred: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,17 +426,27 @@ def _symint_counter_alias(op_name: str) -> tuple[str, str]:
     return f"lazy::{name}_symint{dot}{overload}", f"lazy::{op_name}"
 
 
-def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
-    """Output file name -> the context of the template that produces it."""
+def build_contexts(
+    plan: BackendPlan, hand_written: str, *, deferred: bool = False
+) -> dict[str, Context]:
+    """Output file name -> the context of the template that produces it. `deferred`: the
+    hand-written package may lack pieces (--defer-hand-written), so its modules are reached
+    through `lazygen.runtime.deferred` and the registration skips what is missing."""
 
     def header(template: str) -> Header:
         return Header(template, plan.backend)
 
     def hand(module: str, alias: str | None, needed: bool) -> Import | None:
-        return Import(hand_written, module, alias) if needed else None
+        return Import(hand_written, module, alias, deferred) if needed else None
+
+    def needs(k: KernelPlan) -> str | None:
+        return f"shape_functions.{k.shape_function}" if deferred and not k.meta else None
 
     kernels = (
-        *(RegistrationEntry(_overload(k.op_name), "kernels", k.name) for k in plan.kernels),
+        *(
+            RegistrationEntry(_overload(k.op_name), "kernels", k.name, needs(k))
+            for k in plan.kernels
+        ),
         *(RegistrationEntry(_overload(s.op_name), "handwritten", s.name) for s in plan.supported),
     )
     contexts: dict[str, Context] = {
@@ -456,6 +488,13 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
             imports(
                 hand("autograd", None, bool(plan.autograd)),
                 hand("kernels", "handwritten", bool(plan.supported)),
+                hand("shape_functions", None, any(e.needs for e in kernels)),
+                Import("lazygen.runtime.deferred", "present") if deferred else None,
+                (
+                    Import("lazygen.runtime.deferred", "requires")
+                    if any(e.needs for e in kernels)
+                    else None
+                ),
             ),
             tuple(sorted(kernels, key=lambda e: e.overload)),
             tuple(
@@ -474,6 +513,7 @@ def build_contexts(plan: BackendPlan, hand_written: str) -> dict[str, Context]:
                 )
             ),
             tuple(sorted(_symint_counter_alias(k.op_name) for k in plan.kernels if k.node.symint)),
+            deferred,
         ),
     }
     contexts["__init__.py"] = InitContext(

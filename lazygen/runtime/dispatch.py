@@ -27,6 +27,9 @@ NODE_CLASSES: dict[str, type[Node]] = {}
 _no_decomposition: set = set()
 _autograd_library = None
 _runtime_tables: list = []  # the runtime's own KernelTables (``register_tables``)
+#: The runtime's wrappers (``register_tables``): put around the kernel of their op that
+#: any tables installed later bring, whichever backend's they are.
+_runtime_wrappers: dict = {}
 _tables: list = []  # backends' KernelTables installed so far, in order
 _installed: tuple[dict, dict, dict] = ({}, {}, {})  # the three tables after the last install
 
@@ -55,6 +58,14 @@ def _add(tables) -> None:
     if tables.autograd_kernels:
         AUTOGRAD_KERNELS.update(tables.autograd_kernels)
         _register_autograd(tables.autograd_kernels)
+    if not any(existing is tables for existing in _runtime_tables):
+        KERNELS.update(
+            {
+                op: wrap(tables.kernels[op])
+                for op, wrap in _runtime_wrappers.items()
+                if op in tables.kernels
+            }
+        )
     KERNELS.update({op: wrap(KERNELS[op]) for op, wrap in tables.wrappers.items() if op in KERNELS})
     metrics.add_counter_aliases(tables.counter_aliases)
     _installed = (dict(KERNELS), dict(AUTOGRAD_KERNELS), dict(NODE_CLASSES))
@@ -67,6 +78,7 @@ def register_tables(tables) -> None:
     if any(existing is tables for existing in _runtime_tables):
         return
     _runtime_tables.append(tables)
+    _runtime_wrappers.update(tables.wrappers)
     _add(tables)
 
 

@@ -28,7 +28,9 @@ BASE_BACKEND = "backend: Lazy\nfull_codegen:\n  - abs\n  - relu\n"
 
 
 def gen(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(cwd))
+    # the case's own packages first, then the caller's path (a worktree under test)
+    path = os.pathsep.join(p for p in (str(cwd), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path)
     return subprocess.run(
         [sys.executable, "-m", "lazygen.cli", "gen", *args],
         cwd=cwd,

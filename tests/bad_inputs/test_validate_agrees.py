@@ -79,6 +79,8 @@ FIXTURE_LISTS = [
     # compute_shape_<node> functions the package does not have.
     (FIXTURES / "pytorch_ts_native_functions.yaml", ["--defer-hand-written"]),
     (FIXTURES / "xla_native_functions.yaml", ["--defer-hand-written"]),
+    (FIXTURES / "xla_native_functions_2022.yaml", ["--defer-hand-written", "--skip-unknown-ops"]),
+    (FIXTURES / "torch_mlir_generated_native_functions.yaml", ["--defer-hand-written"]),
 ]
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lazygen.cli import main
-from lazygen.pipeline import STAMP, generate, run
+from lazygen.pipeline import STAMP, GenConfig, generate, run
 from lazygen.render.writer import MARKER, plan_changes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,3 +103,29 @@ def test_plan_changes_ignores_unowned(tmp_path):
     (tmp_path / "x.py").write_text("print(1)\n")
     assert plan_changes(tmp_path, {}) == []
     assert os.path.exists(tmp_path / "x.py")
+
+
+def test_a_view_in_full_codegen_is_left_out_with_a_warning(tmp_path):
+    """torchgen generates a view's kernel; lazygen functionalizes views (the backend sees
+    `view_copy`), so it leaves the view out, says so at its line, and generates the rest."""
+    op_list = tmp_path / "views.yaml"
+    op_list.write_text("backend: Lazy\nfull_codegen:\n  - abs\n  - view\n  - alias\n")
+    result = generate(GenConfig(op_list, tmp_path / "out"))
+    assert not result.errors
+    view, alias = sorted(result.warnings, key=lambda w: w.location.line)
+    assert (view.location.line, alias.location.line) == (4, 5)
+    assert view.message.startswith("view is a view: left out") and "view_copy" in view.hint
+    assert "alias_copy" in alias.hint
+    assert "aten.view.default" not in result.files["registration.py"]
+    assert "aten.abs.default: kernels.abs" in result.files["registration.py"]
+
+
+def test_an_unchecked_package_is_reached_as_a_deferred_one(tmp_path):
+    """Not imported at generation, the package may lack pieces: the registration leaves out
+    what is missing when the backend imports instead of failing there."""
+    op_list = tmp_path / "unchecked.yaml"
+    op_list.write_text("backend: Lazy\nsupported:\n  - gelu\n")
+    result = generate(GenConfig(op_list, tmp_path / "out", check_hand_written=False))
+    registration = result.files["registration.py"]
+    assert 'handwritten = deferred_module("lazygen.runtime.builtin.kernels")' in registration
+    assert "KERNELS = present(" in registration

@@ -1,83 +1,65 @@
-"""torch_xla's op list generates the IR classes and kernels torchgen generates from it.
+"""torch_xla's op list generates the IR classes and kernels torchgen generates from it
+(today's list, and September 2023's: tests/fixtures/op_lists/README.md).
 
-torchgen runs live (`run_gen_lazy_tensor` from the installed torch wheel, ~4 s) into a
-temporary directory; its C++ is read for names only: the IR classes `LazyIr.h` declares
-and, per generated kernel, the IR class it builds (`ReuseNode<Class>`). lazygen generates
+torchgen runs live (`support.torchgen_run`: the installed wheel's, in a child, ~4 s) and
+its C++ is read for names only: the IR classes and the class each kernel builds. lazygen generates
 from the same list with `--defer-hand-written` (the list's hand-written XLA kernels do
 not exist here), which reports the missing pieces as warnings instead of failing.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from support import torchgen_run
 
 from lazygen.pipeline import GenConfig, generate
 
 REPO = Path(__file__).resolve().parents[2]
-XLA_LIST = REPO / "tests" / "fixtures" / "op_lists" / "xla_native_functions.yaml"
-#: What torchgen generates from this list on torch 2.13 (see shared/reference/README.md).
-TORCHGEN_IR_CLASSES, TORCHGEN_KERNELS = 105, 95
+LISTS = REPO / "tests" / "fixtures" / "op_lists"
+XLA_LIST = LISTS / "xla_native_functions.yaml"
+#: Each list, with what torchgen generates from it on torch 2.13: (IR classes, kernels).
+TORCHGEN_COUNTS = {XLA_LIST: (105, 95), LISTS / "xla_native_functions_2023.yaml": (97, 87)}
+
+
+@pytest.fixture(scope="module", params=sorted(TORCHGEN_COUNTS), ids=lambda p: p.stem)
+def xla_list(request) -> Path:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def torchgen_names(tmp_path_factory) -> tuple[set[str], Counter]:
+def torchgen_names(tmp_path_factory, xla_list) -> tuple[set[str], Counter]:
     """(IR class names, Counter of the IR class each generated kernel builds)."""
-    import torchgen
-    from torchgen.gen_lazy_tensor import run_gen_lazy_tensor
-
-    out = tmp_path_factory.mktemp("torchgen_xla")
-    run_gen_lazy_tensor(
-        aten_path=os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen"),
-        source_yaml=str(XLA_LIST),
-        output_dir=str(out),
-        dry_run=False,
-        impl_path=None,
-        shape_inference_hdr=None,  # lazygen checks shape functions its own way
-    )
-    ir = (out / "LazyIr.h").read_text()
-    classes = set(re.findall(r"^class (\w+) : public", ir, re.MULTILINE))
-    kernels_cpp = (out / "XLANativeFunctions.cpp").read_text()
-    bodies = re.split(r"XLANativeFunctions::\w+\(", kernels_cpp)[1:]
-    built = Counter(re.search(r"ReuseNode<(\w+)>", body).group(1) for body in bodies)
-    return classes, built
+    return torchgen_run.torchgen_names(xla_list, tmp_path_factory.mktemp("torchgen_xla"))
 
 
 @pytest.fixture(scope="module")
-def lazygen_result(tmp_path_factory):
+def lazygen_result(tmp_path_factory, xla_list):
     out = tmp_path_factory.mktemp("lazygen_xla")
-    config = GenConfig(XLA_LIST, out, defer_hand_written=True)
+    config = GenConfig(xla_list, out, defer_hand_written=True)
     return generate(config, worker=False)
 
 
-def test_torchgen_baseline(torchgen_names):
+def test_torchgen_baseline(torchgen_names, xla_list):
     classes, built = torchgen_names
-    assert (len(classes), sum(built.values())) == (TORCHGEN_IR_CLASSES, TORCHGEN_KERNELS)
+    assert (len(classes), sum(built.values())) == TORCHGEN_COUNTS[xla_list]
 
 
-def test_same_ir_classes_and_kernels_as_torchgen(torchgen_names, lazygen_result):
+def test_same_ir_classes_and_kernels_as_torchgen(torchgen_names, lazygen_result, xla_list):
     classes, built = torchgen_names
     assert not lazygen_result.errors
-    ir = lazygen_result.files["ir.py"]
-    ours = set(re.findall(r"^class (\w+)\(Node\):", ir, re.MULTILINE))
-    assert ours == classes
-    kernels = lazygen_result.files["kernels.py"]
-    our_built = Counter(re.findall(r"node = rt\.make_node\(\s*ir\.(\w+),", kernels))
-    assert our_built == built
-    assert lazygen_result.counts["nodes"] == TORCHGEN_IR_CLASSES
-    assert lazygen_result.counts["kernels"] == TORCHGEN_KERNELS
+    assert torchgen_run.lazygen_names(lazygen_result.files) == (classes, built)
+    assert (lazygen_result.counts["nodes"], lazygen_result.counts["kernels"]) == (
+        TORCHGEN_COUNTS[xla_list]
+    )
 
 
-def test_missing_hand_written_pieces_are_reported_not_fatal(lazygen_result):
+def test_missing_hand_written_pieces_are_reported_not_fatal(lazygen_result, xla_list):
     missing = [w for w in lazygen_result.warnings if "is missing" in w.message]
     assert any("_adaptive_avg_pool2d" in w.message for w in missing)  # ir_gen + supported
-    assert all(
-        w.location and w.location.file.endswith("xla_native_functions.yaml") for w in missing
-    )
+    assert all(w.location and w.location.file == str(xla_list) for w in missing)
     assert all("lazygen/runtime" not in w.hint for w in lazygen_result.warnings)
 
 

@@ -76,8 +76,33 @@ CASES = [
         ":5: error: abs is listed in both 'full_codegen' and 'supported'",
     ),
     (
-        "backend: Lazy\nfull_codegen:\n  - abs\nsymint:\n  - view_copy\n",
-        ":5: error: symint entry view_copy is not in full_codegen or supported",
+        "backend: Lazy\nfull_codegen:\n  - add\n",
+        ":3: error: operator add has no default overload (name one: add.Scalar, add.Scalar_out, "
+        "add.Tensor, add.out)",
+    ),
+    (
+        "backend: Lazy\nfull_codegen:\n  - aten::mul.Tensor\n",
+        "(write 'mul.Tensor': op lists name aten operators without their namespace)",
+    ),
+    (
+        "backend: Lazy\nblacklist:\n  - abs\n",
+        ":2: error: 'blacklist' is a key of torch-mlir's autogen_ltc_backend.yaml",
+    ),
+    (
+        "backend: Lazy\nadditional_ops:\n  - abs\n",
+        "list these operators under 'supported'",
+    ),
+    (
+        "backend: Lazy\nfull_codegen:\n  - symeig\n",
+        "not in torch 2.13.0",
+    ),
+    (
+        "backend: Lazy\nnon_native:\n  - func: foo(Tensor x) -> Tensor\n    cache_shape: false\n",
+        ":3: error: 'cache_shape' is a key of torchgen's early (2022) non_native entries",
+    ),
+    (
+        "backend: Lazy\nnon_native:\n  - func: n(Tensor x, std::vector<int64_t> s) -> Tensor\n",
+        "std::vector<int64_t> -> int[])",
     ),
     (
         "backend: Lazy\nnon_native:\n  - func: foo(Tensor x -> Tensor\n",
@@ -205,12 +230,32 @@ def test_conflicting_sections_say_why(tmp_path, catalogue, sections, hint):
 
 def test_skip_unknown_ops_gives_one_notice(tmp_path, catalogue):
     text = "backend: L\nfull_codegen:\n  - abs\n  - symeig\n  - relu.nope\nsymint:\n  - symeig\n"
-    assert len(errors(tmp_path, catalogue, text)) == 3
+    found = errors(tmp_path, catalogue, text)
+    assert len(found) == 2 and all("pass --skip-unknown-ops" in e for e in found), found
     ops = load(tmp_path, catalogue, text, skip_unknown=True)
     assert [str(e.name) for e in ops.full_codegen] == ["abs"]
-    (notice,) = ops.notices
-    assert "skipped 3 operator(s)" in notice.message
-    assert "symeig (line 4), relu.nope (line 5), symeig (line 7)" in notice.message
+    no_default = errors(tmp_path, catalogue, "backend: L\nfull_codegen:\n  - add\n")
+    assert "--skip-unknown-ops" not in no_default[0]  # `add` is this torch's: name an overload
+    symint, skipped = ops.notices
+    assert "skipped 2 operator(s)" in skipped.message
+    assert "symeig (line 4), relu.nope (line 5)" in skipped.message
+    assert "symint entry symeig has no effect" in symint.message
+
+
+def test_symint_entries_without_a_kernel_are_noted_not_refused(tmp_path, catalogue):
+    """torchgen only looks `symint` names up among the kernels it generates; torch-mlir's
+    list names `view` there, which none of its sections do."""
+    text = "backend: L\nfull_codegen:\n  - abs\n  - view_copy\nsymint:\n  - view_copy\n  - view\n"
+    text += "  - frobnicate\n"
+    ops = load(tmp_path, catalogue, text)
+    assert [str(e.name) for e in ops.symint] == ["view_copy"]
+    view, frobnicate = sorted(ops.notices, key=lambda d: d.location.line)
+    assert view.location.line == 7 and "symint entry view has no effect" in view.message
+    assert "no kernel section" in view.message
+    assert frobnicate.location.line == 8 and "unknown operator 'frobnicate'" in frobnicate.message
+    twice = load(tmp_path, catalogue, text.replace("  - view\n", "  - view_copy\n"))
+    assert [str(e.name) for e in twice.symint] == ["view_copy"]
+    assert any("view_copy is listed twice in 'symint'" in d.message for d in twice.notices)
 
 
 def test_any_identifier_opkind_is_accepted(tmp_path, catalogue):

@@ -67,6 +67,17 @@ def test_ops_for_a_backend(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("full_codegen  topk(Tensor self, SymInt k")
 
 
+def test_ops_takes_the_flag_its_unknown_operator_error_offers(tmp_path, capsys):
+    path = tmp_path / "old.yaml"
+    path.write_text("backend: XLA\nsupported:\n  - topk\n  - symeig\n")
+    assert main(["ops", "--backend", str(path)]) == 2
+    assert "pass --skip-unknown-ops" in capsys.readouterr().err
+    assert main(["ops", "--backend", str(path), "--skip-unknown-ops"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("supported     topk(")
+    assert "warning: skipped 1 operator(s)" in captured.err and "symeig (line 4)" in captured.err
+
+
 def test_validate_finds_the_hand_written_package_in_the_working_directory(tmp_path):
     """As the `lazygen` script: `sys.path[0]` is the script's folder, not the working
     directory, yet `--hand-written pkg` finds `./pkg` as `python -m lazygen` would. The

@@ -17,7 +17,6 @@ from .. import decompositions
 from .. import kernel_support as rt
 from ..dispatch import call, kernel_for
 from ..fallback import eager_fallback
-from ..ir import Node, Shape
 from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
     _copy_from,
     _copy_from_and_resize,
@@ -39,66 +38,8 @@ from ..ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` na
     _thnn_fused_lstm_cell_backward_impl,
 )
 from ..tensor import LazyTensor, new_lazy
-from . import lowerings
 
 aten = torch.ops.aten
-
-
-class NativeBatchNormUpdate(Node):
-    """``native_batch_norm`` in training mode, with the updated running statistics as outputs
-    3 and 4. The aten op updates ``running_mean``/``running_var`` in place although its schema
-    does not say so, so functionalization cannot see the update (and a graph would mutate
-    its input data); this node computes the new statistics as values instead."""
-
-    __slots__ = ()
-    op_kind = "aten::native_batch_norm"
-    op_name = "native_batch_norm"
-    schema = (
-        "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
-        "Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, "
-        "Tensor, Tensor running_mean_out, Tensor running_var_out)"
-    )
-
-    def lower(self, ctx):
-        return lowerings.lower_native_batch_norm_update(self, ctx)
-
-
-def with_running_stats_update(kernel):
-    """Wrap the ``native_batch_norm`` kernel: in training mode with running statistics, the
-    statistics' lazy tensors are pointed at their updated values, as eager updates them."""
-
-    def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-        if (
-            not training
-            or type(running_mean) is not LazyTensor
-            or type(running_var) is not LazyTensor
-        ):
-            return kernel(input, weight, bias, running_mean, running_var, training, momentum, eps)
-        rt.count("lazy::native_batch_norm")
-        device = rt.device_of(input)
-        operands = (
-            rt.tensor(input, device),
-            rt.optional_tensor(weight, device),
-            rt.optional_tensor(bias, device),
-            rt.tensor(running_mean, device),
-            rt.tensor(running_var, device),
-        )
-        shapes = rt.infer_shapes(
-            aten.native_batch_norm.default,
-            (input, weight, bias, running_mean, running_var, training, momentum, eps),
-            {},
-        )
-        shapes += (
-            Shape(running_mean.dtype, running_mean._sizes),
-            Shape(running_var.dtype, running_var._sizes),
-        )
-        node = rt.make_node(NativeBatchNormUpdate, operands, (momentum, eps), shapes)
-        out, mean, invstd, new_mean, new_var = rt.wrap_tuple(node, device)
-        running_mean._value = new_mean._value
-        running_var._value = new_var._value
-        return out, mean, invstd
-
-    return native_batch_norm
 
 
 def detach_shares_the_value(kernel):
@@ -138,7 +79,6 @@ def _same_sizes(sizes: tuple, size) -> bool:
 
 #: Kernels the runtime wraps around whatever kernel is registered for the op.
 WRAPPERS = {
-    aten.native_batch_norm.default: with_running_stats_update,
     aten.detach_copy.default: detach_shares_the_value,
     aten.view_copy.default: identity_view_shares_the_value,
     # CPU kernels have no integer histc; CUDA's has (see ops.histc).

@@ -4,19 +4,6 @@ is not generated (``LowerDeclOnly``, non-native ``ltc_*`` ops). They speak only 
 
 from __future__ import annotations
 
-
-def lower_native_batch_norm_update(node, ctx) -> list:
-    """``native_batch_norm`` (training) with the updated running statistics as outputs 3, 4:
-    the functional form of the op (the in-place form would be dead code when only the
-    statistics are wanted)."""
-    input_, weight, bias, running_mean, running_var = node.operands
-    momentum, eps = node.attrs
-    args = [ctx.tensor(input_), ctx.optional_tensor(weight), ctx.optional_tensor(bias)]
-    args += [ctx.tensor(running_mean), ctx.tensor(running_var)]
-    args += [ctx.constant(True), ctx.constant(momentum), ctx.constant(eps)]
-    return ctx.call("aten::_native_batch_norm_legit_functional", args, {}, 5)
-
-
 # Non-native view ops (LTC's ltc_* opkinds). The runtime traces functional ops, so these
 # only run when a backend chooses to build them; semantics follow their schemas.
 

@@ -1,6 +1,8 @@
 """Op-specific IR nodes and kernels that every lazy device gets, whatever its backend and
 op list: the device-level copies (``_to_copy``, ``_copy_from``, factories, conj/neg views),
-scaled dot-product attention, and the recurrent layers (LSTM, GRU and their fused cells).
+scaled dot-product attention, the recurrent layers (LSTM, GRU and their fused cells), and
+the running statistics' update around any backend's ``native_batch_norm`` kernel
+(``batch_norm``).
 
 They sit beside the backend-neutral core, not in it: the core (IR, executor, dispatch)
 knows no op. Their nodes lower through ``LoweringContext`` only. ``kernel_tables()`` hands
@@ -15,6 +17,7 @@ import functools
 
 from ..backend_interface import KernelTables
 from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
+from .batch_norm import KERNEL_WRAPPERS
 from .device_copies import DEVICE_KERNELS
 from .gru import GRU_AUTOGRAD_KERNELS
 from .lstm import LSTM_AUTOGRAD_KERNELS
@@ -25,7 +28,8 @@ __all__ = ["kernel_tables"]
 @functools.cache
 def kernel_tables() -> KernelTables:
     """The kernels of this package: ``DEVICE_KERNELS`` and attention's below
-    functionalization, attention's and the recurrent layers' at the autograd key."""
+    functionalization, attention's and the recurrent layers' at the autograd key; and the
+    wrappers of ops whose kernels any backend brings (``batch_norm``)."""
     return KernelTables(
         kernels={**DEVICE_KERNELS, **ATTENTION_KERNELS},
         autograd_kernels={
@@ -33,4 +37,5 @@ def kernel_tables() -> KernelTables:
             **LSTM_AUTOGRAD_KERNELS,
             **GRU_AUTOGRAD_KERNELS,
         },
+        wrappers=KERNEL_WRAPPERS,
     )
