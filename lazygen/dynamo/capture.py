@@ -28,8 +28,9 @@ from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazygenRuntimeError
 from lazygen.runtime.fallback import HOST_READS
 from lazygen.runtime.graph import post_order
-from lazygen.runtime.ir import DeviceData, ScalarData, Value
+from lazygen.runtime.ir import DeviceData, InputWrite, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
+from lazygen.runtime.lowering_context import MAY_ALIAS_OPS
 from lazygen.runtime.state import settings
 from lazygen.runtime.tensor import fixed_scalars, from_data, inner, to_functional
 
@@ -372,9 +373,16 @@ def host_type_of(args) -> str | None:
     return None
 
 
-def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture:
+def capture(
+    gm: torch.fx.GraphModule,
+    args: list,
+    device: LazyDevice,
+    writable: frozenset[int] = frozenset(),
+) -> Capture:
     """Trace ``gm`` on lazy stand-ins of ``args`` (real data, so value-dependent kernels
-    trace as they would) and describe the IR graph it builds."""
+    trace as they would) and describe the IR graph it builds. The graph writes the
+    arguments in ``writable`` that it changes itself (``InputWrite`` nodes, after all
+    others); the others it changes are written back by the replay (``Capture.mutations``)."""
     arg_of: dict = {}
     lazy_args = []
     stand_ins = []  # (FX argument index, its lazy stand-in)
@@ -427,10 +435,19 @@ def capture(gm: torch.fx.GraphModule, args: list, device: LazyDevice) -> Capture
             result.results.append((CONSTANT, value.node.data))
         else:
             result.results.append((RESULT, values.setdefault(value, len(values))))
+    node_of = {i: node for node, i in arg_of.items()}
+    in_graph = _written_in_graph(mutated, writable, node_of, list(values))
+    writes = []
     for i, value in mutated.items():
-        result.mutations.append((i, values.setdefault(value, len(values))))
+        if i in in_graph:
+            writes.append(InputWrite(Value(node_of[i], 0), value))
+        else:
+            result.mutations.append((i, values.setdefault(value, len(values))))
     result.outputs = list(values)
-    result.order = _drawing_in_order(result.outputs, interpreter.generators) if values else []
+    roots = result.outputs + [v for write in writes for v in write.operands]
+    result.order = _drawing_in_order(roots, interpreter.generators) if roots else []
+    # Last: every node reading an argument's old value runs before any write.
+    result.order += writes
     for node in result.order:
         if not node.is_input:
             continue
@@ -476,6 +493,27 @@ def _mutated_arguments(stand_ins: list, args: list, arg_of: dict) -> tuple[dict,
             continue
         mutated[i] = value
     return mutated, unwritable
+
+
+def _written_in_graph(mutated: dict, writable: frozenset, node_of: dict, outputs: list) -> set:
+    """The changed arguments the graph may write itself (``InputWrite``, after every other
+    node). A lowering may make a view copy, ``clone``, ``_to_copy`` or ``copy`` share its
+    input's storage (``MAY_ALIAS_OPS``): a value read from such a result, by a write or
+    by the caller, after the argument is written would see the new data. So an argument
+    qualifies only if no such op, no op outside aten and no other write reads it; the
+    others are written back by the replay."""
+    candidates = {i for i in mutated if i in writable}
+    if not candidates:
+        return set()
+    order, _ = post_order(outputs + list(mutated.values()))
+    aliased = {value.node for value in mutated.values()}  # a write reads it
+    for node in order:
+        if node.is_input:
+            continue
+        kind = node.op_kind  # "aten::slice_copy" (op_name holds the overload too)
+        if not kind.startswith("aten::") or kind[6:] in MAY_ALIAS_OPS:
+            aliased.update(v.node for v in node.inputs())
+    return {i for i in candidates if node_of[i] not in aliased}
 
 
 def _drawing_in_order(outputs: list, generators: list) -> list:

@@ -295,7 +295,7 @@ class CompiledGraph:
         device = self.device
         try:
             with device.lock:
-                cap = capture(self.gm, args, device)
+                cap = capture(self.gm, args, device, self._writable(args))
         except Exception as error:  # a kernel or lowering bug must not fail the program
             metrics.count("DynamoEagerGraph")
             self.eager_reasons = [f"capture failed: {type(error).__name__}: {error}"]
@@ -305,6 +305,15 @@ class CompiledGraph:
             return self._compile(cap, args)
         finally:
             cap.release_arguments()
+
+    def _writable(self, args: list) -> frozenset[int]:
+        """The arguments the compiled graph may write itself: its backend's graphs write
+        their inputs (``Backend.writes_inputs``), and the replay feeds these as they are
+        (host tensors on the backend's data device, contiguous at every call)."""
+        device = self.device
+        if not device.backend.writes_inputs or host_type_of(args) != device.backing.type:
+            return frozenset()
+        return self.contiguous
 
     def _compile(self, cap: Capture, args: list):
         """What runs this graph from now on, for a successful capture."""
@@ -316,7 +325,7 @@ class CompiledGraph:
             self.eager_reasons = cap.cuts
             log(1, f"lazygen.dynamo: {self.name} runs eagerly: {', '.join(cap.cuts)}")
             return Eager(self.gm, cap.cuts)
-        if not cap.outputs:
+        if not cap.order:  # every output is an argument or a constant, and nothing written
             return Replay(cap, device, None, args, self.contiguous)
         order = cap.order  # the order Replay feeds and runs (random ops in eager's order)
         position = {node: i for i, node in enumerate(order)}

@@ -292,6 +292,29 @@ class FixedScalar(ScalarData):
         return (repr(self.value),)
 
 
+class InputWrite(Node):
+    """Writes ``value`` into the graph input ``target`` (a ``DeviceData``), in place, after
+    every other node of the graph has run (the graph's order puts it last). Made only for
+    backends whose graphs may write their inputs (``Backend.writes_inputs``) and only where
+    the input is the caller's own tensor, fed as it is: a Dynamo replay of an optimizer
+    step, whose parameters and states are then written by the compiled graph instead of
+    being returned and copied back. Its one output is ``target`` after the write; nothing
+    reads it (it is not a graph output). Lowered as ``aten::copy_``."""
+
+    __slots__ = ()
+    op_kind = "lazygen::input_write"
+    op_name = "input_write"
+
+    def __init__(self, target: Value, value: Value) -> None:
+        super().__init__((target, value), (), (target.node.shapes[target.index],))
+
+    def lower(self, ctx) -> list:
+        target, value = self.operands
+        return ctx.call(
+            "aten::copy_", [ctx.tensor(target), ctx.tensor(value), ctx.constant(False)], {}, 1
+        )
+
+
 class ScalarTable(dict):
     """``(kind, value) -> Value``: the graph inputs of the Python numbers traced on a device
     while a table is set (``tensor.shared_scalars``, ``tensor.fixed_scalars``); equal

@@ -50,7 +50,9 @@ Two rules every lowering and every ``call`` can rely on:
   lower them as the views they copy, returning a value that shares its input's storage:
   nothing writes in place inside a graph (mutation is functionalized) or to device data
   afterwards (the eager fallback copies what it mutates), so no one can tell a view from a
-  copy by value. It should, where its kernels read strides: eager runs the view, and the
+  copy by value. (The one write, ``ir.InputWrite``, lowered as ``aten::copy_`` into a graph
+  input, is made only for backends that set ``Backend.writes_inputs``, runs after every
+  other node, and only into an input that no op which may alias reads: ``MAY_ALIAS_OPS``.) It should, where its kernels read strides: eager runs the view, and the
   next kernel picks its path from the layout it gets (lowering ``t_copy`` as a contiguous
   copy sends the next ``mm`` down another BLAS path, and ``multi_head_attention_forward``
   came out 9e-6 relative from eager). Graph results need not be contiguous: they are
@@ -94,6 +96,10 @@ VIEW_COPY_OPS = frozenset(
         "_reshape_alias_copy",
     }
 )  # fmt: skip
+
+#: Ops whose result a lowering may make share its input's storage ("Views may alias"): the
+#: view copies, and ``clone``, ``_to_copy`` and ``copy``.
+MAY_ALIAS_OPS = VIEW_COPY_OPS | frozenset({"clone", "_to_copy", "copy"})
 
 #: Ops whose first argument must be contiguous where views alias: their result depends on
 #: its strides (see "Views may alias").

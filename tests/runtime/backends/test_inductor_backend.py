@@ -21,9 +21,9 @@ from lazygen.runtime.backends.inductor import compile as inductor_compile
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
 from lazygen.runtime.backends.inductor.context import (
     INDUCTOR_LOWERINGS,
-    VIEWS_OF_COPIES,
     FXLoweringContext,
 )
+from lazygen.runtime.lowering_context import view_of
 
 from .conftest import BACKENDS, FX, INDUCTOR, index_zero_on
 
@@ -162,6 +162,7 @@ def test_view_copy_is_lowered_as_reshape_and_compiles_for_strided_inputs():
         ("aten::permute_copy", [[2, 0, 1]]),
         ("aten::expand_copy", [[2, 4, 6, 3]]),
         ("aten::unbind_copy.int", [1]),
+        ("aten::view_copy", [[6, 12]]),
     ],
 )
 def test_view_copies_are_given_to_inductor_as_their_views(op, args):
@@ -171,7 +172,7 @@ def test_view_copies_are_given_to_inductor_as_their_views(op, args):
     ctx = FXLoweringContext("cpu", INDUCTOR_LOWERINGS)
     x = ctx.graph.placeholder("x")
     (node,) = ctx.call(op, [x, *args], {}, 1)
-    assert node.target is VIEWS_OF_COPIES[op]
+    assert node.target is view_of(op)
     ctx.graph.output((node,))
     module = torch.fx.GraphModule(torch.nn.Module(), ctx.graph)
     x = torch.randn(4, 6, 3)

@@ -130,6 +130,8 @@ class InductorBackend(FxBackend):
     #: A graph compiled for all sizes is compiled with symbolic sizes, guarded
     #: (``CompiledGraph``).
     size_generic = True
+    #: Inductor stores an optimizer's new parameters into the parameters themselves.
+    writes_inputs = True
 
     def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
         super().__init__(INDUCTOR_LOWERINGS | dict(op_lowerings or {}))

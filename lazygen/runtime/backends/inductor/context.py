@@ -21,7 +21,14 @@ import torch.fx
 
 from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
+from ...lowering_context import (
+    VIEW_COPY_OPS,
+    LoweringContext,
+    fixed_number,
+    op_string,
+    overload_of,
+    view_of,
+)
 from ...state import settings
 
 #: ``meta`` key of a placeholder saying what it receives ("data", "scalar", "generator").
@@ -303,48 +310,28 @@ def lower_alpha(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_o
     return [node]
 
 
-def lower_view_copy(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_outputs: int):
-    """``view_copy`` as ``reshape``: eager's ``view_copy`` accepts any layout (it copies),
-    while Inductor decomposes it into a ``view``, which fails for the strided outputs of
-    some fused kernels (the CPU flash-attention backward's gradients)."""
-    node = ctx.graph.call_function(torch.ops.aten.reshape.default, tuple(args))
-    if ctx.node is not None:
-        node.meta[IR_NODE] = ctx.node
-    return [node]
-
-
-#: View copies and the views they copy, which Inductor is given instead (the lowering
-#: contract lets a backend run a view copy as its view: "Views may alias"). As copies,
-#: some have neither a lowering nor a decomposition in Inductor and were extern calls no
-#: kernel fuses with (a decoder step: 30 ``select_copy``; Llama's: 21 ``slice_copy``), and
-#: the others decompose into a view and a ``clone``, a kernel materialising each (a
-#: decoder step: 8 kernels doing nothing but ``t_copy``). ``view_copy`` is lowered as
-#: ``reshape`` (``lower_view_copy``); ``as_strided_copy`` reads strides and stays a copy.
-_aten = torch.ops.aten
-VIEWS_OF_COPIES = {
-    "aten::alias_copy": _aten.alias.default,
-    "aten::detach_copy": _aten.alias.default,
-    "aten::diagonal_copy": _aten.diagonal.default,
-    "aten::expand_copy": _aten.expand.default,
-    "aten::permute_copy": _aten.permute.default,
-    "aten::select_copy.int": _aten.select.int,
-    "aten::slice_copy.Tensor": _aten.slice.Tensor,
-    "aten::split_copy.Tensor": _aten.split.Tensor,
-    "aten::split_with_sizes_copy": _aten.split_with_sizes.default,
-    "aten::squeeze_copy": _aten.squeeze.default,
-    "aten::squeeze_copy.dim": _aten.squeeze.dim,
-    "aten::squeeze_copy.dims": _aten.squeeze.dims,
-    "aten::t_copy": _aten.t.default,
-    "aten::transpose_copy.int": _aten.transpose.int,
-    "aten::unbind_copy.int": _aten.unbind.int,
-    "aten::unfold_copy": _aten.unfold.default,
-    "aten::unsqueeze_copy": _aten.unsqueeze.default,
-}
+def _view_copy_overloads() -> list[str]:
+    """Every functional overload of ``VIEW_COPY_OPS`` that has a view (``view_of``)."""
+    names = []
+    for name in sorted(VIEW_COPY_OPS):
+        packet = getattr(torch.ops.aten, name, None)
+        for overload in packet.overloads() if packet is not None else ():
+            op = getattr(packet, overload)
+            if view_of(op) is not None:
+                names.append(op_string(op))
+    return names
 
 
 def lower_as_view(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_outputs: int):
-    """A view copy (``VIEWS_OF_COPIES``) as the view it copies."""
-    node = ctx.graph.call_function(VIEWS_OF_COPIES[op_string(op)], tuple(args), kwargs)
+    """A view copy as the view it copies (``view_of``; the lowering contract lets a backend
+    do so: "Views may alias"). Given to Inductor as copies, some had neither a lowering nor
+    a decomposition and were extern calls no kernel fused with (a decoder step: 30
+    ``select_copy``; Llama's: 21 ``slice_copy``), and the others decomposed into a view
+    and a ``clone``, a kernel materialising each (a decoder step: 8 kernels doing only
+    ``t_copy``). ``view_copy`` becomes ``reshape``: eager's ``view_copy`` accepts any layout
+    (it copies), while a ``view`` fails on the strided outputs of some fused kernels (the
+    CPU flash-attention backward's gradients)."""
+    node = ctx.graph.call_function(view_of(op), tuple(args), kwargs)
     if ctx.node is not None:
         node.meta[IR_NODE] = ctx.node
     return [node]
@@ -352,8 +339,7 @@ def lower_as_view(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num
 
 #: Ops Inductor needs lowered differently from their eager form.
 INDUCTOR_LOWERINGS: dict[str, OpLowering] = {
-    **dict.fromkeys(VIEWS_OF_COPIES, lower_as_view),
-    "aten::view_copy": lower_view_copy,
+    **dict.fromkeys(_view_copy_overloads(), lower_as_view),
     "aten::add.Scalar": lower_alpha,
     "aten::sub.Scalar": lower_alpha,
     "aten::add.Tensor": lower_alpha,

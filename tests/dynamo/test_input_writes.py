@@ -1,0 +1,137 @@
+"""A backend whose graphs may write their inputs (``Backend.writes_inputs``: Inductor) gets
+an optimizer step's writes of parameters and states inside the graph (``ir.InputWrite``,
+after every other node), instead of returning the new values for the replay to copy back;
+an argument some lowering may alias (a view copy, ``clone``...) is still written back."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from lazygen.dynamo import compiled
+from lazygen.runtime.backends.inductor.backend import FxBackend
+
+from .conftest import count
+
+
+@pytest.fixture
+def fx_writing_inputs(monkeypatch):
+    """The ``fx`` backend (uncompiled GraphModules: cheap) with its graphs writing inputs."""
+    monkeypatch.setattr(FxBackend, "writes_inputs", True)
+    return {"backend": "fx"}
+
+
+@pytest.fixture
+def replays():
+    """The replays of the FX graphs compiled during the test."""
+    before = set(compiled._graphs)
+
+    def made() -> list:
+        graphs = [g for g in compiled._graphs if g not in before]
+        return [e for g in graphs for e in g.entries.values() if type(e) is compiled.Replay]
+
+    return made
+
+
+_data = torch.Generator().manual_seed(0)
+X, Y = torch.randn(4, 6, generator=_data), torch.randint(0, 3, (4,), generator=_data)
+
+
+def _step(model, opt_cls, x=X, y=Y, **kw):
+    opt = opt_cls(model.parameters(), **kw)
+
+    def step():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        loss = loss.detach()
+        opt.step()
+        return loss
+
+    return step, opt
+
+
+def _states(model, opt) -> list[torch.Tensor]:
+    tensors = [p.detach() for p in model.parameters()]
+    for state in opt.state.values():
+        tensors += [t.detach() for t in state.values() if torch.is_tensor(t)]
+    return tensors
+
+
+@pytest.mark.parametrize(
+    ("opt_cls", "kw"),
+    [
+        (torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
+        (torch.optim.AdamW, {"lr": 1e-2}),
+        (torch.optim.Adam, {"lr": 1e-2, "foreach": False}),
+    ],
+)
+def test_an_optimizer_step_writes_parameters_and_states_in_its_graph(
+    monkeypatch, replays, opt_cls, kw
+):
+    """The same graphs, bit for bit the same results, whether the graph writes the
+    parameters and states itself or returns them for the replay to copy back."""
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    ref = copy.deepcopy(model)
+    step, opt = _step(model, opt_cls, **kw)
+    ref_step, ref_opt = _step(ref, opt_cls, **kw)
+    torch._dynamo.config.trace_autograd_ops = True
+    try:
+        run = torch.compile(step, backend="lazygen", options={"backend": "fx"})
+        ref_run = torch.compile(ref_step, backend="lazygen", options={"backend": "fx"})
+        for _ in range(4):
+            monkeypatch.setattr(FxBackend, "writes_inputs", True)  # read when capturing
+            got = run()
+            monkeypatch.setattr(FxBackend, "writes_inputs", False)
+            want = ref_run()
+            assert torch.equal(got, want)
+    finally:
+        torch._dynamo.config.trace_autograd_ops = False
+    for got, want in zip(_states(model, opt), _states(ref, ref_opt), strict=True):
+        assert torch.equal(got, want)
+    made = replays()
+    writing = [r for r in made if "aten.copy_.default" in r.executable.module.code]
+    assert writing and all(not r.mutations for r in writing)
+    assert any(r.mutations for r in made)  # the reference's, written back
+    assert count("DynamoEagerGraph") == 0
+
+
+def test_an_argument_a_lowering_may_alias_is_written_back_not_in_the_graph(
+    fx_writing_inputs, replays
+):
+    """``b`` gets ``a``'s old columns through a slice, which a backend may lower as a view
+    of ``a``: written in the graph, ``a`` would change under it. ``b`` is read by ``a``'s
+    write: written in the graph, ``a`` might get the new ``b``."""
+
+    def swap_through_views(a, b):
+        old = a[:, 1:] * 3  # a value: a's old columns (a view would see a's new ones)
+        a.copy_(b)
+        b[:, 1:] = old
+
+    a, b = torch.randn(3, 3), torch.randn(3, 3)
+    ea, eb = a.clone(), b.clone()
+    swap_through_views(ea, eb)
+    torch.compile(swap_through_views, backend="lazygen", options=fx_writing_inputs)(a, b)
+    assert torch.equal(a, ea) and torch.equal(b, eb)
+    (replay,) = replays()
+    assert "aten.copy_.default" not in replay.executable.module.code and len(replay.mutations) == 2
+
+
+def test_writes_read_the_old_values_of_every_argument(fx_writing_inputs, replays):
+    """Every write runs after every read: ``b``'s new value reads ``a``'s old one."""
+
+    def rotate(a, b, c):
+        a.mul_(2)
+        b.add_(a * 0 + c)  # reads the new a: a value, not the argument
+        c.sub_(a.sum() / 100)
+
+    args = [torch.randn(4) for _ in range(3)]
+    expected = [t.clone() for t in args]
+    rotate(*expected)
+    torch.compile(rotate, backend="lazygen", options=fx_writing_inputs)(*args)
+    for got, want in zip(args, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    (replay,) = replays()
+    assert replay.executable.module.code.count("aten.copy_.default") == 3 and not replay.mutations
