@@ -114,6 +114,8 @@ CONTIGUOUS_INPUT_OPS = frozenset(
         "_embedding_bag", "_embedding_bag_forward_only", "_embedding_bag_backward",
         "_embedding_bag_dense_backward", "_embedding_bag_per_sample_weights_backward",
         "_pdist_forward", "_pdist_backward",
+        # a complex view of the pairs in the last dimension: needs it at stride 1
+        "view_as_complex_copy",
     }
 )  # fmt: skip
 

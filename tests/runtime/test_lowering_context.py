@@ -247,19 +247,29 @@ def _bags(weight, indices, offsets):
     return torch.nn.functional.embedding_bag(_strided(indices), _strided(weight), _strided(offsets))
 
 
-@pytest.mark.parametrize("name", ["embedding_bag", "pdist"])
-def test_embedding_bag_and_pdist_of_strided_views(name):
+def _complex_of_transposed(x):
+    return torch.view_as_complex((x * 1).t())  # lazily contiguous; in the graph a view
+
+
+@pytest.mark.parametrize("name", ["embedding_bag", "pdist", "view_as_complex"])
+def test_kernels_that_need_contiguous_inputs_get_them(name):
     """Regression: ``_embedding_bag_forward_only`` read strided indices and offsets as
     contiguous (other bags' sums, no error); ``_pdist_forward`` raised "requires contiguous
-    input". Eager's composites make their inputs contiguous first."""
+    input" (eager's composites make their inputs contiguous first);
+    ``view_as_complex_copy`` of a transposed graph value, contiguous as a lazy tensor,
+    raised "Tensor must have a last dimension with stride 1"."""
     generator = torch.Generator().manual_seed(0)
     if name == "embedding_bag":
         fn = _bags
         inputs = [torch.randn(10, 3, generator=generator), torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])]
         inputs.append(torch.tensor([0, 4]))
-    else:
+    elif name == "pdist":
         fn, inputs = lambda points: torch.pdist(_strided(points)), [torch.randn(5, 3)]
-    want = fn(*inputs)
+    else:
+        fn, inputs = _complex_of_transposed, [torch.arange(6.0).reshape(2, 3)]
+        want = torch.view_as_complex(inputs[0].t().contiguous())  # eager needs the copy
+    if name != "view_as_complex":
+        want = fn(*inputs)
     got = fn(*(x.to("lazygen") for x in inputs)).cpu()
     torch.testing.assert_close(got, want)
 
