@@ -480,6 +480,8 @@ __all__ = [
     "VarCorrection",
     "VarMeanCorrection",
     "Vdot",
+    "ViewAsComplexCopy",
+    "ViewAsRealCopy",
     "ViewCopy",
     "ViewCopyDtype",
     "WhereSelf",
@@ -8847,6 +8849,32 @@ class Vdot(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call("aten::vdot", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
+
+
+class ViewAsComplexCopy(Node):
+    """aten::view_as_complex_copy: view_as_complex_copy(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::view_as_complex_copy"
+    op_name = "view_as_complex_copy"
+    schema = "view_as_complex_copy(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::view_as_complex_copy", [ctx.tensor(self_)], {}, 1)
+
+
+class ViewAsRealCopy(Node):
+    """aten::view_as_real_copy: view_as_real_copy(Tensor self) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::view_as_real_copy"
+    op_name = "view_as_real_copy"
+    schema = "view_as_real_copy(Tensor self) -> Tensor"
+
+    def lower(self, ctx):
+        (self_,) = self.operands
+        return ctx.call("aten::view_as_real_copy", [ctx.tensor(self_)], {}, 1)
 
 
 class ViewCopy(Node):

@@ -12355,6 +12355,58 @@ def vdot(self, other):
     return rt.wrap(node, device)
 
 
+VIEW_AS_COMPLEX_COPY_OP = rt.TracedOp(
+    "lazy::view_as_complex_copy", aten.view_as_complex_copy.default, ir.ViewAsComplexCopy
+)
+
+
+def view_as_complex_copy(self):
+    if type(self) is LazyTensor:
+        device = self._device
+        return rt.trace(
+            VIEW_AS_COMPLEX_COPY_OP,
+            (VIEW_AS_COMPLEX_COPY_OP, self._shape),
+            (self,),
+            {},
+            (self._value,),
+            (),
+            device,
+        )
+    rt.count("lazy::view_as_complex_copy")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.view_as_complex_copy.default, (self,), {})
+    node = rt.make_node(ir.ViewAsComplexCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+VIEW_AS_REAL_COPY_OP = rt.TracedOp(
+    "lazy::view_as_real_copy", aten.view_as_real_copy.default, ir.ViewAsRealCopy
+)
+
+
+def view_as_real_copy(self):
+    if type(self) is LazyTensor:
+        device = self._device
+        return rt.trace(
+            VIEW_AS_REAL_COPY_OP,
+            (VIEW_AS_REAL_COPY_OP, self._shape),
+            (self,),
+            {},
+            (self._value,),
+            (),
+            device,
+        )
+    rt.count("lazy::view_as_real_copy")
+    device = rt.device_of(self)
+    operands = (rt.tensor(self, device),)
+    attrs = ()
+    shapes = rt.infer_shapes(aten.view_as_real_copy.default, (self,), {})
+    node = rt.make_node(ir.ViewAsRealCopy, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 VIEW_COPY_OP = rt.TracedOp("lazy::view_copy", aten.view_copy.default, ir.ViewCopy)
 
 

@@ -484,6 +484,8 @@ META_OPS = frozenset(
         "var.correction",
         "var_mean.correction",
         "vdot",
+        "view_as_complex_copy",
+        "view_as_real_copy",
         "view_copy",
         "view_copy.dtype",
         "where.self",

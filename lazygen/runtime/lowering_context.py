@@ -62,7 +62,10 @@ Two rules every lowering and every ``call`` can rely on:
   (``as_strided_copy``, ``as_strided_scatter``, ``_reshape_alias_copy``;
   ``STRIDE_READING_OPS``), read a lazy tensor as contiguous, so a backend that aliases
   hands them a contiguous input (``as_strided_copy(t_copy(x))`` run on the view ``t(x)``
-  reads the untransposed storage).
+  reads the untransposed storage). Likewise ops whose kernels require contiguous inputs,
+  which eager's composites make so with ``.contiguous()`` (a no-op on a lazy tensor:
+  ``native_group_norm``, ``_embedding_bag*``, ``_pdist*``; ``CONTIGUOUS_INPUT_OPS``), get
+  every tensor input contiguous.
 * **Masked-off outputs.** An op with an ``output_mask`` (``native_layer_norm_backward``,
   ``convolution_backward``, ``native_group_norm_backward``...) whose mask leaves an output
   off has ``None`` as that output's shape. ``call`` still returns one value per output
@@ -104,6 +107,25 @@ MAY_ALIAS_OPS = VIEW_COPY_OPS | frozenset({"clone", "_to_copy", "copy"})
 #: Ops whose first argument must be contiguous where views alias: their result depends on
 #: its strides (see "Views may alias").
 STRIDE_READING_OPS = frozenset({"as_strided_copy", "as_strided_scatter", "_reshape_alias_copy"})
+
+#: Ops whose CPU kernels require contiguous tensor inputs: eager reaches them through a
+#: composite that calls ``.contiguous()`` first (``group_norm``, ``embedding_bag``,
+#: ``pdist``), a no-op on a lazy tensor, which is contiguous by definition. Where views
+#: alias, their tensor inputs may be strided views: a backend that aliases makes them
+#: contiguous (native_group_norm raised "Expected X.is_contiguous(memory_format)" on a
+#: transposed input in diffusers' attention; _embedding_bag_forward_only read strided indices
+#: as contiguous and returned other bags' sums). Found by running every OpInfo entry on
+#: strided views made inside the graph (tests/conformance/test_strided_inputs.py).
+CONTIGUOUS_INPUT_OPS = frozenset(
+    {
+        "native_group_norm", "native_group_norm_backward",
+        "_embedding_bag", "_embedding_bag_forward_only", "_embedding_bag_backward",
+        "_embedding_bag_dense_backward", "_embedding_bag_per_sample_weights_backward",
+        "_pdist_forward", "_pdist_backward",
+        # a complex view of the pairs in the last dimension: needs it at stride 1
+        "view_as_complex_copy",
+    }
+)  # fmt: skip
 
 
 class LoweringContext(ABC):
@@ -330,6 +352,14 @@ def op_string(op: Op) -> str:
 
 def _is_packet(op) -> bool:
     return isinstance(op, torch._ops.OpOverloadPacket)
+
+
+def takes_contiguous_inputs(op: Op) -> bool:
+    """Whether a backend whose views alias must make ``op``'s tensor inputs contiguous
+    first: ``STRIDE_READING_OPS`` read strides, ``CONTIGUOUS_INPUT_OPS``' kernels require
+    them (see "Views may alias"). The one rule every aliasing ``call`` applies."""
+    name = op_string(op).partition("::")[2].partition(".")[0]
+    return name in STRIDE_READING_OPS or name in CONTIGUOUS_INPUT_OPS
 
 
 def view_of(op: Op):

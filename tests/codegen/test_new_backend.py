@@ -193,7 +193,8 @@ def _scaffold_lowering(tmp_path):
 
 def test_the_scaffold_lowering_speaks_the_typed_contract(tmp_path):
     """Its context takes an OpOverload as its string, runs `*_copy` views as views (eager's
-    layout for the next matmul), hands stride-reading ops a contiguous input, and reads
+    layout for the next matmul), hands stride-reading ops and ops whose kernels need it
+    (`takes_contiguous_inputs`) contiguous inputs, and reads
     the lazy device in attributes as the data device."""
     import torch
 
@@ -209,17 +210,21 @@ def test_the_scaffold_lowering_speaks_the_typed_contract(tmp_path):
     (transposed,) = ctx.call(aten.t_copy.default, [by_overload], {}, 1)
     sizes, strides = ctx.constant((2, 2)), ctx.constant((1, 2))
     (strided,) = ctx.call("aten::as_strided_copy", [transposed, sizes, strides], {}, 1)
-    ctx.outputs = [by_overload, by_string, transposed, strided]
+    # its CPU kernel requires a contiguous input (eager's group_norm makes it so)
+    args = [transposed, None, None, *(ctx.constant(n) for n in (3, 2, 1, 1)), ctx.constant(0.1)]
+    normed, _, _ = ctx.call("aten::native_group_norm", args, {}, 3)
+    ctx.outputs = [by_overload, by_string, transposed, strided, normed]
     names = [getattr(fn, "__name__", "") for fn, *_ in ctx.instructions]
     assert names[:2] == ["mul.Tensor", "mul.Tensor"] and "t.default" in names  # a view
-    assert "contiguous" in names  # before as_strided_copy
+    assert names.count("_contiguous") == 2  # before as_strided_copy and native_group_norm
     data = torch.arange(6.0).reshape(2, 3)
-    a, b, t, s = lowering.Program(ctx).run([data])
+    a, b, t, s, n = lowering.Program(ctx).run([data])
     torch.testing.assert_close(a, data * data)
     torch.testing.assert_close(b, a)
     assert t.data_ptr() == a.data_ptr() and not t.is_contiguous()  # aliases its input
     expected = torch.as_strided((data * data).t().contiguous(), (2, 2), (1, 2))
     torch.testing.assert_close(s, expected)
+    torch.testing.assert_close(n, torch.group_norm((data * data).t(), 1, eps=0.1))
     lr.init()  # the lazy device's name exists for torch from here on
     assert ctx.constant(lr.device()) == torch.device("cpu")
     assert ctx.constant(torch.device("meta")) == torch.device("meta")

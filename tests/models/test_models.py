@@ -1,9 +1,9 @@
-"""Third-party models (issue #23, "real models never crash"): transformers models built from
-small configurations (random weights, nothing downloaded) train a few AdamW steps, dropout
-on, on the lazy device and under ``torch.compile(step, backend="lazygen")`` (the whole step,
-AdamW's included: no graph may run eagerly), against eager; two of
-them also in a training script's loop (gradient checkpointing and clipping, then greedy
-``generate``, whose tokens must be eager's).
+"""Third-party models (issue #23, "real models never crash"): transformers and diffusers
+models built from small configurations (random weights, nothing downloaded) train a few
+AdamW steps, dropout on, on the lazy device and under
+``torch.compile(step, backend="lazygen")`` (the whole step, AdamW's included: no graph may
+run eagerly), against eager; two of them also in a training script's loop (gradient
+checkpointing and clipping, then greedy ``generate``, whose tokens must be eager's).
 
 Each run is a subprocess (``tests/models/worker.py``): a crash of the interpreter fails the
 test naming the model, its signal and the end of its stderr.

@@ -1,5 +1,7 @@
 """Third-party models from small configurations (random weights, nothing downloaded), each
-with a batch maker and the loss it trains on. Every builder is seeded by the caller."""
+with a batch maker and the loss it trains on: transformers' and diffusers' (denoisers and
+an autoencoder, trained on the mean squared error to a random target). Every builder is seeded by the caller.
+"""
 
 from __future__ import annotations
 
@@ -264,6 +266,122 @@ def _hubert():
     return HubertForSequenceClassification(config)
 
 
+class _Denoiser(torch.nn.Module):
+    """A diffusers model trained as diffusion models are: the mean squared error of its
+    prediction (``.sample``) to a target, returned as ``.loss`` like the zoo's other models."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, target, **inputs):
+        from types import SimpleNamespace
+
+        prediction = self.model(**inputs).sample
+        return SimpleNamespace(loss=torch.nn.functional.mse_loss(prediction, target))
+
+
+def _unet2d_condition():
+    """Stable Diffusion's denoiser: ResNet blocks with GroupNorm and timestep embeddings,
+    cross-attention to text states (``group_norm`` of a transposed view in each attention
+    block), down- and upsampling with skip connections."""
+    from diffusers import UNet2DConditionModel
+
+    return _Denoiser(
+        UNet2DConditionModel(
+            sample_size=8,
+            in_channels=4,
+            out_channels=4,
+            layers_per_block=1,
+            block_out_channels=(8, 16),
+            norm_num_groups=4,
+            attention_head_dim=4,
+            cross_attention_dim=8,
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            mid_block_type=None,  # a third attention block: compile time, nothing new
+        )
+    )
+
+
+def _denoising_batch(generator, channels=4, size=8):
+    return {
+        "sample": torch.randn(BATCH, channels, size, size, generator=generator),
+        "timestep": torch.randint(0, 1000, (BATCH,), generator=generator),
+        "encoder_hidden_states": torch.randn(BATCH, 5, 8, generator=generator),
+        "target": torch.randn(BATCH, channels, size, size, generator=generator),
+    }
+
+
+class _VariationalAutoencoder(torch.nn.Module):
+    """AutoencoderKL trained as a VAE: encode, sample the latent (``randn`` on the model's
+    device), decode; reconstruction error plus a weighted KL divergence, as ``.loss``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from diffusers import AutoencoderKL
+
+        self.vae = AutoencoderKL(
+            in_channels=3,
+            out_channels=3,
+            block_out_channels=(8, 16),
+            layers_per_block=1,
+            down_block_types=("DownEncoderBlock2D",) * 2,
+            up_block_types=("UpDecoderBlock2D",) * 2,
+            latent_channels=4,
+            norm_num_groups=4,
+            sample_size=16,
+        )
+
+    def forward(self, sample, target):
+        from types import SimpleNamespace
+
+        posterior = self.vae.encode(sample).latent_dist
+        reconstruction = self.vae.decode(posterior.sample()).sample
+        loss = torch.nn.functional.mse_loss(reconstruction, target)
+        return SimpleNamespace(loss=loss + 1e-3 * posterior.kl().mean())
+
+
+def _autoencoder_batch(generator):
+    return {
+        "sample": torch.randn(BATCH, 3, 16, 16, generator=generator),
+        "target": torch.randn(BATCH, 3, 16, 16, generator=generator),
+    }
+
+
+def _flux():
+    """Flux's MMDiT: joint text-image attention blocks, then single-stream blocks,
+    rotary position embeddings over three axes, AdaLayerNorm modulated by the timestep."""
+    from diffusers import FluxTransformer2DModel
+
+    return _Denoiser(
+        FluxTransformer2DModel(
+            patch_size=1,
+            in_channels=4,
+            num_layers=1,
+            num_single_layers=1,
+            attention_head_dim=16,
+            num_attention_heads=2,
+            joint_attention_dim=8,
+            pooled_projection_dim=8,
+            axes_dims_rope=(4, 4, 8),
+        )
+    )
+
+
+def _flux_batch(generator, tokens=5):
+    grid = torch.meshgrid(torch.zeros(1), torch.arange(4.0), torch.arange(4.0), indexing="ij")
+    return {
+        "hidden_states": torch.randn(BATCH, 16, 4, generator=generator),
+        "timestep": torch.rand(BATCH, generator=generator),
+        "encoder_hidden_states": torch.randn(BATCH, tokens, 8, generator=generator),
+        "pooled_projections": torch.randn(BATCH, 8, generator=generator),
+        "img_ids": torch.stack(grid, -1).reshape(16, 3),  # (frame, row, column) per token
+        "txt_ids": torch.zeros(tokens, 3),
+        "target": torch.randn(BATCH, 16, 4, generator=generator),
+    }
+
+
 def _audio_batch(generator):
     return {
         "input_values": torch.randn(BATCH, 400, generator=generator),
@@ -344,6 +462,10 @@ MODELS: dict[str, ModelSpec] = {
     "deberta_v2": ModelSpec("transformers", _deberta_v2, _masked_lm_batch, host_reads=_MASK_READS),
     "mamba": ModelSpec("transformers", _mamba, _causal_lm_batch),
     "hubert": ModelSpec("transformers", _hubert, _audio_batch),
+    # diffusers: random weights from small configurations, trained on the MSE to a target
+    "unet2d_condition": ModelSpec("diffusers", _unet2d_condition, _denoising_batch),
+    "autoencoder_kl": ModelSpec("diffusers", _VariationalAutoencoder, _autoencoder_batch),
+    "flux": ModelSpec("diffusers", _flux, _flux_batch),
     # timm imports torchvision, and PyPI's torchvision wheels for torch 2.13 are CUDA
     # builds whose C++ ops do not load on a CPU torch ("operator torchvision::nms does
     # not exist" at import): neither is a test extra. Runs where a CPU torchvision is.

@@ -1,7 +1,8 @@
 """The typed lowering contract (``lowering_context``): ``ctx.call`` takes an ``OpOverload``
 or its string, a lowering reads its node's output shapes and recognises the lazy device
 through the context, view ``*_copy`` ops may alias (and stride-reading ops then get a
-contiguous input), masked-off outputs still take a value; every method of the contract is
+contiguous input, as do ops whose kernels require contiguous inputs), masked-off outputs
+still take a value; every method of the contract is
 documented. Checked on a small hand-written context (a backend of the scaffold's kind)
 and on the built-in TorchScript and FX contexts."""
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.training import assert_as_accurate_as_eager
 
 import lazygen.runtime as lr
 from lazygen.runtime import Backend, LoweringContext
@@ -20,6 +22,7 @@ from lazygen.runtime.backends.torchscript.context import TSLoweringContext
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, Shape
 from lazygen.runtime.lowering_context import (
+    CONTIGUOUS_INPUT_OPS,
     STRIDE_READING_OPS,
     VIEW_COPY_OPS,
     op_string,
@@ -188,6 +191,99 @@ def test_as_strided_reads_a_transposed_result_as_contiguous():
         z = torch.as_strided(y.t().contiguous(), (2, 2), (1, 2))
         assert z.cpu().tolist() == [[0.0, 1.0], [3.0, 4.0]], device
     assert "aten::contiguous" in lr.debug.last_graph()
+
+
+def _strided(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s values as a view with stride 2 in its last dimension, made inside the graph
+    (lazily a ``select_copy`` the TorchScript backend runs as a view)."""
+    return torch.stack([t, t], -1).select(-1, 0)
+
+
+def _run(fn, *inputs):
+    """``fn`` eagerly, lazily and in float64 on ``inputs`` (leaves that need a gradient):
+    each run's results, then the gradients of their sum, moved to the CPU."""
+
+    def once(device, dtype=None):
+        leaves = [
+            x.detach()
+            .to(device, dtype if x.is_floating_point() else None)
+            .requires_grad_(x.requires_grad)
+            for x in inputs
+        ]
+        out = fn(*leaves)
+        out.sum().backward()
+        return [out.detach().cpu(), *(x.grad.cpu() for x in leaves if x.requires_grad)]
+
+    return once("cpu"), once("lazygen"), once("cpu", torch.float64)
+
+
+def _norm_of_transposed(x, weight, bias):
+    h = (x * 2).transpose(1, 2)  # a strided view of a graph value
+    return torch.nn.functional.group_norm(h, 2, weight, bias) * torch.arange(6.0, device=x.device)
+
+
+def _norm_then_transposed(x, weight, bias):
+    h = torch.nn.functional.group_norm((x * 2).reshape(2, 4, 6), 2, weight, bias)  # contiguous
+    return h.transpose(1, 2) * torch.arange(4.0, device=x.device)  # dY: a strided view
+
+
+@pytest.mark.parametrize("fn", [_norm_of_transposed, _norm_then_transposed])
+def test_group_norm_of_strided_views(fn):
+    """Regression (diffusers' attention blocks, ``group_norm(h.transpose(1, 2))``): eager's
+    ``group_norm`` makes its input contiguous before ``native_group_norm``, a no-op on a
+    lazy tensor, and the TorchScript backend ran the transpose as a view, so the kernel
+    raised "Expected X.is_contiguous(memory_format)"; ``native_group_norm_backward`` read a
+    transposed gradient as contiguous and returned other gradients, without an error
+    (AutoencoderKL and UNet1DModel trained to other weights)."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 6, 4, generator=generator).requires_grad_()
+    weight = torch.randn(4, generator=generator).requires_grad_()
+    bias = torch.randn(4, generator=generator).requires_grad_()
+    eager, lazy, wide = _run(fn, x, weight, bias)
+    assert_as_accurate_as_eager(lazy, eager, wide)
+
+
+def _bags(weight, indices, offsets):
+    return torch.nn.functional.embedding_bag(_strided(indices), _strided(weight), _strided(offsets))
+
+
+def _complex_of_transposed(x):
+    return torch.view_as_complex((x * 1).t())  # lazily contiguous; in the graph a view
+
+
+@pytest.mark.parametrize("name", ["embedding_bag", "pdist", "view_as_complex"])
+def test_kernels_that_need_contiguous_inputs_get_them(name):
+    """Regression: ``_embedding_bag_forward_only`` read strided indices and offsets as
+    contiguous (other bags' sums, no error); ``_pdist_forward`` raised "requires contiguous
+    input" (eager's composites make their inputs contiguous first);
+    ``view_as_complex_copy`` of a transposed graph value, contiguous as a lazy tensor,
+    raised "Tensor must have a last dimension with stride 1"."""
+    generator = torch.Generator().manual_seed(0)
+    if name == "embedding_bag":
+        fn = _bags
+        inputs = [torch.randn(10, 3, generator=generator), torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])]
+        inputs.append(torch.tensor([0, 4]))
+    elif name == "pdist":
+        fn, inputs = lambda points: torch.pdist(_strided(points)), [torch.randn(5, 3)]
+    else:
+        fn, inputs = _complex_of_transposed, [torch.arange(6.0).reshape(2, 3)]
+        want = torch.view_as_complex(inputs[0].t().contiguous())  # eager needs the copy
+    if name != "view_as_complex":
+        want = fn(*inputs)
+    got = fn(*(x.to("lazygen") for x in inputs)).cpu()
+    torch.testing.assert_close(got, want)
+
+
+def test_contiguous_input_ops_are_made_contiguous_in_torchscript():
+    """Every op of ``CONTIGUOUS_INPUT_OPS`` gets each tensor input through
+    ``aten::contiguous`` in the TorchScript backend (a no-op on contiguous tensors)."""
+    for name in CONTIGUOUS_INPUT_OPS:
+        assert hasattr(aten, name), name  # an aten op, spelled as ATen does
+    x = torch.randn(2, 6, 4, device="lazygen") * 2
+    torch.nn.functional.group_norm(x.transpose(1, 2), 2).cpu()
+    graph = lr.debug.last_graph()
+    assert graph.index("aten::transpose") < graph.index("aten::contiguous")
+    assert graph.index("aten::contiguous") < graph.index("aten::native_group_norm")
 
 
 @pytest.mark.parametrize("cls", [LoweringContext, Backend])

@@ -5,7 +5,12 @@ from __future__ import annotations
 import torch
 
 from ...ir import ScalarData, SizeConstant, Value
-from ...lowering_context import STRIDE_READING_OPS, LoweringContext, fixed_number, op_string
+from ...lowering_context import (
+    LoweringContext,
+    fixed_number,
+    op_string,
+    takes_contiguous_inputs,
+)
 from ...state import settings
 
 _TENSOR = torch._C.TensorType.get()
@@ -125,8 +130,8 @@ class TSLoweringContext(LoweringContext):
         view = _VIEWS.get(kind)
         if view is not None and (view != "aten::reshape" or _is_int_list(inputs[1])):
             kind = view
-        elif kind.partition("::")[2] in STRIDE_READING_OPS:  # its input may be an aliasing view
-            (inputs[0],) = self._create("aten::contiguous", [inputs[0], self.constant(0)], 1)
+        elif takes_contiguous_inputs(op):  # they may be aliasing views
+            inputs = [self._contiguous(v) if v.type().kind() == "TensorType" else v for v in inputs]
         return self._create(kind, inputs, num_outputs)
 
     def value_list(self, items: list) -> torch._C.Value:
@@ -136,6 +141,10 @@ class TSLoweringContext(LoweringContext):
         return self._create("prim::ListUnpack", [value], count)
 
     # Helpers --------------------------------------------------------------------------
+
+    def _contiguous(self, value: torch._C.Value) -> torch._C.Value:
+        """``value`` made contiguous (an aliasing view copied; a contiguous tensor as is)."""
+        return self._create("aten::contiguous", [value, self.constant(0)], 1)[0]
 
     def _create(self, kind: str, inputs: list, num_outputs: int) -> list:
         node = self.graph.create(kind, inputs, num_outputs)
