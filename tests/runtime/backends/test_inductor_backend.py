@@ -184,6 +184,28 @@ def test_view_copies_are_given_to_inductor_as_their_views(op, args):
     assert torch.equal(got, expected)
 
 
+def test_ops_that_need_contiguous_inputs_get_them_from_view_lowered_copies():
+    """With view copies lowered as views, ``as_strided_copy`` (reads strides) and
+    ``native_group_norm`` (its kernel needs contiguous input) would read a transposed view's
+    storage: ``takes_contiguous_inputs`` gives them contiguous inputs."""
+    ctx = FXLoweringContext("cpu", INDUCTOR_LOWERINGS)
+    x = ctx.graph.placeholder("x")
+    (t,) = ctx.call("aten::t_copy", [x], {}, 1)
+    (strided,) = ctx.call("aten::as_strided_copy", [t, [3, 2], [1, 3], 0], {}, 1)
+    (image,) = ctx.call("aten::view_copy", [t, [2, 2, 3]], {}, 1)
+    (moved,) = ctx.call("aten::transpose_copy.int", [image, 1, 2], {}, 1)
+    normed = ctx.call("aten::native_group_norm", [moved, None, None, 2, 3, 2, 1, 1e-5], {}, 3)
+    ctx.graph.output((strided, normed[0]))
+    module = torch.fx.GraphModule(torch.nn.Module(), ctx.graph)
+    data = torch.randn(6, 2)
+    got_strided, got_normed = module(data)
+    copies = data.t().contiguous()
+    torch.testing.assert_close(got_strided, torch.as_strided(copies, [3, 2], [1, 3], 0))
+    moved_copy = copies.view(2, 2, 3).transpose(1, 2).contiguous()
+    want = torch.ops.aten.native_group_norm(moved_copy, None, None, 2, 3, 2, 1, 1e-5)[0]
+    torch.testing.assert_close(got_normed, want)
+
+
 def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):
     """``constant_pad_nd``'s lowering converts its pad value to a number: a scalar input
     (an unbacked symbol) makes it raise "Cannot convert symbols to int" rather than a

@@ -27,6 +27,7 @@ from ...lowering_context import (
     fixed_number,
     op_string,
     overload_of,
+    takes_contiguous_inputs,
     view_of,
 )
 from ...state import settings
@@ -167,6 +168,8 @@ class FXLoweringContext(LoweringContext):
             target, args, kwargs = resolve_overload(op, target, list(args), dict(kwargs))
         if keyword.iskeyword(target._overloadname):
             target = _callable_by_name(target)
+        if takes_contiguous_inputs(op):  # inputs may be aliasing views (lower_as_view)
+            args = [self._contiguous(a) for a in args]
         node = self.graph.call_function(target, tuple(args), dict(kwargs))
         if self.node is not None:
             node.meta[IR_NODE] = self.node
@@ -176,6 +179,17 @@ class FXLoweringContext(LoweringContext):
         return [self.graph.call_function(operator.getitem, (value, i)) for i in range(count)]
 
     # Helpers --------------------------------------------------------------------------
+
+    def _contiguous(self, arg):
+        """A tensor argument made contiguous (``aten.contiguous``: itself when it is);
+        anything else as it is."""
+        if (
+            not isinstance(arg, torch.fx.Node)
+            or arg.target is torch.ops.aten._local_scalar_dense.default
+            or arg.meta.get(INPUT_KIND) == "generator"
+        ):
+            return arg
+        return self.graph.call_function(torch.ops.aten.contiguous.default, (arg,))
 
     def _number_as_tensor(self, v: Value) -> torch.fx.Node:
         """A wrapped Python number: its 0-dim tensor input, cast to ``number_dtype``; a
