@@ -72,6 +72,16 @@ class Capture:
         self.arguments = []
 
 
+#: aot_autograd's wrappers of a random op recomputed in the backward (activation
+#: checkpointing): ``run_and_save_rng_state(op, *args)`` returns the generator's state and
+#: ``op(*args)``, ``run_with_rng_state(state, op, *args)`` runs ``op`` from that state. They
+#: take the state of a torch device's generator, which a lazy graph cannot hand between
+#: graphs: the capture runs them on the host, so the partition runs just these nodes
+#: eagerly and every other node of the graph lazily.
+RNG_STATE_OPS = frozenset(
+    {torch.ops.higher_order.run_and_save_rng_state, torch.ops.higher_order.run_with_rng_state}
+)
+
 #: aten-level ops that aot_autograd's graphs contain but lazygen's op list names otherwise.
 SUBSTITUTES = {
     torch.ops.prims.convert_element_type.default: lambda x, dtype: torch.ops.aten._to_copy(
@@ -177,12 +187,25 @@ class _LazyInterpreter(torch.fx.Interpreter):
         substitute = SUBSTITUTES.get(target)
         if substitute is not None:
             return substitute(*args, **kwargs)
+        if target in RNG_STATE_OPS:
+            return self._on_host(target, args, kwargs)
         order = self._memory_order
         if order is not None:
             return _in_memory_order(target, args, kwargs, order)
         if self._storage is not None:
             return _on_eager_storage(target, args, kwargs, self._storage, self._source)
         return super().call_function(target, args, kwargs)
+
+    def _on_host(self, target, args, kwargs):
+        """Run an op on host copies of its lazy arguments (a read of their values, so the
+        FX node is a cut: the partition runs it eagerly at every call) and go on tracing
+        with its results as lazy tensors."""
+
+        def host(value):
+            return value.cpu() if _is_lazy(value) else value
+
+        args, kwargs = torch.utils._pytree.tree_map(host, (args, kwargs))
+        return torch.utils._pytree.tree_map(self._lazy, target(*args, **kwargs))
 
     def _check(
         self, n: torch.fx.Node, args, kwargs, result, eager_work: bool, host_read: bool

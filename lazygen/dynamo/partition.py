@@ -40,7 +40,8 @@ class LazySegment(torch.nn.Module):
 
 def _unpacks(node: torch.fx.Node, eager_nodes: set[str]) -> bool:
     """``getitem`` of an eager op's tuple result stays in its segment: a lazy segment takes
-    tensors, not the tuple."""
+    tensors, not the tuple (nested too: ``run_and_save_rng_state`` returns the state and the
+    op's own tuple; the caller counts each unpacking node as eager for the next)."""
     if node.target is not operator.getitem:
         return False
     source = node.args[0]
@@ -53,11 +54,14 @@ def split(gm: torch.fx.GraphModule, eager_nodes: set[str], make_lazy) -> tuple:
     names, one list per segment."""
     segment_of: dict[str, int] = {}
     eager_ids: set[int] = set()
+    eager_nodes = set(eager_nodes)
     segment, last = -1, None
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
         eager = node.name in eager_nodes or _unpacks(node, eager_nodes)
+        if eager:
+            eager_nodes.add(node.name)
         if eager is not last:
             segment, last = segment + 1, eager
         segment_of[node.name] = segment
