@@ -19,7 +19,7 @@ import torch
 import torch.fx
 
 from ... import metrics
-from ...backend_interface import Backend, KernelTables
+from ...backend_interface import Backend, KernelTables, without_autograd
 from ...builtin import tables as op_list
 from ...graph.dynamic import HiddenSizes
 from ...ir import Node, Value
@@ -78,7 +78,7 @@ class FxBackend(Backend):
         return FxExecutable(module, module, compiled=False)
 
     def execute(self, executable: FxExecutable, inputs: list) -> list:
-        with torch.no_grad():
+        with without_autograd():
             return list(executable.run(*inputs))
 
     def dump(self, order: list[Node], outputs: list[Value], device) -> str:

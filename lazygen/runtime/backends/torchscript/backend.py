@@ -11,7 +11,7 @@ import sys
 import torch
 
 from ... import process
-from ...backend_interface import Backend, KernelTables
+from ...backend_interface import Backend, KernelTables, without_autograd
 from ...builtin import tables as op_list
 from ...ir import Node, Value
 from ...state import settings
@@ -170,13 +170,13 @@ class TorchScriptBackend(Backend):
         return TSExecutable(function, _launcher(name, ctx.graph), len(outputs), ctx.graph)
 
     def execute(self, executable: TSExecutable, inputs: list[torch.Tensor]) -> list:
-        with torch.no_grad(), _unoptimized():
+        with without_autograd(), _unoptimized():
             result = executable.function(*inputs)
         return _per_output(result, executable.num_outputs)
 
     def launch(self, executable: TSExecutable, inputs: list) -> TSRun:
         """Start the graph on another thread; the caller goes on tracing meanwhile."""
-        with torch.no_grad(), _unoptimized():
+        with without_autograd(), _unoptimized():
             return TSRun(executable.launcher(*inputs), executable.num_outputs)
 
     def dump(self, order: list[Node], outputs: list[Value], device) -> str:
@@ -215,7 +215,7 @@ class TorchScriptBackend(Backend):
                 ctx.lower_node(node)
                 ctx.set_graph_outputs([Value(node, i) for i in range(len(node.shapes))])
                 function = torch._C._create_function_from_graph("lazygen_node", ctx.graph)
-                with torch.no_grad(), _unoptimized():
+                with without_autograd(), _unoptimized():
                     outputs = function(*[results[v] for v in operands])
             except Exception as error:  # the node that fails
                 cause = error.__cause__ or error
