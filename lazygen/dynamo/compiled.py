@@ -56,18 +56,16 @@ def _static_tensors(gm: torch.fx.GraphModule) -> list[torch.Tensor | None]:
     return static
 
 
-def _varying(gm: torch.fx.GraphModule) -> tuple[int, ...]:
+def _varying(static: list) -> tuple[int, ...]:
     """Positions of the arguments whose metadata may differ between calls: all but the
-    tensors of static sizes and strides, so the look-up key reads just these; a graph with
-    none is keyed by ()."""
-    return tuple(i for i, val in enumerate(_static_tensors(gm)) if val is None)
+    tensors of static sizes and strides (``_static_tensors``), so the look-up key reads just
+    these; a graph with none is keyed by ()."""
+    return tuple(i for i, val in enumerate(static) if val is None)
 
 
-def _contiguous(gm: torch.fx.GraphModule) -> frozenset[int]:
+def _contiguous(static: list) -> frozenset[int]:
     """Positions of the arguments contiguous at every call: static strides that are."""
-    return frozenset(
-        i for i, val in enumerate(_static_tensors(gm)) if val is not None and val.is_contiguous()
-    )
+    return frozenset(i for i, val in enumerate(static) if val is not None and val.is_contiguous())
 
 
 class Replay:
@@ -274,8 +272,9 @@ class CompiledGraph:
         self.eager_segments: list[list[str]] = []
         self.segments: list[CompiledGraph] = []
         self.nodes = 0
-        self.varying = _varying(gm)
-        self.contiguous = _contiguous(gm)
+        static = _static_tensors(gm)
+        self.varying = _varying(static)
+        self.contiguous = _contiguous(static)
         if "/" not in name:  # segments are reported with the graph they belong to
             _graphs.add(self)
 

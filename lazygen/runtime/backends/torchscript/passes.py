@@ -20,11 +20,10 @@ def transpose_products(graph: torch._C.Graph) -> int:
 
     The product itself may be a graph output too (the gradient view's base is a live
     tensor): it is then returned as ``t`` of the swapped product, a strided view that is
-    copied only if someone reads it. Products with other uses are left alone. An operand
-    that is itself a transpose is used untransposed (``t(t(x))`` is ``x``, strides too):
-    a weight's gradient ``t(mm(t(g), x))`` is ``mm(t(x), g)``, not four ``t`` more per
-    layer for the interpreter to run, and transposes left unused are removed. Returns the
-    number of rewrites.
+    copied only if someone reads it. Products with other uses are left alone. A swapped
+    operand that was itself a transpose becomes ``t(t(x))``, which
+    ``fold_double_transposes`` (run after this pass) reads as ``x``. Returns the number of
+    rewrites.
     """
     rewrites = 0
     for node in list(graph.nodes()):
@@ -47,15 +46,14 @@ def transpose_products(graph: torch._C.Graph) -> int:
         node.destroy()
         product.destroy()
         rewrites += 1
-    if rewrites:
-        _drop_unused_transposes(graph)
     return rewrites
 
 
 def fold_double_transposes(graph: torch._C.Graph) -> int:
-    """Read ``t(t(x))`` as ``x`` (the same view: sizes and strides). The backward of a
-    ``Linear`` transposes the forward's transposed weight; each is one interpreter
-    instruction per run. Returns the number folded."""
+    """Read ``t(t(x))`` as ``x`` (the same view: sizes and strides), and drop the
+    transposes nothing reads any more. The backward of a ``Linear`` transposes the
+    forward's transposed weight, and ``transpose_products`` transposes transposed
+    operands: each is one interpreter instruction per run. Returns the number folded."""
     folded = 0
     for node in list(graph.nodes()):
         if node.kind() == "aten::t" and node.input().node().kind() == "aten::t":
@@ -67,8 +65,7 @@ def fold_double_transposes(graph: torch._C.Graph) -> int:
 
 
 def _drop_unused_transposes(graph: torch._C.Graph) -> None:
-    """Destroy the ``t`` nodes nothing reads (the operands ``_transpose`` looked through),
-    last first so that a chain goes whole."""
+    """Destroy the ``t`` nodes nothing reads, last first so that a chain goes whole."""
     for node in reversed(list(graph.nodes())):
         if node.kind() == "aten::t" and not node.output().uses():
             node.destroy()
@@ -79,9 +76,6 @@ _OUTPUT_KINDS = frozenset({"prim::TupleConstruct", "prim::Return"})
 
 
 def _transpose(graph: torch._C.Graph, value: torch._C.Value, before: torch._C.Node):
-    producer = value.node()
-    if producer.kind() == "aten::t":
-        return producer.input()
     transpose = graph.create("aten::t", [value], 1)
     transpose.insertBefore(before)
     return transpose.output()
