@@ -102,9 +102,10 @@ class Backend(ABC):
     size_generic: bool = False
     #: True when its graphs may write a graph input in place (``ir.InputWrite``, lowered
     #: as ``aten::copy_``) and that pays: a compiler that writes the new values where they
-    #: go instead of into new buffers (Inductor). The Dynamo replay of an optimizer step
-    #: then lets the graph write the caller's parameters; False: the graph returns the new
-    #: values and the replay copies them into the parameters (one ``_foreach_copy_``).
+    #: go instead of into new buffers (Inductor; TorchScript, which computes the last
+    #: pointwise op into the input). The Dynamo replay of an optimizer step then lets the
+    #: graph write the caller's parameters; False: the graph returns the new values and
+    #: the replay copies them into the parameters (one ``_foreach_copy_``).
     writes_inputs: bool = False
 
     def refused_ops(self) -> dict:

@@ -17,7 +17,7 @@ from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazyGraphError
 from .graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
 from .graph.eager import EagerGraph, NoEagerOp
-from .ir import DeviceData, Node, Value
+from .ir import DeviceData, InputWrite, Node, Value
 from .launches import FailedRun, Launch, settle
 from .state import log, settings
 from .tensor import LazyTensor
@@ -166,6 +166,9 @@ def _execution_error(device, order: list[Node], inputs: list, error) -> LazyGrap
     """Name the node that failed (the backend re-runs the graph node by node when it can)."""
     metrics.count("ExecutionError")
     backend = device.backend
+    # The diagnosis re-runs the graph node by node, but never its writes into the caller's
+    # tensors (``InputWrite``): it must not change what the failed run left there.
+    order = [node for node in order if type(node) is not InputWrite]
     try:
         found = backend.locate_failure(order, inputs)
     except Exception:  # diagnosis is best effort; report the original error

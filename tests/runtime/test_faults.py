@@ -13,6 +13,8 @@ from support.handwritten_nodes import FaultyNeg, faulty_neg
 import lazygen.runtime as lr
 from lazygen.runtime import dispatch as registry
 from lazygen.runtime import executor
+from lazygen.runtime.graph import post_order
+from lazygen.runtime.ir import DeviceData, InputWrite, Value
 
 aten = torch.ops.aten
 
@@ -190,3 +192,26 @@ def test_a_failed_early_results_graph_leaves_the_rest_of_the_step_usable(faulty,
     with pytest.raises(lr.LazyGraphError, match="neg"):
         loss.cpu()
     lr.mark_step(wait=True)
+
+
+def test_the_diagnosis_of_a_failed_run_never_writes_the_callers_tensors(monkeypatch):
+    """A graph that writes an input (``InputWrite``: a compiled optimizer step) and fails
+    is re-run node by node to name the failing op; that re-run must not write the input a
+    second time (here the failure does not reproduce, so every node re-runs)."""
+    device = lr.devices.default_device()
+    target = DeviceData(torch.zeros(3))
+    lazy = torch.ones(3).to("lazygen")
+    lr.mark_step()
+    doubled = lr.inner(lazy * 2)._value
+    order = [target] + post_order([doubled])[0] + [InputWrite(Value(target, 0), doubled)]
+    executable = device.backend.compile(order, [], device.backing)
+    inputs = [node.materialize() for node in order if node.is_input]
+
+    def fails(*args):
+        raise ValueError("lost device")
+
+    monkeypatch.setattr(device.backend, "execute", fails)
+    with pytest.raises(lr.LazyGraphError, match="lost device"):
+        executor.execute(device, executable, order, inputs)
+    assert torch.equal(inputs[0], torch.zeros(3))
+    lr.mark_step()

@@ -13,10 +13,10 @@ import torch
 from ... import process
 from ...backend_interface import Backend, KernelTables, without_autograd
 from ...builtin import tables as op_list
-from ...ir import Node, Value
+from ...ir import InputWrite, Node, Value
 from ...state import settings
 from .context import TSLoweringContext
-from .passes import fold_double_transposes, transpose_products
+from .passes import fold_double_transposes, transpose_products, write_in_place
 
 _executor_configured = False
 
@@ -134,8 +134,11 @@ class TSRun:
 
 
 def _per_output(result, num_outputs: int) -> list:
-    """A graph's return value as one entry per output (several come back as a tuple)."""
-    return [result] if num_outputs == 1 else list(result)
+    """A graph's return value as one entry per output (several come back as a tuple, none
+    as None)."""
+    if num_outputs == 1:
+        return [result]
+    return list(result) if num_outputs else []
 
 
 class TorchScriptBackend(Backend):
@@ -145,6 +148,8 @@ class TorchScriptBackend(Backend):
     asynchronous = True
     collectives_in_graph = True  # _c10d_functional ops are registered TorchScript operators
     size_generic = True  # sizes fed as ints; TorchScript graphs are shape-polymorphic
+    #: An optimizer step's last op per parameter writes the parameter (``write_in_place``).
+    writes_inputs = True
 
     def __init__(self) -> None:
         self._counter = 0
@@ -159,6 +164,7 @@ class TorchScriptBackend(Backend):
         ctx = super().lower(order, outputs, device)
         transpose_products(ctx.graph)
         fold_double_transposes(ctx.graph)
+        write_in_place(ctx.graph, _same_dtype_writes(order, ctx))
         return ctx
 
     def compile(self, order: list[Node], outputs: list[Value], device) -> TSExecutable:
@@ -226,6 +232,18 @@ class TorchScriptBackend(Backend):
             for index, output in enumerate(outputs):
                 results[Value(node, index)] = output
         return None
+
+
+def _same_dtype_writes(order: list[Node], ctx: TSLoweringContext) -> list:
+    """The ``aten::copy_`` nodes of the graph's input writes whose value has its input's
+    dtype (a copy into another dtype converts; an out variant would compute in it)."""
+    copies = []
+    for node in order:
+        if type(node) is InputWrite:
+            target, value = node.operands
+            if target.node.shapes[target.index].dtype == value.node.shapes[value.index].dtype:
+                copies.append(ctx.values[Value(node, 0)].node())
+    return copies
 
 
 _TS_TRACEBACK = "Traceback of TorchScript (most recent call last):"

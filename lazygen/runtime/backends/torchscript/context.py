@@ -41,6 +41,8 @@ class TSLoweringContext(LoweringContext):
         return value
 
     def set_graph_outputs(self, outputs: list[Value]) -> None:
+        if not outputs:  # a graph that only writes its inputs returns None
+            self.graph.registerOutput(self.constant(None))
         for value in outputs:
             self.graph.registerOutput(self.values[value])
         if len(outputs) > 1:

@@ -6,6 +6,8 @@ off for lazy graphs live here, each a pure function of the graph.
 
 from __future__ import annotations
 
+from functools import cache
+
 import torch
 
 
@@ -69,6 +71,86 @@ def _drop_unused_transposes(graph: torch._C.Graph) -> None:
     for node in reversed(list(graph.nodes())):
         if node.kind() == "aten::t" and not node.output().uses():
             node.destroy()
+
+
+def write_in_place(graph: torch._C.Graph, writes: list[torch._C.Node]) -> int:
+    """Compute a written input's new value straight into the input: ``copy_(arg, add(a,
+    b))`` becomes ``add.out(a, b, out=arg)``.
+
+    ``writes`` are the ``aten::copy_`` nodes of the graph's ``ir.InputWrite``s whose value
+    has its input's dtype (so that the out variant computes exactly what the copy would
+    store). An optimizer step ends in one pointwise op per parameter and state; written by
+    the op itself, the step allocates no new buffers and runs no copies, as eager's
+    in-place update does. Rewritten only where that is the same by construction:
+
+    * the value is made by a single-result pointwise op (``Tag.pointwise``, not random)
+      with an out variant: out may then be one of its operands (identical elements), and
+      the input's sizes are the value's (an ``InputWrite``'s contract);
+    * the value is not a graph result (it would be the caller's own tensor);
+    * nothing reads the input's old value after that op: the copy ran after every node,
+      the op runs where it stands. (An input written in a graph is read by no op that may
+      alias it, so no view of it exists; aot_autograd never feeds inputs that alias a
+      mutated one.)
+
+    Later readers of the value read the input, which holds it from then on. Returns the
+    number of rewrites."""
+    rewrites = 0
+    for copy in writes:
+        target, value, _ = copy.inputs()
+        producer = value.node()
+        if target.node().kind() != "prim::Param":
+            continue
+        out_schema = _out_variant(producer)
+        if out_schema is None:
+            continue
+        if any(use.user.kind() in _OUTPUT_KINDS for use in value.uses()):
+            continue
+        if any(
+            use.user != copy and use.user != producer and not use.user.isBefore(producer)
+            for use in target.uses()
+        ):
+            continue
+        written = graph.create(producer.kind(), [*producer.inputs(), target], 1)
+        written.insertBefore(producer)
+        written.output().setType(value.type())
+        if written.schema() != out_schema:  # TorchScript matched another overload
+            written.destroy()
+            continue
+        copy.destroy()
+        value.replaceAllUsesWith(written.output())
+        producer.destroy()
+        rewrites += 1
+    return rewrites
+
+
+def _out_variant(node: torch._C.Node) -> str | None:
+    """The schema of the out variant of ``node``'s op, if the op is a deterministic
+    pointwise aten op with one result; else None."""
+    if not node.kind().startswith("aten::") or node.outputsSize() != 1:
+        return None
+    try:
+        schema = node.schema()
+    except RuntimeError:  # no schema matched (not an operator TorchScript knows)
+        return None
+    return _out_schema_of(schema)
+
+
+@cache
+def _out_schema_of(schema: str) -> str | None:
+    parsed = torch._C.parse_schema(schema)
+    if len(parsed.returns) != 1 or any(a.is_out for a in parsed.arguments):
+        return None
+    packet = getattr(torch.ops.aten, parsed.name[len("aten::") :], None)
+    overload = getattr(packet, parsed.overload_name or "default", None)
+    tags = getattr(overload, "tags", ())
+    if torch.Tag.pointwise not in tags or torch.Tag.nondeterministic_seeded in tags:
+        return None
+    inputs = [(a.name, str(a.type)) for a in parsed.arguments]
+    for candidate in torch._C._jit_get_schemas_for_operator(parsed.name):
+        *others, last = candidate.arguments
+        if last.is_out and [(a.name, str(a.type)) for a in others] == inputs:
+            return str(candidate)
+    return None
 
 
 # Where a graph's results are gathered: uses that only hand the value back to the caller.

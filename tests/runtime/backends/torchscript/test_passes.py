@@ -3,7 +3,11 @@
 import torch
 from support.ts_graphs import product_graph
 
-from lazygen.runtime.backends.torchscript.passes import fold_double_transposes, transpose_products
+from lazygen.runtime.backends.torchscript.passes import (
+    fold_double_transposes,
+    transpose_products,
+    write_in_place,
+)
 
 
 def _graph(extra_use: str | None):
@@ -116,3 +120,83 @@ def test_equal_constants_share_one_node_and_distinct_ones_stay_apart():
     assert len(distinct) == len(values) - 1  # [1, 2] and (1, 2) are the same int[] constant
     assert [v.toIValue() for v in first[:5]] == [1, 1.0, True, 0.0, -0.0]
     assert str(first[4].toIValue()) == "-0.0"
+
+
+# write_in_place ---------------------------------------------------------------------------
+
+
+def _writing_graph(op: str, read_after: bool = False, returned: bool = False, reuse=False):
+    """``x = op(a, b)``, then ``copy_(a, x)`` (an ``InputWrite``); optionally ``a`` read
+    again after ``op``, ``x`` returned, or ``x`` read by a later ``mul``. Returns the graph
+    and the copy node."""
+    graph = torch._C.Graph()
+    a, b = graph.addInput(), graph.addInput()
+    for value in (a, b):
+        value.setType(torch._C.TensorType.get())
+    args = [a, b] + ([graph.insertConstant(1)] if op == "aten::add" else [])
+    x = graph.create(op, args, 1)
+    graph.insertNode(x)
+    outputs = []
+    if read_after:
+        later = graph.create("aten::mul", [a, b], 1)
+        graph.insertNode(later)
+        outputs.append(later.output())
+    if returned:
+        outputs.append(x.output())
+    if reuse:
+        later = graph.create("aten::mul", [x.output(), b], 1)
+        graph.insertNode(later)
+        outputs.append(later.output())
+    copy = graph.create("aten::copy_", [a, x.output(), graph.insertConstant(False)], 1)
+    graph.insertNode(copy)
+    for output in outputs or [graph.insertConstant(None)]:
+        graph.registerOutput(output)
+    if len(outputs) > 1:
+        graph.makeMultiOutputIntoTuple()
+    return graph, copy
+
+
+def test_a_pointwise_value_written_into_an_input_is_computed_into_it():
+    graph, copy = _writing_graph("aten::add")
+    assert write_in_place(graph, [copy]) == 1
+    (add,) = [n for n in graph.nodes() if n.kind() == "aten::add"]
+    assert "aten::copy_" not in _kinds(graph) and add.schema().startswith("aten::add.out(")
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    expected = a + b
+    _run(graph, a, b)
+    assert torch.equal(a, expected)
+
+
+def test_later_readers_of_the_written_value_read_the_input():
+    graph, copy = _writing_graph("aten::add", reuse=True)
+    assert write_in_place(graph, [copy]) == 1
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    new_a = a + b
+    (result,) = _run(graph, a, b)
+    assert torch.equal(a, new_a) and torch.equal(result, new_a * b)
+
+
+def test_an_input_read_after_the_op_keeps_its_copy_at_the_end():
+    """``mul(a, b)`` after the op must read ``a``'s old value."""
+    graph, copy = _writing_graph("aten::add", read_after=True)
+    assert write_in_place(graph, [copy]) == 0
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    expected = a * b
+    (result,) = _run(graph, a, b)
+    assert torch.equal(result, expected)
+
+
+def test_a_value_the_graph_returns_is_not_written_into_the_input():
+    graph, copy = _writing_graph("aten::add", returned=True)
+    assert write_in_place(graph, [copy]) == 0
+    assert "aten::copy_" in _kinds(graph)
+
+
+def test_only_pointwise_ops_write_their_result_into_an_input():
+    """``mm`` has an out variant, but out may not be one of its operands."""
+    graph, copy = _writing_graph("aten::mm")
+    assert write_in_place(graph, [copy]) == 0
+    a, b = torch.randn(3, 3), torch.randn(3, 3)
+    expected = a @ b
+    _run(graph, a, b)
+    assert torch.equal(a, expected)
