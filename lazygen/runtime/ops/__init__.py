@@ -1,8 +1,8 @@
 """Op-specific IR nodes and kernels that every lazy device gets, whatever its backend and
 op list: the device-level copies (``_to_copy``, ``_copy_from``, factories, conj/neg views),
-scaled dot-product attention, the recurrent layers (LSTM, GRU and their fused cells), and
-the running statistics' update around any backend's ``native_batch_norm`` kernel
-(``batch_norm``).
+scaled dot-product attention, the recurrent layers (LSTM, GRU and their fused cells),
+``GradScaler``'s unscale and scale update (``grad_scaling``), and the running statistics'
+update around any backend's ``native_batch_norm`` kernel (``batch_norm``).
 
 They sit beside the backend-neutral core, not in it: the core (IR, executor, dispatch)
 knows no op. Their nodes lower through ``LoweringContext`` only. ``kernel_tables()`` hands
@@ -19,6 +19,7 @@ from ..backend_interface import KernelTables
 from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
 from .batch_norm import KERNEL_WRAPPERS
 from .device_copies import DEVICE_KERNELS
+from .grad_scaling import GRAD_SCALING_KERNELS
 from .gru import GRU_AUTOGRAD_KERNELS
 from .lstm import LSTM_AUTOGRAD_KERNELS
 
@@ -31,7 +32,7 @@ def kernel_tables() -> KernelTables:
     functionalization, attention's and the recurrent layers' at the autograd key; and the
     wrappers of ops whose kernels any backend brings (``batch_norm``)."""
     return KernelTables(
-        kernels={**DEVICE_KERNELS, **ATTENTION_KERNELS},
+        kernels={**DEVICE_KERNELS, **ATTENTION_KERNELS, **GRAD_SCALING_KERNELS},
         autograd_kernels={
             **ATTENTION_AUTOGRAD_KERNELS,
             **LSTM_AUTOGRAD_KERNELS,
