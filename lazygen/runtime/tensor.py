@@ -150,11 +150,27 @@ def unsupported_layout(layout) -> RuntimeError:
     )
 
 
+def unsupported_nested() -> RuntimeError:
+    """Nested tensors reach the device through the eager fallback of the op that makes them;
+    the usual one is ``nn.TransformerEncoder``'s inference fast path, which torch takes on
+    every PrivateUse1 device and which packs a padded batch into a nested tensor."""
+    name = settings.device_type
+    return LazygenRuntimeError(
+        f"lazygen: nested tensors cannot live on the {name} device, which holds strided "
+        "(dense) tensors only. nn.TransformerEncoder makes one in eval mode under no_grad "
+        "when given src_key_padding_mask: build it with enable_nested_tensor=False, or call "
+        "torch.backends.mha.set_fastpath_enabled(False); otherwise keep nested tensors on "
+        "the CPU, or convert with .to_padded_tensor(0.0) first"
+    )
+
+
 def from_data(data: torch.Tensor, device: LazyDevice) -> LazyTensor:
     """An inner lazy tensor holding ``data`` as device data (the backend uploads it: moved to
     its data device, contiguous; ``data`` itself when it already is)."""
     if data.layout != torch.strided:
         raise unsupported_layout(data.layout)
+    if data.is_nested:  # a strided layout, but no sizes: nothing a graph value can hold
+        raise unsupported_nested()
     if data.device != device.backing or not data.is_contiguous():
         data = device.backend.to_data(data, device.backing)
     return LazyTensor(Value(DeviceData(data), 0), device)

@@ -13,7 +13,14 @@ from ..devices import device_from
 from ..fallback import eager_fallback
 from ..ops import device_copies
 from ..state import settings
-from ..tensor import LazyTensor, from_data, inner, to_functional, unsupported_layout
+from ..tensor import (
+    LazyTensor,
+    from_data,
+    inner,
+    to_functional,
+    unsupported_layout,
+    unsupported_nested,
+)
 
 # PrivateUse1 kernels: they see no functional wrapper, so they add one. ---------------------
 
@@ -174,6 +181,11 @@ def _sparse_empty(size, dtype=None, layout=None, device=None, pin_memory=None, m
     raise unsupported_layout(layout)
 
 
+def _nested_to_copy(self, *args, **kwargs):
+    """``_to_copy`` of a nested tensor onto lazygen (torch has no kernel for that key)."""
+    raise unsupported_nested()
+
+
 def _copy_from(self, dst, non_blocking=False):
     if type(dst) is not LazyTensor and torch._is_functional_tensor(dst):
         dst.copy_(self)  # functionalization handles the lazy destination
@@ -282,6 +294,7 @@ def register() -> list:
     for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):  # sparse layouts on lazygen
         lib.impl("_to_copy", _sparse_to_copy, key)
         lib.impl("empty.memory_format", _sparse_empty, key)
+    lib.impl("_to_copy", _nested_to_copy, "NestedTensorPrivateUse1")
     for name in HOST_FACTORIES:
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload or "default")
