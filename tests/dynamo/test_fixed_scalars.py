@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import lazygen.dynamo as ld
+import lazygen.runtime as lr
 from lazygen.runtime.ir import FixedScalar
 
 from .conftest import count
@@ -105,3 +106,30 @@ def test_inductor_compiles_an_alpha_in_without_fixing_a_scalar_read(monkeypatch)
     torch.testing.assert_close(f(x, y), torch.add(x, y, alpha=3.0) * 0.5, rtol=0, atol=0)
     assert count("InductorFixedScalar") == 0
     assert count("DynamoEagerGraph") == 0
+
+
+@pytest.fixture
+def recompile_limit():
+    """The default budget (the suites run without one), restored afterwards with the
+    dynamic-shapes switch that spending it turns on."""
+    previous = lr.config.get_recompile_limit()
+    lr.config.set_recompile_limit(8)
+    yield
+    lr.config.set_recompile_limit(previous)
+    lr.config.set_dynamic_shapes(False)
+
+
+@pytest.mark.parametrize("backend", ["torchscript", "fx"])
+def test_a_graph_with_literals_compiles_for_all_sizes_past_the_recompile_limit(
+    backend, recompile_limit
+):
+    """Past the recompile limit a structure seen with many sizes compiles once for all of
+    them, from a copy whose inputs hold no data (``graph.dynamic.hidden_sizes``): that copy
+    raised AttributeError on a ``FixedScalar`` (greedy ``generate`` with a compiled forward
+    failed at its ninth token). The literal stays a constant of the copy."""
+    f = _scaled(2.5)
+    compiled = torch.compile(f, backend="lazygen", options={"backend": backend})
+    for n in range(2, 14):
+        x = torch.linspace(-1.0, 1.0, n)
+        torch.testing.assert_close(compiled(x), f(x))
+    assert count("DynamicCompile") == 1

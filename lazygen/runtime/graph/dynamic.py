@@ -32,7 +32,7 @@ import weakref
 import torch
 
 from ..errors import LazygenRuntimeError
-from ..ir import DeviceData, Node, ScalarData, Shape, Value
+from ..ir import DeviceData, FixedScalar, Node, ScalarData, Shape, Value
 from . import GraphKey
 
 # Keys -------------------------------------------------------------------------------------
@@ -100,8 +100,11 @@ def _stand_in(node: Node, shapes) -> Node:
     graph kept in the cache must not keep a step's tensors alive, nor read a value)."""
     if type(node) is DeviceData:
         stand_in = DeviceData(None, None, shapes[0])
-    elif type(node) is ScalarData:
-        stand_in = ScalarData(None, node.shapes[0].dtype, node.device)
+    elif isinstance(node, ScalarData):
+        # A FixedScalar's value is part of the graph (its key holds it, a backend may
+        # compile it in): the stand-in keeps it; a plain ScalarData's value is data.
+        value = node.value if isinstance(node, FixedScalar) else None
+        stand_in = type(node)(value, node.shapes[0].dtype, node.device)
         stand_in.shapes = shapes
     else:  # a generator, or a backend's own input kind
         stand_in = copy.copy(node)
