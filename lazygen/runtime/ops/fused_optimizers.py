@@ -1,0 +1,255 @@
+"""torch's fused optimizer steps (``fused=True``: ``_fused_adam_``, ``_fused_adamw_``,
+``_fused_sgd_``, ``_fused_adagrad_``, each also with a tensor ``lr``) as lazy ops.
+
+``torch.optim`` takes its fused path on every device in
+``_get_fused_kernels_supported_devices()``, which names the PrivateUse1 backend, so a lazy
+parameter reaches these ops. Below autograd they broke in two ways: torch's generated
+functionalization kernel of ``_fused_adam_`` counts the empty ``max_exp_avg_sqs`` list
+(``amsgrad=False``) as a non-functional argument and trips an internal assert, and the
+functional variants (``_fused_sgd``...) have no meta kernel, which a lazy kernel needs for
+its output shapes. The lazy device therefore registers these ops at its autograd key,
+which runs before functionalization: each kernel computes the step of eager's CPU kernel
+(``aten/src/ATen/native/cpu/Fused*Kernel.cpp``) with ordinary tensor ops on the lazy
+tensors and writes the results back with ``copy_``. Functionalization then sees only ops
+it handles, and the step joins the lazy graph like a ``foreach`` step.
+
+Semantics kept from the CPU kernels:
+
+* ``grad_scale`` (what ``torch.amp.GradScaler`` passes): the gradient is divided by it and
+  the unscaled gradient is written back into ``grads``.
+* ``found_inf``: where it equals 1 nothing changes (parameters, states and gradients keep
+  their values). The CPU kernel reads the flag on the host and returns early; here each
+  written tensor takes ``where(found_inf == 1, old, new)``, so the step needs no host sync.
+* The step count (``state_steps``) and a tensor ``lr`` stay tensors on the device (the CPU
+  kernel reads them with ``item()``): the bias corrections are computed in float64, as
+  the CPU kernel computes them in double. A ``lr`` tensor on the host is read as a number.
+* Half and bfloat16 parameters are updated in float32 and rounded once when written back,
+  as the CPU kernel computes in its ``opmath`` type.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import LazygenRuntimeError
+
+aten = torch.ops.aten
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _opmath(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in the type the CPU kernel computes in (float32 for half and bfloat16)."""
+    return t.float() if t.dtype in _LOW_PRECISION else t
+
+
+def _on(t, device):
+    """A tensor argument (``grad_scale``, ``found_inf``, a tensor ``lr``) on ``device``;
+    a ``lr`` tensor on the host is read as a number, as the CPU kernel reads every ``lr``
+    tensor (no device sync: the value is already on the host)."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.device.type == "cpu" and t.dim() == 0 and device.type != "cpu":
+        return t.item()
+    return t if t.device == device else t.to(device)
+
+
+class _Step:
+    """What one fused call shares across its tensors: the gradient scale and the
+    ``found_inf`` flag on the parameters' device, and the write that honours the flag."""
+
+    def __init__(self, device, grad_scale, found_inf) -> None:
+        self.grad_scale = None if grad_scale is None else grad_scale.to(device)
+        self.skip = None if found_inf is None else found_inf.to(device).eq(1)
+
+    def unscale(self, grad: torch.Tensor) -> torch.Tensor:
+        """The gradient in the compute type, divided by ``grad_scale``; the unscaled
+        gradient is written back into ``grad`` (as the CPU kernel does)."""
+        g = _opmath(grad)
+        if self.grad_scale is None:
+            return g
+        g = g / self.grad_scale
+        self.write(grad, g)
+        return g
+
+    def write(self, target: torch.Tensor, new: torch.Tensor) -> None:
+        """``target`` takes ``new``, unless ``found_inf`` flags the step as skipped."""
+        if self.skip is not None:
+            new = torch.where(self.skip, _opmath(target), new)
+        target.copy_(new)
+
+
+def _check_lengths(op: str, params, **lists) -> None:
+    n = len(params)
+    for name, tensors in lists.items():
+        if len(tensors) != n:
+            raise LazygenRuntimeError(
+                f"lazygen: {op} got {n} parameters but {len(tensors)} {name}; pass one "
+                f"{name} tensor per parameter (torch.optim does)"
+            )
+
+
+def _adam(
+    op,
+    decoupled,
+    params,
+    grads,
+    exp_avgs,
+    exp_avg_sqs,
+    max_exp_avg_sqs,
+    state_steps,
+    *,
+    lr,
+    beta1,
+    beta2,
+    weight_decay,
+    eps,
+    amsgrad,
+    maximize,
+    grad_scale=None,
+    found_inf=None,
+):
+    """Adam (``decoupled``: AdamW) over each parameter, as ``FusedAdamKernel.cpp``."""
+    _check_lengths(op, params, grads=grads, exp_avgs=exp_avgs, exp_avg_sqs=exp_avg_sqs)
+    _check_lengths(op, params, state_steps=state_steps)
+    if amsgrad:
+        _check_lengths(op, params, max_exp_avg_sqs=max_exp_avg_sqs)
+    elif len(max_exp_avg_sqs):
+        raise LazygenRuntimeError(
+            f"lazygen: {op} got max_exp_avg_sqs with amsgrad=False; pass an empty list "
+            "or amsgrad=True"
+        )
+    if not params:
+        return
+    with torch.no_grad():
+        device = params[0].device
+        step = _Step(device, grad_scale, found_inf)
+        lr = _on(lr, device)
+        for i, param in enumerate(params):
+            g = step.unscale(grads[i])
+            p = _opmath(param)
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                if decoupled:
+                    p = p * (1 - lr * weight_decay)
+                else:
+                    g = g + p * weight_decay
+            exp_avg = _opmath(exp_avgs[i]).lerp(g, 1 - beta1)
+            exp_avg_sq = _opmath(exp_avg_sqs[i]) * beta2 + g * g * (1 - beta2)
+            count = state_steps[i].to(device=device, dtype=torch.float64)
+            bias_correction1 = 1 - torch.pow(beta1, count)
+            bias_correction2_sqrt = (1 - torch.pow(beta2, count)).sqrt()
+            if amsgrad:
+                max_exp_avg_sq = torch.maximum(_opmath(max_exp_avg_sqs[i]), exp_avg_sq)
+                step.write(max_exp_avg_sqs[i], max_exp_avg_sq)
+                second = max_exp_avg_sq
+            else:
+                second = exp_avg_sq
+            denom = second.sqrt() / bias_correction2_sqrt + eps
+            step.write(param, p - (lr / bias_correction1) * exp_avg / denom)
+            step.write(exp_avgs[i], exp_avg)
+            step.write(exp_avg_sqs[i], exp_avg_sq)
+
+
+def _fused_adam_(*args, **kwargs):
+    _adam("_fused_adam_", False, *args, **kwargs)
+
+
+def _fused_adamw_(*args, **kwargs):
+    _adam("_fused_adamw_", True, *args, **kwargs)
+
+
+def _fused_sgd_(
+    params,
+    grads,
+    momentum_buffer_list,
+    *,
+    weight_decay,
+    momentum,
+    lr,
+    dampening,
+    nesterov,
+    maximize,
+    is_first_step,
+    grad_scale=None,
+    found_inf=None,
+):
+    """SGD over each parameter, as ``FusedSGDKernel.cpp``: on the first step the momentum
+    buffer takes the gradient (torch.optim passes uninitialised buffers)."""
+    op = "_fused_sgd_"
+    _check_lengths(op, params, grads=grads)
+    if momentum != 0:
+        _check_lengths(op, params, momentum_buffer_list=momentum_buffer_list)
+    if not params:
+        return
+    with torch.no_grad():
+        device = params[0].device
+        step = _Step(device, grad_scale, found_inf)
+        lr = _on(lr, device)
+        for i, param in enumerate(params):
+            g = step.unscale(grads[i])
+            p = _opmath(param)
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            if momentum != 0:
+                if is_first_step:
+                    buf = g
+                else:
+                    buf = _opmath(momentum_buffer_list[i]) * momentum + g * (1 - dampening)
+                step.write(momentum_buffer_list[i], buf)
+                g = g + buf * momentum if nesterov else buf
+            step.write(param, p - g * lr)
+
+
+def _fused_adagrad_(
+    params,
+    grads,
+    state_sums,
+    state_steps,
+    *,
+    lr,
+    lr_decay,
+    weight_decay,
+    eps,
+    maximize,
+    grad_scale=None,
+    found_inf=None,
+):
+    """Adagrad over each parameter, as ``FusedAdagradKernel.cpp`` (torch.optim has already
+    counted this step in ``state_steps``)."""
+    op = "_fused_adagrad_"
+    _check_lengths(op, params, grads=grads, state_sums=state_sums, state_steps=state_steps)
+    if not params:
+        return
+    with torch.no_grad():
+        device = params[0].device
+        step = _Step(device, grad_scale, found_inf)
+        lr = _on(lr, device)
+        for i, param in enumerate(params):
+            g = step.unscale(grads[i])
+            p = _opmath(param)
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            state_sum = _opmath(state_sums[i]) + g * g
+            count = state_steps[i].to(device=device, dtype=torch.float64)
+            clr = lr / (1 + (count - 1) * lr_decay)
+            step.write(state_sums[i], state_sum)
+            step.write(param, p - clr * g / (state_sum.sqrt() + eps))
+
+
+#: Registered at the lazy device's autograd key (``ops.kernel_tables()``).
+FUSED_OPTIMIZER_AUTOGRAD_KERNELS = {
+    aten._fused_adam_.default: _fused_adam_,
+    aten._fused_adam_.tensor_lr: _fused_adam_,
+    aten._fused_adamw_.default: _fused_adamw_,
+    aten._fused_adamw_.tensor_lr: _fused_adamw_,
+    aten._fused_sgd_.default: _fused_sgd_,
+    aten._fused_sgd_.tensor_lr: _fused_sgd_,
+    aten._fused_adagrad_.default: _fused_adagrad_,
+    aten._fused_adagrad_.tensor_lr: _fused_adagrad_,
+}
