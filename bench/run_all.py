@@ -26,6 +26,7 @@ import trace  # noqa: E402
 
 import codegen  # noqa: E402
 import memory  # noqa: E402
+import optimizers  # noqa: E402
 import parse  # noqa: E402
 import real_loops  # noqa: E402
 import scaling  # noqa: E402
@@ -71,6 +72,8 @@ def main() -> None:
         capture(train_step.main, ["--repeats", repeats]),
         capture(scaling.main, ["--repeats", repeats]),
         capture(memory.main, ["--steps", "1000"]),
+        # Last: it initialises lazygen in this process (the others run it in children).
+        capture(optimizers.main, ["--steps", "200"]),
     ]
     header = (
         "# Benchmarks\n\n"

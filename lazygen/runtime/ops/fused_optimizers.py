@@ -9,9 +9,11 @@ functionalization kernel of ``_fused_adam_`` counts the empty ``max_exp_avg_sqs`
 functional variants (``_fused_sgd``...) have no meta kernel, which a lazy kernel needs for
 its output shapes. The lazy device therefore registers these ops at its autograd key,
 which runs before functionalization: each kernel computes the step of eager's CPU kernel
-(``aten/src/ATen/native/cpu/Fused*Kernel.cpp``) with ordinary tensor ops on the lazy
-tensors and writes the results back with ``copy_``. Functionalization then sees only ops
-it handles, and the step joins the lazy graph like a ``foreach`` step.
+(``aten/src/ATen/native/cpu/Fused*Kernel.cpp``) with ``torch._foreach_*`` ops on the lazy
+tensors (one call per list, not per tensor: per-tensor ops made tracing fused Adam's
+step 2.85x foreach Adam's, the lists 1.5x; ``bench/optimizers.py``) and writes the results
+back with ``_foreach_copy_``. Functionalization then sees only ops it handles, and the
+step joins the lazy graph like a ``foreach`` step.
 
 Semantics kept from the CPU kernels:
 
@@ -38,9 +40,9 @@ aten = torch.ops.aten
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def _opmath(t: torch.Tensor) -> torch.Tensor:
-    """``t`` in the type the CPU kernel computes in (float32 for half and bfloat16)."""
-    return t.float() if t.dtype in _LOW_PRECISION else t
+def _opmath(tensors: list) -> list:
+    """``tensors`` in the type the CPU kernel computes in (float32 for half and bfloat16)."""
+    return [t.float() if t.dtype in _LOW_PRECISION else t for t in tensors]
 
 
 def _on(t, device):
@@ -54,6 +56,12 @@ def _on(t, device):
     return t if t.device == device else t.to(device)
 
 
+def _counts(state_steps: list, device) -> torch.Tensor:
+    """The step counts as one float64 vector (the CPU kernel's bias corrections are
+    computed in double); per-tensor factors are taken from it with ``unbind``."""
+    return torch.stack([s.to(device) for s in state_steps]).to(torch.float64)
+
+
 class _Step:
     """What one fused call shares across its tensors: the gradient scale and the
     ``found_inf`` flag on the parameters' device, and the write that honours the flag."""
@@ -62,21 +70,22 @@ class _Step:
         self.grad_scale = None if grad_scale is None else grad_scale.to(device)
         self.skip = None if found_inf is None else found_inf.to(device).eq(1)
 
-    def unscale(self, grad: torch.Tensor) -> torch.Tensor:
-        """The gradient in the compute type, divided by ``grad_scale``; the unscaled
-        gradient is written back into ``grad`` (as the CPU kernel does)."""
-        g = _opmath(grad)
+    def unscale(self, grads: list) -> list:
+        """The gradients in the compute type, divided by ``grad_scale``; the unscaled
+        gradients are written back into ``grads`` (as the CPU kernel does)."""
+        g = _opmath(grads)
         if self.grad_scale is None:
             return g
-        g = g / self.grad_scale
-        self.write(grad, g)
+        g = torch._foreach_div(g, self.grad_scale)
+        self.write(grads, g)
         return g
 
-    def write(self, target: torch.Tensor, new: torch.Tensor) -> None:
-        """``target`` takes ``new``, unless ``found_inf`` flags the step as skipped."""
+    def write(self, targets: list, new: list) -> None:
+        """``targets`` take ``new``, unless ``found_inf`` flags the step as skipped."""
         if self.skip is not None:
-            new = torch.where(self.skip, _opmath(target), new)
-        target.copy_(new)
+            old = _opmath(targets)
+            new = [torch.where(self.skip, o, n) for o, n in zip(old, new, strict=True)]
+        torch._foreach_copy_(targets, new)
 
 
 def _check_lengths(op: str, params, **lists) -> None:
@@ -125,31 +134,33 @@ def _adam(
         device = params[0].device
         step = _Step(device, grad_scale, found_inf)
         lr = _on(lr, device)
-        for i, param in enumerate(params):
-            g = step.unscale(grads[i])
-            p = _opmath(param)
-            if maximize:
-                g = -g
-            if weight_decay != 0:
-                if decoupled:
-                    p = p * (1 - lr * weight_decay)
-                else:
-                    g = g + p * weight_decay
-            exp_avg = _opmath(exp_avgs[i]).lerp(g, 1 - beta1)
-            exp_avg_sq = _opmath(exp_avg_sqs[i]) * beta2 + g * g * (1 - beta2)
-            count = state_steps[i].to(device=device, dtype=torch.float64)
-            bias_correction1 = 1 - torch.pow(beta1, count)
-            bias_correction2_sqrt = (1 - torch.pow(beta2, count)).sqrt()
-            if amsgrad:
-                max_exp_avg_sq = torch.maximum(_opmath(max_exp_avg_sqs[i]), exp_avg_sq)
-                step.write(max_exp_avg_sqs[i], max_exp_avg_sq)
-                second = max_exp_avg_sq
+        g = step.unscale(grads)
+        p = _opmath(params)
+        if maximize:
+            g = torch._foreach_neg(g)
+        if weight_decay != 0:
+            if decoupled:
+                p = torch._foreach_mul(p, 1 - lr * weight_decay)
             else:
-                second = exp_avg_sq
-            denom = second.sqrt() / bias_correction2_sqrt + eps
-            step.write(param, p - (lr / bias_correction1) * exp_avg / denom)
-            step.write(exp_avgs[i], exp_avg)
-            step.write(exp_avg_sqs[i], exp_avg_sq)
+                g = torch._foreach_add(g, p, alpha=weight_decay)
+        exp_avg = torch._foreach_lerp(_opmath(exp_avgs), g, 1 - beta1)
+        exp_avg_sq = torch._foreach_mul(_opmath(exp_avg_sqs), beta2)
+        exp_avg_sq = torch._foreach_addcmul(exp_avg_sq, g, g, value=1 - beta2)
+        counts = _counts(state_steps, device)
+        step_sizes = (lr / (1 - torch.pow(beta1, counts))).unbind()
+        bias_corrections2_sqrt = (1 - torch.pow(beta2, counts)).sqrt().unbind()
+        if amsgrad:
+            max_exp_avg_sq = torch._foreach_maximum(_opmath(max_exp_avg_sqs), exp_avg_sq)
+            step.write(max_exp_avg_sqs, max_exp_avg_sq)
+            second = max_exp_avg_sq
+        else:
+            second = exp_avg_sq
+        denom = torch._foreach_div(torch._foreach_sqrt(second), bias_corrections2_sqrt)
+        denom = torch._foreach_add(denom, eps)
+        update = torch._foreach_div(torch._foreach_mul(exp_avg, step_sizes), denom)
+        step.write(params, torch._foreach_sub(p, update))
+        step.write(exp_avgs, exp_avg)
+        step.write(exp_avg_sqs, exp_avg_sq)
 
 
 def _fused_adam_(*args, **kwargs):
@@ -187,21 +198,21 @@ def _fused_sgd_(
         device = params[0].device
         step = _Step(device, grad_scale, found_inf)
         lr = _on(lr, device)
-        for i, param in enumerate(params):
-            g = step.unscale(grads[i])
-            p = _opmath(param)
-            if maximize:
-                g = -g
-            if weight_decay != 0:
-                g = g + p * weight_decay
-            if momentum != 0:
-                if is_first_step:
-                    buf = g
-                else:
-                    buf = _opmath(momentum_buffer_list[i]) * momentum + g * (1 - dampening)
-                step.write(momentum_buffer_list[i], buf)
-                g = g + buf * momentum if nesterov else buf
-            step.write(param, p - g * lr)
+        g = step.unscale(grads)
+        p = _opmath(params)
+        if maximize:
+            g = torch._foreach_neg(g)
+        if weight_decay != 0:
+            g = torch._foreach_add(g, p, alpha=weight_decay)
+        if momentum != 0:
+            if is_first_step:
+                buf = g
+            else:
+                buf = torch._foreach_mul(_opmath(momentum_buffer_list), momentum)
+                buf = torch._foreach_add(buf, g, alpha=1 - dampening)
+            step.write(momentum_buffer_list, buf)
+            g = torch._foreach_add(g, buf, alpha=momentum) if nesterov else buf
+        step.write(params, torch._foreach_sub(p, torch._foreach_mul(g, lr)))
 
 
 def _fused_adagrad_(
@@ -228,18 +239,19 @@ def _fused_adagrad_(
         device = params[0].device
         step = _Step(device, grad_scale, found_inf)
         lr = _on(lr, device)
-        for i, param in enumerate(params):
-            g = step.unscale(grads[i])
-            p = _opmath(param)
-            if maximize:
-                g = -g
-            if weight_decay != 0:
-                g = g + p * weight_decay
-            state_sum = _opmath(state_sums[i]) + g * g
-            count = state_steps[i].to(device=device, dtype=torch.float64)
-            clr = lr / (1 + (count - 1) * lr_decay)
-            step.write(state_sums[i], state_sum)
-            step.write(param, p - clr * g / (state_sum.sqrt() + eps))
+        g = step.unscale(grads)
+        p = _opmath(params)
+        if maximize:
+            g = torch._foreach_neg(g)
+        if weight_decay != 0:
+            g = torch._foreach_add(g, p, alpha=weight_decay)
+        state_sum = torch._foreach_addcmul(_opmath(state_sums), g, g)
+        clrs = (lr / (1 + (_counts(state_steps, device) - 1) * lr_decay)).unbind()
+        std = torch._foreach_add(torch._foreach_sqrt(state_sum), eps)
+        step.write(state_sums, state_sum)
+        step.write(
+            params, torch._foreach_sub(p, torch._foreach_div(torch._foreach_mul(g, clrs), std))
+        )
 
 
 #: Registered at the lazy device's autograd key (``ops.kernel_tables()``).
