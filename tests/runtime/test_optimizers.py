@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 from support.optimizers import CASES, ONE_PER_CLASS, reads_on_host, reference_options, train
-from support.training import assert_as_accurate_as_eager
+from support.training import assert_as_accurate_as_eager, make_mlp
 
 import lazygen.runtime as lr
 
@@ -48,7 +48,9 @@ def test_every_optimizer_option_trains_on_the_lazy_device(case, fresh_metrics):
 
 
 def test_the_matrix_covers_every_optimizer_class():
-    """A new torch.optim class fails here until it joins the matrix."""
+    """A new torch.optim class fails here until it joins the matrix. LBFGS (a closure per
+    step) has its own test below; SparseAdam takes sparse gradients, which the lazy device
+    refuses with an error that says what to do."""
     classes = {
         c
         for c in vars(torch.optim).values()
@@ -57,6 +59,39 @@ def test_the_matrix_covers_every_optimizer_class():
     }  # fmt: skip
     covered = {cls for cls, _ in CASES.values()}
     assert classes <= covered, sorted(c.__name__ for c in classes - covered)
+
+
+def _lbfgs_run(device, dtype, kwargs):
+    model = make_mlp(seed=1, sizes=(6, 8, 3)).to(device, dtype)
+    torch.manual_seed(2)
+    x, y = torch.randn(5, 6).to(device, dtype), torch.randint(0, 3, (5,)).to(device)
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=3, **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    for _ in range(2):
+        opt.step(closure)
+        if device != "cpu":
+            lr.mark_step()
+    assert lr.metrics.fallback_report().fallbacks == ()
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+@pytest.mark.parametrize(
+    "line_search_fn", [None, pytest.param("strong_wolfe", marks=pytest.mark.slow)]
+)
+def test_lbfgs_with_a_closure_trains_as_eagerly(line_search_fn, fresh_metrics):
+    """LBFGS re-evaluates the closure inside its step and reads its convergence tests on
+    the host (``.item()``, torch's own code: a graph per read, hence few iterations here):
+    nothing runs eagerly, results as eager's."""
+    kwargs = dict(line_search_fn=line_search_fn)
+    got = _lbfgs_run("lazygen", torch.float32, kwargs)
+    want = _lbfgs_run("cpu", torch.float32, kwargs)
+    assert_as_accurate_as_eager(got, want, lambda: _lbfgs_run("cpu", torch.float64, kwargs))
 
 
 def _differentiable_run(device, cls, kwargs):
