@@ -16,6 +16,7 @@ entry-point group of installed distributions. A name maps to a zero-argument fac
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 from abc import ABC, abstractmethod
@@ -25,6 +26,7 @@ from typing import Any
 
 import torch
 
+from .errors import LazygenRuntimeError
 from .ir import Node, Value
 from .lowering_context import LoweringContext
 from .state import settings
@@ -222,7 +224,7 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
     if factory is None:
         points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec)
         for point in points:
-            factory = point.load()
+            factory = _load_entry_point(point)
             break
     if factory is None:
         raise ValueError(
@@ -233,6 +235,31 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
     backend = factory()
     if not isinstance(backend, Backend):
         raise TypeError(
-            f"lazygen: backend {spec!r} made {type(backend).__name__}, not a lazygen Backend"
+            f"lazygen: backend {spec!r} made {type(backend).__name__}, not a lazygen Backend "
+            "(register a subclass of lazygen.runtime.Backend, or a function returning an "
+            "instance of one)"
         )
     return backend
+
+
+def _load_entry_point(point: importlib.metadata.EntryPoint) -> Callable[[], Backend]:
+    """What an installed backend's entry point names. A target that does not import (a
+    misspelt class, a module that fails to import) is the backend package's mistake: say
+    which entry point of which distribution, and where it is fixed, not only importlib's
+    bare AttributeError."""
+    try:
+        return point.load()
+    except Exception as error:
+        dist = getattr(point, "dist", None)
+        package = f"distribution {dist.name!r}" if dist is not None else "an installed package"
+        close = []
+        if isinstance(error, AttributeError) and getattr(error, "name", None):
+            close = difflib.get_close_matches(error.name, dir(error.obj), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LazygenRuntimeError(
+            f"lazygen: the {ENTRY_POINT_GROUP!r} entry point {point.name!r} of {package} "
+            f"names {point.value!r}, which cannot be loaded: {type(error).__name__}: "
+            f"{error}{hint} "
+            "(fix the entry point, in the package's pyproject.toml or setup.py, or the module "
+            "it names, then reinstall the package)"
+        ) from error
