@@ -73,6 +73,8 @@ def test_failure_names_op_and_line_and_recovers(faulty, mode, step):
     assert error.source in str(error)
     if mode == "lowering":
         assert isinstance(error.__cause__, ValueError)
+        # the backend author's part, and where to fix it (a newcomer's lowering that raised)
+        assert "this is the backend's error" in str(error) and "refused_ops()" in str(error)
     else:
         assert "mat1" in str(error) or "2D" in str(error) or "matrix" in str(error)
     _check_error_stays_local(x, y, error, cached)
