@@ -68,8 +68,25 @@ class KernelTables:
     @classmethod
     def from_module(cls, module_name: str, wrappers: dict | None = None) -> KernelTables:
         """The tables of a generated ``registration`` module (``KERNELS``,
-        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``)."""
-        module = importlib.import_module(module_name)
+        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``). A module that is
+        not one is an error: read as empty tables, every op would silently run eagerly."""
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name is None or not module_name.startswith(error.name):
+                raise  # the registration module imports, something it imports does not
+            raise LazygenRuntimeError(
+                f"lazygen: KernelTables.from_module({module_name!r}): no module "
+                f"{error.name!r}. It takes the generated registration module "
+                "(`<package>.generated.registration`), which `lazygen gen` or the "
+                "package's build writes: check the name, and that the package is built"
+            ) from error
+        if not hasattr(module, "KERNELS") and not hasattr(module, "NODE_CLASSES"):
+            raise LazygenRuntimeError(
+                f"lazygen: KernelTables.from_module({module_name!r}): {module_name} holds "
+                "no KERNELS nor NODE_CLASSES; it takes the generated registration module "
+                "(`<package>.generated.registration`)"
+            )
         return cls(
             dict(getattr(module, "KERNELS", {})),
             dict(getattr(module, "AUTOGRAD_KERNELS", {})),
@@ -187,6 +204,18 @@ class Backend(ABC):
     def __repr__(self) -> str:
         """How dumps, errors and ``lr.backend()`` name the backend."""
         return f"<lazygen backend {self.name!r}>"
+
+
+def kernel_tables_of(backend: Backend) -> KernelTables:
+    """``backend.kernel_tables()``, checked: what init and ``set_device_backend`` install."""
+    tables = backend.kernel_tables()
+    if not isinstance(tables, KernelTables):
+        raise LazygenRuntimeError(
+            f"lazygen: backend {backend.name!r}: kernel_tables() returned "
+            f"{type(tables).__name__}, not a lazygen.runtime.KernelTables (return "
+            "KernelTables.from_module('<package>.generated.registration'))"
+        )
+    return tables
 
 
 # Finding backends by name -------------------------------------------------------------------
