@@ -97,12 +97,28 @@ class LazygenGen(Command):
         try:
             result = run(config)
         except LazygenError as exc:
-            raise SystemExit("lazygen: " + "\n".join(str(d) for d in exc.diagnostics)) from None
+            text = "\n".join(str(d) for d in exc.diagnostics)
+            raise SystemExit("lazygen: " + text + self._flags_in_setup(text)) from None
         for d in result.warnings:
             where = f"{d.location}: " if d.location else ""
             hint = f" ({d.hint})" if d.hint else ""
             self.announce(f"lazygen: {where}warning: {d.message}{hint}", level=2)
         self.announce(f"lazygen: {config.output_dir}: {result.status}", level=2)
+
+    def _flags_in_setup(self, text: str) -> str:
+        """Diagnostics name `lazygen gen`'s switches (`--skip-unknown-ops`); in a build
+        they are `"yes"` keywords of `lazygen_cmdclass` in setup.py, so say which."""
+        keywords = []
+        for option, _, help_text in self.user_options:
+            flag = "--" + option.rstrip("=")
+            if help_text.startswith("'yes'") and flag in text:
+                keywords.append(f'{flag.lstrip("-").replace("-", "_")}="yes"')
+        if not keywords:
+            return ""
+        return (
+            "\nlazygen: in this build, the options named above are keywords of "
+            f"lazygen_cmdclass(...) in setup.py: {', '.join(keywords)}"
+        )
 
 
 class BuildPyWithLazygen(build_py):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 
@@ -59,6 +60,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lazygen: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of our output stopped reading (`lazygen ops | head`): not an error.
+        # Point stdout at /dev/null, so that the interpreter's final flush does not raise
+        # it again on exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

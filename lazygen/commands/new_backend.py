@@ -45,7 +45,17 @@ def run(args: argparse.Namespace) -> int:
     for path in written:
         print(f"  {path.relative_to(output_dir)}")
     print(
-        f"next: pip install --no-build-isolation {output_dir}   (see {output_dir}/README.md)\n"
+        f"next: pip install --no-build-isolation {pip_path(output_dir)}   "
+        f"(see {output_dir}/README.md)\n"
         f"      python {output_dir / 'compare.py'}"
     )
     return 0
+
+
+def pip_path(folder: Path) -> str:
+    """`folder` as pip reads a local project: a bare name (`acme`) is a requirement that pip
+    looks up on PyPI (where an unrelated `acme` exists), so a relative folder gets `./`."""
+    text = folder.as_posix()
+    if folder.is_absolute() or text.startswith(("./", "../")):
+        return text
+    return "./" + text

@@ -115,7 +115,7 @@ def init(
                 f"lazygen: device name {name!r} must be lowercase letters, digits and "
                 "underscores, starting with a letter (torch device types are identifiers)"
             )
-        tables = chosen.kernel_tables()
+        tables = _backend_registry.kernel_tables_of(chosen)
         settings.device_type = name
         _privateuse1.install(name)
         dispatch.install()
@@ -157,7 +157,7 @@ def set_device_backend(index: int, backend: str | Backend) -> Backend:
     with the same kernel tables (the built-in ones do). Returns the backend."""
     init()
     chosen = make_backend(backend, BUILTIN)
-    dispatch.install_tables(chosen.kernel_tables())
+    dispatch.install_tables(_backend_registry.kernel_tables_of(chosen))
     dispatch.install_refusals(chosen)
     devices.set_device_backend(index, chosen)
     return chosen

@@ -16,6 +16,7 @@ entry-point group of installed distributions. A name maps to a zero-argument fac
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 from abc import ABC, abstractmethod
@@ -25,6 +26,7 @@ from typing import Any
 
 import torch
 
+from .errors import LazygenRuntimeError
 from .ir import Node, Value
 from .lowering_context import LoweringContext
 from .state import settings
@@ -66,8 +68,25 @@ class KernelTables:
     @classmethod
     def from_module(cls, module_name: str, wrappers: dict | None = None) -> KernelTables:
         """The tables of a generated ``registration`` module (``KERNELS``,
-        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``)."""
-        module = importlib.import_module(module_name)
+        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``). A module that is
+        not one is an error: read as empty tables, every op would silently run eagerly."""
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name is None or not module_name.startswith(error.name):
+                raise  # the registration module imports, something it imports does not
+            raise LazygenRuntimeError(
+                f"lazygen: KernelTables.from_module({module_name!r}): no module "
+                f"{error.name!r}. It takes the generated registration module "
+                "(`<package>.generated.registration`), which `lazygen gen` or the "
+                "package's build writes: check the name, and that the package is built"
+            ) from error
+        if not hasattr(module, "KERNELS") and not hasattr(module, "NODE_CLASSES"):
+            raise LazygenRuntimeError(
+                f"lazygen: KernelTables.from_module({module_name!r}): {module_name} holds "
+                "no KERNELS nor NODE_CLASSES; it takes the generated registration module "
+                "(`<package>.generated.registration`)"
+            )
         return cls(
             dict(getattr(module, "KERNELS", {})),
             dict(getattr(module, "AUTOGRAD_KERNELS", {})),
@@ -188,6 +207,18 @@ class Backend(ABC):
         return f"<lazygen backend {self.name!r}>"
 
 
+def kernel_tables_of(backend: Backend) -> KernelTables:
+    """``backend.kernel_tables()``, checked: what init and ``set_device_backend`` install."""
+    tables = backend.kernel_tables()
+    if not isinstance(tables, KernelTables):
+        raise LazygenRuntimeError(
+            f"lazygen: backend {backend.name!r}: kernel_tables() returned "
+            f"{type(tables).__name__}, not a lazygen.runtime.KernelTables (return "
+            "KernelTables.from_module('<package>.generated.registration'))"
+        )
+    return tables
+
+
 # Finding backends by name -------------------------------------------------------------------
 
 _registered: dict[str, Callable[[], Backend]] = {}
@@ -223,7 +254,7 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
     if factory is None:
         points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec)
         for point in points:
-            factory = point.load()
+            factory = _load_entry_point(point)
             break
     if factory is None:
         raise ValueError(
@@ -234,6 +265,31 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
     backend = factory()
     if not isinstance(backend, Backend):
         raise TypeError(
-            f"lazygen: backend {spec!r} made {type(backend).__name__}, not a lazygen Backend"
+            f"lazygen: backend {spec!r} made {type(backend).__name__}, not a lazygen Backend "
+            "(register a subclass of lazygen.runtime.Backend, or a function returning an "
+            "instance of one)"
         )
     return backend
+
+
+def _load_entry_point(point: importlib.metadata.EntryPoint) -> Callable[[], Backend]:
+    """What an installed backend's entry point names. A target that does not import (a
+    misspelt class, a module that fails to import) is the backend package's mistake: say
+    which entry point of which distribution, and where it is fixed, not only importlib's
+    bare AttributeError."""
+    try:
+        return point.load()
+    except Exception as error:
+        dist = getattr(point, "dist", None)
+        package = f"distribution {dist.name!r}" if dist is not None else "an installed package"
+        close = []
+        if isinstance(error, AttributeError) and getattr(error, "name", None):
+            close = difflib.get_close_matches(error.name, dir(error.obj), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LazygenRuntimeError(
+            f"lazygen: the {ENTRY_POINT_GROUP!r} entry point {point.name!r} of {package} "
+            f"names {point.value!r}, which cannot be loaded: {type(error).__name__}: "
+            f"{error}{hint} "
+            "(fix the entry point, in the package's pyproject.toml or setup.py, or the module "
+            "it names, then reinstall the package)"
+        ) from error

@@ -15,6 +15,21 @@ class LazygenRuntimeError(RuntimeError):
     torch's own)."""
 
 
+#: What to do, by stage. A lowering sees no data, only the traced op and its shapes, so
+#: its failure is the backend's (a lowering context without a case for the op, a
+#: hand-written ``lower_<name>`` that raises), whatever the program: say where that is
+#: fixed. Compilation and execution errors may be the program's own (a wrong size that
+#: eager would refuse too), so they keep the cause's text alone.
+_HINTS = {
+    "lowering": (
+        " (lowering runs before anything does, so this is the backend's error, not the "
+        "program's: fix the lowering of this op — the backend's LoweringContext.call, or "
+        "the op's hand-written lower_<name> — or declare the op in the backend's "
+        "refused_ops() so that it runs eagerly; docs/backend-guide.md, sections 6 and 7)"
+    ),
+}
+
+
 class LazyGraphError(LazygenRuntimeError):
     """Lowering, compiling or running a lazy graph failed.
 
@@ -47,7 +62,7 @@ class LazyGraphError(LazygenRuntimeError):
         if cause is not None:
             text = str(cause) if backend is None else backend.error_message(cause)
             detail = f": {type(cause).__name__}: {text}"
-        super().__init__(f"lazygen: {stage} of {what}{on} failed{detail}")
+        super().__init__(f"lazygen: {stage} of {what}{on} failed{detail}{_HINTS.get(stage, '')}")
 
     def described_by(self, backend) -> LazyGraphError:
         """The same error, worded by ``backend`` (errors raised while lowering know no

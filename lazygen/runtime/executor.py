@@ -14,7 +14,7 @@ import torch
 
 from . import debug, metrics, reuse_trie, state, step_closures
 from .devices import LazyDevice, all_devices, caches
-from .errors import GraphCutWarning, LazyGraphError
+from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
 from .graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
 from .graph.eager import EagerGraph, NoEagerOp
 from .ir import DeviceData, InputWrite, Node, Value
@@ -284,7 +284,8 @@ def _sync_device(
             or type(executable) is EagerGraph
         ):
             try:
-                results = _finish(outputs, execute(device, executable, order, inputs))
+                ran = execute(device, executable, order, inputs)
+                results = _finish(device, outputs, ran, "execute")
             except LazyGraphError as error:
                 cache.forget(key)  # a later, fixed lowering must not reuse it
                 _fail(device, tensors, values, error)
@@ -375,17 +376,45 @@ def _carry_error(device: LazyDevice, synced: list, error: LazyGraphError) -> set
     return failing
 
 
-def _finish(outputs: list[Value], results: list[torch.Tensor]) -> list[torch.Tensor]:
+def _finish(device: LazyDevice, outputs: list[Value], results, method: str) -> list[torch.Tensor]:
     """The results as device data, of the dtype shape inference promised (made contiguous
-    only when read: see ``DeviceData.data``)."""
+    only when read: see ``DeviceData.data``).
+
+    This is where a backend's ``execute`` (or ``launch``) hands results to the runtime, so
+    the contract is held here for every backend: a list with one tensor per graph output.
+    A backend breaking it (a newcomer's ``execute`` returning one tensor, or its first
+    result only) failed on an unexplained ``zip()``. ``method``: which of the backend's
+    methods gave them (``execute``, or ``launch`` and its handle). Sizes are not checked:
+    eager's CPU kernels themselves disagree with shape inference for some ops (an
+    eval-mode ``native_batch_norm`` returns empty saved statistics its meta kernel sizes
+    by channel), and a check per run would cost ~0.4 us per output."""
+    if type(results) not in (list, tuple):
+        what = f"returned a {type(results).__name__}, not a list, for a graph of {len(outputs)}"
+        _broken_contract(device, method, f"{what} outputs")
+    if len(results) != len(outputs):
+        what = f"returned {len(results)} results for a graph of {len(outputs)} outputs"
+        _broken_contract(device, method, what)
     finished = []
-    for value, result in zip(outputs, results, strict=True):
+    for i, (value, result) in enumerate(zip(outputs, results, strict=True)):
         shape = value.node.shapes[value.index]
+        if not isinstance(result, torch.Tensor):
+            _broken_contract(device, method, f"returned a {type(result).__name__} as result {i}")
         if result.dtype != shape.dtype:  # a lowering disagreeing with shape inference
             metrics.count("OutputDtypeMismatch")
             result = result.to(shape.dtype)
         finished.append(result)
     return finished
+
+
+def _broken_contract(device: LazyDevice, method: str, what: str) -> None:
+    """Fail the run: the backend's results break ``execute``'s contract."""
+    backend = device.backend
+    cause = LazygenRuntimeError(
+        f"{type(backend).__name__}.{method} {what}: it must return a list with one tensor "
+        "per graph output, in the order set_graph_outputs received them "
+        "(docs/backend-guide.md, section 5)"
+    )
+    raise LazyGraphError("execution", None, cause, backend)
 
 
 def _launch(device, executable, key, order, inputs, outputs, tensors, values) -> Launch:
@@ -395,7 +424,7 @@ def _launch(device, executable, key, order, inputs, outputs, tensors, values) ->
     refs = [weakref.ref(t) for t in tensors]
 
     def finish(results: list) -> list[torch.Tensor]:
-        return _finish(outputs, results)
+        return _finish(device, outputs, results, "launch")
 
     def fail(error: BaseException, nodes: list[DeviceData]) -> BaseException:
         device.cache.forget(key)

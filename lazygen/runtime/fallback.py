@@ -23,10 +23,19 @@ from .metrics import count, record_fallback
 from .state import settings
 from .tensor import LazyTensor, from_data, inner, to_functional
 
-_info: dict = {}  # op -> (counter name, positions of mutated args, names of mutated kwargs)
+#: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs)
+_info: dict = {}
 
 #: Ops whose eager run is a read of device data by the host, not a missing kernel.
 HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::is_nonzero"})
+
+
+def listed_name(name: str, overload: str) -> str:
+    """How an op list names the overload (`div.Tensor`, `relu`): the counter's name
+    (`aten::div`, as LTC's) leaves the overload out, and a bare name in an op list means
+    the default overload, so the fallback report says which one to add."""
+    base = name.split("::", 1)[1] if name.startswith("aten::") else name
+    return base if overload in ("", "default") else f"{base}.{overload}"
 
 
 def _op_info(func):
@@ -37,7 +46,12 @@ def _op_info(func):
         for i, arg in enumerate(schema.arguments):
             if arg.alias_info is not None and arg.alias_info.is_write:
                 (names if arg.kwarg_only else positions).append((i, arg.name))
-        info = (schema.name, tuple(i for i, _ in positions), tuple(n for _, n in names))
+        info = (
+            schema.name,
+            listed_name(schema.name, schema.overload_name),
+            tuple(i for i, _ in positions),
+            tuple(n for _, n in names),
+        )
         _info[func] = info
     return info
 
@@ -84,7 +98,7 @@ def eager_fallback(
     and their new values returned as fresh results (a functionalization kernel above us
     points them at the results itself). ``refused``: the op has a lazy kernel that the
     device's backend refuses to run in a graph (``refusals``), reported apart."""
-    name, mutated_positions, mutated_kwargs = _op_info(func)
+    name, listed, mutated_positions, mutated_kwargs = _op_info(func)
     count(name)
     lazy: list[LazyTensor] = []
     _collect(args, lazy)
@@ -92,10 +106,10 @@ def eager_fallback(
     if lazy:
         device = lazy[0]._device
         cut = any(not t._value.node.is_input for t in lazy)
-        record_fallback(name, cut, user_source, name in HOST_READS, refused)
+        record_fallback(name, cut, user_source, name in HOST_READS, refused, listed)
         executor.sync(lazy)
     else:
-        record_fallback(name, False, user_source, refused=refused)
+        record_fallback(name, False, user_source, refused=refused, listed=listed)
         device = device_from(kwargs.get("device"))
     eager_args = [_unwrap(a, device) for a in args]
     eager_kwargs = {k: _unwrap(v, device) for k, v in kwargs.items()}

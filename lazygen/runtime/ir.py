@@ -36,16 +36,36 @@ def call_shape_function(fn, *args, **kwargs) -> tuple[Shape, ...]:
     both call it), so authors may return a list or a tuple of ``Shape`` (or of any
     ``(dtype, sizes)`` pair); anything else is their bug, named here, not a failed hash or
     unpacking deep in the executor."""
-    result = fn(*args, **kwargs)
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as error:
+        _note_author_code(error, name)
+        raise
     if isinstance(result, (list, tuple)) and not isinstance(result, Shape):
         try:
             return tuple([Shape(s[0], tuple(s[1])) for s in result])
         except (TypeError, IndexError, KeyError):
             pass
-    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
     raise TypeError(
         f"shape function {name} returned {type(result).__name__} {result!r:.200}: it must "
         "return a list or tuple of lazygen.runtime.ir.Shape(dtype, sizes), one per output"
+    )
+
+
+def _note_author_code(error: Exception, name: str) -> None:
+    """Say, under the traceback of an error a backend's own shape function raised (a
+    NameError, a wrong attribute: seen when a newcomer forgot an import), that the fix is
+    in that function: the error stays the same exception, since a shape function may
+    also raise on purpose for a program's invalid arguments, as eager would. lazygen's own
+    shape functions raise only on purpose, and get no note."""
+    if name.startswith("lazygen.") or not hasattr(error, "add_note"):  # add_note: 3.11+
+        return
+    error.add_note(
+        f"lazygen: raised by the backend's hand-written shape function {name} (called "
+        "while tracing, for an op without a meta kernel); unless the program's arguments "
+        "are invalid, fix that function (`lazygen validate --hand-written` checks its "
+        "signature only)"
     )
 
 

@@ -188,13 +188,27 @@ class LoweringContext(ABC):
 
     def set_outputs(self, node: Node, outputs) -> None:
         """Map ``node``'s outputs to the backend values its ``lower()`` returned, one per
-        output; a count that differs from the node's shapes is a lowering error."""
-        if len(outputs) != len(node.shapes):
+        output; anything else (a bare value, another count) is a lowering error."""
+        expected = len(node.shapes)
+        if isinstance(outputs, torch.Tensor) or not isinstance(outputs, (list, tuple)):
+            # A newcomer's `call` returning its one value (a register, a tensor) bare: a
+            # tensor's len() is its first size, an int subclass has none.
             raise LazyGraphError(
                 "lowering",
                 node,
                 LazygenRuntimeError(
-                    f"lower() returned {len(outputs)} values for {len(node.shapes)}"
+                    f"lower() returned a {type(outputs).__name__}, not a list of one value "
+                    f"per output ({expected}): LoweringContext.call returns such a list, "
+                    "even for one output"
+                ),
+            )
+        if len(outputs) != expected:
+            raise LazyGraphError(
+                "lowering",
+                node,
+                LazygenRuntimeError(
+                    f"lower() returned {len(outputs)} values for {expected} outputs "
+                    "(LoweringContext.call returns one value per output: num_outputs)"
                 ),
             )
         for index, output in enumerate(outputs):

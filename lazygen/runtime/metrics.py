@@ -198,6 +198,8 @@ class FallbackEntry:
     count: int = 0
     graph_cuts: int = 0
     first_source: str | None = None
+    #: The overloads that ran, as an op list names them (`div.Tensor`; `op` is `aten::div`).
+    listed: tuple[str, ...] = ()
 
 
 # op name -> FallbackEntry; written under the registry lock (the autograd thread falls back too)
@@ -208,17 +210,25 @@ _step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since the last ``m
 
 
 def record_fallback(
-    op: str, graph_cut: bool, source, host_read: bool = False, refused: bool = False
+    op: str,
+    graph_cut: bool,
+    source,
+    host_read: bool = False,
+    refused: bool = False,
+    listed: str | None = None,
 ) -> None:
     """Note one eager run of ``op`` (``source``: a callable giving the user's ``file:line``,
-    called for an op's first occurrence only: it walks the stack). Host reads and refused
-    ops go to their own tables, and their graph cuts are not warned about (a read must
-    cut; a refusal is the backend's declared choice)."""
+    called for an op's first occurrence only: it walks the stack; ``listed``: the overload
+    as an op list names it). Host reads and refused ops go to their own tables, and their
+    graph cuts are not warned about (a read must cut; a refusal is the backend's declared
+    choice)."""
     table = _host_reads if host_read else _refused if refused else _fallbacks
     with _registry_lock:
         entry = table.get(op)
         if entry is None:
             entry = table[op] = FallbackEntry(op, first_source=source())
+        if listed is not None and listed not in entry.listed:
+            entry.listed = tuple(sorted((*entry.listed, listed)))
         entry.count += 1
         if graph_cut:
             entry.graph_cuts += 1
@@ -253,10 +263,17 @@ class FallbackReport:
             lines.append(f"{title}: {len(entries)}")
             if entries:
                 width = max(len(e.op) for e in entries)
-                lines.append(f"  {'op':<{width}}  {'count':>7}  {'graph cuts':>10}  first at")
-                for e in entries:
+                # What to add to the op list, with its overload (`aten::div` ran as
+                # `div.Tensor`): only for ops missing from it.
+                names = [", ".join(e.listed) for e in entries] if entries is self.fallbacks else []
+                named = max((len(n) for n in names), default=0)
+                named = max(named, len("op list name")) if names else 0
+                head = f"  {'op list name':<{named}}" if names else ""
+                lines.append(f"  {'op':<{width}}{head}  {'count':>7}  {'graph cuts':>10}  first at")
+                for i, e in enumerate(entries):
+                    listed = f"  {names[i]:<{named}}" if names else ""
                     lines.append(
-                        f"  {e.op:<{width}}  {e.count:>7}  {e.graph_cuts:>10}  "
+                        f"  {e.op:<{width}}{listed}  {e.count:>7}  {e.graph_cuts:>10}  "
                         f"{e.first_source or '?'}"
                     )
         return "\n".join(lines)
@@ -267,7 +284,9 @@ def fallback_report() -> FallbackReport:
     the module doc)."""
 
     def order(table):
-        entries = [FallbackEntry(e.op, e.count, e.graph_cuts, e.first_source) for e in table]
+        entries = [
+            FallbackEntry(e.op, e.count, e.graph_cuts, e.first_source, e.listed) for e in table
+        ]
         return tuple(sorted(entries, key=lambda e: (-e.graph_cuts, -e.count, e.op)))
 
     with _registry_lock:

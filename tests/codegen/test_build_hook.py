@@ -56,6 +56,29 @@ def test_wheel_contains_generated_backend(tmp_path, monkeypatch):
     assert generated.stat().st_mtime_ns == before
 
 
+def test_a_build_names_the_setup_py_keyword_of_a_suggested_switch(tmp_path, monkeypatch):
+    """An op list written for another torch fails the build with the loader's message,
+    which suggests `--skip-unknown-ops`: a command-line flag that a `pip install` cannot
+    take. The build says which `lazygen_cmdclass` keyword it is (a newcomer's stumble)."""
+    from setuptools import Distribution
+
+    from lazygen.build_hook import lazygen_cmdclass
+
+    (tmp_path / "old.yaml").write_text("backend: Old\nfull_codegen:\n  - relu\n  - symeig\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # run() puts the project on it
+    command = lazygen_cmdclass(backend_yaml="old.yaml", output_dir="out")["lazygen_gen"]
+    gen = command(Distribution())
+    gen.initialize_options()
+    gen.finalize_options()
+    with pytest.raises(SystemExit) as failed:
+        gen.run()
+    message = str(failed.value)
+    assert "old.yaml:4: error: unknown operator 'symeig'" in message
+    assert 'lazygen_cmdclass(...) in setup.py: skip_unknown_ops="yes"' in message
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
 @pytest.mark.slow
 def test_example_backend_trains_from_an_installed_wheel(tmp_path):
     """The out-of-tree backend (own device name, op list, supported kernel, non-native op,

@@ -51,8 +51,10 @@ def test_writes_the_project(tmp_path, capsys):
         in (project / "acme_backend" / "lowering.py").read_text()
     )
     setup = (project / "setup.py").read_text()
-    assert "lazygen_cmdclass" in setup
-    assert '"acme = acme_backend.backend:AcmeBackend"' in setup
+    assert "lazygen_cmdclass" in setup and "entry_points" not in setup
+    pyproject = (project / "pyproject.toml").read_text()
+    assert '[project.entry-points."lazygen.backends"]' in pyproject
+    assert 'acme = "acme_backend.backend:AcmeBackend"' in pyproject
     assert "pip install --no-build-isolation" in (project / "README.md").read_text()
     op_list = (project / "acme.yaml").read_text()
     for op in ("view_copy", "convolution_backward", "bmm", "addcdiv", "lerp.Scalar"):
@@ -60,6 +62,44 @@ def test_writes_the_project(tmp_path, capsys):
     for op in ("_unsafe_view", "detach_copy"):  # every backend has them from lazygen's core
         assert f"  - {op} " not in op_list and f"`{op}`" in op_list
     assert "wrote 10 files" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "folder, shown",
+    [("acme", "./acme"), ("acme/", "./acme"), ("work/acme", "./work/acme"), ("../acme", "../acme")],
+)
+def test_the_next_step_names_the_folder_as_a_path_pip_reads(tmp_path, capsys, folder, shown):
+    """The install hint printed after scaffolding: `pip install --no-build-isolation acme`
+    (a bare name) installed PyPI's unrelated `acme` package instead of the project."""
+    from lazygen.commands.new_backend import pip_path
+
+    assert pip_path(Path(folder)) == shown
+    assert main(["new-backend", "acme", "-o", str(tmp_path / "p")]) == 0
+    assert f"pip install --no-build-isolation {tmp_path.as_posix()}/p " in capsys.readouterr().out
+
+
+def test_the_projects_metadata_carries_the_entry_point_without_a_warning(tmp_path):
+    """setuptools builds the project's metadata (running the build hook) with the entry
+    point declared where it reads it: a `[project]` table with the entry point given in
+    setup.py printed "`entry-points` defined outside of `pyproject.toml` is ignored"."""
+    assert main(["new-backend", "acme", "-o", str(tmp_path / "p")]) == 0
+    code = (
+        "import os, setuptools.build_meta as b, sys; os.makedirs(sys.argv[1]); "
+        "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code, str(tmp_path / "meta")],
+        cwd=tmp_path / "p",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ignored" not in result.stdout + result.stderr, result.stderr
+    info = tmp_path / "meta" / result.stdout.strip().splitlines()[-1]
+    entry_points = (info / "entry_points.txt").read_text()
+    assert "[lazygen.backends]" in entry_points
+    assert "acme = acme_backend.backend:AcmeBackend" in entry_points
 
 
 def test_the_op_list_validates_from_the_project_folder(tmp_path):

@@ -118,3 +118,18 @@ def test_validate_finds_the_hand_written_package_in_the_working_directory(tmp_pa
         timeout=120,
     )
     assert result.returncode == 2 and "compute_shape_my_scale" in result.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    """`lazygen ops | head -2`: the reader closes the pipe after two lines; the command
+    raised BrokenPipeError with a traceback (a newcomer's first browse of the catalogue)."""
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "lazygen.cli", "ops"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    first = cli.stdout.readline()  # the catalogue has started; stop reading, as head does
+    cli.stdout.close()
+    stderr = cli.stderr.read().decode()
+    assert cli.wait(timeout=120) == 0, stderr
+    assert first.startswith(b"__and__") and stderr == "", stderr

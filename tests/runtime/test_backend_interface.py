@@ -19,3 +19,36 @@ def test_without_autograd_records_nothing_and_restores_the_mode_even_on_error(en
         with pytest.raises(ValueError), without_autograd():
             raise ValueError("a failed run")
         assert torch.is_grad_enabled() is enabled
+
+
+def test_kernel_tables_from_a_module_that_is_not_a_registration_module_is_an_error():
+    """A newcomer's typo in the module name raised a bare ModuleNotFoundError; a module
+    that is not a generated registration module gave empty tables, so every op ran eagerly
+    without a word. Both now name the mistake; a registration module still loads."""
+    import lazygen.runtime as lr
+    from lazygen.runtime import KernelTables
+
+    with pytest.raises(
+        lr.LazygenRuntimeError, match=r"no module .lazygen\.generated\.ts_backend\.registraton."
+    ):
+        KernelTables.from_module("lazygen.generated.ts_backend.registraton")
+    with pytest.raises(lr.LazygenRuntimeError, match="holds no KERNELS nor NODE_CLASSES"):
+        KernelTables.from_module("lazygen.runtime.lowering_context")
+    tables = KernelTables.from_module("lazygen.generated.ts_backend.registration")
+    assert torch.ops.aten.addmm.default in tables.kernels and "addmm" in tables.node_classes
+
+
+def test_kernel_tables_that_are_not_kernel_tables_name_the_backend():
+    import lazygen.runtime as lr
+    from lazygen.runtime.backend_interface import kernel_tables_of
+    from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
+
+    class Forgot(TorchScriptBackend):
+        name = "forgot"
+
+        def kernel_tables(self):
+            return None  # `return` forgotten
+
+    with pytest.raises(lr.LazygenRuntimeError, match="backend 'forgot': kernel_tables"):
+        kernel_tables_of(Forgot())
+    assert kernel_tables_of(TorchScriptBackend()).kernels

@@ -13,6 +13,7 @@ from support.handwritten_nodes import FaultyNeg, faulty_neg
 import lazygen.runtime as lr
 from lazygen.runtime import dispatch as registry
 from lazygen.runtime import executor
+from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, InputWrite, Value
 
@@ -75,6 +76,8 @@ def test_failure_names_op_and_line_and_recovers(faulty, mode, step):
     assert error.source in str(error)
     if mode == "lowering":
         assert isinstance(error.__cause__, ValueError)
+        # the backend author's part, and where to fix it (a newcomer's lowering that raised)
+        assert "this is the backend's error" in str(error) and "refused_ops()" in str(error)
     else:
         assert "mat1" in str(error) or "2D" in str(error) or "matrix" in str(error)
     _check_error_stays_local(x, y, error, cached)
@@ -215,3 +218,80 @@ def test_the_diagnosis_of_a_failed_run_never_writes_the_callers_tensors(monkeypa
         executor.execute(device, executable, order, inputs)
     assert torch.equal(inputs[0], torch.zeros(3))
     lr.mark_step()
+
+
+# A backend whose results break execute's contract ---------------------------------------
+
+MANGLING_INDEX = 6  # a device index no other test file runs on another backend
+
+
+class _Done:
+    """A finished run's handle (what ``launch`` returns)."""
+
+    def __init__(self, results):
+        self.results = results
+
+    def wait(self):
+        return self.results
+
+
+class ManglingBackend(TorchScriptBackend):
+    """TorchScript, with results mangled as a newcomer's ``execute`` might: ``mode``."""
+
+    name = "mangling"
+    mode = "ok"
+
+    def execute(self, executable, inputs):
+        results = super().execute(executable, inputs)
+        return {
+            "ok": results,
+            "one": results[0],  # the tensor, not a list of one
+            "short": results[:-1],
+            "none": None,
+        }[type(self).mode]
+
+    def launch(self, executable, inputs):
+        return _Done(self.execute(executable, inputs))
+
+
+@pytest.fixture(scope="module")
+def mangling():
+    lr.set_device_backend(MANGLING_INDEX, ManglingBackend())
+    yield ManglingBackend
+    ManglingBackend.mode = "ok"
+    lr.mark_step()
+
+
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("one", "returned a Tensor, not a list, for a graph of 2 outputs"),
+        ("short", "returned 1 results for a graph of 2 outputs"),
+        ("none", "returned a NoneType, not a list"),
+    ],
+)
+@pytest.mark.parametrize("method", ["execute", "launch"])
+def test_results_that_break_executes_contract_fail_the_run_naming_it(
+    mangling, mode, message, method
+):
+    """A newcomer's ``execute`` returning one tensor, or too few, failed on a bare ``zip()``
+    error (or a TypeError). The run fails with an error naming the backend's method and
+    the contract; the error stays with the graph's tensors, and the device works again."""
+    device = f"lazygen:{MANGLING_INDEX}"
+    lr.mark_step()
+    x = torch.ones(3, 3).to(device)
+    y, z = x @ x, (x + 1).sum(0)
+    mangling.mode = mode
+    with pytest.raises(lr.LazyGraphError) as info:
+        if method == "execute":
+            lr.mark_step(wait=True)
+        else:
+            lr.mark_step()
+            y.cpu()
+    error = str(info.value)
+    assert f"ManglingBackend.{method} {message}" in error, error
+    assert "one tensor per graph output" in error and "backend 'mangling'" in error
+    with pytest.raises(lr.LazyGraphError):
+        z.cpu()  # the run's tensors carry its error
+    mangling.mode = "ok"
+    assert ((x @ x) + (x + 1).sum(0)).cpu().tolist() == [[9.0] * 3] * 3

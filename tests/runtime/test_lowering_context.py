@@ -122,6 +122,45 @@ def test_masked_off_outputs_are_none_and_still_take_a_value():
     torch.testing.assert_close(result[0].cpu(), want)
 
 
+class BareValueContext(RecordingContext):
+    """A newcomer's ``call``: its one value bare (``mode`` "bare"), a tensor ("tensor"),
+    or a value too many ("extra")."""
+
+    mode = "bare"
+
+    def call(self, op, args, kwargs, num_outputs):
+        values = super().call(op, args, kwargs, num_outputs)
+        if self.mode == "bare":
+            return values[0]
+        if self.mode == "tensor":
+            return torch.ones(3, 3)  # len() 3: once read as three values
+        return values + values
+
+
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("bare", "lower() returned a str, not a list of one value per output (1)"),
+        ("tensor", "lower() returned a Tensor, not a list of one value per output (1)"),
+        ("extra", "lower() returned 2 values for 1 outputs"),
+    ],
+)
+def test_a_call_that_returns_no_list_of_outputs_is_a_lowering_error(mode, message):
+    """Was "compilation ... failed: TypeError: object of type 'Register' has no len()" for
+    the scaffold's registers, and read a tensor's first size as a count of values."""
+    x = torch.ones(3, 3).to("lazygen")  # device data: mm is the one node lowered
+    y = x @ x
+    outputs = [inner(y)._value]
+    order, _ = post_order(outputs)
+    ctx = BareValueContext()
+    ctx.mode = mode
+    with pytest.raises(lr.LazyGraphError) as info:
+        ctx.lower_graph(order, outputs)
+    assert info.value.stage == "lowering" and info.value.op_name == "mm"
+    assert message in str(info.value), str(info.value)
+    assert "backend's error" in str(info.value)
+
+
 def test_the_lazy_device_is_recognised_under_its_name():
     name = lr.device_name()
     assert lr.is_lazy_device(torch.device(name)) and lr.is_lazy_device(f"{name}:1")

@@ -39,6 +39,25 @@ def test_any_other_result_names_the_function():
         compute_shapes(torch.ops.aten.abs.default, (torch.ones(3),), {}, compute_shape_bad)
 
 
+def compute_shape_forgot_an_import(self):
+    return [Shapes(self.dtype, tuple(self.shape))]  # noqa: F821 (the newcomer's mistake)
+
+
+def test_an_error_raised_by_a_backends_shape_function_says_where_to_fix_it():
+    """A newcomer's shape function that forgot an import raised a bare NameError from deep
+    inside the tracer: the same exception now carries a note naming the function and what
+    to do (and is still the NameError, as a shape function may raise on purpose too)."""
+    with pytest.raises(NameError) as raised:
+        compute_shapes(
+            torch.ops.aten.abs.default, (torch.ones(3),), {}, compute_shape_forgot_an_import
+        )
+    notes = "\n".join(getattr(raised.value, "__notes__", []))
+    if not hasattr(raised.value, "add_note"):
+        pytest.skip("exception notes need Python 3.11")
+    assert "test_shape_inference.compute_shape_forgot_an_import" in notes
+    assert "fix that function" in notes
+
+
 @pytest.mark.parametrize(
     "call",
     [

@@ -128,3 +128,42 @@ def test_a_backend_that_is_not_a_backend_is_refused():
         "import lazygen.runtime as lr; lr.register_backend('bad', object); lr.init(backend='bad')"
     )
     assert result.returncode != 0 and "not a lazygen Backend" in result.stderr
+
+
+def test_an_entry_point_that_does_not_load_names_itself_and_its_package(tmp_path):
+    """A newcomer's misspelt entry point (`mine = mine_backend.backend:MineBacknd`) raised
+    importlib's bare AttributeError from init(); now the error names the entry point, its
+    distribution and what it points to, and where to fix it."""
+    site = tmp_path / "site"
+    (site / "typo_backend").mkdir(parents=True)
+    (site / "typo_backend" / "__init__.py").write_text("class TypoBackend:\n    pass\n")
+    dist_info = site / "typo_backend-0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: typo-backend\nVersion: 0\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[lazygen.backends]\n"
+        "typo = typo_backend:TypoBacknd\n"
+        "gone = no_such_module.backend:GoneBackend\n"
+        "notone = typo_backend:TypoBackend\n"
+    )
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    cases = {
+        "typo": ["'typo' of distribution 'typo-backend'", "'typo_backend:TypoBacknd'",
+                 "AttributeError", "did you mean 'TypoBackend'?"],
+        "gone": ["'gone' of distribution 'typo-backend'", "ModuleNotFoundError"],
+        "notone": ["made TypoBackend, not a lazygen Backend", "subclass of lazygen.runtime"],
+    }  # fmt: skip
+    for name, expected in cases.items():
+        result = _run(
+            "import lazygen.runtime as lr\n"
+            f"print(sorted(lr.available_backends()))\nlr.init(backend={name!r})",
+            PYTHONPATH=path,
+        )
+        assert result.returncode != 0 and name in result.stdout, result.stderr[-2000:]
+        last = result.stderr.strip().splitlines()[-1]
+        if name != "notone":
+            assert last.startswith("lazygen.runtime.errors.LazygenRuntimeError: lazygen: the "
+                                   "'lazygen.backends' entry point"), last  # fmt: skip
+            assert "reinstall the package" in last
+        for text in expected:
+            assert text.lower() in last.lower(), last
