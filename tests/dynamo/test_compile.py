@@ -9,9 +9,11 @@ import sys
 
 import pytest
 import torch
+from torch.fx.experimental.proxy_tensor import make_fx
 
 import lazygen.dynamo as ld
 import lazygen.runtime as lr
+from lazygen.dynamo.compiled import CompiledGraph
 
 from .conftest import count
 
@@ -492,3 +494,21 @@ def test_as_strided_reading_outside_its_view_runs_the_graph_eagerly_and_says_why
     _close(torch.compile(outside, backend="lazygen")(x), outside(x))
     assert count("DynamoEagerGraph") == 1
     assert "reads storage its input" in ld.report()
+
+
+def test_flat_outputs_with_arguments_passed_through_are_rebuilt_in_order():
+    """A graph returning an argument as it is between its results: the replay builds the
+    flat tuple itself (no pytree rebuild) with each output in its place."""
+
+    def f(x, y):
+        return y * 2, x, x + 1
+
+    x, y = torch.randn(3), torch.randn(3)
+    graph = CompiledGraph(make_fx(f)(x, y), ld.device_for(None), "passing")
+    for _ in range(2):  # the capture's call, then a replay
+        got = graph([x, y])
+        assert type(got) is tuple and len(got) == 3
+        assert got[1] is x
+        _close(list(got), [y * 2, x, x + 1])
+    (replay,) = graph.entries.values()
+    assert replay.container is tuple and replay.flat is None

@@ -103,6 +103,27 @@ def test_an_optimizer_step_writes_parameters_and_states_in_its_graph(
     assert count("DynamoEagerGraph") == 0
 
 
+def test_parameters_inductor_writes_in_its_graph_are_seen_written_by_autograd():
+    """Inductor's code is called without aot_autograd's inner wrapper (``direct.py``), which
+    would bump the version counters of the inputs it writes; Dynamo's own wrapper bumps the
+    parameters', so a backward through a value saved before the step still fails as in
+    eager instead of using the new weights silently."""
+    model = torch.nn.Linear(6, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(X).sum().backward()
+    run = torch.compile(opt.step, backend="lazygen", options={"backend": "inductor"})
+    for _ in range(2):
+        saved = (model.weight * model.weight).sum()  # mul saves the weight
+        version = model.weight._version
+        before = model.weight.detach().clone()
+        run()
+        assert model.weight._version > version
+        assert torch.equal(model.weight.detach(), before - 0.1 * model.weight.grad)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            saved.backward()
+    assert count("InductorDirectCall") >= 1 and not count("InductorAotWrapped")
+
+
 def test_an_argument_a_lowering_may_alias_is_written_back_not_in_the_graph(
     fx_writing_inputs, replays
 ):

@@ -157,6 +157,11 @@ class InductorBackend(FxBackend):
         run = CompiledGraph(module, inputs)
         return FxExecutable(module, run, compiled=True)
 
+    def execute(self, executable: FxExecutable, inputs: list) -> list:
+        if executable.compiled:  # Inductor's code turns grad mode off itself (direct.py)
+            return list(executable.run(*inputs))
+        return super().execute(executable, inputs)
+
     def dump(self, order: list[Node], outputs: list[Value], device) -> str:
         """The GraphModule Inductor is given (its generated C++ is in its cache dir; set
         ``TORCH_COMPILE_DEBUG=1`` to keep a copy per graph)."""

@@ -56,6 +56,7 @@ from torch.fx.experimental.symbolic_shapes import (
 from ... import metrics
 from ...state import log
 from .context import READ_AS_SIZE
+from .direct import InnerCompiles, aot_cache_off, direct_call
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
@@ -75,12 +76,22 @@ class CompiledGraph:
     symbols too (``compile_for_all_sizes``). Such a graph is compiled at its first call,
     from those inputs' sizes (the executor compiles it from a copy whose sizes are
     hidden). Each variant has the guards Inductor's tracing put on the sizes; a call whose
-    sizes fail every variant's guards compiles another (``InductorRecompile``)."""
+    sizes fail every variant's guards compiles another (``InductorRecompile``).
 
-    def __init__(self, module: torch.fx.GraphModule, inputs: list | None, dynamic=False) -> None:
+    ``direct=False`` keeps aot_autograd's runtime wrapper around Inductor's code
+    (``direct.py``: the reference its direct call is tested against)."""
+
+    def __init__(
+        self,
+        module: torch.fx.GraphModule,
+        inputs: list | None,
+        dynamic: bool = False,
+        direct: bool = True,
+    ) -> None:
         self.sizes: tuple[int, ...] = _size_inputs(module) if dynamic else ()
         self.module = _sizes_as_ints(module, self.sizes) if self.sizes else module
         self.dynamic = dynamic
+        self.direct = direct
         self._scalar_inputs = _scalar_inputs(self.module)
         self._key = hashlib.sha256(self.module.code.encode()).hexdigest()
         remembered = _remembered_fixed().get(self._key, ())
@@ -131,10 +142,10 @@ class CompiledGraph:
     def _compile(self, inputs: list, key: tuple) -> Callable:
         module = _with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
         if not self.dynamic:
-            compiled, guard = compile_graph_module(module, list(inputs)), None
+            compiled, guard = compile_graph_module(module, list(inputs), self.direct), None
         else:
             try:
-                compiled, guard = compile_for_all_sizes(module, list(inputs))
+                compiled, guard = compile_for_all_sizes(module, list(inputs), self.direct)
             except Exception as error:
                 if _is_data_dependent(error):
                     raise
@@ -143,7 +154,7 @@ class CompiledGraph:
                 log(1, f"inductor: graph compiled for its own sizes only: {_first_line(error)}")
                 # (a fresh copy: compile_fx takes ownership of the module it is given)
                 module = _with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
-                compiled = compile_graph_module(module, list(inputs))
+                compiled = compile_graph_module(module, list(inputs), self.direct)
                 guard = functools.partial(_same_sizes, _sizes_of(inputs))
         if self._count >= MAX_VARIANTS:  # drop the oldest
             oldest = next(iter(self.variants))
@@ -201,9 +212,12 @@ def _fake_tensor_errors_unlogged():
         logger.removeFilter(drop)
 
 
-def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable:
+def compile_graph_module(
+    module: torch.fx.GraphModule, inputs: list, direct: bool = True
+) -> Callable:
     """Inductor's compiled form of ``module`` (a callable taking the graph inputs
-    positionally and returning a tuple), traced with ``inputs`` as example inputs."""
+    positionally and returning a tuple or list), traced with ``inputs`` as example inputs;
+    ``direct=False`` keeps aot_autograd's runtime wrapper around it (``direct.py``)."""
     fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
     # Static sizes: the graph key holds every shape, so a graph never sees others. Real
     # inputs given to a fake mode with a shape env would be fakified with symbolic (duck)
@@ -212,11 +226,11 @@ def compile_graph_module(module: torch.fx.GraphModule, inputs: list) -> Callable
         fake_mode.from_tensor(t, static_shapes=True) if isinstance(t, torch.Tensor) else t
         for t in inputs
     ]
-    return _compile_fx(module, examples, fake_mode)
+    return _compile_fx(module, examples, fake_mode, direct)
 
 
 def compile_for_all_sizes(
-    module: torch.fx.GraphModule, inputs: list
+    module: torch.fx.GraphModule, inputs: list, direct: bool = True
 ) -> tuple[Callable, Callable[[list], bool] | None]:
     """``module`` compiled with symbolic sizes, and the guard telling whether other inputs
     may run it (None: any).
@@ -234,7 +248,7 @@ def compile_for_all_sizes(
     examples = [
         _symbolic(x, LocalSource(f"t{i}"), shape_env, fake_mode) for i, x in enumerate(inputs)
     ]
-    compiled = _compile_fx(module, examples, fake_mode)
+    compiled = _compile_fx(module, examples, fake_mode, direct)
     code = shape_env.produce_guards_expression(examples)
     return compiled, None if code is None else SizeGuard(code, len(examples))
 
@@ -256,13 +270,29 @@ class SizeGuard:
         return bool(eval(self._compiled, SYMPY_INTERP, scope))  # noqa: S307 (shape env's own)
 
 
-def _compile_fx(module: torch.fx.GraphModule, examples: list, fake_mode) -> Callable:
+def _compile_fx(
+    module: torch.fx.GraphModule, examples: list, fake_mode, direct: bool = True
+) -> Callable:
+    """``compile_fx``'s code for ``module``, called without aot_autograd's runtime wrapper
+    where that wrapper has nothing to do (``direct.py``; ``direct=False`` keeps it)."""
     # Imported when first compiling: torch._inductor is slow to import (about a second
     # here), which the fx mode (same package) must not pay.
-    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
-    with torch._guards.tracing(torch._guards.TracingContext(fake_mode)), torch.no_grad():
-        return compile_fx(module, examples)
+    compiles = InnerCompiles(compile_fx_inner)
+    context = torch._guards.TracingContext(fake_mode)
+    cache_off = aot_cache_off() if direct else contextlib.nullcontext()
+    with torch._guards.tracing(context), torch.no_grad(), cache_off:
+        wrapped = compile_fx(module, examples, inner_compile=compiles)
+    if not direct:
+        return wrapped
+    try:
+        call = direct_call(compiles, examples)
+    except Exception as error:  # aot's metadata not as expected: keep its wrapper
+        log(1, f"inductor: aot's runtime wrapper kept: {_first_line(error)}")
+        call = None
+    metrics.count("InductorAotWrapped" if call is None else "InductorDirectCall")
+    return wrapped if call is None else call
 
 
 def _symbolic(value, source, shape_env: ShapeEnv, fake_mode: FakeTensorMode):
