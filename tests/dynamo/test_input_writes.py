@@ -65,6 +65,33 @@ def _states(model, opt) -> list[torch.Tensor]:
     return tensors
 
 
+def _steps_equal_with_and_without_writes(monkeypatch, backend_cls, name, opt_cls, kw) -> tuple:
+    """Four compiled steps of one model with its backend's graphs writing their inputs and
+    of a copy with them returned for the replay to write back: losses, parameters and
+    states equal bit for bit. Returns both compiled steps (their graphs are held weakly:
+    ``replays`` sees them while the caller keeps these)."""
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    ref = copy.deepcopy(model)
+    step, opt = _step(model, opt_cls, **kw)
+    ref_step, ref_opt = _step(ref, opt_cls, **kw)
+    options = {"backend": name}
+    torch._dynamo.config.trace_autograd_ops = True
+    try:
+        run = torch.compile(step, backend="lazygen", options=options)
+        ref_run = torch.compile(ref_step, backend="lazygen", options=options)
+        for _ in range(4):
+            monkeypatch.setattr(backend_cls, "writes_inputs", True)  # read when capturing
+            got = run()
+            monkeypatch.setattr(backend_cls, "writes_inputs", False)
+            want = ref_run()
+            assert torch.equal(got, want)
+    finally:
+        torch._dynamo.config.trace_autograd_ops = False
+    for got, want in zip(_states(model, opt), _states(ref, ref_opt), strict=True):
+        assert torch.equal(got, want)
+    return run, ref_run
+
+
 @pytest.mark.parametrize(
     ("opt_cls", "kw"),
     [
@@ -78,24 +105,9 @@ def test_an_optimizer_step_writes_parameters_and_states_in_its_graph(
 ):
     """The same graphs, bit for bit the same results, whether the graph writes the
     parameters and states itself or returns them for the replay to copy back."""
-    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
-    ref = copy.deepcopy(model)
-    step, opt = _step(model, opt_cls, **kw)
-    ref_step, ref_opt = _step(ref, opt_cls, **kw)
-    torch._dynamo.config.trace_autograd_ops = True
-    try:
-        run = torch.compile(step, backend="lazygen", options={"backend": "fx"})
-        ref_run = torch.compile(ref_step, backend="lazygen", options={"backend": "fx"})
-        for _ in range(4):
-            monkeypatch.setattr(FxBackend, "writes_inputs", True)  # read when capturing
-            got = run()
-            monkeypatch.setattr(FxBackend, "writes_inputs", False)
-            want = ref_run()
-            assert torch.equal(got, want)
-    finally:
-        torch._dynamo.config.trace_autograd_ops = False
-    for got, want in zip(_states(model, opt), _states(ref, ref_opt), strict=True):
-        assert torch.equal(got, want)
+    _alive = _steps_equal_with_and_without_writes(  # its graphs stay in replays()
+        monkeypatch, FxBackend, "fx", opt_cls, kw
+    )
     made = replays()
     writing = [r for r in made if "aten.copy_.default" in r.executable.module.code]
     assert writing and all(not r.mutations for r in writing)
@@ -178,25 +190,9 @@ def test_torchscript_computes_the_new_parameters_and_states_into_them(
     """TorchScript graphs write the step's last pointwise op per tensor into the tensor
     (``passes.write_in_place``): no copies, no new buffers, and bit for bit the values of
     the same graphs returning them for the replay to copy back."""
-    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
-    ref = copy.deepcopy(model)
-    step, opt = _step(model, opt_cls, **kw)
-    ref_step, ref_opt = _step(ref, opt_cls, **kw)
-    options = {"backend": "torchscript"}
-    torch._dynamo.config.trace_autograd_ops = True
-    try:
-        run = torch.compile(step, backend="lazygen", options=options)
-        ref_run = torch.compile(ref_step, backend="lazygen", options=options)
-        for _ in range(4):
-            monkeypatch.setattr(TorchScriptBackend, "writes_inputs", True)
-            got = run()
-            monkeypatch.setattr(TorchScriptBackend, "writes_inputs", False)
-            want = ref_run()
-            assert torch.equal(got, want)
-    finally:
-        torch._dynamo.config.trace_autograd_ops = False
-    for got, want in zip(_states(model, opt), _states(ref, ref_opt), strict=True):
-        assert torch.equal(got, want)
+    _alive = _steps_equal_with_and_without_writes(  # its graphs stay in replays()
+        monkeypatch, TorchScriptBackend, "torchscript", opt_cls, kw
+    )
     made = [r for r in replays() if r.executable is not None]
     written = [r for r in made if _out_variants(r.executable.graph)]
     assert written and all(not r.mutations for r in written)

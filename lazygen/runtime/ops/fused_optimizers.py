@@ -88,6 +88,18 @@ class _Step:
         torch._foreach_copy_(targets, new)
 
 
+def _start(params, grads, lr, grad_scale, found_inf, maximize):
+    """What every fused step begins with, as the CPU kernels do: the step's shared state
+    (``_Step``), the parameters' device, ``lr`` there, the unscaled gradients (negated with
+    ``maximize``) and the parameters, both in the compute type."""
+    device = params[0].device
+    step = _Step(device, grad_scale, found_inf)
+    g = step.unscale(grads)
+    if maximize:
+        g = torch._foreach_neg(g)
+    return step, device, _on(lr, device), g, _opmath(params)
+
+
 def _check_lengths(op: str, params, **lists) -> None:
     n = len(params)
     for name, tensors in lists.items():
@@ -131,13 +143,7 @@ def _adam(
     if not params:
         return
     with torch.no_grad():
-        device = params[0].device
-        step = _Step(device, grad_scale, found_inf)
-        lr = _on(lr, device)
-        g = step.unscale(grads)
-        p = _opmath(params)
-        if maximize:
-            g = torch._foreach_neg(g)
+        step, device, lr, g, p = _start(params, grads, lr, grad_scale, found_inf, maximize)
         if weight_decay != 0:
             if decoupled:
                 p = torch._foreach_mul(p, 1 - lr * weight_decay)
@@ -195,13 +201,7 @@ def _fused_sgd_(
     if not params:
         return
     with torch.no_grad():
-        device = params[0].device
-        step = _Step(device, grad_scale, found_inf)
-        lr = _on(lr, device)
-        g = step.unscale(grads)
-        p = _opmath(params)
-        if maximize:
-            g = torch._foreach_neg(g)
+        step, _, lr, g, p = _start(params, grads, lr, grad_scale, found_inf, maximize)
         if weight_decay != 0:
             g = torch._foreach_add(g, p, alpha=weight_decay)
         if momentum != 0:
@@ -236,13 +236,7 @@ def _fused_adagrad_(
     if not params:
         return
     with torch.no_grad():
-        device = params[0].device
-        step = _Step(device, grad_scale, found_inf)
-        lr = _on(lr, device)
-        g = step.unscale(grads)
-        p = _opmath(params)
-        if maximize:
-            g = torch._foreach_neg(g)
+        step, device, lr, g, p = _start(params, grads, lr, grad_scale, found_inf, maximize)
         if weight_decay != 0:
             g = torch._foreach_add(g, p, alpha=weight_decay)
         state_sum = torch._foreach_addcmul(_opmath(state_sums), g, g)
