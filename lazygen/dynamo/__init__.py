@@ -30,6 +30,7 @@ from lazygen.runtime import devices, metrics
 from lazygen.runtime.backends import BUILTIN
 from lazygen.runtime.devices import LazyDevice
 
+from . import streams
 from .compiled import CompiledGraph, report
 
 __all__ = ["lazygen_backend", "register", "report"]
@@ -90,6 +91,7 @@ def lazygen_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | No
             f"lazygen takes {sorted(OPTIONS)}"
         )
     device = device_for(options.get("backend"))
+    streams.install()
     graph_id = next(_graph_ids)
     if any(_on_lazy_device(x) for x in example_inputs):
         # Lazy tensors are functional wrappers, which aot_autograd cannot functionalize

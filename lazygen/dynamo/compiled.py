@@ -73,6 +73,7 @@ class Replay:
 
     __slots__ = (
         "executable",
+        "run",
         "order",
         "template",
         "host_args",
@@ -96,6 +97,7 @@ class Replay:
         self, cap: Capture, device: LazyDevice, executable, args, contiguous: frozenset[int]
     ) -> None:
         self.executable = executable
+        self.run = None if executable is None else executor.runner(device, executable)
         self.order = cap.order
         self.device = device
         self.template: list = [None] * len(cap.feeds)
@@ -148,7 +150,7 @@ class Replay:
         if self.executable is None:  # every output is an argument or a constant
             results = []
         else:
-            results = executor.execute(self.device, self.executable, self.order, inputs)
+            results = executor.run(self.device, self.run, self.order, inputs)
         if not self.checked:
             self._check(results, inputs)
         for i in self.clones:

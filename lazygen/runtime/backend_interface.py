@@ -17,6 +17,7 @@ entry-point group of installed distributions. A name maps to a zero-argument fac
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.metadata
 from abc import ABC, abstractmethod
@@ -179,6 +180,13 @@ class Backend(ABC):
     def execute(self, executable: Any, inputs: list) -> list[torch.Tensor]:
         """Run it on its inputs (device data, 0-dim scalar tensors, generators, in the order
         of ``LoweringContext.parameters``); one tensor per output."""
+
+    def runner(self, executable: Any) -> Callable[[list], list]:
+        """``run(inputs)``: what ``execute(executable, inputs)`` does, for callers that run
+        one executable many times (the ``torch.compile`` replay asks once per graph). A
+        backend whose executable has a shorter path than ``execute`` returns that: each
+        layer of Python calls costs about a microsecond, which a tiny graph's run feels."""
+        return functools.partial(self.execute, executable)
 
     def launch(self, executable: Any, inputs: list) -> Any:
         """Start a run and return a handle whose ``wait()`` returns what ``execute`` would

@@ -6,9 +6,11 @@ Each step is a small function; ``sync`` strings them together under the device's
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import warnings
 import weakref
+from collections.abc import Callable
 
 import torch
 
@@ -138,11 +140,23 @@ def trim_compile_caches() -> None:
 
 
 def execute(device: LazyDevice, executable, order: list[Node], inputs: list) -> list:
+    """Run a compiled graph (``order``: its nodes, named by the error if the run fails)."""
+    return run(device, runner(device, executable), order, inputs)
+
+
+def runner(device: LazyDevice, executable) -> Callable[[list], list]:
+    """``run(inputs)`` for an executable run many times (``lazygen.dynamo``'s replay): the
+    backend's shortest path (``Backend.runner``), or op by op for an uncompiled graph."""
+    if type(executable) is EagerGraph:
+        return functools.partial(_run_uncompiled, device, executable)
+    return device.backend.runner(executable)
+
+
+def run(device: LazyDevice, run_inputs: Callable[[list], list], order: list[Node], inputs: list):
+    """``run_inputs(inputs)`` timed as ``ExecuteTime``; a failure names the node."""
     start = time.perf_counter()
     try:
-        if type(executable) is EagerGraph:
-            return _run_uncompiled(device, executable, inputs)
-        results = device.backend.execute(executable, inputs)
+        results = run_inputs(inputs)
     except Exception as error:
         raise _execution_error(device, order, inputs, error) from error
     metrics.add_time("ExecuteTime", time.perf_counter() - start)

@@ -114,3 +114,43 @@ def test_aots_wrapper_is_kept_where_it_has_work(fresh_metrics):
     with torch.no_grad():
         (out,) = compiled(u, u)
     assert torch.equal(u, torch.full((3,), 2.0)) and torch.equal(out, torch.full((3,), 6.0))
+
+
+def _plain_graph() -> torch.fx.GraphModule:
+    """A product and a weight update with no scalar: nothing to choose per call."""
+    g = torch.fx.Graph()
+    x, w = g.placeholder("x"), g.placeholder("w")
+    y = g.call_function(aten.mm.default, (x, w))
+    g.call_function(aten.copy_.default, (w, g.call_function(aten.mul.Tensor, (w, 0.5))))
+    g.output((g.call_function(aten.relu.default, (y,)),))
+    return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+def test_direct_runner_is_inductors_code_for_a_graph_compiled_for_good():
+    """The replay's runner skips the per-call choice of variant: the same results and
+    writes as the graph's own call, while grad mode stays the caller's."""
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    graph = CompiledGraph(_plain_graph(), [x, w])
+    run = graph.direct_runner()
+    assert run is not None and isinstance(run.__self__, direct.DirectCall)
+    w_direct, w_called = w.clone(), w.clone()
+    inputs = [x, w_direct]
+    got = run(inputs)
+    assert inputs == [x, w_direct]  # Inductor clears the list it is given: a copy
+    assert torch.is_grad_enabled()
+    (want,) = _run(graph, [x, w_called])
+    assert type(got) is list and len(got) == 1 and torch.equal(got[0], want)
+    assert torch.equal(w_direct, w_called) and torch.equal(w_direct, w * 0.5)
+
+
+def test_no_direct_runner_where_a_call_still_chooses():
+    """A scalar compiled in (another value compiles another variant), a graph compiled
+    for all sizes, or aot's wrapper kept: the runner goes through the graph's call."""
+    fixed = CompiledGraph(_step_graph(), _inputs(0.1))
+    assert fixed.fixed and fixed.direct_runner() is None
+    dynamic = CompiledGraph(_plain_graph(), None, dynamic=True)
+    assert dynamic.direct_runner() is None
+    torch.manual_seed(0)
+    wrapped = CompiledGraph(_plain_graph(), [torch.randn(4, 5), torch.randn(5, 3)], direct=False)
+    assert wrapped.direct_runner() is None

@@ -15,6 +15,8 @@ captured (counted as ``InductorUncompiledRandomGraph``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.fx
 
@@ -156,6 +158,16 @@ class InductorBackend(FxBackend):
         inputs = [node.materialize() for node in ctx.parameters]
         run = CompiledGraph(module, inputs)
         return FxExecutable(module, run, compiled=True)
+
+    def runner(self, executable: FxExecutable) -> Callable[[list], list]:
+        """Inductor's code itself, for a graph compiled once for good
+        (``CompiledGraph.direct_runner``); ``execute`` otherwise."""
+        run = executable.run
+        if executable.compiled and isinstance(run, CompiledGraph):
+            direct = run.direct_runner()
+            if direct is not None:
+                return direct
+        return super().runner(executable)
 
     def execute(self, executable: FxExecutable, inputs: list) -> list:
         if executable.compiled:  # Inductor's code turns grad mode off itself (direct.py)

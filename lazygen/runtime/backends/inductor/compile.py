@@ -56,7 +56,7 @@ from torch.fx.experimental.symbolic_shapes import (
 from ... import metrics
 from ...state import log
 from .context import READ_AS_SIZE
-from .direct import InnerCompiles, aot_cache_off, direct_call
+from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
@@ -114,6 +114,18 @@ class CompiledGraph:
         if self._count:
             metrics.count("InductorRecompile")
         return self._compile_fixing(inputs)(*inputs)
+
+    def direct_runner(self) -> Callable[[list], list] | None:
+        """``run(inputs)`` straight into Inductor's code when nothing is left to choose per
+        call: one variant, compiled for these sizes, no scalar compiled in, called without
+        aot's wrapper (``DirectCall``). Such a graph never compiles again (only another
+        value of a fixed scalar, or sizes a guard rejects, do). None otherwise."""
+        if self.dynamic or self.fixed or list(self.variants) != [()]:
+            return None
+        (guard, compiled), *others = self.variants[()]
+        if others or guard is not None or not isinstance(compiled, DirectCall):
+            return None
+        return compiled.run
 
     def _compile_fixing(self, inputs: list) -> Callable:
         """Compile; while tracing stops at a value-dependent branch, fix the scalars that

@@ -120,7 +120,11 @@ class DirectCall:
         self.compiled = compiled
 
     def __call__(self, *inputs):
+        return self.run(inputs)
+
+    def run(self, inputs: Sequence) -> list:
+        """The results for ``inputs`` (left as they are: the code gets a copy to clear)."""
         if torch.is_grad_enabled():
             with without_autograd():
-                return self.compiled(list(inputs))
-        return self.compiled(list(inputs))
+                return list(self.compiled(list(inputs)))
+        return list(self.compiled(list(inputs)))

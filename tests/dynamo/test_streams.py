@@ -1,0 +1,69 @@
+"""``lazygen.dynamo.streams``: compiled frames get the lazy device's one stream from a
+cache, not from torch's device guard on every call."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo.utils
+
+import lazygen.runtime as lr
+from lazygen.dynamo import streams
+
+
+def _compiled_add():
+    @torch.compile(backend="lazygen")
+    def add(x):
+        return x + 1
+
+    return add
+
+
+def test_compiled_frames_do_not_ask_the_device_guard(monkeypatch):
+    """Dynamo registers the current stream in every frame it compiles while an
+    accelerator is available; each call then looks it up. After the first, none of those
+    lookups reaches torch (``torch._C._accelerator_getStream``, the Python device guard)."""
+    add = _compiled_add()
+    x = torch.ones(3)
+    add(x)  # compiles; installs the cache
+    asked = []
+    original = torch._C._accelerator_getStream
+
+    def counting(index):
+        asked.append(index)
+        return original(index)
+
+    monkeypatch.setattr(torch._C, "_accelerator_getStream", counting)
+    for _ in range(5):
+        assert torch.equal(add(x), x + 1)
+    assert asked == []
+    assert torch._dynamo.utils.get_current_stream is streams.current_stream
+
+
+def test_the_cached_stream_is_torchs_answer():
+    _compiled_add()(torch.ones(2))
+    device = torch.device(lr.device_name(), 0)
+    first = streams.current_stream(device)
+    assert first == torch.accelerator.current_stream(0)
+    assert streams.current_stream(device) is first
+    assert streams.current_stream(torch.device(lr.device_name())) == first  # index None
+
+
+def test_other_devices_get_torchs_own_lookup():
+    _compiled_add()(torch.ones(2))
+    with pytest.raises(ValueError) as ours:
+        streams.current_stream(torch.device("cpu"))
+    with pytest.raises(ValueError) as torchs:
+        torch.accelerator.current_stream(torch.device("cpu"))
+    assert str(ours.value) == str(torchs.value)
+
+
+def test_a_compiled_function_reading_the_current_stream_sees_eagers():
+    @torch.compile(backend="lazygen")
+    def which(x):
+        return x * 2, torch.accelerator.current_stream()
+
+    x = torch.ones(2, device=lr.device_name())
+    out, stream = which(x)
+    assert stream == torch.accelerator.current_stream()
+    assert torch.equal(out.cpu(), torch.full((2,), 2.0))
