@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import warnings
 
 import torch
 
@@ -80,9 +81,23 @@ def _on_lazy_device(x) -> bool:
     return isinstance(x, torch.Tensor) and x.device.type == lr.device_name()
 
 
-def lazygen_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
+def lazygen_backend(
+    gm: torch.fx.GraphModule,
+    example_inputs,
+    options: dict | None = None,
+    mode: str | None = None,
+):
     """The Dynamo backend: aot_autograd with lazygen compiling forward, backward and
-    inference graphs."""
+    inference graphs. ``mode`` (``torch.compile(mode=...)``) names Inductor's tuning
+    presets (CUDA graphs, autotuning): lazygen has none, so it warns and goes on, as
+    torch's own aot_autograd backends do."""
+    if mode not in (None, "default"):
+        warnings.warn(
+            f"lazygen: torch.compile(mode={mode!r}) is ignored: the modes are Inductor's "
+            "presets; lazygen takes options={'backend': ...} to pick the backend that "
+            "compiles its graphs",
+            stacklevel=2,
+        )
     options = dict(options or {})
     unknown = set(options) - OPTIONS
     if unknown:

@@ -289,6 +289,15 @@ def test_options_choose_the_lazygen_backend_and_unknown_ones_are_refused():
         g(torch.ones(2))
 
 
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
+def test_inductors_modes_are_ignored_with_a_warning(mode):
+    """``torch.compile(mode=...)`` hands the backend ``mode=``; it failed with a TypeError."""
+    f = torch.compile(lambda x: x * 2, backend="lazygen", mode=mode)
+    with pytest.warns(UserWarning, match=f"mode='{mode}'.* is ignored"):
+        got = f(torch.ones(2))
+    torch.testing.assert_close(got, torch.full((2,), 2.0))
+
+
 def test_attention_is_captured_without_eager_segments():
     """aot_autograd's graphs call the CPU flash-attention ops; they have lazy kernels, so
     a transformer layer is one lazy graph each way (it was split around 4 eager segments)."""
