@@ -1,6 +1,6 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
 module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
-autocast with CUDA's policy, printing, copying/serialisation and tied parameters as for
+autocast with CUDA's policy, pinning of host tensors, printing, copying/serialisation and tied parameters as for
 CUDA tensors.
 ``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
 process, so the name cannot change afterwards."""
@@ -17,6 +17,7 @@ from . import (
     factories,
     foreach_meta,
     host_copy,
+    pinned_memory,
     printing,
     serialization,
     tied_parameters,
@@ -63,6 +64,7 @@ def install(name: str) -> None:
     if not _libraries:
         _libraries.extend(factories.register())
         _libraries.append(host_copy.register())
+        _libraries.append(pinned_memory.register())
         _libraries.append(foreach_meta.register())
         _libraries.extend(autocast.register())
         for name, module in (
