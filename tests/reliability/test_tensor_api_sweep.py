@@ -24,6 +24,12 @@ OVERLAP_BUG = (
     "writes into memory that overlaps itself or its input (expanded, out= overlapping an "
     "input): eager refuses them, lazily each element is written from the functional result"
 )
+JIT_FUSER_BUG = (
+    "TorchScript on lazy tensors: lazygen's TorchScript backend selects the legacy graph "
+    "executor process-wide, whose fuser raises 'Unknown device for graph fuser' for a "
+    "PrivateUse1 device (jit.trace's check and every optimized call of a scripted function; "
+    "workaround: torch.jit.optimized_execution(False) or LAZYGEN_JIT_EXECUTOR=0)"
+)
 CAST_BUG = (
     "in-place/out= results of a dtype the target cannot hold (float into int): eager refuses, "
     "lazy casts (out= skips functionalization's meta check; meta mul_ with a Python scalar "
@@ -804,12 +810,164 @@ AUTOGRAD = {
     ),
 }
 
+
+# Storages, legacy constructors, subclasses, other devices, tracing and scripting.
+OBJECTS = {
+    "storage_getitem": Case("x = R(4); out = x.untyped_storage()[0]", documented=STORAGE),
+    "typed_storage_getitem": Case("x = R(4); out = x.storage()[1]", documented=STORAGE),
+    "storage_setitem": Case("x = R(4); x.storage()[1] = 5.0; out = x", documented=STORAGE),
+    "storage_fill": Case("x = R(4); x.untyped_storage().fill_(0); out = x", documented=STORAGE),
+    "storage_copy_from_cpu": Case(
+        "x = R(4); x.untyped_storage().copy_(torch.ones(4).untyped_storage()); out = x",
+        documented=STORAGE,
+    ),
+    "storage_tolist_typed": Case("out = R(3).storage().tolist()", documented=STORAGE),
+    "storage_type": "out = R(3).storage().dtype",
+    "storage_is_shared": Case("out = R(3).untyped_storage().is_shared()", documented=STORAGE),
+    "storage_device": "out = R(3).untyped_storage().device",
+    "storage_size_of_view": "out = R(4, 4)[1:].storage().size()",
+    "storage_bytes": Case("out = bytes(R(3).untyped_storage())", documented=STORAGE),
+    "storage_float": Case("out = R(3).storage().float().size()", documented=STORAGE),
+    "tensor_from_storage": Case(
+        "x = R(4); out = torch.tensor([], device=d).set_(x.storage())", documented=STORAGE
+    ),
+    "type_string": Case(
+        "out = R(3).type()", documented="'torch.lazygen.FloatTensor', as 'torch.cuda.FloatTensor'"
+    ),
+    "type_convert": "out = R(3).type(torch.float64)",
+    "type_legacy_name": "R(3).type('torch.DoubleTensor')",
+    "legacy_new": "out = R(3).new(2, 3).shape",
+    "legacy_new_data": "out = R(3).new([1.0, 2.0])",
+    "legacy_tensor_ctor": "out = torch.Tensor(3).to(d).shape",
+    "cuda_call": "R(3).cuda()",
+    "to_meta": "out = R(3).to('meta').shape",
+    "meta_to_device": "torch.empty(3, device='meta').to(d)",
+    "meta_like": "out = torch.empty_like(R(3), device='meta').shape",
+    "apply_": Case(
+        "R(3).apply_(lambda v: v * 2)", "apply_ is only implemented on CPU", "as on CUDA"
+    ),
+    "map_": Case(
+        "x = R(3); x.map_(R(3), lambda a, b: a + b)", "only implemented on CPU", "as on CUDA"
+    ),
+    "parameter_of_lazy": "p = torch.nn.Parameter(R(3)); out = (p * 2, type(p).__name__, p.requires_grad)",
+    "parameter_data_swap": "p = torch.nn.Parameter(R(3)); p.data = R(3) * 0; out = p",
+    "as_subclass": (
+        "class Mine(torch.Tensor):\n    pass\n"
+        "x = R(3).as_subclass(Mine); out = (type(x * 2).__name__, x * 2)"
+    ),
+    "torch_function_subclass": (
+        "class Logged(torch.Tensor):\n"
+        "    @classmethod\n"
+        "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+        "        return super().__torch_function__(func, types, args, kwargs or {})\n"
+        "x = R(3).as_subclass(Logged); out = (x + 1).sum()"
+    ),
+    "make_subclass": "out = torch.Tensor._make_subclass(torch.nn.Parameter, R(3), True).grad_fn is None",
+    "weakref": (
+        "import weakref, gc\nx = R(3); r = weakref.ref(x); y = x * 2; del x; gc.collect(); "
+        "out = (r() is None, y)"
+    ),
+    "del_pending_then_step": "x = R(3) * 2; y = x + 1; del x; out = y",
+    "threads": (
+        "import threading\nresults = [None] * 4\n"
+        "def work(i):\n    results[i] = (R(8) * i).sum()\n"
+        "ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\nout = [r.shape for r in results]"
+    ),
+    "jit_trace": Case(
+        "m = torch.nn.Linear(3, 2).to(d); t = torch.jit.trace(m, R(4, 3)); out = t(R(4, 3)).shape",
+        bug=JIT_FUSER_BUG,
+    ),
+    "jit_trace_unchecked": (
+        "m = torch.nn.Linear(3, 2).to(d); t = torch.jit.trace(m, R(4, 3), check_trace=False)\n"
+        "out = [t(R(4, 3)) for _ in range(3)]"
+    ),
+    "jit_script_unoptimized": (
+        "f = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()).to(d))\n"
+        "with torch.jit.optimized_execution(False):\n    out = [f(R(4, 3)) for _ in range(3)]"
+    ),
+    "fx_symbolic_trace": (
+        "g = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))\n"
+        "g = g.to(d); out = g(R(4, 3)).shape"
+    ),
+    "functional_call": (
+        "m = torch.nn.Linear(3, 2).to(d)\n"
+        "params = {k: torch.zeros_like(v) for k, v in m.named_parameters()}\n"
+        "out = torch.func.functional_call(m, params, (R(4, 3),))"
+    ),
+    "generator_on_device": Case(
+        "g = torch.Generator(device=d); g.manual_seed(1); out = torch.randn(3, generator=g, device=d).shape",
+        bug="torch.Generator(device=<lazy>) needs PrivateUse1HooksInterface.getNewGenerator, "
+        "which a Python backend cannot register: torch's NotImplementedError names the hook "
+        "(use a CPU generator: torch.randn(..., generator=torch.Generator(), device=d))",
+    ),
+    "cpu_generator_device_tensor": "g = torch.Generator().manual_seed(1); out = torch.randn(3, generator=g, device=d).shape",
+    "complex32": "x = R(4).to(torch.complex32); out = (x + x).to(torch.complex64)",
+    "complex32_mul": "x = R(4).to(torch.complex32); out = (x * x).to(torch.complex64)",
+    "fft": "out = torch.fft.fft(R(8))",
+    "rfft_irfft": "out = torch.fft.irfft(torch.fft.rfft(R(8)))",
+    "stft": "out = torch.stft(R(64), 16, return_complex=True, window=torch.hann_window(16, device=d)).abs()",
+    "uint64_ops": "x = torch.arange(4, device=d).to(torch.uint64); out = (x * 3).to(torch.int64)",
+    "bits8_view": "x = torch.arange(4, device=d, dtype=torch.uint8); out = x.view(torch.bits8).view(torch.uint8)",
+    "scaled_mm": (
+        "a = R(16, 16).to(torch.float8_e4m3fn); b = R(16, 16).to(torch.float8_e4m3fn).t()\n"
+        "one = torch.tensor(1.0, device=d); out = torch._scaled_mm(a, b, one, one, out_dtype=torch.float32)"
+    ),
+    "searchsorted_cpu_boundaries": Case(
+        "torch.searchsorted(torch.tensor([1.0, 2.0]), R(3))", "RuntimeError", "two devices, as CUDA"
+    ),
+    "bucketize": "out = torch.bucketize(R(5), torch.tensor([-1.0, 0.0, 1.0], device=d))",
+    "non_blocking_then_modify_source": Case(
+        "src = torch.ones(3); x = src.to(d, non_blocking=True); src.zero_(); out = x",
+        documented="as on CUDA, .to(device) copies; on the CPU it returns the source itself",
+    ),
+    "save_on_cpu": (
+        "x = R(3).requires_grad_()\n"
+        "with torch.autograd.graph.save_on_cpu(pin_memory=True):\n"
+        "    y = (x.sin() * x).sum()\n"
+        "y.backward(); out = x.grad"
+    ),
+    "grad_scaler": (
+        "m = torch.nn.Linear(3, 2).to(d); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "scaler = torch.amp.GradScaler(d); scaler.scale(m(R(4, 3)).sum()).backward()\n"
+        "scaler.step(opt); scaler.update(); out = m.weight.shape"
+    ),
+    "error_then_continue": (
+        "try:\n    R(3)[torch.tensor([5], device=d)].cpu()\nexcept Exception:\n    pass\n"
+        "out = R(3) * 2"
+    ),
+    "error_mid_graph_keeps_others": (
+        "a = R(3) * 2\n"
+        "try:\n    R(3)[torch.tensor([5], device=d)].cpu()\nexcept IndexError:\n    pass\n"
+        "except RuntimeError:\n    pass\nout = a + 1"
+    ),
+    "set_printoptions_full": (
+        "torch.set_printoptions(profile='full')\n"
+        "try:\n    out = str(torch.zeros(2000, device=d)).replace(\", device='lazygen:0'\", '')\n"
+        "finally:\n    torch.set_printoptions(profile='default')"
+    ),
+    "tensor_of_lazy_tensor": "out = torch.tensor(R(3))",
+    "as_tensor_list_of_lazy": "out = torch.as_tensor([R(()), R(())])",
+    "nonzero_static": "out = torch.nonzero_static(R(6) > 0, size=8)",
+    "masked_scatter": "x = R(4); out = x.masked_scatter(x > 0, R(4))",
+    "index_put_bool_mask_lazy": "x = R(4); x[x > 0] = 0.0; out = x",
+    "sort_nan": "out = torch.tensor([float('nan'), 1.0, -1.0], device=d).sort()",
+    "unique_dim": "out = torch.tensor([[1, 2], [1, 2], [3, 4]], device=d).unique(dim=0)",
+    "resize_huge": "x = R(3); x.resize_(2**62)",
+    "as_strided_zero_size_huge_stride": "out = R(3).as_strided((0, 5), (2**40, 1)).shape",
+    "expand_zero": "out = R(1, 3).expand(0, 3)",
+    "repeat_huge": "R(3).repeat(2**40)",
+    "reduce_ex": "out = type(R(3).__reduce_ex__(2)).__name__",
+    "setstate_roundtrip": "x = R(3); y = torch.empty(0, device=d); y.__setstate__(x.__getstate__()) if hasattr(x, '__getstate__') else None",
+}
+
 AREAS = {
     "plumbing": PLUMBING,
     "mixed": MIXED,
     "host": HOST,
     "bad_args": BAD_ARGS,
     "autograd": AUTOGRAD,
+    "objects": OBJECTS,
 }
 
 CASES = {
@@ -833,3 +991,26 @@ def _param(name: str):
 def test_lazy_matches_eager_and_never_crashes(name, outcomes):
     why = problem(CASES[name], outcomes[name])
     assert why is None, f"{name}: {why}"
+
+
+def test_the_sweep_sees_crashes_differences_and_internal_errors():
+    """The harness itself: a signal in one case is that case's failure and the next case
+    still runs; a wrong value, an error only lazily and an internal error each fail."""
+    lazy_only = "if d != 'cpu':\n    "
+    cases = {
+        "a_abort": Case(lazy_only + "import os; os.abort()\nout = 1"),
+        "b_after_the_crash": Case("out = R(3) * 2"),
+        "c_wrong_value": Case("out = R(3) + (1 if d != 'cpu' else 0)"),
+        "d_raises_lazily": Case(lazy_only + "raise RuntimeError('lazy only')\nout = 1"),
+        "e_internal": Case("raise (AssertionError if d != 'cpu' else ValueError)('x')"),
+        "f_internal_assert": Case("raise RuntimeError('INTERNAL ASSERT FAILED at x.cpp')"),
+        "g_same_error": Case("R(3).sum(5)"),
+    }
+    outcomes = run(cases)
+    why = {name: problem(case, outcomes[name]) for name, case in cases.items()}
+    assert outcomes["a_abort"].returncode < 0 and "signal" in why["a_abort"]
+    assert why["b_after_the_crash"] is None and why["g_same_error"] is None
+    assert "from the float64 run" in why["c_wrong_value"]
+    assert "lazy raised where eager returned" in why["d_raises_lazily"]
+    assert "internal error type AssertionError" in why["e_internal"]
+    assert "internal error" in why["f_internal_assert"]

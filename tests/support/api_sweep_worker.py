@@ -49,6 +49,7 @@ INTERNAL_TYPES = (
 
 
 def _program_globals(device: str, float_dtype: torch.dtype) -> dict:
+    torch.manual_seed(0)  # modules' initial weights: the same in both runs
     generator = torch.Generator().manual_seed(0)
 
     def rand(*shape, dtype=None):
@@ -76,6 +77,8 @@ def _host(value, device_type: str):
     """A device-free picture of ``value``: tensors on the CPU (detached), their device named
     ``"d"`` when they are on the device the program ran on."""
     if isinstance(value, torch.Tensor):
+        if type(value) not in (torch.Tensor, torch.nn.Parameter):
+            value = value.as_subclass(torch.Tensor)  # its type is the case's to compare
         where = "d" if value.device.type == device_type else value.device.type
         meta = (where, str(value.dtype), tuple(value.shape), value.requires_grad)
         if value.is_quantized:
