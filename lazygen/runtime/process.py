@@ -62,6 +62,13 @@ EFFECTS: tuple[Effect, ...] = (
         "`import lazygen.runtime` (`privateuse1.backward_errors`)",
     ),
     Effect(
+        "pinned_memory",
+        "LAZYGEN_PINNED_MEMORY",
+        "`pin_memory()` of CPU tensors (`DataLoader(pin_memory=True)`) gives an unpinned "
+        "copy instead of torch's error about the accelerator's missing pinned allocator",
+        "`init()` (`privateuse1.pinned_memory`)",
+    ),
+    Effect(
         "printing",
         "LAZYGEN_PRINTING",
         "`torch._tensor_str._str` wrapped, so lazy tensors print as other devices' do",

@@ -64,7 +64,8 @@ def install(name: str) -> None:
     if not _libraries:
         _libraries.extend(factories.register())
         _libraries.append(host_copy.register())
-        _libraries.append(pinned_memory.register())
+        if process.enabled("pinned_memory"):
+            _libraries.append(pinned_memory.register())
         _libraries.append(foreach_meta.register())
         _libraries.extend(autocast.register())
         for name, module in (

@@ -7,7 +7,8 @@ pin_memory=True)``, raised a NotImplementedError about ``PrivateUse1HooksInterfa
 Pinning only speeds up DMA copies to a device; a copy to the lazy device reads ordinary
 host memory, so ``_pin_memory`` for the lazy device (or no device named) returns an
 unpinned contiguous copy, and ``is_pinned()`` stays truthfully False. Pinning for another
-device type keeps torch's own kernel."""
+device type keeps torch's own kernel. A process-wide effect (``pinned_memory`` in
+``process.EFFECTS``; ``LAZYGEN_PINNED_MEMORY=0`` leaves torch's kernel alone)."""
 
 from __future__ import annotations
 

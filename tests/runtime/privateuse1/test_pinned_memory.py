@@ -5,6 +5,10 @@ pin_memory=True)``."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -31,3 +35,19 @@ def test_pinning_for_another_device_type_keeps_torchs_kernel():
     with pytest.raises(Exception) as raised:
         torch.randn(3).pin_memory("cuda")
     assert "PrivateUse1HooksInterface" not in str(raised.value)
+
+
+def test_opted_out_leaves_torchs_kernel():
+    code = (
+        "import torch, lazygen.runtime as lr\n"
+        "lr.init()\n"
+        "try:\n"
+        "    torch.randn(3).pin_memory()\n"
+        "except NotImplementedError as error:\n"
+        "    print('torch:', error)\n"
+    )
+    env = {**os.environ, "LAZYGEN_PINNED_MEMORY": "0"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert "torch: You should register `PrivateUse1HooksInterface`" in result.stdout, result
