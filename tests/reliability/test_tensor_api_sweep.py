@@ -957,6 +957,17 @@ OBJECTS = {
     "as_strided_zero_size_huge_stride": "out = R(3).as_strided((0, 5), (2**40, 1)).shape",
     "expand_zero": "out = R(1, 3).expand(0, 3)",
     "repeat_huge": "R(3).repeat(2**40)",
+    # torch.accelerator with the lazy device as the accelerator (both runs: one process).
+    "accelerator_synchronize": "x = R(3) * 2; torch.accelerator.synchronize(); out = x",
+    "accelerator_empty_cache": "x = R(3) * 2; torch.accelerator.empty_cache(); out = x",
+    "accelerator_memory_allocated": "torch.accelerator.memory_allocated()",
+    "accelerator_memory_stats": "torch.accelerator.memory_stats()",
+    "accelerator_stream_event": (
+        "s = torch.Stream(device='lazygen'); e = torch.Event(device='lazygen'); e.record(s)\n"
+        "s.synchronize(); e.synchronize(); out = R(3) + 1"
+    ),
+    "device_module_synchronize": "x = R(3) * 2; torch.get_device_module('lazygen').synchronize(); out = x",
+    "record_stream": "R(3).record_stream(torch.Stream(device='lazygen'))",
     "reduce_ex": "out = type(R(3).__reduce_ex__(2)).__name__",
     "setstate_roundtrip": "x = R(3); y = torch.empty(0, device=d); y.__setstate__(x.__getstate__()) if hasattr(x, '__getstate__') else None",
 }

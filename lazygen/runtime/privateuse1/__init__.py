@@ -1,6 +1,7 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
 module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
-autocast with CUDA's policy, pinning of host tensors, printing, copying/serialisation and tied parameters as for
+autocast with CUDA's policy, pinning of host tensors, ``torch.accelerator``'s memory and
+synchronisation functions, printing, copying/serialisation and tied parameters as for
 CUDA tensors.
 ``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
 process, so the name cannot change afterwards."""
@@ -12,6 +13,7 @@ import torch
 from .. import process
 from ..errors import LazygenRuntimeError
 from . import (
+    accelerator_api,
     autocast,
     backward_errors,
     factories,
@@ -69,6 +71,7 @@ def install(name: str) -> None:
         _libraries.append(foreach_meta.register())
         _libraries.extend(autocast.register())
         for name, module in (
+            ("accelerator_api", accelerator_api),
             ("printing", printing),
             ("serialization", serialization),
             ("tied_parameters", tied_parameters),
