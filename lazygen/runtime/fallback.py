@@ -18,6 +18,7 @@ import torch
 
 from . import executor
 from .devices import LazyDevice, device_from
+from .errors import LazygenRuntimeError
 from .ir import user_source
 from .metrics import count, record_fallback
 from .state import settings
@@ -69,12 +70,28 @@ def _collect(obj, out: list) -> None:
     lazy = _lazy_inner(obj)
     if lazy is not None:
         out.append(lazy)
+    elif isinstance(obj, (torch.UntypedStorage, torch.TypedStorage)):
+        _refuse_lazy_storage(obj)
     elif type(obj) in (list, tuple):
         for item in obj:
             _collect(item, out)
     elif type(obj) is dict:
         for item in obj.values():
             _collect(item, out)
+
+
+def _refuse_lazy_storage(storage) -> None:
+    """A lazy tensor's storage (``set_(storage, ...)``, typed storage element access) holds
+    no data: run eagerly, torch's own kernel met it beside host tensors and said "Attempted
+    to set the storage of a tensor on device "cpu" to a storage on different device"."""
+    if storage.device.type == settings.device_type:
+        name = settings.device_type
+        raise LazygenRuntimeError(
+            f"lazygen: a {name} tensor's storage holds no data (lazy tensors have no "
+            "addressable memory), so it cannot be read, written or set into a tensor; use "
+            "the tensor itself (x.set_(other_tensor), x[i], x.fill_(v)) or copy it to the "
+            "CPU first (x.cpu().untyped_storage())"
+        )
 
 
 def _unwrap(obj, device: LazyDevice):
