@@ -30,6 +30,14 @@ _info: dict = {}
 #: Ops whose eager run is a read of device data by the host, not a missing kernel.
 HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::is_nonzero"})
 
+#: Results that stay host tensors, by position, as the CUDA kernels return them: packed
+#: sequences' batch sizes and padded lengths are CPU tensors by contract (PackedSequence
+#: refuses device ones), and moving them to the device broke ``pack_padded_sequence``.
+HOST_RESULTS = {
+    "aten::_pack_padded_sequence": frozenset({1}),
+    "aten::_pad_packed_sequence": frozenset({1}),
+}
+
 
 def listed_name(name: str, overload: str) -> str:
     """How an op list names the overload (`div.Tensor`, `relu`): the counter's name
@@ -154,6 +162,12 @@ def eager_fallback(
     target_device = kwargs.get("device")
     if target_device is not None and torch.device(target_device).type != settings.device_type:
         return result  # an explicit non-lazy device: results stay where the op put them
+    host = HOST_RESULTS.get(name)
+    if host is not None and type(result) is tuple:
+        return tuple(
+            r.cpu() if i in host else _wrap(r, device, aliases, functional)
+            for i, r in enumerate(result)
+        )
     return _wrap(result, device, aliases, functional)
 
 

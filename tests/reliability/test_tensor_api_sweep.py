@@ -972,6 +972,118 @@ OBJECTS = {
     "setstate_roundtrip": "x = R(3); y = torch.empty(0, device=d); y.__setstate__(x.__getstate__()) if hasattr(x, '__getstate__') else None",
 }
 
+# Aliasing through .data/set_/resize_ with views alive, and what nn utilities do to tensors.
+ALIASING_AND_MODULES = {
+    "data_set_to_view_then_write": "x = R(4); y = R(2, 4); x.data = y[1]; x.add_(1); out = (x, y)",
+    "set_then_write_view": "y = R(4, 4); x = torch.empty(0, device=d); x.set_(y); x[1].zero_(); out = y",
+    "view_then_data_set": "x = R(4, 4); v = x[0]; x.data = R(2); out = (v, x)",
+    "resize_with_view_alive": "x = R(8); v = x[:4]; x.resize_(2); v.add_(1); out = (x, v)",
+    "swap_tensors_views": "a = R(4); b = R(4); torch.utils.swap_tensors(a, b); a[1:].zero_(); out = (a, b)",
+    "retain_grad_then_modify_grad": (
+        "x = R(3).requires_grad_(); y = x * 2; y.retain_grad(); y.sum().backward(); "
+        "y.grad.mul_(3); out = (y.grad, x.grad)"
+    ),
+    "grad_inplace_zero": "x = R(3).requires_grad_(); (x * x).sum().backward(); x.grad.zero_(); out = x.grad",
+    "to_empty": "m = torch.nn.Linear(3, 2, device='meta').to_empty(device=d); out = m.weight.shape",
+    "to_empty_reset": (
+        "m = torch.nn.Linear(3, 2, device='meta').to_empty(device=d); torch.manual_seed(1)\n"
+        "m.reset_parameters(); out = m.weight"
+    ),
+    "load_state_dict_from_cpu": (
+        "m = torch.nn.Linear(3, 2).to(d); c = torch.nn.Linear(3, 2)\n"
+        "m.load_state_dict(c.state_dict()); out = m(R(4, 3))"
+    ),
+    "load_state_dict_assign": (
+        "m = torch.nn.Linear(3, 2).to(d); sd = {k: v.to(d) * 0 for k, v in m.state_dict().items()}\n"
+        "m.load_state_dict(sd, assign=True); out = m(R(4, 3))"
+    ),
+    "load_state_dict_wrong_shape": (
+        "m = torch.nn.Linear(3, 2).to(d); m.load_state_dict({'weight': R(5, 5), 'bias': R(2)})"
+    ),
+    "parameters_to_vector": (
+        "m = torch.nn.Linear(3, 2).to(d); v = torch.nn.utils.parameters_to_vector(m.parameters())\n"
+        "torch.nn.utils.vector_to_parameters(v * 0 + 1, m.parameters()); out = (v, m.weight)"
+    ),
+    "weight_norm": (
+        "m = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(3, 2).to(d))\n"
+        "m(R(4, 3)).sum().backward(); out = m.parametrizations.weight.original0.grad"
+    ),
+    "spectral_norm": (
+        "m = torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(3, 2).to(d))\n"
+        "out = m(R(4, 3))"
+    ),
+    "prune": (
+        "m = torch.nn.Linear(3, 2).to(d); torch.nn.utils.prune.l1_unstructured(m, 'weight', 0.5)\n"
+        "out = (m.weight, m.weight_mask)"
+    ),
+    "orthogonal_parametrization": (
+        "m = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(3, 3).to(d))\n"
+        "w = m.weight; out = w @ w.t()"
+    ),
+    "model_half_channels_last": (
+        "m = torch.nn.Conv2d(3, 4, 3).to(d).half().to(memory_format=torch.channels_last)\n"
+        "out = m(R(1, 3, 5, 5).half()).float()"
+    ),
+    "clip_grad_norm_foreach": (
+        "m = torch.nn.Linear(3, 2).to(d); m(R(4, 3)).sum().backward()\n"
+        "n = torch.nn.utils.clip_grad_norm_(m.parameters(), 0.1, foreach=True); out = (n, m.weight.grad)"
+    ),
+    "clip_grad_value": (
+        "m = torch.nn.Linear(3, 2).to(d); m(R(4, 3)).sum().backward()\n"
+        "torch.nn.utils.clip_grad_value_(m.parameters(), 0.1); out = m.weight.grad"
+    ),
+    "lr_scheduler": (
+        "m = torch.nn.Linear(3, 2).to(d); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "s = torch.optim.lr_scheduler.StepLR(o, 1, 0.5)\n"
+        "for _ in range(2):\n    m(R(4, 3)).sum().backward(); o.step(); s.step(); o.zero_grad()\n"
+        "out = (m.weight, s.get_last_lr())"
+    ),
+    "optimizer_state_dict_roundtrip": (
+        "m = torch.nn.Linear(3, 2).to(d); o = torch.optim.Adam(m.parameters())\n"
+        "m(R(4, 3)).sum().backward(); o.step(); sd = o.state_dict()\n"
+        "o2 = torch.optim.Adam(m.parameters()); o2.load_state_dict(sd); out = o2.state_dict()['state'][0]"
+    ),
+    "sdpa_bool_mask": (
+        "q = R(1, 2, 4, 8); mask = torch.ones(4, 4, dtype=torch.bool, device=d).tril()\n"
+        "out = torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)"
+    ),
+    "sdpa_cpu_mask": Case(
+        "q = R(1, 2, 4, 8); mask = torch.ones(4, 4, dtype=torch.bool).tril()\n"
+        "torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)",
+        "RuntimeError",
+        "a CPU mask with device inputs, as with CUDA",
+    ),
+    "multihead_attention_need_weights": (
+        "m = torch.nn.MultiheadAttention(8, 2, batch_first=True).to(d); q = R(2, 4, 8)\n"
+        "out = m(q, q, q, need_weights=True)"
+    ),
+    "embedding_max_norm": (
+        "e = torch.nn.Embedding(5, 3, max_norm=1.0).to(d); out = (e(torch.tensor([1, 1, 2], device=d)), e.weight)"
+    ),
+    "embedding_padding_idx_grad": (
+        "e = torch.nn.Embedding(5, 3, padding_idx=0).to(d); e(torch.tensor([0, 1, 0], device=d)).sum().backward()\n"
+        "out = e.weight.grad"
+    ),
+    "batch_norm_eval_train_switch": (
+        "m = torch.nn.BatchNorm1d(3).to(d); m(R(4, 3)); m.eval(); a = m(R(4, 3)); m.train(); out = (a, m.running_mean)"
+    ),
+    "dropout_eval": "m = torch.nn.Dropout(0.5).to(d).eval(); out = m(R(4))",
+    "rnn_packed_sequence": (
+        "r = torch.nn.LSTM(3, 4, batch_first=True).to(d); x = R(2, 5, 3)\n"
+        "p = torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor([5, 3]), batch_first=True)\n"
+        "o, _ = r(p); out = torch.nn.utils.rnn.pad_packed_sequence(o, batch_first=True)[0]"
+    ),
+    "rnn_packed_lengths_on_device": (
+        "x = R(2, 5, 3)\n"
+        "p = torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor([5, 3], device=d), batch_first=True)\n"
+        "out = (p.data, p.batch_sizes, torch.nn.utils.rnn.pad_packed_sequence(p, batch_first=True))"
+    ),
+    "ctc_loss": (
+        "lp = R(6, 2, 4).log_softmax(2); t = torch.tensor([[1, 2], [1, 1]], device=d)\n"
+        "out = torch.nn.functional.ctc_loss(lp, t, torch.tensor([6, 6]), torch.tensor([2, 2]))"
+    ),
+}
+
 AREAS = {
     "plumbing": PLUMBING,
     "mixed": MIXED,
@@ -979,6 +1091,7 @@ AREAS = {
     "bad_args": BAD_ARGS,
     "autograd": AUTOGRAD,
     "objects": OBJECTS,
+    "modules": ALIASING_AND_MODULES,
 }
 
 CASES = {
