@@ -1084,6 +1084,56 @@ ALIASING_AND_MODULES = {
     ),
 }
 
+# Every dtype through common ops: made on the CPU, moved to the device, run there.
+DTYPES = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex32",
+    "complex64",
+    "complex128",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+)
+DTYPE_OPS = {
+    "clone": "t.clone()",
+    "add": "t + t",
+    "mul_scalar": "t * 2",
+    "sum": "t.sum()",
+    "view_write": "u = t.clone(); u.view(-1)[1:3].zero_(); u",
+    "cat": "torch.cat([t, t])",
+    "transpose_contiguous": "t.t().contiguous()",
+    "index_select": "t.index_select(0, torch.tensor([2, 0], device=d))",
+    "where": "torch.where(torch.tensor([True, False, True], device=d)[:, None], t, t.flip(0))",
+    "max": "t.max()",
+    "sort": "t.sort(0)",
+    "eq": "t == t",
+    "neg": "-t",
+    "abs": "t.abs()",
+    "to_float": "t.to(torch.float32) if not t.is_complex() else t.to(torch.complex64)",
+    "item": "t[0, 0].item()",
+    "repr": "repr(t).replace(\", device='lazygen:0'\", '')",
+}
+DTYPE_MATRIX = {
+    f"{dtype}.{op}": (
+        f"t = (torch.arange(12) % 5).view(3, 4).to(torch.{dtype}).to(d)\nout = {expr}"
+    )
+    for dtype in DTYPES
+    for op, expr in DTYPE_OPS.items()
+}
+
 AREAS = {
     "plumbing": PLUMBING,
     "mixed": MIXED,
@@ -1092,6 +1142,7 @@ AREAS = {
     "autograd": AUTOGRAD,
     "objects": OBJECTS,
     "modules": ALIASING_AND_MODULES,
+    "dtypes": DTYPE_MATRIX,
 }
 
 CASES = {
