@@ -801,6 +801,54 @@ AUTOGRAD = {
         "    y = (x * x).sum()\n"
         "y.backward(); out = x.grad"
     ),
+    # Hooks that do hostile things on the engine's device thread.
+    "hook_raises_keyboard_interrupt": (
+        "x = R(3).requires_grad_(); y = x * x\n"
+        "def hook(g):\n    raise KeyboardInterrupt\n"
+        "y.register_hook(hook); y.sum().backward()"
+    ),
+    "hook_raises_system_exit": (
+        "x = R(3).requires_grad_(); y = x * x\n"
+        "def hook(g):\n    raise SystemExit(3)\n"
+        "y.register_hook(hook); y.sum().backward()"
+    ),
+    "hook_raises_memory_error": (
+        "x = R(3).requires_grad_(); y = x * x\n"
+        "def hook(g):\n    raise MemoryError('hook')\n"
+        "y.register_hook(hook); y.sum().backward()"
+    ),
+    "hook_marks_step": (
+        "import lazygen.runtime as lr\nx = R(3).requires_grad_(); y = x * x\n"
+        "def hook(g):\n    lr.mark_step()\n    return g * 2\n"
+        "y.register_hook(hook); y.sum().backward(); out = x.grad"
+    ),
+    "hook_reads_item": (
+        "x = R(3).requires_grad_(); y = x * x; seen = []\n"
+        "def hook(g):\n    seen.append(g.sum().item())\n    return g\n"
+        "y.register_hook(hook); y.sum().backward(); out = (x.grad, seen)"
+    ),
+    "hook_nested_backward": (
+        "x = R(3).requires_grad_(); y = x * x\n"
+        "def hook(g):\n    q = R(3).requires_grad_(); (q * 2).sum().backward()\n    return g + q.grad\n"
+        "y.register_hook(hook); y.sum().backward(); out = x.grad"
+    ),
+    "hook_modifies_saved_input": (
+        "x = R(3).requires_grad_(); w = R(3).requires_grad_(); y = (x * w).sum()\n"
+        "def hook(g):\n    with torch.no_grad():\n        w.add_(1)\n    return g\n"
+        "x.register_hook(hook); y.backward()"
+    ),
+    "hook_uses_another_thread": (
+        "import threading\nx = R(3).requires_grad_(); y = x * x; box = []\n"
+        "def hook(g):\n    t = threading.Thread(target=lambda: box.append((x * 3).sum().item()))\n"
+        "    t.start(); t.join(); return g\n"
+        "y.register_hook(hook); y.sum().backward(); out = (x.grad, box)"
+    ),
+    "grad_from_threads": (
+        "import threading\nx = R(3).requires_grad_(); y = (x * x).sum(); res = [None] * 3\n"
+        "def work(i):\n    res[i] = torch.autograd.grad(y, x, retain_graph=True)[0]\n"
+        "ts = [threading.Thread(target=work, args=(i,)) for i in range(3)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]; out = res"
+    ),
     "saved_tensors_hooks_raise": (
         "x = R(3).requires_grad_()\n"
         "def unpack(t):\n    raise RuntimeError('unpack failed')\n"

@@ -122,7 +122,7 @@ def _run(code: str, device: str, float_dtype: torch.dtype):
         if device_type != "cpu":
             lr.mark_step(wait=True)
         return ("value", _host(program.get("out"), device_type))
-    except Exception as error:  # noqa: BLE001 (every exception is an outcome to compare)
+    except BaseException as error:  # noqa: BLE001 (a case's SystemExit is an outcome too)
         message = str(error)
         return ("raised", type(error), message.strip()[:600], traceback.format_exc()[-1500:])
 
@@ -233,7 +233,7 @@ def _unclear(lazy, eager) -> str | None:
         return f"internal error: {error_type.__name__}: {message[:300]}"
     if issubclass(error_type, INTERNAL_TYPES) and not issubclass(eager[1], error_type):
         return f"internal error type {error_type.__name__}: {message[:300]}"
-    if not message:
+    if not message and eager[2]:  # eager's has words (a bare KeyboardInterrupt has none)
         return f"{error_type.__name__} without a message"
     return None
 
