@@ -49,11 +49,14 @@ class Outcome:
     output: str  # stderr of a crashed interpreter
 
 
-def run(cases: dict[str, Case]) -> dict[str, Outcome]:
-    """name -> Outcome, every case run once in a child interpreter."""
+def run(cases: dict[str, Case], backend: str | None = None) -> dict[str, Outcome]:
+    """name -> Outcome, every case run once in a child interpreter (on ``backend``, else
+    the one ``LAZYGEN_BACKEND`` names or the default)."""
     pending = sorted(cases)
     outcomes: dict[str, Outcome] = {}
     env = dict(os.environ)
+    if backend is not None:
+        env["LAZYGEN_BACKEND"] = backend
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     while pending:
         payload = json.dumps([[name, cases[name].code] for name in pending])
