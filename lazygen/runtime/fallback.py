@@ -18,6 +18,7 @@ import torch
 
 from . import executor
 from .devices import LazyDevice, device_from
+from .errors import LazygenRuntimeError
 from .ir import user_source
 from .metrics import count, record_fallback
 from .state import settings
@@ -28,6 +29,14 @@ _info: dict = {}
 
 #: Ops whose eager run is a read of device data by the host, not a missing kernel.
 HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::is_nonzero"})
+
+#: Results that stay host tensors, by position, as the CUDA kernels return them: packed
+#: sequences' batch sizes and padded lengths are CPU tensors by contract (PackedSequence
+#: refuses device ones), and moving them to the device broke ``pack_padded_sequence``.
+HOST_RESULTS = {
+    "aten::_pack_padded_sequence": frozenset({1}),
+    "aten::_pad_packed_sequence": frozenset({1}),
+}
 
 
 def listed_name(name: str, overload: str) -> str:
@@ -69,12 +78,28 @@ def _collect(obj, out: list) -> None:
     lazy = _lazy_inner(obj)
     if lazy is not None:
         out.append(lazy)
+    elif isinstance(obj, (torch.UntypedStorage, torch.TypedStorage)):
+        _refuse_lazy_storage(obj)
     elif type(obj) in (list, tuple):
         for item in obj:
             _collect(item, out)
     elif type(obj) is dict:
         for item in obj.values():
             _collect(item, out)
+
+
+def _refuse_lazy_storage(storage) -> None:
+    """A lazy tensor's storage (``set_(storage, ...)``, typed storage element access) holds
+    no data: run eagerly, torch's own kernel met it beside host tensors and said "Attempted
+    to set the storage of a tensor on device "cpu" to a storage on different device"."""
+    if storage.device.type == settings.device_type:
+        name = settings.device_type
+        raise LazygenRuntimeError(
+            f"lazygen: a {name} tensor's storage holds no data (lazy tensors have no "
+            "addressable memory), so it cannot be read, written or set into a tensor; use "
+            "the tensor itself (x.set_(other_tensor), x[i], x.fill_(v)) or copy it to the "
+            "CPU first (x.cpu().untyped_storage())"
+        )
 
 
 def _unwrap(obj, device: LazyDevice):
@@ -137,6 +162,12 @@ def eager_fallback(
     target_device = kwargs.get("device")
     if target_device is not None and torch.device(target_device).type != settings.device_type:
         return result  # an explicit non-lazy device: results stay where the op put them
+    host = HOST_RESULTS.get(name)
+    if host is not None and type(result) is tuple:
+        return tuple(
+            r.cpu() if i in host else _wrap(r, device, aliases, functional)
+            for i, r in enumerate(result)
+        )
     return _wrap(result, device, aliases, functional)
 
 

@@ -62,6 +62,21 @@ EFFECTS: tuple[Effect, ...] = (
         "`import lazygen.runtime` (`privateuse1.backward_errors`)",
     ),
     Effect(
+        "pinned_memory",
+        "LAZYGEN_PINNED_MEMORY",
+        "`pin_memory()` of CPU tensors (`DataLoader(pin_memory=True)`) gives an unpinned "
+        "copy instead of torch's error about the accelerator's missing pinned allocator",
+        "`init()` (`privateuse1.pinned_memory`)",
+    ),
+    Effect(
+        "accelerator_api",
+        "LAZYGEN_ACCELERATOR_API",
+        "`torch.accelerator`'s `synchronize`, `empty_cache` and memory statistics wrapped, so "
+        "with the lazy device as accelerator they wait for its graphs, do nothing, or answer "
+        "for a CUDA backing device (else a clear error) instead of torch's internal assert",
+        "`init()` (`privateuse1.accelerator_api`)",
+    ),
+    Effect(
         "printing",
         "LAZYGEN_PRINTING",
         "`torch._tensor_str._str` wrapped, so lazy tensors print as other devices' do",

@@ -15,6 +15,7 @@ from .. import executor
 from .. import kernel_support as rt
 from ..devices import device_from
 from ..dispatch import call
+from ..errors import LazygenRuntimeError
 from ..fallback import eager_fallback
 from ..ir import Node, Shape, user_source
 from ..metrics import record_fallback
@@ -74,6 +75,7 @@ def _to_copy(
     memory_format=None,
 ):
     target = _device_type(device)
+    check_layout_arguments(self.shape, memory_format=memory_format)
     if type(self) is not LazyTensor:  # host -> lazy
         data = self.to(dtype=dtype if dtype is not None else self.dtype, copy=True)
         return from_data(data, device_from(device))
@@ -120,19 +122,47 @@ def _copy_from_and_resize(self, dst):
     return _copy_from(self, dst)
 
 
+def check_layout_arguments(size, stride=None, memory_format=None) -> None:
+    """Raise eager's error for a memory format or strides eager refuses for ``size``.
+
+    Lazy tensors keep contiguous strides, so these kernels ignore both; yet a memory format
+    of the wrong rank (``channels_last`` of a 3-d tensor) or strides whose storage size
+    overflows (a negative stride) are errors in eager, and must stay errors here rather than
+    be silently accepted. The memory format is checked by eager's own meta kernel, only for
+    the formats that can fail (the common calls cost nothing); strides as eager's CPU
+    allocation checks them (its meta kernel does not)."""
+    if memory_format in (torch.channels_last, torch.channels_last_3d):
+        torch.empty(size, memory_format=memory_format, device="meta")
+    if stride is None:
+        return
+    if len(stride) != len(size):
+        raise LazygenRuntimeError(
+            f"lazygen: mismatch in length of strides and shape: sizes {list(size)}, strides "
+            f"{list(stride)}; give one stride per dimension"
+        )
+    if 0 not in size and any(st < 0 and sz > 1 for sz, st in zip(size, stride, strict=True)):
+        raise LazygenRuntimeError(
+            f"lazygen: Storage size calculation overflowed with sizes={list(size)} and "
+            f"strides={list(stride)}: strides must not be negative (flip() the tensor instead)"
+        )
+
+
 def empty_memory_format(
     size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
 ):
+    check_layout_arguments(size, memory_format=memory_format)
     dev = device_from(device)
     dtype = torch.get_default_dtype() if dtype is None else dtype
     return from_data(torch.empty(size, dtype=dtype, device=dev.backing), dev)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    check_layout_arguments(size, stride)
     return empty_memory_format(size, dtype=dtype, device=device)
 
 
 def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    check_layout_arguments(size, stride)
     return empty_memory_format(
         size, dtype=self.dtype if dtype is None else dtype, device=device or self.device
     )
@@ -140,8 +170,19 @@ def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=Non
 
 def clone(self, *, memory_format=None):
     """IR values are immutable: a clone shares the value."""
+    check_layout_arguments(self._sizes, memory_format=memory_format)
     rt.count("lazy::clone")
     return LazyTensor(self._value, self._device)
+
+
+def _pin_memory(self, device=None):
+    """As for a CUDA tensor: only host tensors can be pinned (torch's own kernel, reached
+    through the eager fallback, asked the accelerator for a pinned allocator and failed
+    with a message about ``PrivateUse1HooksInterface``)."""
+    raise LazygenRuntimeError(
+        f"lazygen: cannot pin a {settings.device_type} tensor: only dense CPU tensors can be "
+        "pinned; pin the CPU tensor before moving it (lazy device data needs no pinning)"
+    )
 
 
 def lift(self):
@@ -225,6 +266,7 @@ DEVICE_KERNELS = {
     aten.empty_strided.default: empty_strided,
     aten.new_empty_strided.default: new_empty_strided,
     aten.clone.default: clone,
+    aten._pin_memory.default: _pin_memory,
     aten.copy.default: copy,
     aten._conj.default: _conj,
     aten._conj_copy.default: _conj_copy,

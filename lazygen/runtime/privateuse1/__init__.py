@@ -1,6 +1,7 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
 module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
-autocast with CUDA's policy, printing, copying/serialisation and tied parameters as for
+autocast with CUDA's policy, pinning of host tensors, ``torch.accelerator``'s memory and
+synchronisation functions, printing, copying/serialisation and tied parameters as for
 CUDA tensors.
 ``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
 process, so the name cannot change afterwards."""
@@ -12,11 +13,13 @@ import torch
 from .. import process
 from ..errors import LazygenRuntimeError
 from . import (
+    accelerator_api,
     autocast,
     backward_errors,
     factories,
     foreach_meta,
     host_copy,
+    pinned_memory,
     printing,
     serialization,
     tied_parameters,
@@ -63,9 +66,12 @@ def install(name: str) -> None:
     if not _libraries:
         _libraries.extend(factories.register())
         _libraries.append(host_copy.register())
+        if process.enabled("pinned_memory"):
+            _libraries.append(pinned_memory.register())
         _libraries.append(foreach_meta.register())
         _libraries.extend(autocast.register())
         for name, module in (
+            ("accelerator_api", accelerator_api),
             ("printing", printing),
             ("serialization", serialization),
             ("tied_parameters", tied_parameters),

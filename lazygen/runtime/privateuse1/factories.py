@@ -10,6 +10,7 @@ import warnings
 import torch
 
 from ..devices import device_from
+from ..errors import LazygenRuntimeError
 from ..fallback import eager_fallback
 from ..ops import device_copies
 from ..state import settings
@@ -72,7 +73,9 @@ def _empty_memory_format(
     _check_layout(layout)
     dev = device_from(device)
     return _lazy_result(
-        device_copies.empty_memory_format(size, dtype=dtype, device=dev.torch_device)
+        device_copies.empty_memory_format(
+            size, dtype=dtype, device=dev.torch_device, memory_format=memory_format
+        )
     )
 
 
@@ -95,7 +98,7 @@ def _to_copy(
 ):
     _check_layout(layout)
     source = inner(self) if torch._is_functional_tensor(self) else self
-    result = device_copies._to_copy(source, dtype=dtype, device=device)
+    result = device_copies._to_copy(source, dtype=dtype, device=device, memory_format=memory_format)
     return _lazy_result(result) if type(result) is LazyTensor else result
 
 
@@ -179,6 +182,17 @@ def _sparse_to_copy(
 
 def _sparse_empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     raise unsupported_layout(layout)
+
+
+def _quantized_empty(*args, **kwargs):
+    """A quantized tensor's storage on the lazy device (``q.to(<lazy device>)`` allocates
+    one): torch had no kernel and said so in terms of dispatch keys."""
+    name = settings.device_type
+    raise LazygenRuntimeError(
+        f"lazygen: quantized tensors cannot be made on or moved to the {name} device; call "
+        f".dequantize() first and move the float tensor (torch.quantize_per_tensor of a {name} "
+        "tensor gives a quantized result there)"
+    )
 
 
 def _nested_to_copy(self, *args, **kwargs):
@@ -295,6 +309,8 @@ def register() -> list:
         lib.impl("_to_copy", _sparse_to_copy, key)
         lib.impl("empty.memory_format", _sparse_empty, key)
     lib.impl("_to_copy", _nested_to_copy, "NestedTensorPrivateUse1")
+    for name in ("empty.memory_format", "empty_quantized", "_empty_affine_quantized"):
+        lib.impl(name, _quantized_empty, "QuantizedPrivateUse1")
     for name in HOST_FACTORIES:
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload or "default")

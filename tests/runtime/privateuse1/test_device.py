@@ -181,3 +181,22 @@ def test_device_option_of_generated_factory_kernels_is_honoured():
     assert torch.full_like(x, 2.0, device="cpu").sum().item() == 6.0
     assert torch.ones_like(x).device.type == "lazygen"
     assert torch.zeros_like(x, dtype=torch.float64).device.type == "lazygen"
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+def test_quantized_storage_on_the_device_is_a_clear_error():
+    """``q.to(<lazy device>)`` and quantized factories failed with torch's "Could not run
+    'aten::empty_quantized' with arguments from the 'Quantizedlazygen' backend"."""
+    q = torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.quint8)
+    for make in (
+        lambda: q.to("lazygen"),
+        lambda: torch.empty(3, dtype=torch.qint8, device="lazygen"),
+        lambda: torch._empty_affine_quantized(
+            [3], scale=0.1, zero_point=0, dtype=torch.quint8, device="lazygen"
+        ),
+    ):
+        with pytest.raises(RuntimeError, match=r"call \.dequantize\(\) first"):
+            make()
+    # Quantizing a lazy tensor still works (through the eager fallback).
+    lazy = torch.quantize_per_tensor(q.dequantize().to("lazygen"), 0.1, 0, torch.quint8)
+    assert torch.equal(lazy.int_repr().cpu(), q.int_repr())
