@@ -74,6 +74,7 @@ def _training_step(model, optimizer, loss_of, detach: bool):
         optimizer.step()
         return loss
 
+    step.parameters = [p for group in optimizer.param_groups for p in group["params"]]
     return step
 
 
@@ -102,6 +103,13 @@ def _transformers_step(name: str, detach: bool):
     model = MODELS[name].build()
     model.train()
     batch = MODELS[name].batch(torch.Generator().manual_seed(1))
+    if getattr(model, "loss_type", "") is None:
+        # No loss type transformers recognises for this class (GPT2LMHeadModel): every
+        # forward would log a warning, a graph break between the forward and
+        # ``loss.backward()``, across which Dynamo (torch 2.13) with trace_autograd_ops drops
+        # the backward without a word (no gradient, no update). The loss transformers falls
+        # back to, given explicitly: the same loss, one graph.
+        model.loss_type = "ForCausalLM"
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     return _training_step(model, optimizer, lambda m: m(**batch).loss, detach)
 
@@ -119,6 +127,7 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
     traced = backward == "traced"
     torch._dynamo.config.trace_autograd_ops = traced
     step = _step(workload, detach=traced)
+    parameters = step.parameters
     if workload == TINY:
         steps = max(steps, TINY_STEPS)
     if impl.startswith("lazygen-"):
@@ -127,11 +136,13 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
         step = torch.compile(step)
     elif impl != "eager":
         raise SystemExit(f"unknown implementation {impl!r}: choose from {', '.join(IMPLS)}")
+    before = [p.detach().clone() for p in parameters]
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         step().item()
         times.append(time.perf_counter() - start)
+    check_trained(f"{workload} {impl}", parameters, before)
     result = {"first_s": times[0], "steady_ms": statistics.median(times[WARMUP:]) * 1e3}
     if impl.startswith("lazygen-"):
         import lazygen.runtime as lr
@@ -141,6 +152,16 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
         result["eager_graphs"] = counters.get("DynamoEagerGraph", 0)
         result["graph_runs_per_step"] = counters.get("DynamoGraphRun", 0) / steps
     return result
+
+
+def check_trained(name: str, parameters: list, before: list) -> None:
+    """A step that updated no parameter measured something else than a training step (a
+    backward dropped by the compiler): fail the run instead of reporting its time."""
+    if all(torch.equal(p.detach(), b) for p, b in zip(parameters, before, strict=True)):
+        raise SystemExit(
+            f"{name}: the step did not train (no parameter changed): its compiled program "
+            "lost the backward or the optimizer's update; fix that before timing it"
+        )
 
 
 def _available(workload: str, impl: str) -> str | None:
