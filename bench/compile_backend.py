@@ -17,6 +17,11 @@ of a compiled step is what it measures; at least 1000 steps), and the transforme
 the test suite's zoo (``tests/models/zoo.py``: gpt2, llama, t5, bert; small configs, batch
 2 x 8, AdamW), skipped when transformers is not installed.
 
+A run whose step changed no parameter fails (``check_trained``): its compiled program lost
+the backward or the update and its time is not a training step's. (GPT-2's forward used to
+log a warning, a graph break before ``loss.backward()`` across which Dynamo with
+``trace_autograd_ops`` drops the backward; its model is given its loss type explicitly.)
+
 Implementations: ``eager``; ``lazygen-<backend>`` (``torch.compile(step, backend="lazygen",
 options={"backend": <backend>})``); ``inductor`` (``torch.compile(step)``). Each (workload,
 implementation) runs in a fresh process, 1 thread, with empty Inductor caches
