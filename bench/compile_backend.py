@@ -17,6 +17,11 @@ of a compiled step is what it measures; at least 1000 steps), and the transforme
 the test suite's zoo (``tests/models/zoo.py``: gpt2, llama, t5, bert; small configs, batch
 2 x 8, AdamW), skipped when transformers is not installed.
 
+A run whose step changed no parameter fails (``check_trained``): its compiled program lost
+the backward or the update and its time is not a training step's. (GPT-2's forward used to
+log a warning, a graph break before ``loss.backward()`` across which Dynamo with
+``trace_autograd_ops`` drops the backward; its model is given its loss type explicitly.)
+
 Implementations: ``eager``; ``lazygen-<backend>`` (``torch.compile(step, backend="lazygen",
 options={"backend": <backend>})``); ``inductor`` (``torch.compile(step)``). Each (workload,
 implementation) runs in a fresh process, 1 thread, with empty Inductor caches
@@ -74,6 +79,7 @@ def _training_step(model, optimizer, loss_of, detach: bool):
         optimizer.step()
         return loss
 
+    step.parameters = [p for group in optimizer.param_groups for p in group["params"]]
     return step
 
 
@@ -102,6 +108,13 @@ def _transformers_step(name: str, detach: bool):
     model = MODELS[name].build()
     model.train()
     batch = MODELS[name].batch(torch.Generator().manual_seed(1))
+    if getattr(model, "loss_type", "") is None:
+        # No loss type transformers recognises for this class (GPT2LMHeadModel): every
+        # forward would log a warning, a graph break between the forward and
+        # ``loss.backward()``, across which Dynamo (torch 2.13) with trace_autograd_ops drops
+        # the backward without a word (no gradient, no update). The loss transformers falls
+        # back to, given explicitly: the same loss, one graph.
+        model.loss_type = "ForCausalLM"
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     return _training_step(model, optimizer, lambda m: m(**batch).loss, detach)
 
@@ -119,6 +132,7 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
     traced = backward == "traced"
     torch._dynamo.config.trace_autograd_ops = traced
     step = _step(workload, detach=traced)
+    parameters = step.parameters
     if workload == TINY:
         steps = max(steps, TINY_STEPS)
     if impl.startswith("lazygen-"):
@@ -127,11 +141,13 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
         step = torch.compile(step)
     elif impl != "eager":
         raise SystemExit(f"unknown implementation {impl!r}: choose from {', '.join(IMPLS)}")
+    before = [p.detach().clone() for p in parameters]
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         step().item()
         times.append(time.perf_counter() - start)
+    check_trained(f"{workload} {impl}", parameters, before)
     result = {"first_s": times[0], "steady_ms": statistics.median(times[WARMUP:]) * 1e3}
     if impl.startswith("lazygen-"):
         import lazygen.runtime as lr
@@ -141,6 +157,16 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
         result["eager_graphs"] = counters.get("DynamoEagerGraph", 0)
         result["graph_runs_per_step"] = counters.get("DynamoGraphRun", 0) / steps
     return result
+
+
+def check_trained(name: str, parameters: list, before: list) -> None:
+    """A step that updated no parameter measured something else than a training step (a
+    backward dropped by the compiler): fail the run instead of reporting its time."""
+    if all(torch.equal(p.detach(), b) for p, b in zip(parameters, before, strict=True)):
+        raise SystemExit(
+            f"{name}: the step did not train (no parameter changed): its compiled program "
+            "lost the backward or the optimizer's update; fix that before timing it"
+        )
 
 
 def _available(workload: str, impl: str) -> str | None:

@@ -1,14 +1,39 @@
 """``bench/compile_backend.py`` end to end on its smallest workload: the table row reports
 the two-graph step (backward traced into the forward's graph) with nothing run eagerly, and
-three graphs when Dynamo breaks at ``backward()``."""
+three graphs when Dynamo breaks at ``backward()``. A step that trains nothing is refused,
+and GPT-2's step, whose backward Dynamo once dropped, trains."""
 
+import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 DRIVER = Path(__file__).resolve().parents[2] / "bench" / "compile_backend.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(DRIVER.parent))  # its sibling _real_workloads
+    try:
+        spec = importlib.util.spec_from_file_location("compile_backend", DRIVER)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(DRIVER.parent))
+    return module
+
+
+def test_a_step_that_updates_no_parameter_is_refused(bench):
+    params = [torch.ones(3), torch.zeros(2)]
+    before = [p.clone() for p in params]
+    with pytest.raises(SystemExit, match="gpt2 inductor: the step did not train"):
+        bench.check_trained("gpt2 inductor", params, before)
+    params[1] += 1e-3  # one parameter updated: a training step
+    bench.check_trained("gpt2 inductor", params, before)
 
 
 def _row(backward: str) -> str:
@@ -32,3 +57,21 @@ def _row(backward: str) -> str:
 def test_the_tiny_step_runs_whole_on_lazygen(backward: str, graphs: int):
     row = _row(backward)
     assert f"{graphs} graphs/step, 0 eager graphs" in row, row
+
+
+@pytest.mark.slow
+def test_gpt2s_traced_step_trains(bench):
+    """GPT-2's loss logged a warning, a graph break before ``loss.backward()`` across which
+    Dynamo with ``trace_autograd_ops`` dropped the backward: the step measured trained
+    nothing. The run checks that its parameters change (else it fails)."""
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed")
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), "--child", "gpt2", "lazygen-torchscript", "--steps", "7"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["eager_graphs"] == 0
