@@ -112,7 +112,52 @@ def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
         _check_same_dtype(op, meta_args, meta_kwargs)
     with torch.utils._python_dispatch._disable_current_modes():
         result = op(*meta_args, **meta_kwargs)
-    return _shapes_of(result)
+    shapes = _shapes_of(result)
+    if op._schema.name in CPU_STATISTICS_OPS and _backing_is_cpu():
+        shapes = _cpu_statistics(shapes, meta_args, meta_kwargs)
+    return shapes
+
+
+#: Normalisations whose saved statistics (and updated running statistics) eager's CPU
+#: kernels give in another dtype than their meta kernels, which follow CUDA's: for a
+#: float16 or bfloat16 input, CPU keeps the input's dtype unless a parameter is of another
+#: (a "mixed" call: then the parameter's), where CUDA always accumulates in float32 (and
+#: ``native_group_norm``'s meta kernel keeps the input's dtype even when mixed). The graph
+#: runs the CPU kernels, so shape inference must declare their dtypes: a statistic declared
+#: float32 was made float32 when a graph returned it, and the next graph's backward
+#: (``native_layer_norm_backward`` of a bfloat16 ``LayerNorm`` whose forward ran in an
+#: earlier graph) failed on CPU with "expected scalar type BFloat16 but found Float".
+CPU_STATISTICS_OPS = frozenset(
+    {
+        "aten::native_layer_norm",
+        "aten::native_group_norm",
+        "aten::native_batch_norm",
+        "aten::_native_batch_norm_legit",
+        "aten::_native_batch_norm_legit_functional",
+        "aten::_native_batch_norm_legit_no_training",
+        "aten::_batch_norm_with_update",
+        "aten::_batch_norm_with_update_functional",
+        "aten::_batch_norm_no_update",
+    }
+)
+
+
+def _backing_is_cpu() -> bool:
+    return torch.device(settings.backing_device).type == "cpu"
+
+
+def _cpu_statistics(shapes: tuple, args: list, kwargs: dict) -> tuple:
+    """``shapes`` with the floating outputs after the first in the CPU kernels' dtype."""
+    tensors = [t for t in list(args) + list(kwargs.values()) if isinstance(t, torch.Tensor)]
+    input_dtype = tensors[0].dtype
+    if input_dtype not in (torch.float16, torch.bfloat16):
+        return shapes  # CPU and meta kernels agree
+    mixed = [t.dtype for t in tensors[1:] if t.is_floating_point() and t.dtype != input_dtype]
+    dtype = mixed[0] if mixed else input_dtype
+    return shapes[:1] + tuple(
+        Shape(dtype, s.sizes) if s is not None and s.dtype.is_floating_point else s
+        for s in shapes[1:]
+    )
 
 
 #: Ops whose eager kernels require all their tensor operands to have one dtype, which

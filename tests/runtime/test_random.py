@@ -58,6 +58,14 @@ RANDOM_OPS = {
     "rand_like": lambda d: [torch.randn_like(PROBS.to(d)), torch.randint_like(PROBS.to(d), 9)],
     "dropout": lambda d: [torch.nn.functional.dropout(PROBS.to(d), 0.4, training=True)],
     "native_dropout": lambda d: list(torch.ops.aten.native_dropout(PROBS.to(d), 0.25, True)),
+    # reduced precision: eager rounds the kept values' factor 1 / (1 - p) to the dtype first
+    "dropout_bfloat16": lambda d: [
+        torch.nn.functional.dropout(PROBS.to(d, torch.bfloat16) * 7, 0.1, training=True)
+    ],
+    "native_dropout_float16": lambda d: list(
+        torch.ops.aten.native_dropout(PROBS.to(d, torch.float16) * 7, 0.1, True)
+    ),
+    "dropout_p1": lambda d: [torch.nn.functional.dropout(PROBS.to(d), 1.0, training=True)],
     "dropout2d": lambda d: [torch.nn.functional.dropout2d(PROBS.to(d).reshape(1, 6, 10, 1), 0.5)],
     "alpha_dropout": lambda d: [torch.nn.functional.alpha_dropout(PROBS.to(d), 0.3, True)],
 }

@@ -4,11 +4,14 @@ error naming the function."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
+import lazygen.runtime as lr
 from lazygen.runtime.ir import Shape
-from lazygen.runtime.shape_inference import compute_shapes
+from lazygen.runtime.shape_inference import CPU_STATISTICS_OPS, compute_shapes
 
 
 def compute_shape_twice(self):
@@ -84,3 +87,87 @@ def test_matrix_products_of_two_dtypes_fail_where_traced_as_in_eager(call):
     ):
         call(lh, lf)
     assert call(lh, lh).dtype == torch.float16  # one dtype: traced as usual
+
+
+_A = torch.ops.aten
+#: One call of each op of CPU_STATISTICS_OPS: (input, weight, bias, running mean, running var)
+_NORM_CALLS = {
+    "aten::native_layer_norm": lambda x, w, b, rm, rv: _A.native_layer_norm(
+        x, [5], w.new_ones(5), b.new_zeros(5), 1e-5
+    ),
+    "aten::native_group_norm": lambda x, w, b, rm, rv: _A.native_group_norm(
+        x, w, b, 4, 3, 5, 1, 1e-5
+    ),
+    "aten::native_batch_norm": lambda x, w, b, rm, rv: _A.native_batch_norm(
+        x, w, b, rm, rv, True, 0.1, 1e-5
+    ),
+    "aten::_native_batch_norm_legit": lambda x, w, b, rm, rv: _A._native_batch_norm_legit(
+        x, w, b, rm, rv, True, 0.1, 1e-5
+    ),
+    "aten::_native_batch_norm_legit_functional": lambda x, w, b, rm, rv: (
+        _A._native_batch_norm_legit_functional(x, w, b, rm, rv, True, 0.1, 1e-5)
+    ),
+    "aten::_native_batch_norm_legit_no_training": lambda x, w, b, rm, rv: (
+        _A._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-5)
+    ),
+    "aten::_batch_norm_with_update": lambda x, w, b, rm, rv: _A._batch_norm_with_update(
+        x, w, b, rm, rv, 0.1, 1e-5
+    ),
+    "aten::_batch_norm_with_update_functional": lambda x, w, b, rm, rv: (
+        _A._batch_norm_with_update_functional(x, w, b, rm, rv, 0.1, 1e-5)
+    ),
+    "aten::_batch_norm_no_update": lambda x, w, b, rm, rv: _A._batch_norm_no_update(
+        x, w, b, rm, rv, 0.1, 1e-5
+    ),
+}
+
+
+def test_every_cpu_statistics_op_is_checked():
+    assert set(_NORM_CALLS) == CPU_STATISTICS_OPS
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["same_dtype", "float32_parameters"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("name", sorted(_NORM_CALLS))
+def test_normalisation_statistics_have_the_cpu_kernels_dtypes(name, dtype, mixed):
+    """Meta kernels give CUDA's float32 statistics for a reduced-precision input; the graph
+    runs eager's CPU kernels, whose dtypes the lazy op must declare (see CPU_STATISTICS_OPS)."""
+    call = _NORM_CALLS[name]
+    x = torch.randn(4, 3, 5, dtype=dtype)
+    params = [torch.ones(3), torch.zeros(3), torch.zeros(3), torch.ones(3)]
+    params = params if mixed else [p.to(dtype) for p in params]
+    want = [t.dtype for t in call(x, *params) if isinstance(t, torch.Tensor)]
+    with torch.no_grad():
+        got = call(x.to("lazygen"), *[p.to("lazygen") for p in params])
+    assert [t.dtype for t in got if isinstance(t, torch.Tensor)] == want
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.nn.LayerNorm(6),
+        lambda: torch.nn.GroupNorm(2, 4),
+        lambda: torch.nn.BatchNorm1d(4),
+    ],
+    ids=["layer_norm", "group_norm", "batch_norm"],
+)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_precision_norm_backward_in_a_later_graph(make, dtype):
+    """Regression: a bfloat16 ``LayerNorm`` whose forward ran in one graph and backward in
+    the next failed (``native_layer_norm_backward``: "expected scalar type BFloat16 but found
+    Float"), as every bf16 transformer with a layer norm did (Phi, OPT, BLOOM, Falcon)."""
+    torch.manual_seed(0)
+    module = make().to(dtype)
+    x = torch.randn(3, 4, 6, dtype=dtype)
+
+    def grads(device):
+        m = copy.deepcopy(module).to(device)
+        xi = x.to(device).requires_grad_()
+        y = m(xi)
+        if device != "cpu":
+            lr.mark_step()  # the saved statistics cross a graph boundary
+        (y.float() * torch.arange(6.0, device=device)).sum().backward()
+        return [t.detach().cpu() for t in (xi.grad, m.weight.grad, m.bias.grad)]
+
+    for got, want in zip(grads("lazygen"), grads("cpu"), strict=True):
+        torch.testing.assert_close(got, want)

@@ -111,18 +111,24 @@ def _kernel(op):
 
 
 def native_dropout(input, p, train):
-    """CPU eager's ``native_dropout`` as lazy ops: ``mask = bernoulli(input, 1 - p)``, ``input *
-    mask * scale``, the mask as bool. The mask's ``bernoulli.p`` takes the generator operand
-    (``rt.generator``), so it draws eager's numbers; ``aten::native_dropout`` has no
-    ``generator`` argument and would draw from the live generator when the graph runs."""
+    """CPU eager's dropout as lazy ops: ``mask = bernoulli(input, 1 - p)`` in the input's
+    dtype, ``input * (mask / (1 - p))``, the mask as bool. The mask's ``bernoulli.p`` takes
+    the generator operand (``rt.generator``), so it draws eager's numbers;
+    ``aten::native_dropout`` has no ``generator`` argument and would draw from the live
+    generator when the graph runs. The kept values' factor is rounded to the input's dtype
+    before the product, as eager's CPU kernels (``native_dropout`` and ``F.dropout``'s
+    composite alike) do: ``input * mask * scale`` rounds once, and a float16 or bfloat16
+    dropout differed from eager in the last bit of a third of its values."""
     if input.numel() == 0:
         return clone(input), call(aten.empty_like.default, input)
     if train is False:
         return clone(input), _kernel(aten.ones_like.default)(input, dtype=torch.bool)
     p1m = 1.0 - p
-    scale = 0.0 if p1m == 0 else 1.0 / p1m
     mask = call(aten.bernoulli.p, input, p1m)
-    output = call(aten.mul.Tensor, call(aten.mul.Tensor, input, mask), scale)
+    if p1m == 0:
+        output = call(aten.mul.Tensor, input, mask)  # all dropped (eager: scale 0)
+    else:
+        output = call(aten.mul.Tensor, input, call(aten.div.Tensor, mask, p1m))
     return output, _to_copy(mask, dtype=torch.bool)
 
 
