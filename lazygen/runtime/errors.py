@@ -7,6 +7,7 @@ torch's wording, so code written against eager sees the message it expects."""
 
 from __future__ import annotations
 
+import copy
 import traceback
 
 
@@ -70,15 +71,19 @@ class LazyGraphError(LazygenRuntimeError):
         return LazyGraphError(self.stage, self.failed_node, self.cause, backend)
 
     def detached(self) -> LazyGraphError:
-        """A copy without a traceback: what failed tensors store, and what a read of one
-        raises (same message, fields and cause). A stored error that was raised holds the
-        frames it passed through, and those frames hold the program's tensors: a failed
-        tensor holding such an error makes a cycle through C++ (autograd graphs) that the
-        garbage collector cannot free, keeping the failed step's IR alive for good."""
+        """A copy that holds no frame: what failed tensors store, and what a read of one
+        raises (same message, fields and cause, the cause as ``frame_free`` makes it). A
+        stored error that was raised holds the frames it passed through, and so does its
+        cause: each frame holds its locals and its caller (``f_back``), up to the sync
+        that held the failed tensor. A failed tensor holding such an error makes a cycle
+        through C++ (autograd graphs) that the garbage collector cannot free, keeping the
+        failed step's tensors and IR alive for good."""
         again = LazyGraphError.__new__(LazyGraphError)
         again.__dict__.update(self.__dict__)
         again.args = self.args
-        again.__cause__ = self.__cause__
+        again.__cause__ = frame_free(self.__cause__)
+        again.__suppress_context__ = True
+        again.cause = again.__cause__ if self.cause is self.__cause__ else frame_free(self.cause)
         return again
 
     def release_ir(self) -> None:
@@ -98,6 +103,34 @@ class LazyGraphError(LazygenRuntimeError):
             if error.__traceback__ is not None:
                 traceback.clear_frames(error.__traceback__)
             chain += [error.__cause__, error.__context__]
+
+
+def frame_free(error: BaseException | None) -> BaseException | None:
+    """A copy of ``error`` as it reads (type, message, fields), holding no frame: without
+    a traceback, whose lines it keeps as a note (shown when the error prints: where a
+    backend's lowering raised stays visible), its cause made the same way. Always a new
+    object, so that raising it attaches the raiser's frames to the copy, never to a
+    stored error. An exception that cannot be copied (a constructor taking other
+    arguments than its ``args``) becomes a ``LazygenRuntimeError`` naming its type and
+    message."""
+    if error is None:
+        return None
+    if isinstance(error, LazyGraphError):
+        return error.detached()
+    try:
+        again = copy.copy(error)  # type(error)(*error.args), then its __dict__
+    except Exception:
+        again = LazygenRuntimeError(f"{type(error).__name__}: {error}")
+    notes = list(getattr(error, "__notes__", None) or [])
+    if error.__traceback__ is not None:
+        lines = "".join(traceback.format_tb(error.__traceback__)).rstrip()
+        notes.append(f"{type(error).__name__} was raised here (most recent call last):\n{lines}")
+    if notes:
+        again.__notes__ = notes
+    again.__traceback__ = None
+    again.__cause__ = frame_free(error.__cause__)
+    again.__suppress_context__ = True
+    return again
 
 
 class GraphCutWarning(UserWarning):

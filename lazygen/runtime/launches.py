@@ -19,6 +19,7 @@ import time
 import weakref
 from collections.abc import Callable
 
+from .errors import frame_free
 from .ir import DeviceData
 
 
@@ -82,9 +83,7 @@ class Launch:
                 try:
                     results = finish(handle.wait())
                 except BaseException as error:  # re-raised below, described
-                    self._error = fail(error, nodes)
-                    if hasattr(self._error, "detached"):  # no frames of this thread kept
-                        self._error = self._error.detached()
+                    self._error = frame_free(fail(error, nodes))  # no frames kept
                 else:
                     for node, data in zip(nodes, results, strict=True):
                         node.deliver(data)
@@ -108,10 +107,9 @@ class FailedRun:
 
 
 def _again(error: BaseException) -> BaseException:
-    """The stored error to raise once more: a copy when it can make one (see
-    ``LazyGraphError.detached``), so the stored one never holds a reader's frames."""
-    again = getattr(error, "detached", None)
-    return again() if again is not None else error.with_traceback(None)
+    """The stored error to raise once more: a copy (``errors.frame_free``), so that the
+    stored one never holds a reader's frames."""
+    return frame_free(error)
 
 
 _all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()

@@ -6,6 +6,8 @@ a held error keeps no IR alive (issue #23: one failed graph no longer fails ever
 ``mark_step()`` launches graphs asynchronously: a run that fails raises on the first read
 of its results or at the next ``mark_step``; ``mark_step(wait=True)`` raises at once."""
 
+import gc
+
 import pytest
 import torch
 from support.handwritten_nodes import FaultyNeg, faulty_neg
@@ -160,6 +162,35 @@ def test_a_held_error_keeps_no_pending_ir_and_later_steps_work(faulty, wait):
     assert [t for t in device.live_tensors() if not t.is_materialized] == []
     with pytest.raises(lr.LazyGraphError):
         y.cpu()
+
+
+@pytest.mark.parametrize("mode", ["lowering", "execution"])
+@pytest.mark.parametrize("wait", [True, False], ids=["wait", "async"])
+def test_a_failed_steps_tensors_are_freed_once_the_program_drops_them(faulty, mode, wait):
+    """A failed tensor stores the error, and the error's cause has a traceback whose
+    frames link to their callers (``f_back``) up to the sync that held the failed tensor:
+    a cycle through the tensor's C++ side that the garbage collector cannot free. Every
+    tensor of a failed step stayed alive for good (memory, and ``set_device_backend``
+    then refused to switch the device: "already holds tensors")."""
+    device = lr.inner(torch.ones(1, device="lazygen"))._device
+    lr.mark_step(wait=True)
+    gc.collect()
+    before = len(device.live_tensors())
+
+    def failing_step():
+        faulty.mode = mode
+        x = torch.arange(3.0, device="lazygen")
+        y, z = x.neg() * 2, x * 5  # ``z`` does not depend on the failure
+        with pytest.raises(lr.LazyGraphError):
+            lr.mark_step(wait=wait)
+            lr.wait_device_ops()
+            y.cpu()
+        faulty.mode = "ok"
+        assert z.cpu().tolist() == [0.0, 5.0, 10.0]
+
+    failing_step()
+    gc.collect()
+    assert len(device.live_tensors()) == before
 
 
 def test_an_op_reading_a_failed_tensor_fails_with_its_error(faulty):
