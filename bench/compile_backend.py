@@ -1,7 +1,8 @@
 """torch.compile(backend="lazygen") next to eager and torch.compile's own Inductor.
 
     python bench/compile_backend.py [--steps 30] [--workloads mlp_sgd,gpt2,...]
-                                    [--impls eager,lazygen-torchscript,lazygen-inductor,inductor]
+                                    [--impls eager,lazygen-torchscript,lazygen-inductor,inductor,
+                                             inductor-eager-random]
                                     [--backward traced|graph-break]
 
 The whole training step is compiled (``zero_grad``, forward, ``loss.backward()``, the loss
@@ -23,14 +24,19 @@ log a warning, a graph break before ``loss.backward()`` across which Dynamo with
 ``trace_autograd_ops`` drops the backward; its model is given its loss type explicitly.)
 
 Implementations: ``eager``; ``lazygen-<backend>`` (``torch.compile(step, backend="lazygen",
-options={"backend": <backend>})``); ``inductor`` (``torch.compile(step)``). Each (workload,
+options={"backend": <backend>})``); ``inductor`` (``torch.compile(step)``);
+``inductor-eager-random`` (the same with ``torch._inductor.config.fallback_random``: Inductor
+under lazygen's contract, random ops drawing eager's numbers from eager's generator, where
+plain Inductor generates its own in its kernels; the steps with dropout, the transformers
+models', pay for it as lazygen's do). Each (workload,
 implementation) runs in a fresh process, 1 thread, with empty Inductor caches
 (``TORCHINDUCTOR_CACHE_DIR`` a new directory; ``--warm-cache`` keeps the user's). Reported: the first step (Dynamo,
 aot_autograd, capture and compile) and the median of the steps after the fifth, with
 ratios against eager and against Inductor measured in the same run, and their geometric
 means over the workloads every implementation ran. Goals (issue #27): first step at most
 1/5 of Inductor's; steady step at most eager's with TorchScript, at most Inductor's with
-lazygen's inductor backend.
+lazygen's inductor backend (the ratio to ``inductor-eager-random`` is the same comparison
+under one contract for random numbers).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from pathlib import Path
 import _real_workloads
 import torch
 import torch._dynamo
+import torch._inductor.config
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = tuple(_real_workloads.WORKLOADS)
@@ -59,7 +66,8 @@ TINY_STEPS = 1000  # its steady median needs many steps: one takes a fraction of
 TRANSFORMERS = ("gpt2", "llama", "t5", "bert")
 WORKLOADS = REAL + (TINY,) + TRANSFORMERS
 BACKWARD = ("traced", "graph-break")
-IMPLS = ("eager", "lazygen-torchscript", "lazygen-inductor", "inductor")
+IMPLS = ("eager", "lazygen-torchscript", "lazygen-inductor", "inductor", "inductor-eager-random")
+SAME_CONTRACT = "inductor-eager-random"
 WARMUP = 5  # steps left out of the steady median (first captures, optimizer state)
 
 
@@ -137,7 +145,8 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
         steps = max(steps, TINY_STEPS)
     if impl.startswith("lazygen-"):
         step = torch.compile(step, backend="lazygen", options={"backend": impl[8:]})
-    elif impl == "inductor":
+    elif impl in ("inductor", SAME_CONTRACT):
+        torch._inductor.config.fallback_random = impl == SAME_CONTRACT
         step = torch.compile(step)
     elif impl != "eager":
         raise SystemExit(f"unknown implementation {impl!r}: choose from {', '.join(IMPLS)}")
@@ -247,10 +256,13 @@ def main() -> None:
         f"{'kept' if args.warm_cache else 'empty in each process'}; backward "
         f"{args.backward}\n"
     )
+    same = SAME_CONTRACT in impls  # one more steady-step column, and its mean
+    extra = (" vs inductor-eager-random |", "---:|") if same else ("", "")
     print(
-        "| workload | impl | first step | vs inductor | steady | vs eager | vs inductor | notes |"
+        "| workload | impl | first step | vs inductor | steady | vs eager | vs inductor |"
+        f"{extra[0]} notes |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print(f"|---|---|---:|---:|---:|---:|---:|{extra[1]}---|")
     table: dict[str, dict[str, dict]] = {}
     for workload in args.workloads.split(","):
         results = {
@@ -262,6 +274,7 @@ def main() -> None:
         table[workload] = {k: v for k, v in results.items() if v is not None}
         eager = (results.get("eager") or {}).get("steady_ms")
         inductor = results.get("inductor") or {}
+        contract = (results.get(SAME_CONTRACT) or {}).get("steady_ms")
         for impl, r in results.items():
             if r is None:
                 continue
@@ -271,11 +284,12 @@ def main() -> None:
                     f"{r['captures']} captures, {r['graph_runs_per_step']:.0f} graphs/step, "
                     f"{r['eager_graphs']} eager graphs"
                 )
+            column = f" {_ratio(r['steady_ms'], contract)} |" if same else ""
             print(
                 f"| {workload} | {impl} | {r['first_s']:.2f} s "
                 f"| {_ratio(r['first_s'], inductor.get('first_s'))} "
                 f"| {r['steady_ms']:.2f} ms | {_ratio(r['steady_ms'], eager)} "
-                f"| {_ratio(r['steady_ms'], inductor.get('steady_ms'))} | {notes} |",
+                f"| {_ratio(r['steady_ms'], inductor.get('steady_ms'))} |{column} {notes} |",
                 flush=True,
             )
     complete = [w for w, r in table.items() if all(i in r for i in impls)]
@@ -286,6 +300,7 @@ def main() -> None:
             ("inductor", "first_s", "first step vs inductor"),
             ("eager", "steady_ms", "steady vs eager"),
             ("inductor", "steady_ms", "steady vs inductor"),
+            (SAME_CONTRACT, "steady_ms", f"steady vs {SAME_CONTRACT}"),
         ):
             if anchor in impls and impl != anchor:
                 mean = _geomean([table[w][impl][key] / table[w][anchor][key] for w in complete])

@@ -75,3 +75,21 @@ def test_gpt2s_traced_step_trains(bench):
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["eager_graphs"] == 0
+
+
+def test_the_same_contract_anchor_gets_its_column_and_mean(bench, monkeypatch, capsys):
+    """``inductor-eager-random`` (Inductor drawing eager's random numbers, lazygen's
+    contract) is a steady-step anchor of its own: a column of ratios and a geometric
+    mean, from the rows measured in the same run."""
+    steady = {"lazygen-inductor": 1.0, "inductor": 0.8, "inductor-eager-random": 1.25}
+    monkeypatch.setattr(
+        bench, "_child", lambda w, impl, *rest: {"first_s": 2.0, "steady_ms": steady[impl]}
+    )
+    impls = ",".join(steady)
+    monkeypatch.setattr(sys, "argv", ["compile_backend", "--workloads", "gpt2", "--impls", impls])
+    bench.main()
+    out = capsys.readouterr().out
+    assert "| vs inductor | vs inductor-eager-random | notes |" in out
+    assert "| gpt2 | lazygen-inductor | 2.00 s | 1.00x | 1.00 ms | - | 1.25x | 0.80x |" in out
+    assert "lazygen-inductor: first step vs inductor 1.00x, steady vs inductor 1.25x, " in out
+    assert "steady vs inductor-eager-random 0.80x" in out
