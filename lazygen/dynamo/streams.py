@@ -25,18 +25,27 @@ from lazygen.runtime import devices
 
 #: Each lazy device index's one stream, as torch answered it the first time.
 _streams: dict[int, torch.Stream] = {}
+#: The same streams by the ``torch.device`` Dynamo's bytecode asks with (an explicit index:
+#: ``torch.device('lazygen', 0)``), so a call is one dict look-up (~0.3 us against ~1.4 us
+#: through the device checks, per compiled frame and call).
+_by_device: dict[torch.device, torch.Stream] = {}
 _torch_lookup: list[Callable[[torch.device], torch.Stream]] = []  # Dynamo's own, once installed
 
 
 def current_stream(device: torch.device) -> torch.Stream:
     """What ``torch.accelerator.current_stream(device)`` answers, from a per-index cache for
     the lazy device."""
+    stream = _by_device.get(device)
+    if stream is not None:
+        return stream
     if not devices.is_lazy_device(device):
         return _torch_lookup[0](device)
     index = devices.current_index() if device.index is None else device.index
     stream = _streams.get(index)
     if stream is None:
         stream = _streams[index] = _torch_lookup[0](device)
+    if device.index is not None:  # without one, the answer follows the current index
+        _by_device[device] = stream
     return stream
 
 

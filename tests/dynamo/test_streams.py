@@ -67,3 +67,15 @@ def test_a_compiled_function_reading_the_current_stream_sees_eagers():
     out, stream = which(x)
     assert stream == torch.accelerator.current_stream()
     assert torch.equal(out.cpu(), torch.full((2,), 2.0))
+
+
+def test_only_explicit_indices_are_cached_by_device():
+    """Dynamo's bytecode asks with an explicit index; a device without one follows the
+    current index, so its answer is never kept under that device."""
+    _compiled_add()(torch.ones(2))
+    name = lr.device_name()
+    assert (
+        streams.current_stream(torch.device(name, 0)) is streams._by_device[torch.device(name, 0)]
+    )
+    streams.current_stream(torch.device(name))
+    assert torch.device(name) not in streams._by_device
