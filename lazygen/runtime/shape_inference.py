@@ -37,6 +37,8 @@ def shape_key(arg, value_dependent: bool = False):
         return ("tensor", arg.device.type, arg.dtype, tuple(arg.shape))
     if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return (type(arg), str(arg))
+    if isinstance(arg, torch.Generator):  # draws no shape; a key must not keep it alive
+        return torch.Generator
     return arg
 
 
@@ -50,6 +52,12 @@ def cached_shapes(key: tuple, op, args, kwargs, compute_fn=None) -> tuple[Shape,
 
 
 def _to_meta(arg):
+    """A meta kernel's argument for ``arg``: tensors and the lazy device become meta ones,
+    and a generator None. No shape depends on a generator, and the meta kernels of several
+    random ops (``exponential``, ``cauchy``, ``log_normal``, ``geometric``: torch's
+    reference implementations) refuse one with an internal ``AssertionError``."""
+    if isinstance(arg, torch.Generator):
+        return None
     if isinstance(arg, torch.Tensor):
         return torch.empty(arg.shape, dtype=arg.dtype, device=_META)
     if type(arg) in (list, tuple):

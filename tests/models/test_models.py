@@ -3,7 +3,8 @@ models built from small configurations (random weights, nothing downloaded) trai
 AdamW steps, dropout on, on the lazy device and under
 ``torch.compile(step, backend="lazygen")`` (the whole step, AdamW's included: no graph may
 run eagerly), against eager; two of them also in a training script's loop (gradient
-checkpointing and clipping, then greedy ``generate``, whose tokens must be eager's).
+checkpointing and clipping, then greedy and seeded sampling ``generate``, whose tokens
+must be eager's).
 
 Each run is a subprocess (``tests/models/worker.py``): a crash of the interpreter fails the
 test naming the model, its signal and the end of its stderr.
@@ -101,6 +102,8 @@ def test_model_trains_as_eager(name: str, mode: str) -> None:
     )
     generated = diff["state"].pop("generated", 0.0)  # greedy decoding's tokens
     assert generated == 0, f"{name} ({mode}): generate() picked other tokens than eager"
+    sampled = diff["state"].pop("sampled", 0.0)  # seeded sampling's tokens
+    assert sampled == 0, f"{name} ({mode}): generate(do_sample=True) drew other tokens"
     off = {
         tensor: (d, sensitivity["state"][tensor])
         for tensor, d in diff["state"].items()

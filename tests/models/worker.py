@@ -6,7 +6,7 @@ MODE is ``lazy`` (the model on the lazy device, ``mark_step`` after each optimiz
 ``compile`` (the whole training step, optimizer included, under
 ``torch.compile(step, backend="lazygen")`` on CPU tensors) or ``loop`` (the
 lazy device in a training script's loop: gradient checkpointing, gradient clipping, then
-greedy ``generate``; language models only). The tests run this
+greedy and seeded sampling ``generate``; language models only). The tests run this
 in a subprocess, so that a crash of the interpreter is a failure naming the model.
 
 Two eager references train from the same batches: one from the same initial weights, the
@@ -47,7 +47,8 @@ def train(model, batches, device, *, compiled=False, after_step=None, loop=False
     the lazy device too). Returns the losses (read every step, as a training loop prints
     them), the final parameters and buffers (CPU, float64) and each step's seconds.
     ``loop``: as training scripts do, with gradient checkpointing and gradient clipping,
-    then greedy decoding (its tokens are returned as the state's ``generated``)."""
+    then greedy decoding and seeded sampling (their tokens are returned as the state's
+    ``generated`` and ``sampled``)."""
     model = model.to(device)
     model.train()
     if loop:
@@ -80,7 +81,12 @@ def train(model, batches, device, *, compiled=False, after_step=None, loop=False
         prompt = batches[0]["input_ids"][:1, :4].to(device)
         with torch.no_grad():
             tokens = model.generate(prompt, max_new_tokens=6, do_sample=False, pad_token_id=0)
+            torch.manual_seed(5)  # sampling draws eager's numbers on the lazy device too
+            sampled = model.generate(
+                prompt, max_new_tokens=6, do_sample=True, top_k=20, top_p=0.9, pad_token_id=0
+            )
         state["generated"] = tokens.cpu().double()
+        state["sampled"] = sampled.cpu().double()
     return losses, state, times
 
 

@@ -266,6 +266,157 @@ def _hubert():
     return HubertForSequenceClassification(config)
 
 
+def _gemma2():
+    """Sliding-window attention alternating with global layers, logits soft-capped by
+    ``tanh``, RMSNorm around both sublayers; ``generate`` keeps a hybrid cache."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    config = Gemma2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        query_pre_attn_scalar=8,
+        sliding_window=4,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    return Gemma2ForCausalLM(config)
+
+
+def _bloom():
+    """ALiBi: attention biased by per-head slopes times key positions (``baddbmm``) instead
+    of position embeddings; a LayerNorm after the embeddings."""
+    from transformers import BloomConfig, BloomForCausalLM
+
+    config = BloomConfig(vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4, pad_token_id=0)
+    return BloomForCausalLM(config)
+
+
+def _mamba2():
+    """Mamba-2's state-space duality: the chunked scan of transformers' reference path
+    (segment sums by ``cumsum``, ``exp`` of masked differences, per-chunk states), grouped
+    RMSNorm gated by the input, multi-head states."""
+    from transformers import Mamba2Config, Mamba2ForCausalLM
+
+    config = Mamba2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_heads=4,
+        head_dim=16,
+        state_size=4,
+        expand=2,
+        n_groups=1,
+        num_hidden_layers=2,
+        chunk_size=4,
+        pad_token_id=0,
+    )
+    return Mamba2ForCausalLM(config)
+
+
+def _whisper():
+    """Speech to text: two ``conv1d`` over log-mel features into an encoder with
+    sinusoidal positions, a decoder cross-attending to it."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    config = WhisperConfig(
+        vocab_size=VOCAB,
+        num_mel_bins=8,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_source_positions=8,
+        max_target_positions=16,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+    )
+    return WhisperForConditionalGeneration(config)
+
+
+def _speech_batch(generator):
+    """Log-mel features (the encoder's convolutions halve 16 frames to its 8 positions)."""
+    return {
+        "input_features": torch.randn(BATCH, 8, 16, generator=generator),
+        "labels": _tokens(generator, (BATCH, SEQ - 2)),
+    }
+
+
+class _Contrastive(torch.nn.Module):
+    """A two-tower model called with ``return_loss=True`` (a flag, not a tensor input)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, **inputs):
+        return self.model(**inputs, return_loss=True)
+
+
+def _clip():
+    """Contrastive image-text pretraining: a text and a vision transformer, normalised
+    embeddings, a learned temperature (``logit_scale.exp()``), cross-entropy both ways."""
+    from transformers import CLIPConfig, CLIPModel
+
+    tower = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+    config = CLIPConfig(
+        text_config=dict(vocab_size=VOCAB, max_position_embeddings=32, **tower),
+        vision_config=dict(image_size=16, patch_size=4, **tower),
+        projection_dim=16,
+    )
+    return _Contrastive(CLIPModel(config))
+
+
+def _image_text_batch(generator):
+    return {
+        "input_ids": _tokens(generator),
+        "pixel_values": torch.randn(BATCH, 3, 16, 16, generator=generator),
+    }
+
+
+def _time_series():
+    """Probabilistic forecasting: lagged values and time features, a mean scaler, and the
+    negative log-likelihood of a Student's t distribution (``lgamma``, ``softplus``)."""
+    from transformers import TimeSeriesTransformerConfig, TimeSeriesTransformerForPrediction
+
+    config = TimeSeriesTransformerConfig(
+        prediction_length=4,
+        context_length=12,
+        lags_sequence=[1, 2, 3],
+        num_time_features=1,
+        distribution_output="student_t",
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+    )
+    return TimeSeriesTransformerForPrediction(config)
+
+
+def _forecast_batch(generator, context=12, lags=3, horizon=4):
+    past = context + lags
+    return {
+        "past_values": torch.randn(BATCH, past, generator=generator),
+        "past_time_features": torch.randn(BATCH, past, 1, generator=generator),
+        "past_observed_mask": torch.ones(BATCH, past),
+        "future_values": torch.randn(BATCH, horizon, generator=generator),
+        "future_time_features": torch.randn(BATCH, horizon, 1, generator=generator),
+    }
+
+
 class _Denoiser(torch.nn.Module):
     """A diffusers model trained as diffusion models are: the mean squared error of its
     prediction (``.sample``) to a target, returned as ``.loss`` like the zoo's other models."""
@@ -462,6 +613,14 @@ MODELS: dict[str, ModelSpec] = {
     "deberta_v2": ModelSpec("transformers", _deberta_v2, _masked_lm_batch, host_reads=_MASK_READS),
     "mamba": ModelSpec("transformers", _mamba, _causal_lm_batch),
     "hubert": ModelSpec("transformers", _hubert, _audio_batch),
+    "gemma2": ModelSpec("transformers", _gemma2, _causal_lm_batch, loop=True),
+    "bloom": ModelSpec("transformers", _bloom, _causal_lm_batch, loop=True),
+    "mamba2": ModelSpec("transformers", _mamba2, _causal_lm_batch, loop=True),
+    "whisper": ModelSpec("transformers", _whisper, _speech_batch),
+    "clip": ModelSpec("transformers", _clip, _image_text_batch),
+    # torch.distributions validates the Student's t arguments and the target on the host
+    # (``constraint.check(...).all()``: one read each, as on any device)
+    "time_series": ModelSpec("transformers", _time_series, _forecast_batch, host_reads=_MASK_READS),
     # diffusers: random weights from small configurations, trained on the MSE to a target
     "unet2d_condition": ModelSpec("diffusers", _unet2d_condition, _denoising_batch),
     "autoencoder_kl": ModelSpec("diffusers", _VariationalAutoencoder, _autoencoder_batch),

@@ -171,3 +171,24 @@ def test_reduced_precision_norm_backward_in_a_later_graph(make, dtype):
 
     for got, want in zip(grads("lazygen"), grads("cpu"), strict=True):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize(
+    "op, args",
+    [
+        (torch.ops.aten.exponential.default, (2.0,)),
+        (torch.ops.aten.cauchy.default, ()),
+        (torch.ops.aten.log_normal.default, ()),
+        (torch.ops.aten.geometric.default, (0.3,)),
+    ],
+)
+def test_random_ops_given_a_generator_draw_eagers_numbers(op, args):
+    """The meta kernels of these ops (torch's reference implementations) refuse any
+    generator with an internal AssertionError; shapes never depend on one, so shape
+    inference gives them None. (``multinomial`` draws through ``exponential`` with the
+    caller's generator.)"""
+    results = []
+    for device in ("cpu", lr.device()):
+        generator = torch.Generator().manual_seed(4)
+        results.append(op(torch.ones(2, 5, device=device), *args, generator=generator).cpu())
+    assert torch.equal(results[1], results[0])

@@ -2,7 +2,8 @@
 op list: the device-level copies (``_to_copy``, ``_copy_from``, factories, conj/neg views),
 scaled dot-product attention, the recurrent layers (LSTM, GRU and their fused cells),
 ``GradScaler``'s unscale and scale update (``grad_scaling``), torch.optim's ``fused=True``
-steps (``fused_optimizers``: Adam, AdamW, SGD, Adagrad as lazy ops), and the running
+steps (``fused_optimizers``: Adam, AdamW, SGD, Adagrad as lazy ops), ``multinomial``
+(eager's draws as lazy ops: sampling ``generate`` stays in the graph), and the running
 statistics' update around any backend's ``native_batch_norm`` kernel (``batch_norm``).
 
 They sit beside the backend-neutral core, not in it: the core (IR, executor, dispatch)
@@ -24,18 +25,24 @@ from .fused_optimizers import FUSED_OPTIMIZER_AUTOGRAD_KERNELS
 from .grad_scaling import GRAD_SCALING_KERNELS
 from .gru import GRU_AUTOGRAD_KERNELS
 from .lstm import LSTM_AUTOGRAD_KERNELS
+from .multinomial import MULTINOMIAL_KERNELS
 
 __all__ = ["kernel_tables"]
 
 
 @functools.cache
 def kernel_tables() -> KernelTables:
-    """The kernels of this package: ``DEVICE_KERNELS``, attention's and GradScaler's below
-    functionalization; attention's, the recurrent layers' and the fused optimizer steps' at
-    the autograd key; and the wrappers of ops whose kernels any backend brings
+    """The kernels of this package: ``DEVICE_KERNELS``, attention's, GradScaler's and
+    ``multinomial`` below functionalization; attention's, the recurrent layers' and the
+    fused optimizer steps' at the autograd key; and the wrappers of ops whose kernels any backend brings
     (``batch_norm``)."""
     return KernelTables(
-        kernels={**DEVICE_KERNELS, **ATTENTION_KERNELS, **GRAD_SCALING_KERNELS},
+        kernels={
+            **DEVICE_KERNELS,
+            **ATTENTION_KERNELS,
+            **GRAD_SCALING_KERNELS,
+            **MULTINOMIAL_KERNELS,
+        },
         autograd_kernels={
             **ATTENTION_AUTOGRAD_KERNELS,
             **LSTM_AUTOGRAD_KERNELS,

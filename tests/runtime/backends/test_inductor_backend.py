@@ -220,6 +220,21 @@ def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monke
     assert fresh_metrics.counter_value("InductorFixedScalar")
 
 
+def test_a_scalar_a_lowering_hands_to_a_fallback_kernel_is_compiled_in(
+    fresh_metrics, monkeypatch, tmp_path
+):
+    """Inductor lowers ``scatter.value`` to ATen's kernel, and the FX node of that call
+    cannot take the scalar input's unbacked symbol (Inductor raised "argument of type:
+    <class 'sympy.core.symbol.Symbol'>"): that scalar is compiled in like the others
+    (sampling loops mask drawn tokens so: ``logits.scatter(1, token, -inf)``)."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    logits, token = torch.randn(2, 5), torch.tensor([[1], [3]])
+    got = logits.to(INDUCTOR).scatter(1, token.to(INDUCTOR), -1.0)
+    lr.mark_step()
+    torch.testing.assert_close(got.cpu(), logits.scatter(1, token, -1.0))
+    assert fresh_metrics.counter_value("InductorFixedScalar")
+
+
 def test_fake_tensor_meta_failures_are_not_logged_while_lazygen_compiles(caplog):
     """A failed meta kernel during lazygen's compile is handled (scalars fixed, compiled
     again) or reported by lazygen; fake-tensor's ERROR traceback of it is not printed

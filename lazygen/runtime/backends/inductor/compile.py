@@ -426,9 +426,16 @@ def _remember_fixed(key: str, fixed: tuple[int, ...]) -> None:
         os.replace(temporary, _fixed_path())
 
 
-#: How Inductor refuses a scalar input whose value it needs: a data-dependent guard, or a
-#: lowering converting the unbacked symbol to a number (``constant_pad_nd``'s pad value).
-_NEEDS_VALUE = ("data-dependent", "DataDependent", "Cannot convert symbols to int")
+#: How Inductor refuses a scalar input whose value it needs: a data-dependent guard, a
+#: lowering converting the unbacked symbol to a number (``constant_pad_nd``'s pad value), or
+#: one handing it on to an ATen fallback kernel, whose FX node cannot hold a sympy symbol
+#: (``scatter.value``'s value: "argument of type: <class 'sympy.core.symbol.Symbol'>").
+_NEEDS_VALUE = (
+    "data-dependent",
+    "DataDependent",
+    "Cannot convert symbols to int",
+    "argument of type: <class 'sympy.",
+)
 
 
 def _is_data_dependent(error: BaseException) -> bool:
