@@ -295,6 +295,30 @@ def _switch():
     return SwitchTransformersForConditionalGeneration(config)
 
 
+def _reformer():
+    """Reversible residual layers (the backward recomputes each layer's input from its output,
+    re-seeding dropout with ``torch.seed()``), local and LSH attention (random rotations,
+    ``argsort`` of hash buckets), its input padded to ``np.lcm`` of the chunk lengths."""
+    from transformers import ReformerConfig, ReformerModelWithLMHead
+
+    config = ReformerConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_attention_heads=2,
+        attention_head_size=16,
+        feed_forward_size=64,
+        attn_layers=["local", "lsh"],
+        axial_pos_embds=False,
+        max_position_embeddings=SEQ,
+        local_attn_chunk_length=4,
+        lsh_attn_chunk_length=4,
+        num_buckets=2,
+        num_hashes=1,
+        is_decoder=True,
+    )
+    return ReformerModelWithLMHead(config)
+
+
 class _Denoiser(torch.nn.Module):
     """A diffusers model trained as diffusion models are: the mean squared error of its
     prediction (``.sample``) to a target, returned as ``.loss`` like the zoo's other models."""
@@ -490,6 +514,8 @@ MODELS: dict[str, ModelSpec] = {
     "swin": ModelSpec("transformers", _swin, _image_batch),
     "deberta_v2": ModelSpec("transformers", _deberta_v2, _masked_lm_batch, host_reads=_MASK_READS),
     "mamba": ModelSpec("transformers", _mamba, _causal_lm_batch),
+    # transformers warns about padding without an attention mask: ``pad_token_id in ids``
+    "reformer": ModelSpec("transformers", _reformer, _causal_lm_batch, host_reads=_MASK_READS),
     "switch_transformers": ModelSpec(
         "transformers",
         _switch,
