@@ -32,8 +32,9 @@ DEFAULT_MESSAGE = "Expected Tensor with single nonzero value, but got zero"
 
 def trace(target, args, kwargs) -> tuple[torch.Tensor | None, str, object]:
     """``(condition, message, what the op returns)`` for an assertion traced on lazy
-    tensors: the condition as a 0-d bool tensor, true where eager's is nonzero (built lazily, not read), or None when
-    the op must run as it is (a condition that is not one element raises eager's error)."""
+    tensors: the condition as a 0-d bool tensor, true where eager's is nonzero (built, not
+    read), or None when the op must run as it is (a condition that is not one element
+    raises eager's error; the capture also runs one on a host constant as it is)."""
     cond = args[0]
     message = args[1] if len(args) > 1 else kwargs.get("assert_msg", DEFAULT_MESSAGE)
     # the functional form hands its dependency token on (nothing reads its value)

@@ -196,7 +196,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
             return self._on_host(target, args, kwargs)
         if target in asserts.ASSERT_OPS:
             cond, message, returned = asserts.trace(target, args, kwargs)
-            if cond is not None:  # a graph result the replay checks (``asserts.check``)
+            if _is_lazy(cond):  # a graph result the replay checks (``asserts.check``)
                 self.asserts.append((cond, message))
                 return returned
         order = self._memory_order
