@@ -172,6 +172,7 @@ __all__ = [
     "FrexpTensor",
     "FullLike",
     "Gather",
+    "Gcd",
     "GeScalar",
     "GeTensor",
     "Gelu",
@@ -218,6 +219,7 @@ __all__ = [
     "Isneginf",
     "Isposinf",
     "Kthvalue",
+    "Lcm",
     "LeScalar",
     "LeTensor",
     "LeakyRelu",
@@ -343,6 +345,7 @@ __all__ = [
     "ReflectionPad3dBackward",
     "Relu",
     "RemainderScalar",
+    "RemainderScalarTensor",
     "RemainderTensor",
     "Renorm",
     "Repeat",
@@ -3529,6 +3532,19 @@ class Gather(Node):
         )
 
 
+class Gcd(Node):
+    """aten::gcd: gcd(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::gcd"
+    op_name = "gcd"
+    schema = "gcd(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::gcd", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
+
+
 class GeScalar(Node):
     """aten::ge: ge.Scalar(Tensor self, Scalar other) -> Tensor"""
 
@@ -4331,6 +4347,19 @@ class Kthvalue(Node):
             {},
             2,
         )
+
+
+class Lcm(Node):
+    """aten::lcm: lcm(Tensor self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::lcm"
+    op_name = "lcm"
+    schema = "lcm(Tensor self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call("aten::lcm", [ctx.tensor(self_), ctx.tensor(other)], {}, 1)
 
 
 class LeScalar(Node):
@@ -6501,6 +6530,21 @@ class RemainderScalar(Node):
     def lower(self, ctx):
         self_, other = self.operands
         return ctx.call("aten::remainder.Scalar", [ctx.tensor(self_), ctx.scalar(other)], {}, 1)
+
+
+class RemainderScalarTensor(Node):
+    """aten::remainder: remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor"""
+
+    __slots__ = ()
+    op_kind = "aten::remainder"
+    op_name = "remainder.Scalar_Tensor"
+    schema = "remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor"
+
+    def lower(self, ctx):
+        self_, other = self.operands
+        return ctx.call(
+            "aten::remainder.Scalar_Tensor", [ctx.scalar(self_), ctx.tensor(other)], {}, 1
+        )
 
 
 class RemainderTensor(Node):

@@ -4675,6 +4675,30 @@ def gather(self, dim, index, *, sparse_grad=False):
     return rt.wrap(node, device)
 
 
+GCD_OP = rt.TracedOp("lazy::gcd", aten.gcd.default, ir.Gcd)
+
+
+def gcd(self, other):
+    if type(self) is LazyTensor and type(other) is LazyTensor:
+        device = self._device
+        return rt.trace(
+            GCD_OP,
+            (GCD_OP, self._shape, other._shape),
+            (self, other),
+            {},
+            (self._value, other._value),
+            (),
+            device,
+        )
+    rt.count("lazy::gcd")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.gcd.default, (self, other), {})
+    node = rt.make_node(ir.Gcd, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
 GE_SCALAR_OP = rt.TracedOp("lazy::ge.Scalar", aten.ge.Scalar, ir.GeScalar)
 
 
@@ -5869,6 +5893,30 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     shapes = rt.infer_shapes(aten.kthvalue.default, (self, k, dim, keepdim), {})
     node = rt.make_node(ir.Kthvalue, operands, attrs, shapes)
     return rt.wrap_tuple(node, device)
+
+
+LCM_OP = rt.TracedOp("lazy::lcm", aten.lcm.default, ir.Lcm)
+
+
+def lcm(self, other):
+    if type(self) is LazyTensor and type(other) is LazyTensor:
+        device = self._device
+        return rt.trace(
+            LCM_OP,
+            (LCM_OP, self._shape, other._shape),
+            (self, other),
+            {},
+            (self._value, other._value),
+            (),
+            device,
+        )
+    rt.count("lazy::lcm")
+    device = rt.device_of(self, other)
+    operands = (rt.tensor(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.lcm.default, (self, other), {})
+    node = rt.make_node(ir.Lcm, operands, attrs, shapes)
+    return rt.wrap(node, device)
 
 
 LE_SCALAR_OP = rt.TracedOp("lazy::le.Scalar", aten.le.Scalar, ir.LeScalar)
@@ -8802,6 +8850,32 @@ def remainder_scalar(self, other):
     attrs = ()
     shapes = rt.infer_shapes(aten.remainder.Scalar, (self, other), {})
     node = rt.make_node(ir.RemainderScalar, operands, attrs, shapes)
+    return rt.wrap(node, device)
+
+
+REMAINDER_SCALAR_TENSOR_OP = rt.TracedOp(
+    "lazy::remainder.Scalar_Tensor", aten.remainder.Scalar_Tensor, ir.RemainderScalarTensor
+)
+
+
+def remainder_scalar_tensor(self, other):
+    if type(other) is LazyTensor:
+        device = other._device
+        return rt.trace(
+            REMAINDER_SCALAR_TENSOR_OP,
+            (REMAINDER_SCALAR_TENSOR_OP, rt.shape_key(self), other._shape),
+            (self, other),
+            {},
+            (rt.scalar(self, device), other._value),
+            (),
+            device,
+        )
+    rt.count("lazy::remainder.Scalar_Tensor")
+    device = rt.device_of(other)
+    operands = (rt.scalar(self, device), rt.tensor(other, device))
+    attrs = ()
+    shapes = rt.infer_shapes(aten.remainder.Scalar_Tensor, (self, other), {})
+    node = rt.make_node(ir.RemainderScalarTensor, operands, attrs, shapes)
     return rt.wrap(node, device)
 
 

@@ -34,6 +34,8 @@ from lazygen.runtime.lowering_context import MAY_ALIAS_OPS
 from lazygen.runtime.state import settings
 from lazygen.runtime.tensor import fixed_scalars, from_data, inner, to_functional
 
+from . import asserts
+
 # How a graph input is fed at replay (``Capture.feeds`` entries are ``(kind, payload)``).
 ARG = 0  # payload: index of the FX graph argument
 FIXED = 1  # payload: a tensor fixed at capture (a scalar constant, a module constant)
@@ -63,6 +65,8 @@ class Capture:
     # (``copy_`` of aot_autograd's kept inference mutations, an optimizer's ``add_``), with
     # the result holding each one's new value, written back into the argument at replay
     mutations: list = field(default_factory=list)
+    # (compiled graph result index, message): tensor assertions, checked at each replay
+    asserts: list = field(default_factory=list)
 
     def release_arguments(self) -> None:
         """Drop the first call's argument data (replays are fed their own). Not before the
@@ -146,6 +150,7 @@ class _LazyInterpreter(torch.fx.Interpreter):
         self.suspects: dict[str, str] = {}  # FX node name -> its target
         self.seen: set = set()
         self.generators: list = []
+        self.asserts: list = []  # (lazy 0-d bool condition, message), in trace order
         self._memory_order: list[int] | None = None
         self._storage: tuple | None = None  # eager's layout of a storage-reading op's input
         self._source: str | None = None  # the user's line of the FX node being run
@@ -189,6 +194,11 @@ class _LazyInterpreter(torch.fx.Interpreter):
             return substitute(*args, **kwargs)
         if target in RNG_STATE_OPS:
             return self._on_host(target, args, kwargs)
+        if target in asserts.ASSERT_OPS:
+            cond, message, returned = asserts.trace(target, args, kwargs)
+            if _is_lazy(cond):  # a graph result the replay checks (``asserts.check``)
+                self.asserts.append((cond, message))
+                return returned
         order = self._memory_order
         if order is not None:
             return _in_memory_order(target, args, kwargs, order)
@@ -458,6 +468,8 @@ def capture(
             result.results.append((CONSTANT, value.node.data))
         else:
             result.results.append((RESULT, values.setdefault(value, len(values))))
+    for cond, message in interpreter.asserts:
+        result.asserts.append((values.setdefault(inner(cond)._value, len(values)), message))
     node_of = {i: node for node, i in arg_of.items()}
     in_graph = _written_in_graph(mutated, writable, node_of, list(values))
     writes = []

@@ -26,7 +26,7 @@ from lazygen.runtime.kernel_support import default_generator
 from lazygen.runtime.state import log, settings
 from lazygen.runtime.tensor import from_data, inner, to_functional
 
-from . import partition
+from . import asserts, partition
 from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, Capture, capture, host_type_of
 
 #: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
@@ -95,6 +95,7 @@ class Replay:
         "flat",
         "container",
         "mutations",
+        "asserts",
     )
 
     def __init__(
@@ -134,6 +135,7 @@ class Replay:
         self.container = _flat_container(cap.spec)
         self.flat = _flat_type(cap, self.container)
         self.mutations = cap.mutations
+        self.asserts = cap.asserts
 
     def __call__(self, args: list):
         metrics.count("DynamoGraphRun")
@@ -157,6 +159,8 @@ class Replay:
             results = executor.run(self.device, self.run, self.order, inputs)
         if not self.checked:
             self._check(results, inputs)
+        if self.asserts:  # before any result or write-back reaches the caller
+            asserts.check(results, self.asserts)
         for i in self.clones:
             results[i] = results[i].clone()
         if self.mutations:
@@ -237,11 +241,15 @@ def _flat_container(spec):
 
 def _flat_type(cap: Capture, container):
     """``container`` when, moreover, the outputs are exactly the compiled graph's results,
-    in order, and nothing is written back: the replay then returns the results as they
+    in order, and nothing is written back or checked: the replay then returns the results as they
     are. None otherwise."""
     if container is None:
         return None
-    if cap.mutations or cap.results != [(RESULT, i) for i in range(len(cap.results))]:
+    if (
+        cap.mutations
+        or cap.asserts
+        or cap.results != [(RESULT, i) for i in range(len(cap.results))]
+    ):
         return None
     return container
 

@@ -521,3 +521,19 @@ def test_flat_outputs_with_arguments_passed_through_are_rebuilt_in_order():
         _close(list(got), [y * 2, x, x + 1])
     (replay,) = graph.entries.values()
     assert replay.container is tuple and replay.flat is None
+
+
+def test_numpy_integer_arithmetic_traced_by_dynamo_runs_lazily():
+    """Dynamo traces numpy calls on Python ints as tensor ops: Reformer pads its input to
+    ``np.lcm`` of two chunk lengths and takes the length ``%`` it (``lcm``,
+    ``remainder.Scalar_Tensor``), which ran as eager segments until the op list had them."""
+    import numpy as np
+
+    def pad_length(x):
+        multiple = np.lcm(4, 6)
+        return x.sum() + (x.shape[-1] % multiple) + np.gcd(8, 12)
+
+    assert torch.compile(pad_length, backend="lazygen")(torch.ones(2, 10)) == 34
+    fallbacks = [k for k in lr.metrics.counters() if k.startswith("aten::")]
+    assert not fallbacks, fallbacks
+    assert count("DynamoEagerSegment") == 0

@@ -122,8 +122,9 @@ def test_model_trains_as_eager(name: str, mode: str) -> None:
         expected = spec.graphs_sized_by_data if mode == "lazy" else 0
         assert recompiled <= expected, f"{name}: compiles after each step {compiles}"
     else:
-        captures = result["captures"]
-        assert captures[-1] == captures[-2], f"{name}: captures after each step {captures}"
+        captures = result["captures"]  # cumulative, per step
+        recaptured = captures[-1] - captures[-2]
+        assert recaptured <= spec.captures_sized_by_data, f"{name}: captures {captures}"
         report = result["dynamo_report"]
         assert counters.get("DynamoEagerGraph", 0) == 0, f"{name}: graphs run eagerly\n{report}"
         eager = [n for n in _eager_segments(report) if not n.startswith(spec.eager_segments)]

@@ -40,6 +40,9 @@ class ModelSpec:
     # Each is compiled again whenever those counts change, as on any device that compiles
     # graphs for their sizes; every other graph must be cached after warm-up.
     graphs_sized_by_data: int = 0
+    # Under torch.compile: the same for a dimension Dynamo made dynamic because the data
+    # sizes it (the tokens an expert receives): lazygen captures such a graph once per size.
+    captures_sized_by_data: int = 0
     # mode -> (words of the exception it raises today, why): that exception is an xfail,
     # anything else (a crash, another error, success) fails the test
     known_failures: dict = field(default_factory=dict)
@@ -417,6 +420,56 @@ def _forecast_batch(generator, context=12, lags=3, horizon=4):
     }
 
 
+def _switch():
+    """A mixture of experts routed top-1 (``F.one_hot`` of the chosen expert, whose class
+    checks are tensor assertions), with the router's jitter noise (``uniform_``) and an
+    expert capacity (``cumsum`` of the one-hot routes)."""
+    from transformers import SwitchTransformersConfig, SwitchTransformersForConditionalGeneration
+
+    config = SwitchTransformersConfig(
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        expert_capacity=8,
+        num_layers=1,
+        num_sparse_encoder_layers=1,
+        num_decoder_layers=1,
+        num_sparse_decoder_layers=1,
+        num_heads=4,
+        num_experts=4,
+        relative_attention_num_buckets=8,
+        router_jitter_noise=0.01,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+    )
+    return SwitchTransformersForConditionalGeneration(config)
+
+
+def _reformer():
+    """Reversible residual layers (the backward recomputes each layer's input from its output,
+    re-seeding dropout with ``torch.seed()``), local and LSH attention (random rotations,
+    ``argsort`` of hash buckets), its input padded to ``np.lcm`` of the chunk lengths."""
+    from transformers import ReformerConfig, ReformerModelWithLMHead
+
+    config = ReformerConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_attention_heads=2,
+        attention_head_size=16,
+        feed_forward_size=64,
+        attn_layers=["local", "lsh"],
+        axial_pos_embds=False,
+        max_position_embeddings=SEQ,
+        local_attn_chunk_length=4,
+        lsh_attn_chunk_length=4,
+        num_buckets=2,
+        num_hashes=1,
+        is_decoder=True,
+    )
+    return ReformerModelWithLMHead(config)
+
+
 class _Denoiser(torch.nn.Module):
     """A diffusers model trained as diffusion models are: the mean squared error of its
     prediction (``.sample``) to a target, returned as ``.loss`` like the zoo's other models."""
@@ -612,6 +665,19 @@ MODELS: dict[str, ModelSpec] = {
     "swin": ModelSpec("transformers", _swin, _image_batch),
     "deberta_v2": ModelSpec("transformers", _deberta_v2, _masked_lm_batch, host_reads=_MASK_READS),
     "mamba": ModelSpec("transformers", _mamba, _causal_lm_batch),
+    # transformers warns about padding without an attention mask: ``pad_token_id in ids``
+    "reformer": ModelSpec("transformers", _reformer, _causal_lm_batch, host_reads=_MASK_READS),
+    "switch_transformers": ModelSpec(
+        "transformers",
+        _switch,
+        _seq2seq_batch,
+        host_reads=_MASK_READS,
+        # each expert takes the tokens routed to it (boolean indexing: a size read on the
+        # host), 4 experts in each of 2 layers: the graphs after those reads, every step
+        graphs_sized_by_data=11,
+        # an expert's forward and backward, captured again for a token count not seen before
+        captures_sized_by_data=2,
+    ),
     "hubert": ModelSpec("transformers", _hubert, _audio_batch),
     "gemma2": ModelSpec("transformers", _gemma2, _causal_lm_batch, loop=True),
     "bloom": ModelSpec("transformers", _bloom, _causal_lm_batch, loop=True),
