@@ -127,18 +127,24 @@ def _bert():
     return BertForMaskedLM(config)
 
 
+#: The sizes of the zoo's encoder-decoder transformers (BART, Whisper).
+_ENCODER_DECODER = dict(
+    d_model=32,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=2,
+    decoder_attention_heads=2,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+)
+
+
 def _bart():
     from transformers import BartConfig, BartForConditionalGeneration
 
     config = BartConfig(
         vocab_size=VOCAB,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
+        **_ENCODER_DECODER,
         max_position_embeddings=32,
         pad_token_id=1,
         bos_token_id=0,
@@ -330,13 +336,7 @@ def _whisper():
     config = WhisperConfig(
         vocab_size=VOCAB,
         num_mel_bins=8,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
+        **_ENCODER_DECODER,
         max_source_positions=8,
         max_target_positions=16,
         pad_token_id=0,
