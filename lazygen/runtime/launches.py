@@ -68,7 +68,7 @@ class Launch:
         self.complete()
         if self._error is not None and not (unreported_only and self._reported):
             self._reported = True
-            raise _again(self._error)
+            raise frame_free(self._error)  # a copy: the stored one keeps no reader's frames
 
     def complete(self) -> None:
         """Wait for the run and deliver its outputs, or keep its error for whoever reads or
@@ -103,13 +103,7 @@ class FailedRun:
         self.error = error
 
     def wait(self, unreported_only: bool = False) -> None:
-        raise _again(self.error)
-
-
-def _again(error: BaseException) -> BaseException:
-    """The stored error to raise once more: a copy (``errors.frame_free``), so that the
-    stored one never holds a reader's frames."""
-    return frame_free(error)
+        raise frame_free(self.error)
 
 
 _all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()
