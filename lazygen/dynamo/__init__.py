@@ -107,6 +107,7 @@ def lazygen_backend(
         )
     device = device_for(options.get("backend"))
     streams.install()
+    streams.forget_unread_current_stream(gm)
     graph_id = next(_graph_ids)
     if any(_on_lazy_device(x) for x in example_inputs):
         # Lazy tensors are functional wrappers, which aot_autograd cannot functionalize

@@ -79,3 +79,63 @@ def test_only_explicit_indices_are_cached_by_device():
     )
     streams.current_stream(torch.device(name))
     assert torch.device(name) not in streams._by_device
+
+
+def _counting_registry_stores(monkeypatch) -> list:
+    """Calls of the registry refresh Dynamo's prologue makes before a frame's graph."""
+    import torch._dynamo.graph_bytecode_inputs as registry
+
+    stores = []
+    original = registry.store_user_object_weakrefs
+
+    def counting(*objects):
+        stores.append(objects)
+        return original(*objects)
+
+    monkeypatch.setattr(registry, "store_user_object_weakrefs", counting)
+    return stores
+
+
+def test_a_frame_that_never_reads_its_stream_has_no_prologue(monkeypatch):
+    """With the lazy device up before the frame is traced, Dynamo registers its current
+    stream; nothing in ``x * 2 + 1`` reads it, so the backend drops the registration and
+    the compiled frame refreshes no registry on its calls."""
+    lr.init()
+    stores = _counting_registry_stores(monkeypatch)
+
+    @torch.compile(backend="lazygen")
+    def affine(x):
+        return x * 2 + 1
+
+    x = torch.arange(3.0)
+    for _ in range(3):
+        assert torch.equal(affine(x), x * 2 + 1)
+    assert stores == []
+
+
+def test_a_frame_that_reads_its_stream_keeps_the_registration(monkeypatch):
+    """A frame that asks for the current stream realises Dynamo's variable for it: the
+    registration stays, and the stream it returns is eager's."""
+    lr.init()
+    forgotten = []
+    original = streams.forget_unread_current_stream
+    monkeypatch.setattr(
+        streams,
+        "forget_unread_current_stream",
+        lambda gm: forgotten.append(original(gm)) or forgotten[-1],
+    )
+
+    @torch.compile(backend="lazygen")
+    def with_stream(x):
+        return x + 1, torch.accelerator.current_stream()
+
+    out, stream = with_stream(torch.ones(2))
+    assert stream == torch.accelerator.current_stream()
+    assert torch.equal(out, torch.full((2,), 2.0))
+    assert forgotten == [False]
+
+
+def test_the_registration_is_kept_outside_dynamos_tracing():
+    """Called without a frame being traced (a backend called by hand), nothing changes."""
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    assert streams.forget_unread_current_stream(gm) is False
