@@ -3,7 +3,7 @@
     python bench/compile_backend.py [--steps 30] [--workloads mlp_sgd,gpt2,...]
                                     [--impls eager,lazygen-torchscript,lazygen-inductor,inductor,
                                              inductor-eager-random]
-                                    [--backward traced|graph-break]
+                                    [--backward traced|graph-break] [--repeats 1]
 
 The whole training step is compiled (``zero_grad``, forward, ``loss.backward()``, the loss
 detached, ``optimizer.step()``), the loss read every step. With ``--backward traced`` (the
@@ -30,8 +30,11 @@ under lazygen's contract, random ops drawing eager's numbers from eager's genera
 plain Inductor generates its own in its kernels; the steps with dropout, the transformers
 models', pay for it as lazygen's do). Each (workload,
 implementation) runs in a fresh process, 1 thread, with empty Inductor caches
-(``TORCHINDUCTOR_CACHE_DIR`` a new directory; ``--warm-cache`` keeps the user's). Reported: the first step (Dynamo,
-aot_autograd, capture and compile) and the median of the steps after the fifth, with
+(``TORCHINDUCTOR_CACHE_DIR`` a new directory; ``--warm-cache`` keeps the user's).
+``--repeats N`` runs each N times, the implementations taking turns (later runs reuse the
+first run's cache). Reported: the first step (Dynamo, aot_autograd, capture and compile)
+and the median of the steps after the fifth (with repeats, the least of the runs' medians:
+a few milliseconds a step differ by 10% from one run to the next on a shared machine), with
 ratios against eager and against Inductor measured in the same run, and their geometric
 means over the workloads every implementation ran. Goals (issue #27): first step at most
 1/5 of Inductor's; steady step at most eager's with TorchScript, at most Inductor's with
@@ -192,8 +195,10 @@ def _available(workload: str, impl: str) -> str | None:
 
 
 def _child(
-    workload: str, impl: str, steps: int, timeout: float, cold: bool, backward: str
+    workload: str, impl: str, steps: int, timeout: float, cache_dir: str | None, backward: str
 ) -> dict | None:
+    """One (workload, implementation) run in a fresh process; ``cache_dir`` is Inductor's
+    on-disk cache for it (None: the user's)."""
     why = _available(workload, impl)
     if why is not None:
         print(f"  {workload} {impl}: skipped ({why})", file=sys.stderr)
@@ -201,21 +206,50 @@ def _child(
     cmd = [sys.executable, __file__, "--child", workload, impl, "--steps", str(steps)]
     cmd += ["--backward", backward]
     env = dict(os.environ)
-    if cold:  # Inductor's on-disk caches: empty, as for a model compiled the first time
-        env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile_backend_")
+    if cache_dir is not None:
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         print(f"  {workload} {impl}: over {timeout:.0f} s, left out", file=sys.stderr)
         return None
-    finally:
-        if cold:
-            shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["?"])[-1]
         print(f"  {workload} {impl}: failed ({tail})", file=sys.stderr)
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _measure(workload: str, impls: list[str], args) -> dict[str, dict | None]:
+    """Each implementation's result on ``workload``, from ``args.repeats`` runs taken in
+    turns (every implementation once, then again), so that a slow spell of the machine
+    falls on all of them rather than on one. The first run of each starts with empty
+    Inductor caches (unless ``--warm-cache``) and gives the first step; later runs reuse
+    that run's cache. The steady step is the least of the runs' medians: a steady step
+    is never faster than the program allows, only slowed by what else runs."""
+    cold = not args.warm_cache
+    caches = {impl: tempfile.mkdtemp(prefix="compile_backend_") if cold else None for impl in impls}
+    runs: dict[str, list[dict]] = {impl: [] for impl in impls}
+    try:
+        for attempt in range(args.repeats):
+            for impl in impls:
+                if attempt and not runs[impl]:  # failed or skipped the first time
+                    continue
+                r = _child(workload, impl, args.steps, args.timeout, caches[impl], args.backward)
+                if r is not None:
+                    runs[impl].append(r)
+    finally:
+        for cache in caches.values():
+            if cache is not None:
+                shutil.rmtree(cache, ignore_errors=True)
+    results: dict[str, dict | None] = {}
+    for impl, done in runs.items():
+        if not done:
+            results[impl] = None
+            continue
+        steady = [r["steady_ms"] for r in done]
+        results[impl] = dict(done[0], steady_ms=min(steady), steady_runs=steady)
+    return results
 
 
 def _geomean(values: list[float]) -> float:
@@ -232,6 +266,13 @@ def main() -> None:
     parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--timeout", type=float, default=900, help="seconds per process")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs per (workload, implementation), taken in turns; the steady step is the "
+        "least of their medians, the first step the first run's",
+    )
     parser.add_argument(
         "--warm-cache",
         action="store_true",
@@ -252,7 +293,9 @@ def main() -> None:
     impls = args.impls.split(",")
     print(
         f"compile_backend: whole step compiled, {args.steps} steps, 1 thread; "
-        f"steady = median of steps {WARMUP + 1}..{args.steps}; Inductor caches "
+        f"steady = median of steps {WARMUP + 1}..{args.steps}"
+        f"{f', least of {args.repeats} runs taken in turns' if args.repeats > 1 else ''}; "
+        "Inductor caches "
         f"{'kept' if args.warm_cache else 'empty in each process'}; backward "
         f"{args.backward}\n"
     )
@@ -265,12 +308,7 @@ def main() -> None:
     print(f"|---|---|---:|---:|---:|---:|---:|{extra[1]}---|")
     table: dict[str, dict[str, dict]] = {}
     for workload in args.workloads.split(","):
-        results = {
-            impl: _child(
-                workload, impl, args.steps, args.timeout, not args.warm_cache, args.backward
-            )
-            for impl in impls
-        }
+        results = _measure(workload, impls, args)
         table[workload] = {k: v for k, v in results.items() if v is not None}
         eager = (results.get("eager") or {}).get("steady_ms")
         inductor = results.get("inductor") or {}
@@ -284,6 +322,10 @@ def main() -> None:
                     f"{r['captures']} captures, {r['graph_runs_per_step']:.0f} graphs/step, "
                     f"{r['eager_graphs']} eager graphs"
                 )
+            if len(r.get("steady_runs", ())) > 1:
+                runs = r["steady_runs"]
+                spread = f"runs {min(runs):.2f}-{max(runs):.2f} ms"
+                notes = f"{notes}; {spread}" if notes else spread
             column = f" {_ratio(r['steady_ms'], contract)} |" if same else ""
             print(
                 f"| {workload} | {impl} | {r['first_s']:.2f} s "

@@ -93,3 +93,47 @@ def test_the_same_contract_anchor_gets_its_column_and_mean(bench, monkeypatch, c
     assert "| gpt2 | lazygen-inductor | 2.00 s | 1.00x | 1.00 ms | - | 1.25x | 0.80x |" in out
     assert "lazygen-inductor: first step vs inductor 1.00x, steady vs inductor 1.25x, " in out
     assert "steady vs inductor-eager-random 0.80x" in out
+
+
+def test_repeats_take_turns_and_keep_the_least_median(bench, monkeypatch, capsys):
+    """``--repeats``: the implementations run in turns (a slow spell falls on all), each
+    later run reuses its first run's cache, the first step is the first (cold) run's and
+    the steady step the least of the medians; the notes give the runs' spread."""
+    calls = []
+    steady = {"lazygen-inductor": [1.3, 1.0, 1.1], "inductor": [0.9, 1.2, 1.0]}
+
+    def child(workload, impl, steps, timeout, cache_dir, backward):
+        calls.append((impl, cache_dir))
+        attempt = sum(1 for i, _ in calls if i == impl) - 1
+        return {"first_s": 10.0 + attempt, "steady_ms": steady[impl][attempt]}
+
+    monkeypatch.setattr(bench, "_child", child)
+    argv = ["compile_backend", "--workloads", "gpt2", "--impls", ",".join(steady)]
+    monkeypatch.setattr(sys, "argv", argv + ["--repeats", "3"])
+    bench.main()
+    out = capsys.readouterr().out
+    assert [impl for impl, _ in calls] == ["lazygen-inductor", "inductor"] * 3
+    for impl in steady:
+        dirs = {cache for i, cache in calls if i == impl}
+        assert len(dirs) == 1 and None not in dirs  # one cache each, first run's
+        assert not Path(dirs.pop()).exists()  # removed afterwards
+    assert (
+        "| gpt2 | lazygen-inductor | 10.00 s | 1.00x | 1.00 ms | - | 1.11x | runs 1.00-1.30 ms |"
+        in out
+    )
+    assert "least of 3 runs taken in turns" in out
+
+
+def test_a_repeat_is_not_tried_for_an_implementation_that_failed(bench, monkeypatch, capsys):
+    calls = []
+
+    def child(workload, impl, *rest):
+        calls.append(impl)
+        return None if impl == "inductor" else {"first_s": 1.0, "steady_ms": 1.0}
+
+    monkeypatch.setattr(bench, "_child", child)
+    argv = ["compile_backend", "--workloads", "gpt2", "--impls", "eager,inductor"]
+    monkeypatch.setattr(sys, "argv", argv + ["--repeats", "2"])
+    bench.main()
+    assert calls == ["eager", "inductor", "eager"]
+    assert "| gpt2 | inductor |" not in capsys.readouterr().out
