@@ -139,3 +139,19 @@ def test_the_registration_is_kept_outside_dynamos_tracing():
     """Called without a frame being traced (a backend called by hand), nothing changes."""
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
     assert streams.forget_unread_current_stream(gm) is False
+
+
+@pytest.mark.parametrize(
+    "target",
+    [torch.ops.streams.fork, torch.ops.streams.fork.default],
+    ids=["packet", "overload"],
+)
+def test_a_stream_op_in_the_graph_counts_as_reading_streams(target):
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.call_function(target, (0, 1))
+    graph.output(x)
+    _, fork, _ = graph.nodes
+    assert streams._reads_streams(fork)
+    add = graph.call_function(torch.ops.aten.add.Tensor, (x, x))
+    assert not streams._reads_streams(add)
