@@ -67,6 +67,7 @@ class Capture:
     mutations: list = field(default_factory=list)
     # (compiled graph result index, message): tensor assertions, checked at each replay
     asserts: list = field(default_factory=list)
+    host: str | None = None  # where results go back (``host_type_of``; None: lazy tensors)
 
     def release_arguments(self) -> None:
         """Drop the first call's argument data (replays are fed their own). Not before the
@@ -398,11 +399,20 @@ def _is_lazy(t) -> bool:
     return isinstance(t, torch.Tensor) and t.device.type == settings.device_type
 
 
-def host_type_of(args) -> str | None:
-    """The device type of the first non-lazy tensor argument (where results go back)."""
+def host_type_of(args, gm: torch.fx.GraphModule | None = None) -> str | None:
+    """Where the FX graph's tensors live in the caller's program (results go back there;
+    ``device=`` of a factory naming it names the lazy device instead): the device type of
+    the first tensor argument, None when it is lazy. A graph without tensor arguments
+    (``torch.as_tensor([n])`` then ``clamp``, a ``randn``) has only its own factories: the
+    device of Dynamo's example values, in ``gm``'s nodes (no example values: None)."""
     for a in args:
         if isinstance(a, torch.Tensor):
             return None if _is_lazy(a) else a.device.type
+    if gm is not None:
+        for node in gm.graph.nodes:
+            for val in torch.utils._pytree.tree_leaves(node.meta.get("val")):
+                if isinstance(val, torch.Tensor):
+                    return None if _is_lazy(val) else val.device.type
     return None
 
 
@@ -429,7 +439,7 @@ def capture(
             stand_ins.append((i, lazy_args[-1]))
         else:
             lazy_args.append(a)
-    host = host_type_of(args)
+    host = host_type_of(args, gm)
     interpreter = _LazyInterpreter(gm, device, host)
     interpreter.seen.update(arg_of)
     before = _fallback_counts()
@@ -506,6 +516,7 @@ def capture(
         result.cuts += unwritable
         result.only_fallbacks = False
     result.arguments = list(arg_of)
+    result.host = host
     result.spec = spec
     result.generators = interpreter.generators
     _check_random_order(result)

@@ -125,7 +125,7 @@ class Replay:
                 self.generators.append((position, payload))
         self.results = cap.results
         self.spec = cap.spec
-        host = host_type_of(args)
+        host = cap.host
         self.lazy_out = host is None
         self.copy_in = host is not None and host != device.backing.type
         self.gather, self.extras = _gatherer(cap.feeds, len(args), self.host_args)

@@ -281,6 +281,41 @@ def test_lazy_tensors_in_and_out():
     torch.testing.assert_close(got.cpu(), f(x, y))
 
 
+def test_a_graph_without_tensor_arguments_returns_host_tensors():
+    """DETR's and YOLOS' loss: ``torch.as_tensor([n])`` then ``clamp`` in a graph of its own
+    (a graph break at ``.item()`` follows), whose only tensor is a module constant: its
+    result was handed back as a lazy tensor, and the ``.item()`` read the lazy device."""
+
+    def f(n):
+        return torch.clamp(torch.as_tensor([n], dtype=torch.float) / 2, min=1)
+
+    compiled = torch.compile(f, backend="lazygen")
+    for n in (3, 5):
+        got = compiled(n)
+        assert got.device.type == "cpu"
+        torch.testing.assert_close(got, f(n))
+    assert count("aten::_local_scalar_dense") == 0
+    assert count("DynamoEagerGraph") == 0
+
+
+def test_random_ops_in_a_graph_without_tensor_arguments_draw_at_every_call():
+    """A ``randn`` with no tensor argument ran on the host at capture and was replayed as a
+    constant: every call returned the first call's numbers."""
+
+    def f(k):
+        return torch.randn(3) * k
+
+    compiled = torch.compile(f, backend="lazygen")
+    torch.manual_seed(0)
+    got = [compiled(2), compiled(2), torch.rand(2)]
+    torch.manual_seed(0)
+    want = [f(2), f(2), torch.rand(2)]
+    for g, w in zip(got, want, strict=True):
+        assert g.device.type == "cpu"
+        torch.testing.assert_close(g, w, atol=0, rtol=0)
+    assert count("DynamoEagerGraph") == 0
+
+
 def test_options_choose_the_lazygen_backend_and_unknown_ones_are_refused():
     f = torch.compile(lambda x: x + 1, backend="lazygen", options={"backend": "torchscript"})
     torch.testing.assert_close(f(torch.ones(2)), torch.full((2,), 2.0))
