@@ -45,6 +45,10 @@ GENERATOR = 2  # payload: the torch device whose default generator the op draws 
 RESULT = 0  # payload: index into the compiled graph's results
 PASS = 1  # payload: index of the FX graph argument returned as it is
 CONSTANT = 2  # payload: a non-tensor output (None, an int), or a constant tensor (cloned)
+# payload: (PASS or RESULT, index, sizes, strides, storage offset): eager returns a view of a
+# host argument (PASS: its index) or of another output (RESULT: its position in the FX graph's
+# outputs), which the replay returns too (``_views``)
+VIEW = 3
 
 
 @dataclass
@@ -67,6 +71,7 @@ class Capture:
     mutations: list = field(default_factory=list)
     # (compiled graph result index, message): tensor assertions, checked at each replay
     asserts: list = field(default_factory=list)
+    host: str | None = None  # where results go back (``host_type_of``; None: lazy tensors)
 
     def release_arguments(self) -> None:
         """Drop the first call's argument data (replays are fed their own). Not before the
@@ -142,10 +147,17 @@ class _LazyInterpreter(torch.fx.Interpreter):
     ``device=`` naming the host (the FX graph was traced for host tensors) names the lazy
     device instead, so factories inside the graph are traced too."""
 
-    def __init__(self, gm: torch.fx.GraphModule, device: LazyDevice, host_type: str | None):
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        device: LazyDevice,
+        host_type: str | None,
+        bindings: dict | None = None,
+    ):
         super().__init__(gm, garbage_collect_values=True)
         self.device = device
         self.host_type = host_type
+        self.bindings = bindings or {}  # ``symbol_bindings``: this call's sizes
         self.constants: set = set()
         self.suspects: dict[str, str] = {}  # FX node name -> its target
         self.seen: set = set()
@@ -175,8 +187,12 @@ class _LazyInterpreter(torch.fx.Interpreter):
     def run_node(self, n: torch.fx.Node):
         if n.op != "call_function":
             return super().run_node(n)
-        self._memory_order = _permuted_random_input(n)
-        self._storage = _eager_layout(n)
+        if n.target in _EAGER_STRIDE_QUERIES:  # eager's, not the lazy tensor's (contiguous)
+            eager = _concrete(n.meta.get("val"), self.bindings)
+            if eager is not None:
+                return eager
+        self._memory_order = _permuted_random_input(n, self.bindings)
+        self._storage = _eager_layout(n, self.bindings)
         self._source = user_line(n) if self._storage is not None else self._source
         before = _fallback_counts()
         result = super().run_node(n)
@@ -276,7 +292,66 @@ def user_line(n: torch.fx.Node) -> str | None:
     return f"{frames[-1][0]}:{frames[-1][1]}" if frames else None
 
 
-def _permuted_random_input(n: torch.fx.Node) -> list[int] | None:
+def symbol_bindings(gm: torch.fx.GraphModule, args: list) -> dict:
+    """The symbols of Dynamo's example values (a dynamic dimension's ``s0``, as a size or a
+    stride of an argument or an int argument) -> this call's numbers, for ``layout``."""
+    bindings = {}
+
+    def bind(symbolic, concrete) -> None:
+        if isinstance(symbolic, torch.SymInt) and symbolic.node.expr.is_Symbol:
+            bindings[symbolic.node.expr] = concrete
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, arg in zip(placeholders, args, strict=False):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and isinstance(arg, torch.Tensor):
+            sizes = (*val.shape, *val.stride())
+            for symbolic, concrete in zip(sizes, (*arg.shape, *arg.stride()), strict=False):
+                bind(symbolic, concrete)
+            bind(val.storage_offset(), arg.storage_offset())
+        elif isinstance(val, torch.SymInt) and type(arg) is int:
+            bind(val, arg)
+    return bindings
+
+
+def _concrete(n, bindings: dict):
+    """An example value's int, or its ``SymInt``s (a list of them too) evaluated with
+    ``bindings``; None when a symbol is not bound."""
+    if type(n) is int:
+        return n
+    if isinstance(n, (list, tuple)):
+        values = [_concrete(v, bindings) for v in n]
+        return None if None in values else type(n)(values)
+    try:
+        return int(n.node.expr.xreplace(bindings))
+    except (TypeError, AttributeError):  # a symbol this call's arguments do not bind
+        return None
+
+
+#: Stride and offset queries in a graph with dynamic sizes (Longformer's ``_chunk`` reads
+#: ``stride()`` for its ``as_strided``): answered with eager's layout from the example
+#: values, as Dynamo bakes them in where sizes are static.
+_EAGER_STRIDE_QUERIES = frozenset(
+    {
+        torch.ops.aten.sym_stride.int,
+        torch.ops.aten.sym_stride.default,
+        torch.ops.aten.sym_storage_offset.default,
+    }
+)
+
+
+def layout(val: torch.Tensor, bindings: dict) -> tuple | None:
+    """``(sizes, strides, storage_offset)`` of an example value in eager for this call: its
+    symbolic sizes evaluated with ``bindings`` (None when one is not bound)."""
+    eager = (
+        _concrete(tuple(val.shape), bindings),
+        _concrete(tuple(val.stride()), bindings),
+        _concrete(val.storage_offset(), bindings),
+    )
+    return None if None in eager else eager
+
+
+def _permuted_random_input(n: torch.fx.Node, bindings: dict) -> list[int] | None:
     """For an elementwise random op (results of its first argument's shape) whose first
     argument is, in eager, a dense tensor laid out in another order than its dimensions
     (a transpose): the dimensions from outermost to innermost in memory. Eager draws the
@@ -288,15 +363,14 @@ def _permuted_random_input(n: torch.fx.Node) -> list[int] | None:
         return None
     first = n.args[0]
     val = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor) or val.is_contiguous() or val.dim() < 2:
+    eager = layout(val, bindings) if isinstance(val, torch.Tensor) else None
+    if eager is None or val.dim() < 2 or _is_contiguous(*eager[:2]):
         return None
+    sizes, strides, _ = eager
     outs = torch.utils._pytree.tree_leaves(n.meta.get("val"))
-    if not outs or any(not isinstance(o, torch.Tensor) or o.shape != val.shape for o in outs):
-        return None
-    try:
-        strides = [int(s) for s in val.stride()]
-        sizes = [int(s) for s in val.shape]
-    except Exception:  # symbolic strides: leave it alone
+    if not outs or any(
+        not isinstance(o, torch.Tensor) or (layout(o, bindings) or ((),))[0] != sizes for o in outs
+    ):
         return None
     order = sorted(range(val.dim()), key=lambda d: (-strides[d], d))
     expected = 1
@@ -324,7 +398,16 @@ _STORAGE_READERS = frozenset(
 )
 
 
-def _eager_layout(n: torch.fx.Node) -> tuple | None:
+def _is_contiguous(sizes, strides) -> bool:
+    expected = 1
+    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _eager_layout(n: torch.fx.Node, bindings: dict) -> tuple | None:
     """For a storage-reading op whose first argument is, in eager, not a contiguous tensor
     at offset 0 (a transpose, a slice, a view of one: aot_autograd's graphs keep views as
     views), that argument's ``(sizes, strides, storage_offset)``. Lazy tensors hold their
@@ -334,14 +417,13 @@ def _eager_layout(n: torch.fx.Node) -> tuple | None:
         return None
     first = n.args[0]
     val = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor):
+    eager = layout(val, bindings) if isinstance(val, torch.Tensor) else None
+    if eager is None:
         return None
-    sizes, strides, offset = tuple(val.shape), val.stride(), val.storage_offset()
-    if not all(type(s) is int for s in (*sizes, *strides, offset)):
-        return None  # symbolic sizes or strides: leave it alone
-    if (offset == 0 and val.is_contiguous()) or 0 in sizes:
+    sizes, strides, offset = eager
+    if (offset == 0 and _is_contiguous(sizes, strides)) or 0 in sizes:
         return None
-    return sizes, strides, offset
+    return eager
 
 
 def _extent(sizes, strides, offset: int) -> int:
@@ -398,11 +480,20 @@ def _is_lazy(t) -> bool:
     return isinstance(t, torch.Tensor) and t.device.type == settings.device_type
 
 
-def host_type_of(args) -> str | None:
-    """The device type of the first non-lazy tensor argument (where results go back)."""
+def host_type_of(args, gm: torch.fx.GraphModule | None = None) -> str | None:
+    """Where the FX graph's tensors live in the caller's program (results go back there;
+    ``device=`` of a factory naming it names the lazy device instead): the device type of
+    the first tensor argument, None when it is lazy. A graph without tensor arguments
+    (``torch.as_tensor([n])`` then ``clamp``, a ``randn``) has only its own factories: the
+    device of Dynamo's example values, in ``gm``'s nodes (no example values: None)."""
     for a in args:
         if isinstance(a, torch.Tensor):
             return None if _is_lazy(a) else a.device.type
+    if gm is not None:
+        for node in gm.graph.nodes:
+            for val in torch.utils._pytree.tree_leaves(node.meta.get("val")):
+                if isinstance(val, torch.Tensor):
+                    return None if _is_lazy(val) else val.device.type
     return None
 
 
@@ -429,8 +520,9 @@ def capture(
             stand_ins.append((i, lazy_args[-1]))
         else:
             lazy_args.append(a)
-    host = host_type_of(args)
-    interpreter = _LazyInterpreter(gm, device, host)
+    host = host_type_of(args, gm)
+    bindings = symbol_bindings(gm, args)
+    interpreter = _LazyInterpreter(gm, device, host, bindings)
     interpreter.seen.update(arg_of)
     before = _fallback_counts()
     backing = {device.backing, torch.device("cpu")}
@@ -453,7 +545,8 @@ def capture(
     values: dict[Value, int] = {}
     mutated, unwritable = _mutated_arguments(stand_ins, args, arg_of)
     now_in = {value: i for i, value in mutated.items()}  # the argument holds it after replay
-    for out in flat_out:
+    views = _views(gm, args, bindings) if host is not None else {}
+    for position, out in enumerate(flat_out):
         if not isinstance(out, torch.Tensor):
             result.results.append((CONSTANT, out))
             continue
@@ -466,6 +559,8 @@ def capture(
             result.results.append((PASS, arg_of[value.node]))
         elif value.node.is_input and value.node in interpreter.constants:
             result.results.append((CONSTANT, value.node.data))
+        elif position in views:
+            result.results.append((VIEW, views[position]))
         else:
             result.results.append((RESULT, values.setdefault(value, len(values))))
     for cond, message in interpreter.asserts:
@@ -506,10 +601,59 @@ def capture(
         result.cuts += unwritable
         result.only_fallbacks = False
     result.arguments = list(arg_of)
+    result.host = host
     result.spec = spec
     result.generators = interpreter.generators
     _check_random_order(result)
     return result
+
+
+def _views(gm: torch.fx.GraphModule, args: list, bindings: dict) -> dict[int, tuple]:
+    """The FX graph's outputs that are, in eager, views of a tensor argument or of another
+    output (Dynamo's example values share its storage), as ``VIEW`` payloads by position in
+    the flat outputs, with this call's sizes. aot_autograd rebuilds such an output from its
+    base with the view's metadata, read from the returned tensor once the view's sizes are
+    symbolic: contiguous results in their place (lazy results are) addressed other elements
+    of the base, or storage past it (Longformer after a second sequence length: its
+    overlapping chunks, ``as_strided`` of an argument, and transposes of its padded
+    diagonals). Another output is a base when eager lays it out contiguously from offset 0,
+    as the replay returns it, and the view stays within its elements."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    bases: dict = {}  # storage -> (PASS, argument index) or (RESULT, output position, numel)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, (node, arg) in enumerate(zip(placeholders, args, strict=False)):
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and isinstance(arg, torch.Tensor):
+            bases.setdefault(StorageWeakRef(val.untyped_storage()), (PASS, i))
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    outputs = []  # (position, storage, eager layout)
+    for position, out in enumerate(torch.utils._pytree.tree_leaves(output.args[0])):
+        val = out.meta.get("val") if isinstance(out, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor) or out.op == "placeholder":
+            continue
+        eager = layout(val, bindings)
+        if eager is not None:
+            outputs.append((position, StorageWeakRef(val.untyped_storage()), eager))
+    for position, storage, (sizes, strides, offset) in outputs:
+        if storage not in bases and offset == 0 and _is_contiguous(sizes, strides):
+            bases[storage] = (RESULT, position, _numel(sizes))
+    views = {}
+    for position, storage, eager in outputs:
+        base = bases.get(storage)
+        if base is None or base[:2] == (RESULT, position):
+            continue
+        if base[0] == RESULT and _extent(*eager) > base[2]:
+            continue
+        views[position] = (base[0], base[1], *eager)
+    return views
+
+
+def _numel(sizes) -> int:
+    n = 1
+    for size in sizes:
+        n *= size
+    return n
 
 
 def _mutated_arguments(stand_ins: list, args: list, arg_of: dict) -> tuple[dict, list]:

@@ -27,7 +27,7 @@ from lazygen.runtime.state import log, settings
 from lazygen.runtime.tensor import from_data, inner, to_functional
 
 from . import asserts, partition
-from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, Capture, capture, host_type_of
+from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, VIEW, Capture, capture, host_type_of
 
 #: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
 _graphs: weakref.WeakSet = weakref.WeakSet()
@@ -125,7 +125,7 @@ class Replay:
                 self.generators.append((position, payload))
         self.results = cap.results
         self.spec = cap.spec
-        host = host_type_of(args)
+        host = cap.host
         self.lazy_out = host is None
         self.copy_in = host is not None and host != device.backing.type
         self.gather, self.extras = _gatherer(cap.feeds, len(args), self.host_args)
@@ -174,15 +174,22 @@ class Replay:
         if self.flat is not None:  # the outputs are the results, in order
             return self.flat(results)
         out = []
+        views = []
         for kind, payload in self.results:
             if kind == RESULT:
                 out.append(results[payload])
             elif kind == PASS:
                 out.append(args[payload])
+            elif kind == VIEW:  # eager's view of an argument or of another output
+                views.append((len(out), payload))
+                out.append(None)
             elif isinstance(payload, torch.Tensor):
                 out.append(payload.clone())
             else:
                 out.append(payload)
+        for position, (source, i, sizes, strides, offset) in views:
+            base = args[i] if source == PASS else out[i]
+            out[position] = base.as_strided(sizes, strides, offset)
         if self.container is not None:  # one flat tuple or list: no pytree to rebuild
             return self.container(out)
         return torch.utils._pytree.tree_unflatten(out, self.spec)

@@ -281,6 +281,41 @@ def test_lazy_tensors_in_and_out():
     torch.testing.assert_close(got.cpu(), f(x, y))
 
 
+def test_a_graph_without_tensor_arguments_returns_host_tensors():
+    """DETR's and YOLOS' loss: ``torch.as_tensor([n])`` then ``clamp`` in a graph of its own
+    (a graph break at ``.item()`` follows), whose only tensor is a module constant: its
+    result was handed back as a lazy tensor, and the ``.item()`` read the lazy device."""
+
+    def f(n):
+        return torch.clamp(torch.as_tensor([n], dtype=torch.float) / 2, min=1)
+
+    compiled = torch.compile(f, backend="lazygen")
+    for n in (3, 5):
+        got = compiled(n)
+        assert got.device.type == "cpu"
+        torch.testing.assert_close(got, f(n))
+    assert count("aten::_local_scalar_dense") == 0
+    assert count("DynamoEagerGraph") == 0
+
+
+def test_random_ops_in_a_graph_without_tensor_arguments_draw_at_every_call():
+    """A ``randn`` with no tensor argument ran on the host at capture and was replayed as a
+    constant: every call returned the first call's numbers."""
+
+    def f(k):
+        return torch.randn(3) * k
+
+    compiled = torch.compile(f, backend="lazygen")
+    torch.manual_seed(0)
+    got = [compiled(2), compiled(2), torch.rand(2)]
+    torch.manual_seed(0)
+    want = [f(2), f(2), torch.rand(2)]
+    for g, w in zip(got, want, strict=True):
+        assert g.device.type == "cpu"
+        torch.testing.assert_close(g, w, atol=0, rtol=0)
+    assert count("DynamoEagerGraph") == 0
+
+
 def test_options_choose_the_lazygen_backend_and_unknown_ones_are_refused():
     f = torch.compile(lambda x: x + 1, backend="lazygen", options={"backend": "torchscript"})
     torch.testing.assert_close(f(torch.ones(2)), torch.full((2,), 2.0))
@@ -493,6 +528,83 @@ def test_as_strided_of_a_non_contiguous_view_reads_eagers_storage():
 
     base, src = torch.randn(4, 6), torch.randn(2, 2)
     _close(torch.compile(scatter, backend="lazygen")(base, src), scatter(base, src))
+
+
+def test_as_strided_of_a_view_over_changing_lengths_reads_eagers_storage():
+    """With dynamic sizes the FX graph reads the view's strides itself (``sym_stride``)
+    and its example values' layouts are symbolic: both were taken from the lazy tensor
+    (contiguous), so the windows held other elements from the second length on."""
+    compiled = torch.compile(_sliding_chunks, backend="lazygen")
+    for length in (8, 12, 16, 20):
+        x = torch.randn(length, 2, 3)
+        xe = x.clone().requires_grad_()
+        want = _sliding_chunks(xe)
+        want.backward()
+        xc = x.clone().requires_grad_()
+        got = compiled(xc)
+        got.backward()
+        _close([got, xc.grad], [want, xe.grad], tol=1e-4)
+    assert count("DynamoEagerGraph") == 0
+
+
+def _chunks(x: torch.Tensor) -> torch.Tensor:
+    """Longformer's ``_chunk`` of its argument, returned: an overlapping view of it."""
+    h = x.view(x.size(0), x.size(1) // 4, 4, x.size(2))
+    size, stride = list(h.size()), list(h.stride())
+    size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+    return h.as_strided(size=size, stride=stride)
+
+
+def test_a_view_of_an_argument_returned_over_changing_lengths_is_eagers_view():
+    """aot_autograd rebuilds an output that views an argument from the argument, with the
+    returned tensor's sizes and strides once they are symbolic: the contiguous result
+    lazygen returned made it address past the argument's storage (``setStorage ... out of
+    bounds``, LED under torch.compile from its second sequence length)."""
+    compiled = torch.compile(_chunks, backend="lazygen")
+    for length in (8, 12, 16):
+        x = torch.randn(2, length, 3)
+        got, want = compiled(x), _chunks(x)
+        assert (got.stride(), got.storage_offset()) == (want.stride(), want.storage_offset())
+        _close([got], [want])
+    assert count("DynamoEagerGraph") == 0
+
+
+@pytest.mark.slow
+def test_longformer_attention_over_changing_lengths_equals_eager():
+    """LED's sliding-window self-attention: its padded diagonals come out of a graph as
+    a view and a transpose of that view, both outputs, which aot_autograd rebuilds from
+    each other with the returned strides once the sizes are symbolic (wrong values from
+    the fourth length on, when lazygen returned both contiguous)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LEDConfig(
+        vocab_size=32, d_model=32, encoder_attention_heads=2, attention_window=[4], encoder_layers=1
+    )
+    model = transformers.LEDForConditionalGeneration(config)
+    attention = model.led.encoder.layers[0].self_attn.longformer_self_attn.eval()
+
+    def f(hidden, mask):
+        masked = mask < 0
+        out = attention(
+            hidden,
+            attention_mask=mask,
+            is_index_masked=masked,
+            is_index_global_attn=torch.zeros_like(masked),
+            is_global_attn=False,
+        )[0]
+        return (out * torch.arange(out.numel()).view(out.shape).cos()).sum()
+
+    compiled = torch.compile(f, backend="lazygen")
+    for length in (8, 12, 16, 20):
+        hidden, mask = torch.randn(2, length, 32), torch.zeros(2, length)
+        results = []
+        for fn in (f, compiled):
+            attention.zero_grad()
+            h = hidden.clone().requires_grad_()
+            out = fn(h, mask)
+            out.backward()
+            results.append([out, h.grad, attention.query.weight.grad])
+        _close(results[1], results[0], tol=1e-4)
+    assert count("DynamoEagerGraph") == 0
 
 
 def test_as_strided_reading_outside_its_view_runs_the_graph_eagerly_and_says_why():

@@ -470,6 +470,224 @@ def _reformer():
     return ReformerModelWithLMHead(config)
 
 
+def _fnet():
+    """Token mixing by Fourier transforms instead of attention: ``fftn`` over the sequence
+    and hidden dimensions, its real part (complex tensors inside the graph)."""
+    from transformers import FNetConfig, FNetForMaskedLM
+
+    config = FNetConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
+    return FNetForMaskedLM(config)
+
+
+def _unpadded_masked_lm_batch(generator):
+    """A masked LM's batch for a model that takes no attention mask (FNet)."""
+    batch = _masked_lm_batch(generator)
+    del batch["attention_mask"]
+    return batch
+
+
+def _funnel():
+    """Funnel attention: the sequence pooled between blocks (strided mean pooling of the
+    hidden states and the attention mask), relative position attention, a decoder that
+    upsamples back to the tokens (``repeat_interleave``)."""
+    from transformers import FunnelConfig, FunnelForMaskedLM
+
+    config = FunnelConfig(
+        vocab_size=VOCAB,
+        block_sizes=[1, 1],
+        d_model=32,
+        n_head=2,
+        d_head=16,
+        d_inner=64,
+        num_decoder_layers=1,
+        max_position_embeddings=32,
+    )
+    return FunnelForMaskedLM(config)
+
+
+def _led():
+    """Longformer's sliding-window attention in an encoder-decoder: the sequence padded to
+    the window, chunks as ``as_strided`` views of a transpose, diagonals shifted by padding
+    and slicing, a host read whether any token attends globally."""
+    from transformers import LEDConfig, LEDForConditionalGeneration
+
+    config = LEDConfig(
+        vocab_size=VOCAB,
+        **_ENCODER_DECODER,
+        max_encoder_position_embeddings=32,
+        max_decoder_position_embeddings=32,
+        attention_window=[4, 4],
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+    )
+    return LEDForConditionalGeneration(config)
+
+
+def _prophetnet():
+    """N-gram prediction: the decoder predicts two future tokens per position with
+    n-gram self-attention streams, relative position buckets, a loss over both streams with
+    label smoothing."""
+    from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
+
+    config = ProphetNetConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        num_encoder_attention_heads=2,
+        num_decoder_attention_heads=2,
+        max_position_embeddings=32,
+        ngram=2,
+        num_buckets=8,
+        relative_max_distance=16,
+        pad_token_id=0,
+        decoder_start_token_id=0,
+    )
+    return ProphetNetForConditionalGeneration(config)
+
+
+def _perceiver():
+    """Cross-attention from a few learned latents to the byte inputs, self-attention among
+    the latents, then a decoder cross-attending from output queries back to them."""
+    from transformers import PerceiverConfig, PerceiverForMaskedLM
+
+    config = PerceiverConfig(
+        vocab_size=VOCAB,
+        max_position_embeddings=SEQ,
+        num_latents=4,
+        d_latents=32,
+        d_model=16,
+        num_blocks=1,
+        num_self_attends_per_block=1,
+        num_self_attention_heads=2,
+        num_cross_attention_heads=1,
+    )
+    return PerceiverForMaskedLM(config)
+
+
+def _patchtst():
+    """A time series cut into patches (``unfold``), channel-independent attention over the
+    patches, instance normalisation by the series' own mean and scale, an MSE loss."""
+    from transformers import PatchTSTConfig, PatchTSTForPrediction
+
+    config = PatchTSTConfig(
+        num_input_channels=2,
+        context_length=16,
+        patch_length=4,
+        patch_stride=4,
+        prediction_length=4,
+        d_model=16,
+        num_attention_heads=2,
+        num_hidden_layers=1,
+        ffn_dim=32,
+    )
+    return PatchTSTForPrediction(config)
+
+
+def _patch_forecast_batch(generator):
+    return {
+        "past_values": torch.randn(BATCH, 16, 2, generator=generator),
+        "future_values": torch.randn(BATCH, 4, 2, generator=generator),
+    }
+
+
+def _convnext():
+    """Depthwise 7x7 convolutions, LayerNorm over channels of a permuted (channels-last)
+    tensor, layer scale, stochastic depth."""
+    from transformers import ConvNextConfig, ConvNextForImageClassification
+
+    config = ConvNextConfig(
+        num_channels=3,
+        patch_size=2,
+        hidden_sizes=[8, 16],
+        depths=[1, 1],
+        num_stages=2,
+        num_labels=4,
+        drop_path_rate=0.1,
+    )
+    return ConvNextForImageClassification(config)
+
+
+def _cvt():
+    """Convolutions inside attention: queries, keys and values projected by depthwise
+    convolutions with BatchNorm over the tokens laid back out as an image, keys and values
+    strided; a class token in the last stage only. (Its embeddings' dropout acts on a
+    permuted tensor, where the lazy device draws other masks than eager: off here.)"""
+    from transformers import CvtConfig, CvtForImageClassification
+
+    def per_stage(first, second):
+        return [first, second]
+
+    config = CvtConfig(
+        num_channels=3,
+        patch_sizes=per_stage(3, 3),
+        patch_stride=per_stage(2, 2),
+        patch_padding=per_stage(1, 1),
+        embed_dim=per_stage(8, 16),
+        num_heads=per_stage(1, 2),
+        depth=per_stage(1, 2),  # transformers indexes stage s's drop paths at s: depth > s
+        mlp_ratio=per_stage(2.0, 2.0),
+        attention_drop_rate=per_stage(0.0, 0.1),
+        drop_rate=per_stage(0.0, 0.0),
+        drop_path_rate=per_stage(0.0, 0.1),
+        qkv_bias=per_stage(True, True),
+        cls_token=per_stage(False, True),
+        qkv_projection_method=per_stage("dw_bn", "dw_bn"),
+        kernel_qkv=per_stage(3, 3),
+        padding_kv=per_stage(1, 1),
+        stride_kv=per_stage(2, 2),
+        padding_q=per_stage(1, 1),
+        stride_q=per_stage(1, 1),
+        num_labels=4,
+    )
+    return CvtForImageClassification(config)
+
+
+def _segformer():
+    """Overlapping patch embeddings, attention over keys and values reduced by a strided
+    convolution, a depthwise convolution in the MLP, an all-MLP decode head upsampling every
+    stage (``interpolate``), cross-entropy per pixel with an ignored label. (The decode
+    head's dropout acts on a channels-last tensor, where the lazy device draws other masks
+    than eager: off here.)"""
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    config = SegformerConfig(
+        num_channels=3,
+        num_encoder_blocks=2,
+        depths=[1, 1],
+        sr_ratios=[2, 1],
+        hidden_sizes=[8, 16],
+        patch_sizes=[3, 3],
+        strides=[2, 2],
+        num_attention_heads=[1, 2],
+        mlp_ratios=[2, 2],
+        decoder_hidden_size=16,
+        num_labels=4,
+        drop_path_rate=0.1,
+        classifier_dropout_prob=0.0,
+    )
+    return SegformerForSemanticSegmentation(config)
+
+
+def _segmentation_batch(generator, size=16):
+    labels = torch.randint(0, 4, (BATCH, size, size), generator=generator)
+    labels[0, :2] = 255  # the ignored label
+    return {
+        "pixel_values": torch.randn(BATCH, 3, size, size, generator=generator),
+        "labels": labels,
+    }
+
+
 class _Denoiser(torch.nn.Module):
     """A diffusers model trained as diffusion models are: the mean squared error of its
     prediction (``.sample``) to a target, returned as ``.loss`` like the zoo's other models."""
@@ -687,6 +905,16 @@ MODELS: dict[str, ModelSpec] = {
     # torch.distributions validates the Student's t arguments and the target on the host
     # (``constraint.check(...).all()``: one read each, as on any device)
     "time_series": ModelSpec("transformers", _time_series, _forecast_batch, host_reads=_MASK_READS),
+    "fnet": ModelSpec("transformers", _fnet, _unpadded_masked_lm_batch),
+    "funnel": ModelSpec("transformers", _funnel, _masked_lm_batch, host_reads=_MASK_READS),
+    # Longformer asks ``is_index_global_attn.flatten().any().item()`` in each layer
+    "led": ModelSpec("transformers", _led, _seq2seq_batch, host_reads=_MASK_READS),
+    "prophetnet": ModelSpec("transformers", _prophetnet, _seq2seq_batch, host_reads=_MASK_READS),
+    "perceiver": ModelSpec("transformers", _perceiver, _masked_lm_batch, host_reads=_MASK_READS),
+    "patchtst": ModelSpec("transformers", _patchtst, _patch_forecast_batch),
+    "convnext": ModelSpec("transformers", _convnext, _image_batch),
+    "cvt": ModelSpec("transformers", _cvt, _image_batch),
+    "segformer": ModelSpec("transformers", _segformer, _segmentation_batch),
     # diffusers: random weights from small configurations, trained on the MSE to a target
     "unet2d_condition": ModelSpec("diffusers", _unet2d_condition, _denoising_batch),
     "autoencoder_kl": ModelSpec("diffusers", _VariationalAutoencoder, _autoencoder_batch),
