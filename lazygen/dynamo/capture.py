@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.fx
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime import metrics
@@ -618,8 +619,6 @@ def _views(gm: torch.fx.GraphModule, args: list, bindings: dict) -> dict[int, tu
     overlapping chunks, ``as_strided`` of an argument, and transposes of its padded
     diagonals). Another output is a base when eager lays it out contiguously from offset 0,
     as the replay returns it, and the view stays within its elements."""
-    from torch.multiprocessing.reductions import StorageWeakRef
-
     bases: dict = {}  # storage -> (PASS, argument index) or (RESULT, output position, numel)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for i, (node, arg) in enumerate(zip(placeholders, args, strict=False)):
