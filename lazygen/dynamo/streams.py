@@ -81,6 +81,7 @@ def forget_unread_current_stream(gm: torch.fx.GraphModule) -> bool:
     op, refers to the registry, or carries a stream annotation. Anything else (a tracer
     without stream state, a future Dynamo that registers differently) leaves it as it is.
     """
+    # Dynamo's modules, imported when Dynamo calls the backend (as in ``install``).
     from torch._dynamo import graph_bytecode_inputs as registry
     from torch._dynamo.symbolic_convert import InstructionTranslator
     from torch._dynamo.variables.lazy import LazyVariableTracker
