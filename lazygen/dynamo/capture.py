@@ -16,6 +16,7 @@ ops responsible; the caller runs those segments eagerly instead (see ``partition
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -374,11 +375,9 @@ def _permuted_random_input(n: torch.fx.Node, bindings: dict) -> list[int] | None
     ):
         return None
     order = sorted(range(val.dim()), key=lambda d: (-strides[d], d))
-    expected = 1
-    for d in reversed(order):  # dense: each stride the product of the inner sizes
-        if sizes[d] != 1 and strides[d] != expected:
-            return None
-        expected *= sizes[d]
+    # dense: contiguous once its dimensions are put in memory order
+    if not _is_contiguous([sizes[d] for d in order], [strides[d] for d in order]):
+        return None
     return order
 
 
@@ -636,7 +635,7 @@ def _views(gm: torch.fx.GraphModule, args: list, bindings: dict) -> dict[int, tu
             outputs.append((position, StorageWeakRef(val.untyped_storage()), eager))
     for position, storage, (sizes, strides, offset) in outputs:
         if storage not in bases and offset == 0 and _is_contiguous(sizes, strides):
-            bases[storage] = (RESULT, position, _numel(sizes))
+            bases[storage] = (RESULT, position, math.prod(sizes))
     views = {}
     for position, storage, eager in outputs:
         base = bases.get(storage)
@@ -646,13 +645,6 @@ def _views(gm: torch.fx.GraphModule, args: list, bindings: dict) -> dict[int, tu
             continue
         views[position] = (base[0], base[1], *eager)
     return views
-
-
-def _numel(sizes) -> int:
-    n = 1
-    for size in sizes:
-        n *= size
-    return n
 
 
 def _mutated_arguments(stand_ins: list, args: list, arg_of: dict) -> tuple[dict, list]:
