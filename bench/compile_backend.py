@@ -138,6 +138,19 @@ def _step(workload: str, detach: bool):
     return _real_step(workload, detach)
 
 
+def compiled(step, impl: str):
+    """``step`` as implementation ``impl`` runs it (``IMPLS``)."""
+    if impl.startswith("lazygen-"):
+        return torch.compile(step, backend="lazygen", options={"backend": impl[8:]})
+    if impl in ("inductor", SAME_CONTRACT):
+        # read when Inductor compiles: each step keeps the setting it was compiled with
+        torch._inductor.config.fallback_random = impl == SAME_CONTRACT
+        return torch.compile(step)
+    if impl != "eager":
+        raise SystemExit(f"unknown implementation {impl!r}: choose from {', '.join(IMPLS)}")
+    return step
+
+
 def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
     torch.set_num_threads(1)
     traced = backward == "traced"
@@ -146,13 +159,7 @@ def run_one(workload: str, impl: str, steps: int, backward: str) -> dict:
     parameters = step.parameters
     if workload == TINY:
         steps = max(steps, TINY_STEPS)
-    if impl.startswith("lazygen-"):
-        step = torch.compile(step, backend="lazygen", options={"backend": impl[8:]})
-    elif impl in ("inductor", SAME_CONTRACT):
-        torch._inductor.config.fallback_random = impl == SAME_CONTRACT
-        step = torch.compile(step)
-    elif impl != "eager":
-        raise SystemExit(f"unknown implementation {impl!r}: choose from {', '.join(IMPLS)}")
+    step = compiled(step, impl)
     before = [p.detach().clone() for p in parameters]
     times = []
     for _ in range(steps):

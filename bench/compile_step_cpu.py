@@ -27,20 +27,11 @@ import time
 import compile_backend
 import torch
 import torch._dynamo
-import torch._inductor.config
 
 
 def compiled_step(workload: str, impl: str):
     """The compiled training step of ``compile_backend`` (backward traced), warmed up."""
-    step = compile_backend._step(workload, detach=True)
-    if impl.startswith("lazygen-"):
-        step = torch.compile(step, backend="lazygen", options={"backend": impl[8:]})
-    elif impl in ("inductor", compile_backend.SAME_CONTRACT):
-        # read when Inductor compiles, so each step keeps the setting it was compiled with
-        torch._inductor.config.fallback_random = impl == compile_backend.SAME_CONTRACT
-        step = torch.compile(step)
-    elif impl != "eager":
-        raise SystemExit(f"unknown implementation {impl!r}: choose from {compile_backend.IMPLS}")
+    step = compile_backend.compiled(compile_backend._step(workload, detach=True), impl)
     for _ in range(compile_backend.WARMUP * 6):
         step().item()
     return step
