@@ -249,3 +249,40 @@ def test_fake_tensor_meta_failures_are_not_logged_while_lazygen_compiles(caplog)
         "another error",
         "failed while attempting to run meta for outside lazygen",
     ]
+
+
+def _transposing_graph() -> torch.fx.GraphModule:
+    """``x.t() @ w + b``: an input read through a view (the layout the removed checks
+    compared) and one read by an extern kernel."""
+    g = torch.fx.Graph()
+    x, w, b = (g.placeholder(n) for n in ("x", "w", "b"))
+    xt = g.call_function(torch.ops.aten.t.default, (x,))
+    mm = g.call_function(torch.ops.aten.mm.default, (xt, w))
+    g.output((g.call_function(torch.ops.aten.add.Tensor, (mm, b)),))
+    return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+def test_lazy_graphs_are_compiled_without_per_call_input_checks():
+    """Inductor's per-call ``assert_size_stride`` of every input (~0.4 us each) is left out
+    of lazygen's graphs, whose inputs are contiguous with the compiled sizes by
+    construction (``compile.py``, "Input checks")."""
+    inputs = [torch.randn(5, 3), torch.randn(5, 4), torch.randn(4)]
+    compiled = compile_graph_module(_transposing_graph(), inputs)
+    source = compiled.compiled.source_code  # the DirectCall's CompiledFxGraph
+    assert "def call(" in source and "assert_size_stride(" not in source
+    (got,) = compiled(*inputs)
+    torch.testing.assert_close(got, inputs[0].t() @ inputs[1] + inputs[2])
+
+
+def test_strided_results_feed_later_graphs_contiguous(fresh_metrics):
+    """What the dropped checks guarded, end to end: one graph compiled for a contiguous
+    input runs again on a graph's result that is a strided view (a transpose) and on a
+    transposed host tensor, of the same sizes: each is fed contiguous, equal to eager."""
+    a = torch.randn(6, 4)
+    sources = [torch.randn(4, 6), (a * 2).t(), torch.randn(6, 4).t()]
+    lazy_sources = [sources[0].to(INDUCTOR), (a.to(INDUCTOR) * 2).t(), sources[2].to(INDUCTOR)]
+    lr.mark_step()  # the transpose's result becomes device data
+    for source, lazy_source in zip(sources, lazy_sources, strict=True):
+        got = (lazy_source.sin() * 3).cpu()  # the same graph, compiled once
+        torch.testing.assert_close(got, source.sin() * 3)
+    assert fresh_metrics.counter_value("UncachedCompile") == 2  # the transpose, the sin
