@@ -23,6 +23,7 @@ from lazygen.runtime.backends.inductor.context import (
     INDUCTOR_LOWERINGS,
     FXLoweringContext,
 )
+from lazygen.runtime.errors import LazyGraphError
 from lazygen.runtime.lowering_context import view_of
 
 from .conftest import BACKENDS, FX, INDUCTOR, index_zero_on
@@ -262,16 +263,60 @@ def _transposing_graph() -> torch.fx.GraphModule:
     return torch.fx.GraphModule(torch.nn.Module(), g)
 
 
-def test_lazy_graphs_are_compiled_without_per_call_input_checks():
-    """Inductor's per-call ``assert_size_stride`` of every input (~0.4 us each) is left out
-    of lazygen's graphs, whose inputs are contiguous with the compiled sizes by
-    construction (``compile.py``, "Input checks")."""
+def test_lazy_graphs_are_compiled_with_the_cpp_wrapper_and_no_input_checks():
+    """Inductor's code for a lazy graph is one C++ function (no Python call per kernel and
+    buffer) without the per-call ``assert_size_stride`` of every input: its inputs are
+    contiguous with the compiled sizes by construction (``compile.py``, "Per-call
+    costs")."""
     inputs = [torch.randn(5, 3), torch.randn(5, 4), torch.randn(4)]
     compiled = compile_graph_module(_transposing_graph(), inputs)
     source = compiled.compiled.source_code  # the DirectCall's CompiledFxGraph
-    assert "def call(" in source and "assert_size_stride(" not in source
+    assert "inductor_entry_impl" in source and "assert_size_stride(" not in source
     (got,) = compiled(*inputs)
     torch.testing.assert_close(got, inputs[0].t() @ inputs[1] + inputs[2])
+
+
+def test_a_graph_whose_cpp_wrapper_fails_is_compiled_with_the_python_one(
+    monkeypatch, fresh_metrics
+):
+    from torch._inductor import config as inductor_config
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
+    def fail(self, *args, **kwargs):
+        raise RuntimeError("C++ wrapper codegen failed (test)")
+
+    monkeypatch.setattr(CppWrapperCpu, "generate", fail)
+    inputs = [torch.randn(5, 3), torch.randn(5, 4), torch.randn(4)]
+    with inductor_config.patch(fx_graph_cache=False):  # a cached C++ wrapper would load
+        compiled = compile_graph_module(_transposing_graph(), inputs)
+    assert "def call(" in compiled.compiled.source_code  # Python
+    assert fresh_metrics.counter_value("InductorPythonWrapper") == 1
+    (got,) = compiled(*inputs)
+    torch.testing.assert_close(got, inputs[0].t() @ inputs[1] + inputs[2])
+
+
+def test_a_graph_calling_a_kernel_without_a_c_shim_uses_the_python_wrapper(caplog, fresh_metrics):
+    """torch 2.13's C++ wrapper called ``upsample_bilinear2d`` (no C shim) through the
+    dispatcher with its sizes boxed as a generic list, and the run failed ("Expected
+    IntList but got GenericList"): such a graph gets the Python wrapper, and Inductor's
+    warning about the missing shim is not shown."""
+    image = torch.randn(1, 2, 3, 3)
+    with caplog.at_level(logging.WARNING):
+        got = torch.nn.functional.interpolate(image.to(INDUCTOR), scale_factor=2.0, mode="bilinear")
+        got = got.cpu()
+    want = torch.nn.functional.interpolate(image, scale_factor=2.0, mode="bilinear")
+    torch.testing.assert_close(got, want)
+    assert fresh_metrics.counter_value("InductorPythonWrapper") == 1
+    assert not [r for r in caplog.records if "c-shim" in r.getMessage()]
+
+
+def test_an_error_inside_compiled_code_is_raised_not_fatal():
+    """An index out of range fails in a kernel called by the C++ wrapper: the user gets
+    the graph's error, and the process lives on."""
+    x, index = torch.randn(5).to(INDUCTOR), torch.tensor([1, 10]).to(INDUCTOR)
+    with pytest.raises(LazyGraphError, match="out of bounds"):
+        (x[index] * 2).cpu()
+    torch.testing.assert_close((x * 2).cpu(), x.cpu() * 2)
 
 
 def test_strided_results_feed_later_graphs_contiguous(fresh_metrics):

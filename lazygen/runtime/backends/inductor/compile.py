@@ -25,18 +25,30 @@ checked on every call with the call's sizes: a call they reject compiles another
 unbacked, as above. Unlike ``torch.compile(dynamic=True)`` on the same GraphModule (tried
 first), nothing read from an input is compiled in without a guard.
 
-Input checks. Inductor's code checks every tensor input's sizes and strides on every call
+Per-call costs. Inductor's code is a Python function calling its kernels, allocating its
+buffers and checking every tensor input's sizes and strides on every call
 (``assert_size_stride``, ~0.4 us each: an optimizer graph of 180 inputs paid ~75 us a
-step, a tenth of a small transformer's step). lazygen's graphs are compiled without them
-(``LAZY_GRAPH_CONFIG``): what they check holds by construction. Every tensor a lazy graph is
-fed is contiguous (device data is made so when read, ``DeviceData.data``, and when
-uploaded, ``Backend.to_data``; the Dynamo replay feeds host arguments Dynamo guards as
-contiguous, or copies them contiguous), its sizes are the ones compiled (they are part of
-the graph key; a graph compiled for all sizes checks its ``SizeGuard``), and for a
-contiguous tensor of given sizes the strides the check compares are determined (it
-ignores the stride of a dimension of size 1). The same switch drops Inductor's checks of
-the strides its fallback kernels return against their meta kernels (torch's own
-consistency, which the inductor backend's conformance suite compares with eager).
+step, a tenth of a small transformer's step). lazygen's graphs are compiled with
+``LAZY_GRAPH_CONFIG``:
+
+* ``cpp_wrapper``: the function is C++ (one call from Python a graph run; a small
+  transformer's training step ~12% faster). A graph is compiled again with the Python
+  wrapper (counted as ``InductorPythonWrapper``) when its C++ wrapper fails to compile,
+  or when it calls a fallback kernel that has no C shim: the C++ wrapper then calls the
+  op through the dispatcher with boxed arguments (``callBoxed``), which torch 2.13 gets
+  wrong for some schemas (``upsample_bilinear2d``'s sizes arrive as a generic list and
+  the run fails). Inductor's warning about each such kernel is not shown: lazygen acts
+  on it.
+* ``size_asserts`` off: what the checks test holds by construction. Every tensor a lazy
+  graph is fed is contiguous (device data is made so when read, ``DeviceData.data``, and
+  when uploaded, ``Backend.to_data``; the Dynamo replay feeds host arguments Dynamo
+  guards as contiguous, or copies them contiguous), its sizes are the ones compiled (they
+  are part of the graph key; a graph compiled for all sizes checks its ``SizeGuard``),
+  and for a contiguous tensor of given sizes the strides the check compares are
+  determined (it ignores the stride of a dimension of size 1). The same switch drops
+  Inductor's checks of the strides its fallback kernels return against their meta
+  kernels (torch's own consistency, which the inductor backend's conformance suite
+  compares with eager).
 
 Caching. Inductor's FX graph cache (on by default, under ``TORCHINDUCTOR_CACHE_DIR``,
 default ``/tmp/torchinductor_<user>``) keys compiled code by graph and input metadata, so
@@ -76,7 +88,9 @@ _EXECUTING = re.compile(r"While executing %(\w+)")
 #: Inductor settings lazygen's graphs are compiled with (see "Input checks" above). Part of
 #: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
 #: shared with lazygen's.
-LAZY_GRAPH_CONFIG = {"size_asserts": False}
+LAZY_GRAPH_CONFIG = {"size_asserts": False, "cpp_wrapper": True}
+#: The same, but Inductor's Python wrapper (when the C++ one fails to compile).
+PYTHON_WRAPPER_CONFIG = {**LAZY_GRAPH_CONFIG, "cpp_wrapper": False}
 #: Variants of one graph kept (for other values of its fixed scalars, or for sizes its
 #: guards rejected).
 MAX_VARIANTS = 16
@@ -181,8 +195,6 @@ class CompiledGraph:
                 # Inductor could not compile it for all sizes: these sizes only, guarded so.
                 metrics.count("InductorStaticFallback")
                 log(1, f"inductor: graph compiled for its own sizes only: {_first_line(error)}")
-                # (a fresh copy: compile_fx takes ownership of the module it is given)
-                module = _with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
                 compiled = compile_graph_module(module, list(inputs), self.direct)
                 guard = functools.partial(_same_sizes, _sizes_of(inputs))
         if self._count >= MAX_VARIANTS:  # drop the oldest
@@ -239,6 +251,35 @@ def _fake_tensor_errors_unlogged():
         yield
     finally:
         logger.removeFilter(drop)
+
+
+class _DropUnshimmedWarnings(logging.Filter):
+    """Drops Inductor's warning that a fallback kernel has no C shim (``_boxed_dispatch``
+    sends such a graph to the Python wrapper)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "missing a c-shim implementation" not in str(record.msg)
+
+
+@contextlib.contextmanager
+def _unshimmed_kernels_unlogged():
+    logger = logging.getLogger("torch._inductor.ir")
+    drop = _DropUnshimmedWarnings()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def _boxed_dispatch(compiles: InnerCompiles) -> str | None:
+    """Why a C++-wrapped compile must not be used: its code calls a kernel through the
+    dispatcher with boxed arguments (a fallback kernel without a C shim; read from the
+    code, so a compile loaded from Inductor's cache is judged the same), else None."""
+    for compiled, *_ in compiles.results:
+        if "callBoxed" in (getattr(compiled, "source_code", None) or ""):
+            return "a fallback kernel without a C shim"
+    return None
 
 
 def compile_graph_module(
@@ -309,12 +350,27 @@ def _compile_fx(
     from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
-    compiles = InnerCompiles(compile_fx_inner)
-    context = torch._guards.TracingContext(fake_mode)
-    cache_off = aot_cache_off() if direct else contextlib.nullcontext()
-    settings = inductor_config.patch(LAZY_GRAPH_CONFIG)
-    with torch._guards.tracing(context), torch.no_grad(), cache_off, settings:
-        wrapped = compile_fx(module, examples, inner_compile=compiles)
+    def compile_with(config: dict) -> tuple[InnerCompiles, Callable]:
+        compiles = InnerCompiles(compile_fx_inner)
+        context = torch._guards.TracingContext(fake_mode)
+        cache_off = aot_cache_off() if direct else contextlib.nullcontext()
+        settings = inductor_config.patch(config)
+        with torch._guards.tracing(context), torch.no_grad(), cache_off, settings:
+            # (a copy: compile_fx takes ownership of the module it is given)
+            return compiles, compile_fx(_copy(module), examples, inner_compile=compiles)
+
+    try:
+        with _unshimmed_kernels_unlogged():
+            compiles, wrapped = compile_with(LAZY_GRAPH_CONFIG)
+        why = _boxed_dispatch(compiles)
+    except Exception as error:
+        if _is_data_dependent(error):  # the caller fixes scalars and compiles again
+            raise
+        why = f"C++ wrapper failed: {_first_line(error)}"
+    if why is not None:
+        metrics.count("InductorPythonWrapper")
+        log(1, f"inductor: Python wrapper used ({why})")
+        compiles, wrapped = compile_with(PYTHON_WRAPPER_CONFIG)
     if not direct:
         return wrapped
     try:
@@ -386,6 +442,10 @@ def _scalar_inputs(module: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:
     placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
     read = {n.args[0] for n in module.graph.nodes if n.target is _READ}
     return {p: i for i, p in enumerate(placeholders) if p in read}
+
+
+def _copy(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    return _with_constants(module, {})
 
 
 def _with_constants(module: torch.fx.GraphModule, values: dict[int, object]):
