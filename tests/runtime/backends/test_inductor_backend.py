@@ -221,6 +221,18 @@ def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monke
     assert fresh_metrics.counter_value("InductorFixedScalar")
 
 
+def test_a_float_pad_value_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):
+    """A float pad value makes ``constant_pad_nd``'s lowering raise "Cannot convert
+    expression to float" (the compile failed, and the program with it); compiled in, each
+    value its own variant."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    x = torch.randn(2, 3)
+    for value in (0.5, 2.0):
+        got = torch.nn.functional.pad(x.to(INDUCTOR), (1, 2), value=value)
+        torch.testing.assert_close(got.cpu(), torch.nn.functional.pad(x, (1, 2), value=value))
+    assert fresh_metrics.counter_value("InductorFixedScalar") == 1
+
+
 def test_a_scalar_a_lowering_hands_to_a_fallback_kernel_is_compiled_in(
     fresh_metrics, monkeypatch, tmp_path
 ):

@@ -506,13 +506,15 @@ def _remember_fixed(key: str, fixed: tuple[int, ...]) -> None:
 
 
 #: How Inductor refuses a scalar input whose value it needs: a data-dependent guard, a
-#: lowering converting the unbacked symbol to a number (``constant_pad_nd``'s pad value), or
+#: lowering converting the unbacked symbol to a number (to an int; to a float, as
+#: ``constant_pad_nd`` does with a float pad value: "Cannot convert expression to float"), or
 #: one handing it on to an ATen fallback kernel, whose FX node cannot hold a sympy symbol
 #: (``scatter.value``'s value: "argument of type: <class 'sympy.core.symbol.Symbol'>").
 _NEEDS_VALUE = (
     "data-dependent",
     "DataDependent",
     "Cannot convert symbols to int",
+    "Cannot convert expression to float",
     "argument of type: <class 'sympy.",
 )
 
