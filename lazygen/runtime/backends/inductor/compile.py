@@ -231,45 +231,42 @@ class CompiledGraph:
         return found
 
 
-class _DropMetaFailures(logging.Filter):
-    """Drops fake-tensor's ERROR record of a failed meta kernel (with its traceback)."""
+class _DropRecords(logging.Filter):
+    """Drops the log records whose message starts with or contains given words."""
+
+    def __init__(self, starts: str = "", contains: str = "") -> None:
+        super().__init__()
+        self.starts, self.contains = starts, contains
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("failed while attempting to run meta")
+        message = str(record.msg)
+        return not (message.startswith(self.starts) and self.contains in message)
 
 
 @contextlib.contextmanager
+def _unlogged(logger_name: str, starts: str = "", contains: str = ""):
+    """Inside the block, ``logger_name`` drops the records ``_DropRecords`` describes."""
+    logger = logging.getLogger(logger_name)
+    drop = _DropRecords(starts, contains)
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
 def _fake_tensor_errors_unlogged():
     """While lazygen compiles: a failed meta kernel is an exception lazygen handles (a
     value-dependent branch fixes its scalars and compiles again) or reports itself (the
     graph's compile error names it), so fake-tensor's own ERROR log of it, a traceback on
     the user's stderr for something that went right, is dropped."""
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    drop = _DropMetaFailures()
-    logger.addFilter(drop)
-    try:
-        yield
-    finally:
-        logger.removeFilter(drop)
+    return _unlogged("torch._subclasses.fake_tensor", starts="failed while attempting to run meta")
 
 
-class _DropUnshimmedWarnings(logging.Filter):
-    """Drops Inductor's warning that a fallback kernel has no C shim (``_boxed_dispatch``
-    sends such a graph to the Python wrapper)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "missing a c-shim implementation" not in str(record.msg)
-
-
-@contextlib.contextmanager
 def _unshimmed_kernels_unlogged():
-    logger = logging.getLogger("torch._inductor.ir")
-    drop = _DropUnshimmedWarnings()
-    logger.addFilter(drop)
-    try:
-        yield
-    finally:
-        logger.removeFilter(drop)
+    """Inductor's warning that a fallback kernel has no C shim: lazygen acts on it
+    (``_boxed_dispatch`` sends such a graph to the Python wrapper), the user need not."""
+    return _unlogged("torch._inductor.ir", contains="missing a c-shim implementation")
 
 
 def _boxed_dispatch(compiles: InnerCompiles) -> str | None:
