@@ -85,7 +85,7 @@ from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
-#: Inductor settings lazygen's graphs are compiled with (see "Input checks" above). Part of
+#: Inductor settings lazygen's graphs are compiled with (see "Per-call costs" above). Part of
 #: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
 #: shared with lazygen's.
 LAZY_GRAPH_CONFIG = {"size_asserts": False, "cpp_wrapper": True}
