@@ -9,13 +9,18 @@ every step, Adam training (its bias corrections change every step), SGD with mom
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 from support.training import compare_training
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import lazygen.runtime as lr
 from lazygen.runtime import devices
+from lazygen.runtime.backend_interface import outside_dispatch
 from lazygen.runtime.backends.inductor import backend as inductor_backend
 from lazygen.runtime.backends.inductor import compile as inductor_compile
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
@@ -308,18 +313,76 @@ def test_a_graph_whose_cpp_wrapper_fails_is_compiled_with_the_python_one(
 
 
 def test_a_graph_calling_a_kernel_without_a_c_shim_uses_the_python_wrapper(caplog, fresh_metrics):
-    """torch 2.13's C++ wrapper called ``upsample_bilinear2d`` (no C shim) through the
-    dispatcher with its sizes boxed as a generic list, and the run failed ("Expected
-    IntList but got GenericList"): such a graph gets the Python wrapper, and Inductor's
-    warning about the missing shim is not shown."""
+    """torch 2.13's C++ wrapper calls a fallback kernel without a C shim through the
+    dispatcher with boxed arguments, and gets some schemas wrong (sizes boxed as a generic
+    list: "Expected IntList but got GenericList"): such a graph gets the Python wrapper, and
+    Inductor's warning about the missing shim is not shown. (Antialiased bilinear
+    interpolation: a kernel with neither a shim nor a decomposition.)"""
     image = torch.randn(1, 2, 3, 3)
     with caplog.at_level(logging.WARNING):
-        got = torch.nn.functional.interpolate(image.to(INDUCTOR), scale_factor=2.0, mode="bilinear")
+        got = torch.nn.functional.interpolate(
+            image.to(INDUCTOR), scale_factor=2.0, mode="bilinear", antialias=True
+        )
         got = got.cpu()
-    want = torch.nn.functional.interpolate(image, scale_factor=2.0, mode="bilinear")
+    want = torch.nn.functional.interpolate(image, scale_factor=2.0, mode="bilinear", antialias=True)
     torch.testing.assert_close(got, want)
     assert fresh_metrics.counter_value("InductorPythonWrapper") == 1
     assert not [r for r in caplog.records if "c-shim" in r.getMessage()]
+
+
+_DECOMPOSED_OPS_PROGRAM = """
+import torch, torch.nn.functional as F, lazygen.runtime as lr
+lr.init(backend="inductor")
+image, volume = torch.randn(1, 2, 4, 4), torch.randn(1, 2, 3, 4, 4)
+def resized(x, v):
+    return (
+        F.interpolate(x, scale_factor=2.0, mode="bilinear").sum()
+        + F.interpolate(x, scale_factor=2.0, mode="bicubic").sum()
+        + F.interpolate(v, scale_factor=2.0, mode="trilinear").sum()
+    )
+got = resized(image.to(lr.device()), volume.to(lr.device())).cpu()  # read: no mark_step
+torch.testing.assert_close(got, resized(image, volume), rtol=1e-5, atol=1e-4)
+assert lr.metrics.counter_value("UncachedCompile") == 1
+print("ok")
+"""
+
+
+def test_ops_inductor_decomposes_compile_with_ci_set_and_a_cold_cache(tmp_path):
+    """Inductor refuses an op that reaches its lowering undecomposed although a
+    decomposition exists, where ``CI`` is set ("make_fallback(...): a decomposition exists,
+    we should switch to it"); the lazy device's ``upsample_*`` ops did, read with
+    ``.cpu()`` alone (the compile ran inside the lazy tensor's dispatch, where torch's
+    autograd-key decomposition is skipped) and, for ``trilinear``, always. Its own process:
+    the environment variable, an empty Inductor cache (a cached graph skips the lowering),
+    and no earlier fallback of these ops registered in Inductor's lowerings."""
+    env = {**os.environ, "CI": "true", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", _DECOMPOSED_OPS_PROGRAM],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+def test_a_compile_inside_a_dispatch_sees_the_plain_dispatch_state():
+    """``outside_dispatch``: the excluded keys of a running ``__torch_dispatch__`` and an
+    active dispatch mode are not seen inside the block, and are back after it."""
+    seen = {}
+
+    class Probe(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    autograd = torch._C.DispatchKey.AutogradCPU
+    with Probe(), torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(autograd)):
+        with outside_dispatch():
+            seen["excluded"] = torch._C._dispatch_tls_is_dispatch_key_excluded(autograd)
+            seen["modes"] = torch._C._len_torch_dispatch_stack()
+        seen["after"] = torch._C._dispatch_tls_is_dispatch_key_excluded(autograd)
+        seen["modes_after"] = torch._C._len_torch_dispatch_stack()
+    assert seen == {"excluded": False, "modes": 0, "after": True, "modes_after": 1}
 
 
 def test_an_error_inside_compiled_code_is_raised_not_fatal():

@@ -79,8 +79,10 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ... import metrics
+from ...backend_interface import outside_dispatch
 from ...state import log
 from .context import READ_AS_SIZE
+from .decompose import decompositions_for
 from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
 
 _READ = torch.ops.aten._local_scalar_dense.default
@@ -347,14 +349,19 @@ def _compile_fx(
     from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
+    decompositions = decompositions_for(module)
+
     def compile_with(config: dict) -> tuple[InnerCompiles, Callable]:
         compiles = InnerCompiles(compile_fx_inner)
         context = torch._guards.TracingContext(fake_mode)
         cache_off = aot_cache_off() if direct else contextlib.nullcontext()
         settings = inductor_config.patch(config)
-        with torch._guards.tracing(context), torch.no_grad(), cache_off, settings:
+        tracing = torch._guards.tracing(context)
+        with outside_dispatch(), tracing, torch.no_grad(), cache_off, settings:
             # (a copy: compile_fx takes ownership of the module it is given)
-            return compiles, compile_fx(_copy(module), examples, inner_compile=compiles)
+            return compiles, compile_fx(
+                _copy(module), examples, inner_compile=compiles, decompositions=decompositions
+            )
 
     try:
         with _unshimmed_kernels_unlogged():
