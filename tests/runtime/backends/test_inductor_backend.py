@@ -238,6 +238,27 @@ def test_a_float_pad_value_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):
     assert fresh_metrics.counter_value("InductorFixedScalar") == 1
 
 
+def test_only_the_scalars_a_refusing_lowering_reads_are_compiled_in(fresh_metrics):
+    """A lowering that refuses a scalar input names no node of the graph, only its target
+    (``LoweringException``'s "target: aten.constant_pad_nd.default"); only the scalars that
+    op reads are compiled in. All of them were, GPT-2's AdamW step's bias corrections with
+    them, and every step compiled a variant for their new values."""
+    labels, x = torch.arange(8).view(2, 4), torch.randn(2, 3)
+    lazy_labels, lazy_x = labels.to(INDUCTOR), x.to(INDUCTOR)
+    for step in range(1, 4):
+        step_size = 0.1 * step  # changes every step, as Adam's does
+        # GPT-2's loss pads its labels so (an int tensor, an int value)
+        padded = torch.nn.functional.pad(lazy_labels, (0, 1), value=-100)
+        updated = lazy_x.addcdiv(lazy_x, lazy_x + 2, value=-step_size)
+        lr.mark_step()
+        torch.testing.assert_close(
+            padded.cpu(), torch.nn.functional.pad(labels, (0, 1), value=-100)
+        )
+        torch.testing.assert_close(updated.cpu(), x.addcdiv(x, x + 2, value=-step_size))
+    assert fresh_metrics.counter_value("InductorFixedScalar") == 1
+    assert not fresh_metrics.counter_value("InductorRecompile")
+
+
 def test_a_scalar_a_lowering_hands_to_a_fallback_kernel_is_compiled_in(
     fresh_metrics, monkeypatch, tmp_path
 ):

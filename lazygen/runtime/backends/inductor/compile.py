@@ -87,6 +87,8 @@ from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
+#: The op a ``LoweringException`` names (Inductor's lowering of it refused the value).
+_LOWERING_TARGET = re.compile(r"^\s*target: \w+\.(\w+)\.\w+$", re.MULTILINE)
 #: Inductor settings lazygen's graphs are compiled with (see "Per-call costs" above). Part of
 #: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
 #: shared with lazygen's.
@@ -210,19 +212,26 @@ class CompiledGraph:
         return compiled
 
     def _culprits(self, error: BaseException) -> set[int]:
-        """The scalar inputs read by the nodes of the op a failed trace names (by name in
-        this graph, or by op for a node of Inductor's own graph)."""
+        """The scalar inputs read by the nodes of the op a failed trace names: by node name
+        (this graph's, or, by op, a node of Inductor's own graph), or by op (the target of a
+        lowering that refused the value).
+
+        Every node of the failing op: a graph has many (one addmm per linear layer), and
+        they would otherwise fail, and be fixed, one trace at a time. Never more: a scalar
+        fixed that changes every step (an optimizer's bias correction) compiles a variant
+        every step."""
         text = _full_text(error)
         nodes = {n.name: n for n in self.module.graph.nodes}
         found: set[int] = set()
+        ops = set(_LOWERING_TARGET.findall(text))
         for name in _EXECUTING.findall(text):
             node = nodes.get(name)
-            # Every node of the failing op: a graph has many (one addmm per linear layer),
-            # and they would otherwise fail, and be fixed, one trace at a time.
-            op = _op_name(node) if node is not None else re.sub(r"_\d+$", "", name)
-            for candidate in self.module.graph.nodes:
-                if candidate is node or _op_name(candidate) == op:
-                    found |= self._scalars_read_by(candidate)
+            if node is not None:
+                found |= self._scalars_read_by(node)
+            ops.add(_op_name(node) if node is not None else re.sub(r"_\d+$", "", name))
+        for candidate in self.module.graph.nodes:
+            if _op_name(candidate) in ops:
+                found |= self._scalars_read_by(candidate)
         return found
 
     def _scalars_read_by(self, node: torch.fx.Node) -> set[int]:
