@@ -226,16 +226,25 @@ def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monke
     assert fresh_metrics.counter_value("InductorFixedScalar")
 
 
-def test_a_float_pad_value_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):
+def test_a_float_pad_value_is_compiled_in(fresh_metrics, monkeypatch, tmp_path, capsys):
     """A float pad value makes ``constant_pad_nd``'s lowering raise "Cannot convert
     expression to float" (the compile failed, and the program with it); compiled in, each
-    value its own variant."""
+    value its own variant, which the recompile explanation names: the value, the op, the
+    user's line."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(lr.state.settings, "explain_recompiles", True)
+    monkeypatch.setattr(lr.state.settings, "record_source", True)
     x = torch.randn(2, 3)
     for value in (0.5, 2.0):
         got = torch.nn.functional.pad(x.to(INDUCTOR), (1, 2), value=value)
         torch.testing.assert_close(got.cpu(), torch.nn.functional.pad(x, (1, 2), value=value))
     assert fresh_metrics.counter_value("InductorFixedScalar") == 1
+    assert fresh_metrics.counter_value("InductorRecompile") == 1
+    err = capsys.readouterr().err
+    assert "reason: value" in err and "constant_pad_nd" in err, err
+    assert "now:    2.0" in err and "cached: 0.5" in err, err
+    assert "test_inductor_backend.py:" in err, err
+    assert fresh_metrics.counter_value("Recompile_value") == 1
 
 
 def test_only_the_scalars_a_refusing_lowering_reads_are_compiled_in(fresh_metrics):

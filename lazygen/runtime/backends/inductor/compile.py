@@ -80,7 +80,9 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ... import metrics
 from ...backend_interface import outside_dispatch
-from ...state import log
+from ...graph import recompiles
+from ...state import log, settings
+from . import variants
 from .context import READ_AS_SIZE
 from .decompose import decompositions_for
 from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
@@ -148,7 +150,26 @@ class CompiledGraph:
                 return compiled(*inputs)
         if self._count:
             metrics.count("InductorRecompile")
+            if settings.explain_recompiles:
+                self._explain(key, inputs)
         return self._compile_fixing(inputs)(*inputs)
+
+    def _explain(self, key: tuple, inputs: list) -> None:
+        """Report why no variant runs ``inputs`` (``variants.py``); best effort, as
+        lazygen's own explanations."""
+        try:
+            if key in self.variants:  # their size guards rejected these sizes
+                guard = next(g for g, _ in self.variants[key] if g is not None)
+                parts = getattr(guard, "parts", [])  # none: compiled for its own sizes only
+                explanation = variants.rejected_guard(self.module, parts, inputs)
+            else:
+                explanation = variants.changed_value(
+                    self.module, self.fixed, key, list(self.variants)
+                )
+        except Exception as error:
+            log(1, f"inductor: could not explain a recompile ({error!r})")
+            return
+        recompiles.report_explanation(explanation)
 
     def direct_runner(self) -> Callable[[list], list] | None:
         """``run(inputs)`` straight into Inductor's code when nothing is left to choose per
@@ -323,22 +344,27 @@ def compile_for_all_sizes(
     shape_env = ShapeEnv()
     fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
     # Named as produce_guards_expression names its placeholders.
+    sources = [LocalSource(f"t{i}") for i in range(len(inputs))]
     examples = [
-        _symbolic(x, LocalSource(f"t{i}"), shape_env, fake_mode) for i, x in enumerate(inputs)
+        _symbolic(x, source, shape_env, fake_mode)
+        for x, source in zip(inputs, sources, strict=True)
     ]
     compiled = _compile_fx(module, examples, fake_mode, direct)
-    code = shape_env.produce_guards_expression(examples)
-    return compiled, None if code is None else SizeGuard(code, len(examples))
+    parts = shape_env.produce_guards(examples, sources, ignore_static=True)
+    return compiled, SizeGuard(parts, len(examples)) if parts else None
 
 
 class SizeGuard:
-    """``guard(inputs)``: whether ``inputs`` satisfy a shape env's guards, an expression
-    over ``L['t<i>']`` (``produce_guards_expression``), parsed once (the shape env's own
-    ``evaluate_guards_expression`` parses it on every call)."""
+    """``guard(inputs)``: whether ``inputs`` satisfy a shape env's guards, expressions over
+    ``L['t<i>']`` (``produce_guards``), joined and parsed once (the shape env's own
+    ``evaluate_guards_expression`` parses them on every call). ``parts`` are kept to name
+    the one a call breaks."""
 
-    __slots__ = ("code", "_names", "_compiled")
+    __slots__ = ("parts", "code", "_names", "_compiled")
 
-    def __init__(self, code: str, count: int) -> None:
+    def __init__(self, parts: list[str], count: int) -> None:
+        self.parts = list(parts)
+        code = " and ".join(self.parts)
         self.code = code
         self._names = [f"t{i}" for i in range(count)]
         self._compiled = compile(code, "<lazygen size guards>", "eval")
