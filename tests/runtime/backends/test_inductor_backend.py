@@ -268,6 +268,30 @@ def test_only_the_scalars_a_refusing_lowering_reads_are_compiled_in(fresh_metric
     assert not fresh_metrics.counter_value("InductorRecompile")
 
 
+def test_an_error_naming_only_a_symbol_fixes_the_input_read_as_it():
+    """Llama's backward failed in an Inductor pass (``reinplace``'s view-scatter rewrite)
+    on a guard over an unbacked symbol, its text naming no node of the lazy graph: every
+    scalar was compiled in, AdamW's bias corrections too, and each step recompiled. The
+    symbol names the input: the read in the graph of the node being rewritten (aot's,
+    whose inputs are the lazy graph's in order) whose value it is."""
+    graph = torch.fx.Graph()
+    weight, step_size = graph.placeholder("weight"), graph.placeholder("step_size")
+    read = graph.call_function(torch.ops.aten._local_scalar_dense.default, (step_size,))
+    read.meta["val"] = "u7"  # a SymInt prints as its symbol
+    scatter = graph.call_function(torch.ops.aten.mul.Tensor, (weight, read))
+
+    def rewrite(node):
+        raise RuntimeError("Could not guard on data-dependent expression u7 <= 0")
+
+    try:
+        rewrite(scatter)
+    except RuntimeError as error:
+        nodes = inductor_compile._frame_nodes(error)
+        assert nodes == [scatter]
+        assert inductor_compile._symbol_reads(str(error), nodes) == {1}
+        assert inductor_compile._symbol_reads("no symbol here", nodes) == set()
+
+
 def test_a_scalar_a_lowering_hands_to_a_fallback_kernel_is_compiled_in(
     fresh_metrics, monkeypatch, tmp_path
 ):

@@ -234,8 +234,9 @@ class CompiledGraph:
 
     def _culprits(self, error: BaseException) -> set[int]:
         """The scalar inputs read by the nodes of the op a failed trace names: by node name
-        (this graph's, or, by op, a node of Inductor's own graph), or by op (the target of a
-        lowering that refused the value).
+        (this graph's, or, by op, a node of Inductor's own graph, in the error's text or in
+        the frames it was raised through), by op (the target of a lowering that refused the
+        value), or by the unbacked symbol it could not decide on (the input read as it).
 
         Every node of the failing op: a graph has many (one addmm per linear layer), and
         they would otherwise fail, and be fixed, one trace at a time. Never more: a scalar
@@ -245,7 +246,13 @@ class CompiledGraph:
         nodes = {n.name: n for n in self.module.graph.nodes}
         found: set[int] = set()
         ops = set(_LOWERING_TARGET.findall(text))
-        for name in _EXECUTING.findall(text):
+        frame_nodes = _frame_nodes(error)
+        needed = _symbol_reads(text, frame_nodes)  # the inputs whose values are needed
+        for placeholder, i in self._scalar_inputs.items():
+            if i in needed:
+                found.add(i)
+                ops |= {_op_name(user) for read in placeholder.users for user in read.users}
+        for name in _EXECUTING.findall(text) + [n.name for n in frame_nodes]:
             node = nodes.get(name)
             if node is not None:
                 found |= self._scalars_read_by(node)
@@ -563,6 +570,53 @@ def _is_data_dependent(error: BaseException) -> bool:
     return any(words in text for words in _NEEDS_VALUE)
 
 
+def _frame_nodes(error: BaseException) -> list[torch.fx.Node]:
+    """The FX nodes being handled where ``error`` (or an exception it came from) was
+    raised: the node aot_autograd's interpreter ran (``run_node``'s ``n``), or the node of
+    Inductor's graph a pass rewrote (its ``node``). A guard on an unbacked symbol raised in
+    a fake kernel names no node in its text."""
+    nodes = []
+    for raised in _chain(error):
+        tb = raised.__traceback__
+        while tb is not None:
+            local = tb.tb_frame.f_locals
+            for name in ("n", "node"):
+                if isinstance(local.get(name), torch.fx.Node):
+                    nodes.append(local[name])
+            tb = tb.tb_next
+    return nodes
+
+
+#: The unbacked symbols a data-dependent error names (``u42``, ``zuf3``).
+_UNBACKED = re.compile(r"\b(u\d+|zuf\d+)\b")
+
+
+def _symbol_reads(text: str, nodes: list[torch.fx.Node]) -> set[int]:
+    """The graph inputs whose reads defined the unbacked symbols ``text`` names, found in
+    the graphs of ``nodes`` (aot's graph, whose inputs are the lazy graph's, in order): its
+    ``_local_scalar_dense`` node whose value is the symbol reads that input."""
+    symbols = set(_UNBACKED.findall(text))
+    found: set[int] = set()
+    if not symbols:
+        return found
+    for graph in {id(n.graph): n.graph for n in nodes}.values():
+        positions = {p: i for i, p in enumerate(graph.find_nodes(op="placeholder"))}
+        for read in graph.find_nodes(op="call_function", target=_READ):
+            if str(read.meta.get("val")) in symbols and read.args[0] in positions:
+                found.add(positions[read.args[0]])
+    return found
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from or while handling."""
+    chain, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return chain
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0][:200] if text else type(error).__name__
@@ -570,10 +624,7 @@ def _first_line(error: BaseException) -> str:
 
 def _full_text(error: BaseException) -> str:
     parts = []
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        parts.append(str(error))
-        parts.extend(getattr(error, "__notes__", ()))
-        error = error.__cause__ or error.__context__
+    for raised in _chain(error):
+        parts.append(str(raised))
+        parts.extend(getattr(raised, "__notes__", ()))
     return "\n".join(parts)
