@@ -77,6 +77,14 @@ EFFECTS: tuple[Effect, ...] = (
         "`init()` (`privateuse1.accelerator_api`)",
     ),
     Effect(
+        "device_generators",
+        "LAZYGEN_DEVICE_GENERATORS",
+        "`torch.Generator` replaced by a class that makes a generator of the backing device for "
+        "`torch.Generator(device=\"lazygen\")` (torch's Python hooks cannot) and torch's own "
+        "generator otherwise; `isinstance` checks answer as before",
+        "`init()` (`privateuse1.rng`)",
+    ),
+    Effect(
         "printing",
         "LAZYGEN_PRINTING",
         "`torch._tensor_str._str` wrapped, so lazy tensors print as other devices' do",

@@ -21,6 +21,7 @@ from . import (
     host_copy,
     pinned_memory,
     printing,
+    rng,
     serialization,
     tied_parameters,
 )
@@ -58,7 +59,7 @@ def install(name: str) -> None:
         )
     if current != name:
         torch.utils.rename_privateuse1_backend(name)
-        torch.utils.generate_methods_for_privateuse1_backend()
+        torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
         torch._register_device_module(name, DeviceModule)
         torch._C._acc.register_python_privateuseone_hook(Hooks())
         if not _guards:
@@ -72,6 +73,7 @@ def install(name: str) -> None:
         _libraries.extend(autocast.register())
         for name, module in (
             ("accelerator_api", accelerator_api),
+            ("device_generators", rng),
             ("printing", printing),
             ("serialization", serialization),
             ("tied_parameters", tied_parameters),

@@ -7,6 +7,7 @@ import torch
 
 from .. import devices, executor
 from ..state import settings
+from . import rng
 from .backward_errors import take_over_pending_error
 
 _PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
@@ -67,36 +68,17 @@ class DeviceModule:
             index = index.index
         devices.set_current_index(index if isinstance(index, int) else 0)
 
-    # Random numbers of lazy tensors come from the data device's generator (fallback ops
-    # and compiled graphs both run there), so the RNG API forwards to it. torch's own
-    # helpers (e.g. `torch.testing._utils.freeze_rng_state`) call these for PrivateUse1.
-    @staticmethod
-    def _backing_rng():
-        backing = devices.default_device().backing
-        return torch.cuda if backing.type == "cuda" else torch.random
-
-    @staticmethod
-    def get_rng_state(device=None) -> torch.Tensor:
-        return DeviceModule._backing_rng().get_rng_state()
-
-    @staticmethod
-    def set_rng_state(state: torch.Tensor, device=None) -> None:
-        DeviceModule._backing_rng().set_rng_state(state)
-
-    @staticmethod
-    def manual_seed(seed: int) -> None:
-        # torch.manual_seed seeds the CPU generator and then calls this; a CPU data device
-        # is therefore already seeded (and calling back would recurse).
-        if devices.default_device().backing.type == "cuda":
-            torch.cuda.manual_seed(seed)
-
-    @staticmethod
-    def manual_seed_all(seed: int) -> None:
-        DeviceModule.manual_seed(seed)
-
-    @staticmethod
-    def initial_seed() -> int:
-        return DeviceModule._backing_rng().initial_seed()
+    # Random numbers: the backing device's generators (see ``rng``). torch's own helpers
+    # (``torch.manual_seed``, ``fork_rng``, ``freeze_rng_state``) call these for PrivateUse1.
+    manual_seed = staticmethod(rng.manual_seed)
+    manual_seed_all = staticmethod(rng.manual_seed_all)
+    seed = staticmethod(rng.seed)
+    seed_all = staticmethod(rng.seed_all)
+    initial_seed = staticmethod(rng.initial_seed)
+    get_rng_state = staticmethod(rng.get_rng_state)
+    set_rng_state = staticmethod(rng.set_rng_state)
+    get_rng_state_all = staticmethod(rng.get_rng_state_all)
+    set_rng_state_all = staticmethod(rng.set_rng_state_all)
 
     @staticmethod
     def synchronize(device=None) -> None:
