@@ -13,15 +13,33 @@ from .backward_errors import take_over_pending_error
 _PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
 
 
+def device_index(device) -> int:
+    """The index a ``device`` argument names (CUDA's rules: an int is an index; a device or
+    string without an index is the current one; another device type is an error)."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    if device is None:
+        return devices.current_index()
+    if isinstance(device, (str, torch.device)):
+        device = torch.device(device)
+        if not devices.is_lazy_device(device):
+            raise ValueError(
+                f"lazygen: expected a {settings.device_type} device, got {device} (a device "
+                f"index or '{settings.device_type}:<index>')"
+            )
+        return devices.current_index() if device.index is None else device.index
+    raise TypeError(
+        f"lazygen: expected a device index, a device or a device string, got {device!r}"
+    )
+
+
 class _DeviceContext:
     """``torch.<device name>.device(d)``: make ``d`` the current lazy device inside a ``with``
     block, like ``torch.cuda.device`` (torch's storage copies enter it; ``None`` or a
     negative index changes nothing)."""
 
     def __init__(self, device) -> None:
-        if isinstance(device, (str, torch.device)):
-            device = torch.device(device).index
-        self.index = -1 if device is None else device
+        self.index = -1 if device is None else device_index(device)
         self.previous = -1
 
     def __enter__(self):
@@ -63,10 +81,12 @@ class DeviceModule:
         return devices.current_index()
 
     @staticmethod
-    def set_device(index) -> None:
-        if isinstance(index, torch.device):
-            index = index.index
-        devices.set_current_index(index if isinstance(index, int) else 0)
+    def set_device(device) -> None:
+        """As ``torch.cuda.set_device``: an index, ``"<device>:<i>"`` or a device; a negative
+        index changes nothing; an index past ``device_count()`` raises."""
+        index = device_index(device)
+        if index >= 0:
+            devices.set_current_index(index)
 
     # Random numbers: the backing device's generators (see ``rng``). torch's own helpers
     # (``torch.manual_seed``, ``fork_rng``, ``freeze_rng_state``) call these for PrivateUse1.
