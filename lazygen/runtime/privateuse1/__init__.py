@@ -21,6 +21,7 @@ from . import (
     host_copy,
     pinned_memory,
     printing,
+    resize,
     rng,
     serialization,
     tied_parameters,
@@ -70,6 +71,7 @@ def install(name: str) -> None:
         if process.enabled("pinned_memory"):
             _libraries.append(pinned_memory.register())
         _libraries.append(foreach_meta.register())
+        _libraries.append(resize.register())
         _libraries.extend(autocast.register())
         for name, module in (
             ("accelerator_api", accelerator_api),
