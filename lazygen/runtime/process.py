@@ -85,6 +85,14 @@ EFFECTS: tuple[Effect, ...] = (
         "`init()` (`privateuse1.rng`)",
     ),
     Effect(
+        "dlpack",
+        "LAZYGEN_DLPACK",
+        "`torch.utils.dlpack.to_dlpack`, `Tensor.__dlpack__` and `Tensor.__dlpack_device__` "
+        "wrapped, so exporting a lazy tensor raises an error naming `t.cpu()` instead of "
+        "giving a tensor without memory",
+        "`init()` (`privateuse1.dlpack`)",
+    ),
+    Effect(
         "printing",
         "LAZYGEN_PRINTING",
         "`torch._tensor_str._str` wrapped, so lazy tensors print as other devices' do",

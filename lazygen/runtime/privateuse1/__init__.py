@@ -16,6 +16,7 @@ from . import (
     accelerator_api,
     autocast,
     backward_errors,
+    dlpack,
     factories,
     foreach_meta,
     host_copy,
@@ -76,6 +77,7 @@ def install(name: str) -> None:
         for name, module in (
             ("accelerator_api", accelerator_api),
             ("device_generators", rng),
+            ("dlpack", dlpack),
             ("printing", printing),
             ("serialization", serialization),
             ("tied_parameters", tied_parameters),
