@@ -17,6 +17,7 @@ from . import (
     autocast,
     backward_errors,
     dlpack,
+    dynamo_interface,
     factories,
     foreach_meta,
     host_copy,
@@ -73,6 +74,7 @@ def install(name: str) -> None:
             _libraries.append(pinned_memory.register())
         _libraries.append(foreach_meta.register())
         _libraries.append(resize.register())
+        dynamo_interface.register()
         _libraries.extend(autocast.register())
         for name, module in (
             ("accelerator_api", accelerator_api),

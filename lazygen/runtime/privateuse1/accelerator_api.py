@@ -121,8 +121,12 @@ def _get_device_capability(device=None, /) -> dict:
     backing = devices.get_device(index).backing
     if backing.type == "cuda":
         return _originals["get_device_capability"](backing)
-    # What the backing CPU runs: every dtype eager's CPU kernels take.
-    return {"supported_dtypes": sorted(_CPU_DTYPES, key=str)}
+    return {"supported_dtypes": supported_dtypes()}
+
+
+def supported_dtypes() -> list[torch.dtype]:
+    """The dtypes of a lazy device with a CPU backing: every dtype eager's CPU kernels take."""
+    return sorted(_CPU_DTYPES, key=str)
 
 
 _CPU_DTYPES = {

@@ -7,7 +7,7 @@ import torch
 
 from .. import devices, executor
 from ..state import settings
-from . import rng
+from . import rng, streams
 from .backward_errors import take_over_pending_error
 
 _PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
@@ -103,6 +103,15 @@ class DeviceModule:
     @staticmethod
     def synchronize(device=None) -> None:
         executor.mark_step(None if device is None else devices.device_from(device), wait=True)
+
+    # Streams and events (see ``streams``: Python objects with CUDA's API).
+    Stream = streams.Stream
+    Event = streams.Event
+    StreamContext = streams.StreamContext
+    stream = staticmethod(streams.stream)
+    current_stream = staticmethod(streams.current_stream)
+    default_stream = staticmethod(streams.default_stream)
+    set_stream = staticmethod(streams.set_stream)
 
     @staticmethod
     def get_amp_supported_dtype():

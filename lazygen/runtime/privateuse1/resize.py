@@ -20,18 +20,22 @@ import math
 
 import torch
 
+from ..errors import LazygenRuntimeError
+
 
 def _resize_(self: torch.Tensor, size, memory_format=None) -> torch.Tensor:
     if self.requires_grad:
-        raise RuntimeError(
-            "cannot resize variables that require grad (resize_ a .detach()ed tensor, or "
+        raise LazygenRuntimeError(
+            "lazygen: cannot resize variables that require grad (resize_ a .detach()ed tensor, or "
             "make a new one)"
         )
     size = [int(s) for s in size]
     if list(self.shape) == size:
         return self
     if any(s < 0 for s in size):
-        raise RuntimeError(f"Trying to create tensor with negative dimension: {size}")
+        raise LazygenRuntimeError(
+            f"lazygen: Trying to create tensor with negative dimension: {size}"
+        )
     wanted = math.prod(size)
     with torch._C._AutoDispatchBelowAutograd():
         flat = self.reshape(-1)

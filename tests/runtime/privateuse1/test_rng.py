@@ -62,7 +62,9 @@ def test_device_generator_draws_eagers_numbers():
     assert isinstance(torch.default_generator, torch.Generator)
     eager = torch.randn(5, generator=torch.Generator().manual_seed(0))
     assert torch.equal(_draw(generator=generator), eager)
-    x = torch.empty(6, device="lazygen").uniform_(generator=torch.Generator("lazygen:1").manual_seed(3))
+    x = torch.empty(6, device="lazygen").uniform_(
+        generator=torch.Generator("lazygen:1").manual_seed(3)
+    )
     assert torch.equal(x.cpu(), torch.empty(6).uniform_(generator=torch.Generator().manual_seed(3)))
     # A generator's own state is not the default one's: drawing from it leaves that alone.
     state = torch.lazygen.get_rng_state()
