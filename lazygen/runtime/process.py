@@ -99,6 +99,14 @@ EFFECTS: tuple[Effect, ...] = (
         "`init()` (`privateuse1.printing`)",
     ),
     Effect(
+        "profiler",
+        "LAZYGEN_PROFILER",
+        '`torch.autograd.profiler.profile.__init__` wrapped, so `use_device="lazygen"` '
+        "profiles through Kineto instead of torch's legacy path, which needs native stubs "
+        "(a C++ warning per op, negative times)",
+        "`init()` (`privateuse1.profiler`)",
+    ),
+    Effect(
         "serialization",
         "LAZYGEN_SERIALIZATION",
         "tensor pickling, `torch.load` rebuilding and storage creation wrapped, so deepcopy, "

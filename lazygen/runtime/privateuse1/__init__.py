@@ -23,6 +23,7 @@ from . import (
     host_copy,
     pinned_memory,
     printing,
+    profiler,
     resize,
     rng,
     serialization,
@@ -81,6 +82,7 @@ def install(name: str) -> None:
             ("device_generators", rng),
             ("dlpack", dlpack),
             ("printing", printing),
+            ("profiler", profiler),
             ("serialization", serialization),
             ("tied_parameters", tied_parameters),
         ):

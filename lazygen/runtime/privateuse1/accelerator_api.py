@@ -131,7 +131,24 @@ def supported_dtypes() -> list[torch.dtype]:
 
 _CPU_DTYPES = {
     getattr(torch, name)
-    for name in ["bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128"]
+    for name in [
+        "bool",
+        "uint8",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "complex32",
+        "complex64",
+        "complex128",
+    ]
 }
 
 
