@@ -80,3 +80,11 @@ def test_device_count_from_init_and_environment(monkeypatch):
     monkeypatch.setenv("LAZYGEN_DEVICE_COUNT", "many")
     with pytest.raises(ValueError, match="LAZYGEN_DEVICE_COUNT"):
         devices._count_from_environment()
+
+
+def test_backward_on_another_index_says_why():
+    """torch's engine has a queue for index 0 only (a Python guard reports one device): its
+    internal assert ("please report a bug to PyTorch") becomes an error naming the cause."""
+    w = torch.ones(2, device="lazygen:1", requires_grad=True)
+    with pytest.raises(LazygenRuntimeError, match="Train on lazygen:0"):
+        (w * 3).sum().backward()

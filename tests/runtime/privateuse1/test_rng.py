@@ -2,6 +2,7 @@
 ``torch.Generator(device=<lazy device>)`` give eager's numbers for the same seed (issue #41,
 items 1 and 2)."""
 
+import io
 import pickle
 
 import pytest
@@ -95,3 +96,29 @@ def test_generator_effect_is_listed():
     assert "device_generators" in {e.name for e in process.EFFECTS}
     assert torch.Generator is rng.Generator
     assert lr.device_name() == "lazygen"
+
+
+def test_device_seeding_under_compile_gives_eagers_numbers():
+    def noisy(t):
+        return t + torch.randn(4, device=t.device)
+
+    compiled = torch.compile(noisy, backend="lazygen")
+    torch.lazygen.manual_seed(9)
+    got = compiled(torch.zeros(4, device="lazygen")).cpu()
+    torch.manual_seed(9)
+    assert torch.equal(got, torch.randn(4))
+    torch.lazygen.manual_seed(9)
+    assert torch.equal(compiled(torch.zeros(4, device="lazygen")).cpu(), got)
+
+
+def test_checkpointed_rng_state_restores():
+    """Checkpoints save the device's RNG states (as transformers' Trainer does for CUDA) and
+    restoring them repeats the draws."""
+    buffer = io.BytesIO()
+    torch.save({"cpu": torch.get_rng_state(), "lazygen": torch.lazygen.get_rng_state_all()}, buffer)
+    first = _draw()
+    buffer.seek(0)
+    saved = torch.load(buffer)
+    torch.set_rng_state(saved["cpu"])
+    torch.lazygen.set_rng_state_all(saved["lazygen"])
+    assert torch.equal(first, _draw())
