@@ -196,6 +196,15 @@ def get_device(index: int = 0) -> LazyDevice:
     return device
 
 
+def backing_of(index: int) -> torch.device:
+    """Where ``lazygen:<index>``'s data lives, without creating the device (a device that
+    exists makes ops check their inputs' devices: ``several_in_use``)."""
+    device = _devices.get(index)
+    if device is not None:
+        return device.backing
+    return backend_of(check_index(index)).data_device(index)
+
+
 def default_device() -> LazyDevice:
     return get_device(_current_index)
 

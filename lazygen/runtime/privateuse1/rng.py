@@ -31,7 +31,7 @@ def backing_generator(index: int | None = None) -> torch.Generator:
     """The generator lazy device ``index`` (None: the current one) draws from."""
     if index is None:
         index = devices.current_index()
-    return default_generator(devices.get_device(index).backing)
+    return default_generator(devices.backing_of(index))
 
 
 def _index(device) -> int:
@@ -104,7 +104,7 @@ def new_generator(device) -> torch.Generator:
     device (its ``device`` is the backing device). A random op on the lazy device given it
     draws the numbers eager draws from a backing-device generator in the same state; Dynamo,
     pickling and ``torch.utils.data`` treat it as the torch generator it is."""
-    return _TorchGenerator(devices.get_device(_index(device)).backing)
+    return _TorchGenerator(devices.backing_of(_index(device)))
 
 
 class _GeneratorType(type(_TorchGenerator)):

@@ -88,3 +88,14 @@ def test_backward_on_another_index_says_why():
     w = torch.ones(2, device="lazygen:1", requires_grad=True)
     with pytest.raises(LazygenRuntimeError, match="Train on lazygen:0"):
         (w * 3).sum().backward()
+
+
+def test_seeding_every_device_creates_none():
+    """``torch.manual_seed`` seeds every lazy device (``manual_seed_all``); that must not
+    create the devices (an existing second device makes every op check its inputs)."""
+    unused = devices.device_count() - 1
+    before = {d.index for d in devices.all_devices()}
+    torch.lazygen.manual_seed_all(1)
+    torch.lazygen.get_rng_state_all()
+    torch.Generator(f"lazygen:{unused}")
+    assert {d.index for d in devices.all_devices()} == before
