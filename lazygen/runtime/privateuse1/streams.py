@@ -120,8 +120,13 @@ class Stream:
         )
 
 
+#: torch's own types, accepted where ours are: code mixes ``torch.accelerator.current_stream()``
+#: (a ``torch.Stream`` of the lazy device, index 0) with the device module's streams.
+_TORCH_KIND = {"Stream": torch.Stream, "Event": torch.Event}
+
+
 def _check_same_kind(value, kind) -> None:
-    if not isinstance(value, kind):
+    if not isinstance(value, (kind, _TORCH_KIND[kind.__name__])):
         raise TypeError(
             f"lazygen: expected a {settings.device_type} {kind.__name__}, got "
             f"{type(value).__name__} (make one with torch.{settings.device_type}."
@@ -155,7 +160,7 @@ class Event:
     def record(self, stream: Stream | None = None) -> None:
         stream = current_stream() if stream is None else stream
         _check_same_kind(stream, Stream)
-        self.device = stream.device
+        self.device = _device(stream.device)
         if self.enable_timing:
             _wait(self.device)
             self._time = time.perf_counter()

@@ -58,6 +58,9 @@ def test_wait_stream_and_stream_context():
     assert y.cpu().tolist() == [2.0, 2.0]
     with pytest.raises(TypeError, match="lazygen Stream"):
         main.wait_stream(object())
+    # torch's own stream of the device (what torch.accelerator answers) is accepted
+    main.wait_stream(torch.accelerator.current_stream())
+    assert torch.lazygen.Event().record(torch.accelerator.current_stream()) is None
 
 
 def test_interprocess_events_are_refused():
