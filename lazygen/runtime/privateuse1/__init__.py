@@ -1,8 +1,10 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
 module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
-autocast with CUDA's policy, pinning of host tensors, ``torch.accelerator``'s memory and
-synchronisation functions, printing, copying/serialisation and tied parameters as for
-CUDA tensors.
+autocast with CUDA's policy, pinning of host tensors, ``torch.accelerator``'s memory,
+synchronisation and device-index functions, seeding and device generators, streams and
+events, Dynamo's device interface, ``resize_``, DLPack's refusal, the profiler's
+``use_device``, printing, copying/serialisation and tied parameters as for CUDA tensors
+(what differs from CUDA, and why: docs/device-contract.md).
 ``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
 process, so the name cannot change afterwards."""
 
