@@ -7,10 +7,10 @@ device="lazygen"); x.resize_(50)``, ``x.shape`` was ``(50,)`` and ``x.numel()`` 
 every later op sized by ``numel()`` went wrong silently.
 
 This kernel, registered for ``resize_`` at the lazy device's autograd key (which only lazy
-tensors reach, ahead of functionalization), computes the resized value with ordinary lazy
-ops (the first ``n`` elements, in the tensor's logical order; grown elements are zeros where
-eager leaves them uninitialised) and makes it the tensor's new value, which updates its
-sizes and element count together. Lazy tensors have contiguous strides, so the
+tensors reach, ahead of functionalization), runs torch's kernel (so a shrunk tensor stays a
+view of its storage, and views of the old storage keep seeing it, as in eager) and, where the
+count came out stale, makes the tensor's value its own synced value again, which refreshes
+its sizes and element count together. Lazy tensors have contiguous strides, so the
 ``memory_format`` argument changes nothing (a documented difference).
 """
 
@@ -22,31 +22,25 @@ import torch
 
 from ..errors import LazygenRuntimeError
 
+_RESIZE = torch.ops.aten.resize_.default
+
 
 def _resize_(self: torch.Tensor, size, memory_format=None) -> torch.Tensor:
     if self.requires_grad:
         raise LazygenRuntimeError(
-            "lazygen: cannot resize variables that require grad (resize_ a .detach()ed tensor, or "
-            "make a new one)"
+            "lazygen: cannot resize variables that require grad (resize_ a .detach()ed "
+            "tensor, or make a new one)"
         )
-    size = [int(s) for s in size]
-    if list(self.shape) == size:
-        return self
-    if any(s < 0 for s in size):
-        raise LazygenRuntimeError(
-            f"lazygen: Trying to create tensor with negative dimension: {size}"
-        )
-    wanted = math.prod(size)
     with torch._C._AutoDispatchBelowAutograd():
-        flat = self.reshape(-1)
-        if wanted <= flat.numel():
-            value = flat[:wanted].clone()
-        else:
-            value = torch.cat([flat, flat.new_zeros(wanted - flat.numel())])
-        value = value.reshape(size)
-        torch._sync(value)
-        torch._functionalize_replace(self, torch._from_functional_tensor(value))
-        torch._functionalize_commit_update(self)
+        _RESIZE(self, size, memory_format=memory_format)  # torch's functionalization
+        if self.numel() != math.prod(self.shape):  # shrunk: the element count is stale
+            # Make the tensor's value its own (synced) value again: torch refreshes every
+            # piece of metadata on a replace, and the commit writes the same elements back
+            # through the view torch made, so views of the old storage stay views of it.
+            torch._sync(self)
+            value = torch._from_functional_tensor(self).clone()
+            torch._functionalize_replace(self, value)
+            torch._functionalize_commit_update(self)
     return self
 
 
