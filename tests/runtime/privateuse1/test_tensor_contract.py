@@ -28,6 +28,20 @@ def test_resize_grows_keeping_the_values():
     assert x.shape == (5,) and x.numel() == 5
 
 
+def test_resize_keeps_views_of_the_old_storage():
+    """As in eager, a shrunk tensor and a view taken before share the storage."""
+    x = torch.arange(8.0, device="lazygen")
+    v = x[:4]
+    x.resize_(2)
+    v.add_(1)
+    assert x.numel() == 2 and x.cpu().tolist() == [1.0, 2.0]
+    assert v.cpu().tolist() == [1.0, 2.0, 3.0, 4.0]
+    rows = torch.arange(16.0, device="lazygen").view(4, 4)
+    row = rows[1]
+    row.resize_(8)
+    assert row.numel() == 8 and row.cpu().tolist() == list(range(4, 12))
+
+
 def test_resize_of_a_tensor_requiring_grad_is_refused():
     x = torch.ones(3, device="lazygen", requires_grad=True)
     with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
