@@ -105,6 +105,27 @@ class LazyProcessGroup(dist.ProcessGroup):
         C._register_process_group(self._data_name, self._data)
         groups.register(name, self._data_name)
 
+    # c10d keeps a group's name (and description) on the backends registered with it and
+    # reads it from the first one: a Python group has none, so ``group_name`` raised
+    # "ProcessGroup name not set" (DeviceMesh and DTensor read it). The lazy group keeps them.
+
+    def _set_group_name(self, name: str) -> None:
+        if name != self._name:
+            groups.forget(self._name)
+            groups.register(name, self._data_name)
+        self._name = name
+
+    @property
+    def group_name(self) -> str:
+        return self._name
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._desc = desc
+
+    @property
+    def group_desc(self) -> str:
+        return getattr(self, "_desc", "undefined")
+
     @property
     def data_group(self):
         """The gloo / nccl group underneath (what graphs' collectives run on)."""
@@ -201,6 +222,23 @@ class LazyProcessGroup(dist.ProcessGroup):
         return _done([output])
 
     reduce_scatter_single = _reduce_scatter_base  # what reduce_scatter_tensor calls
+
+    def scatter(self, outputs, input_lists, opts=None):
+        """The root's inputs broadcast as one stacked tensor, each rank keeping its row
+        (DTensor's ``distribute_tensor`` scatters the root's chunks this way)."""
+        opts = dist.ScatterOptions() if opts is None else opts
+        if not _lazy(outputs):
+            return self._eager().scatter(outputs, input_lists, opts)
+        with torch.no_grad():
+            for index, out in enumerate(outputs):
+                if self.rank() == opts.rootRank:
+                    stacked = torch.stack([t.reshape(-1) for t in input_lists[index]])
+                else:
+                    stacked = out.new_zeros((self.size(), out.numel()))
+                name = self._data_name
+                rows = funcol.wait_tensor(funcol.broadcast(stacked, opts.rootRank, name))
+                out.copy_(rows[self.rank()].view(out.shape))
+        return _done(outputs)
 
     def barrier(self, opts=None):
         """Every rank reached this point, and every graph launched before it has run (its
