@@ -7,6 +7,7 @@ import torch
 
 from .. import devices, executor
 from ..state import settings
+from . import streams
 from .backward_errors import take_over_pending_error
 
 _PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
@@ -40,6 +41,12 @@ class DeviceModule:
     serialization)."""
 
     device = _DeviceContext
+    # One order of work (see streams.py): FSDP2 asks for streams and events.
+    Stream = streams.Stream
+    Event = streams.Event
+    stream = staticmethod(streams.stream)
+    current_stream = staticmethod(streams.current_stream)
+    default_stream = staticmethod(streams.default_stream)
 
     @staticmethod
     def is_available() -> bool:
