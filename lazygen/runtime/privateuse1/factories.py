@@ -226,9 +226,23 @@ def _backend_fallback(op, *args, **kwargs):
     # functionalization itself points the functional ``out=`` argument at them.
     under_functionalize = _below_functionalization()
     with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):
+        if not under_functionalize and _has_functional_tensor(args, kwargs):
+            # A tensor subclass's ``__torch_dispatch__`` (DTensor's, on its lazy local
+            # tensors) runs ops with every key above Python excluded: send them through
+            # functionalization again, which records them in the graph instead of a cut.
+            return op(*args, **kwargs)
         return eager_fallback(
             op, args, kwargs, functional=not under_functionalize, write_back=not under_functionalize
         )
+
+
+def _has_functional_tensor(args, kwargs) -> bool:
+    for value in (*args, *kwargs.values()):
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        for item in values:
+            if isinstance(item, torch.Tensor) and torch._is_functional_tensor(item):
+                return True
+    return False
 
 
 _REENABLED = torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize) | torch._C.DispatchKeySet(
