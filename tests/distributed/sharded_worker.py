@@ -9,13 +9,40 @@ costs seconds on 2 cores.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
-from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 
 import lazygen.runtime as lr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: support, distributed
+
+from support.training import assert_as_accurate_as_eager  # noqa: E402
+
+from distributed.llama_block import Config, Llama, batches, loss_of  # noqa: E402
+
+CONFIG = Config()
+GLOBAL_BATCH = 4
+COLLECTIVES = ("all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce", "broadcast")
+
+
+_GLOO: list = []  # one gloo group for the CPU runs, made once (a collective call)
+
+
+def _mesh(device_type: str) -> DeviceMesh:
+    """A 1-D mesh of every rank: on the lazy device, its c10d backend; on the CPU, a gloo
+    group of its own (the lazy group's functional collectives serve lazy tensors)."""
+    if device_type == lr.device().type:
+        return init_device_mesh(device_type, (dist.get_world_size(),))
+    if not _GLOO:
+        _GLOO.append(dist.new_group(backend="gloo"))
+    return DeviceMesh.from_group(_GLOO[0], "cpu")
 
 
 def _report(name: str, ok: bool, detail: str = "") -> bool:
@@ -42,7 +69,212 @@ def mesh() -> bool:
     return _report("mesh", all(checks), f"checks={checks}")
 
 
-SCENARIOS = {"mesh": mesh}
+def _dtensor_program(device_type: str) -> dict:
+    """DTensor's API on ``device_type``: every result on the host, by name."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    device = lr.device() if device_type == lr.device().type else torch.device("cpu")
+    mesh = _mesh(device_type)
+    torch.manual_seed(0)
+    a, b = torch.randn(4 * size, 6), torch.randn(6, 2 * size)
+    out = {}
+    rows = distribute_tensor(a.to(device), mesh, [Shard(0)])
+    cols = distribute_tensor(b.to(device), mesh, [Shard(1)])
+    same = distribute_tensor(b.to(device), mesh, [Replicate()])
+    out["local"] = rows.to_local()
+    out["full"] = rows.full_tensor()
+    out["to_replicate"] = rows.redistribute(mesh, [Replicate()]).to_local()
+    out["to_shard"] = same.redistribute(mesh, [Shard(0)]).to_local()
+    out["shard_to_shard"] = rows.redistribute(mesh, [Shard(1)]).full_tensor()
+    product = rows @ same  # Shard(0) @ Replicate: Shard(0)
+    out["matmul"] = product.full_tensor()
+    partial = rows.redistribute(mesh, [Shard(1)]) @ distribute_tensor(
+        b.to(device), mesh, [Shard(0)]
+    )  # contracting sharded dims: Partial
+    out["partial_placement"] = torch.tensor(partial.placements[0].is_partial())
+    out["partial_to_replicate"] = partial.redistribute(mesh, [Replicate()]).to_local()
+    out["partial_to_shard"] = partial.redistribute(mesh, [Shard(0)]).to_local()
+    local = torch.full((2, 3), float(rank + 1), device=device)
+    built = DTensor.from_local(local, mesh, [Shard(0)])
+    out["from_local"] = built.full_tensor()
+    summed = DTensor.from_local(local, mesh, [Partial()]).full_tensor()
+    out["from_local_partial"] = summed
+    # autograd through sharded ops and a redistribution
+    weight = distribute_tensor(b.to(device), mesh, [Shard(1)]).requires_grad_()
+    loss = (rows.redistribute(mesh, [Replicate()]) @ weight).tanh().sum()
+    loss.backward()
+    out["loss"] = loss.full_tensor()
+    out["grad"] = weight.grad.full_tensor()
+    out["cols"] = cols.full_tensor()
+    if device_type == lr.device().type:
+        lr.mark_step()
+    return {name: value.detach().cpu() for name, value in out.items()}
+
+
+def dtensor() -> bool:
+    """distribute_tensor, placements, redistribute, full_tensor, from_local/to_local, ops
+    and autograd: lazy results equal CPU DTensor's over gloo; collectives in the graph."""
+    lr.metrics.reset()
+    lazy = _dtensor_program(lr.device().type)
+    report = lr.metrics.fallback_report()
+    graphs, cuts, collectives = _counters()
+    cpu = _dtensor_program("cpu")
+    wrong = [n for n in cpu if not torch.allclose(lazy[n], cpu[n], rtol=1e-5, atol=1e-6)]
+    for name in wrong:
+        print(f"rank {dist.get_rank()} dtensor {name}: {lazy[name]} != {cpu[name]}", flush=True)
+    if report.fallbacks:
+        print(report, flush=True)
+    ok = not wrong and not report.fallbacks and cuts == 0 and collectives > 0
+    return _report("dtensor", ok, f"cuts={cuts} collectives={collectives} graphs={graphs}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One FSDP2 configuration: what a training loop of ``steps`` steps does."""
+
+    optimizer: str = "adamw"
+    reshard: bool = True
+    mixed: bool = False  # bf16 parameters, fp32 gradient reduction
+    accumulate: int = 1  # micro-batches per step; gradients synced on the last only
+    clip: float | None = None
+    steps: int = 3
+
+
+@dataclass
+class Run:
+    losses: list  # the global mean loss of each step
+    params: list  # full parameters after the last step, float32 on the host
+    graphs: int = 0  # graphs the last step ran (lazy only)
+    cuts: int = 0
+    collectives: int = 0
+
+
+def _optimizer(plan: Plan, params):
+    if plan.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    return torch.optim.AdamW(params, lr=0.01, weight_decay=0.1)
+
+
+def _counters() -> tuple[int, int, int]:
+    value = lr.metrics.counter_value
+    graphs = (value("CachedCompile") or 0) + (value("UncachedCompile") or 0)
+    collectives = sum(value(f"lazy::{name}") or 0 for name in COLLECTIVES)
+    return graphs, value("DistributedGraphCut") or 0, collectives
+
+
+def _micro_batches(tokens, targets, plan: Plan, rank: int, size: int):
+    """This rank's rows of the global batch, split into the plan's micro-batches."""
+    per = GLOBAL_BATCH // size
+    tokens, targets = tokens[rank * per : (rank + 1) * per], targets[rank * per : (rank + 1) * per]
+    return list(zip(tokens.chunk(plan.accumulate), targets.chunk(plan.accumulate), strict=True))
+
+
+def train_fsdp(plan: Plan, device_type: str) -> Run:
+    """``plan`` with FSDP2 on ``device_type`` (the lazy device or ``cpu`` over gloo)."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    lazy = device_type == lr.device().type
+    device = lr.device() if lazy else torch.device("cpu")
+    torch.manual_seed(0)
+    model = Llama(CONFIG).to(device)
+    mesh = _mesh(device_type)
+    policy = MixedPrecisionPolicy()
+    if plan.mixed:
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh, reshard_after_forward=plan.reshard, mp_policy=policy)
+    fully_shard(model, mesh=mesh, reshard_after_forward=plan.reshard, mp_policy=policy)
+    optimizer = _optimizer(plan, model.parameters())
+    losses, run = [], Run([], [])
+    for step, (tokens, targets) in enumerate(batches(CONFIG, plan.steps, GLOBAL_BATCH)):
+        before = _counters() if lazy else None
+        total = torch.zeros((), device=device)
+        micro = _micro_batches(tokens, targets, plan, rank, size)
+        for index, (x, y) in enumerate(micro):
+            model.set_requires_gradient_sync(index == len(micro) - 1)
+            loss = loss_of(model, x.to(device), y.to(device)) / len(micro)
+            loss.backward()
+            total = total + loss.detach()
+        if plan.clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), plan.clip)
+        optimizer.step()
+        optimizer.zero_grad()
+        if lazy:
+            lr.mark_step()
+            if step == plan.steps - 1:  # the steady state: compiled graphs replayed
+                after = _counters()
+                run.graphs, run.cuts, run.collectives = (
+                    a - b for a, b in zip(after, before, strict=True)
+                )
+        losses.append(total)
+    mean = torch.stack([loss.detach().float().cpu() for loss in losses])
+    dist.all_reduce(mean)  # host tensors: gloo
+    run.losses = [mean / size]
+    run.params = [p.full_tensor().detach().float().cpu() for p in model.parameters()]
+    return run
+
+
+def train_eager(plan: Plan, dtype: torch.dtype) -> Run:
+    """``plan`` in one process on the whole batch (float32: eager; float64: the reference)."""
+    torch.manual_seed(0)
+    model = Llama(CONFIG).to(dtype)
+    optimizer = _optimizer(plan, model.parameters())
+    losses = []
+    for tokens, targets in batches(CONFIG, plan.steps, GLOBAL_BATCH):
+        total = 0.0
+        for x, y in zip(tokens.chunk(plan.accumulate), targets.chunk(plan.accumulate), strict=True):
+            loss = loss_of(model, x, y) / plan.accumulate
+            loss.backward()
+            total += loss.item()
+        if plan.clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), plan.clip)
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(total)
+    return Run([torch.tensor(losses)], [p.detach().float() for p in model.parameters()])
+
+
+def _compare(name: str, lazy: Run, cpu: Run, plan: Plan) -> bool:
+    """Lazy FSDP2 against CPU FSDP2 over gloo and, in float32, single-process eager: each
+    as accurate as eager's own float32 (or, with bf16 parameters, CPU FSDP2's bf16) run."""
+    try:
+        if plan.mixed:  # bf16: no eager float32 twin; CPU FSDP2's distance from float32 sets it
+            reference = train_eager(plan, torch.float32)
+            assert_as_accurate_as_eager(lazy.params, cpu.params, reference.params, atol=1e-3)
+            assert_as_accurate_as_eager(lazy.losses, cpu.losses, reference.losses, atol=1e-3)
+        else:
+            eager = train_eager(plan, torch.float32)
+            exact = train_eager(plan, torch.float64)
+            for run in (lazy, cpu):
+                assert_as_accurate_as_eager(run.params, eager.params, exact.params)
+                assert_as_accurate_as_eager(run.losses, eager.losses, exact.losses)
+        ok = True
+    except AssertionError as error:
+        print(f"rank {dist.get_rank()} {name}: {error}", flush=True)
+        ok = False
+    detail = f"graphs/step={lazy.graphs} cuts/step={lazy.cuts} collectives/step={lazy.collectives}"
+    return _report(name, ok and lazy.cuts == 0, detail)
+
+
+def fsdp(name: str, plan: Plan):
+    def scenario() -> bool:
+        lazy = train_fsdp(plan, lr.device().type)
+        cpu = train_fsdp(plan, "cpu")
+        return _compare(name, lazy, cpu, plan)
+
+    return scenario
+
+
+SCENARIOS = {
+    "mesh": mesh,
+    "dtensor": dtensor,
+    # per block and root, resharded after forward, AdamW
+    "fsdp_adamw": fsdp("fsdp_adamw", Plan()),
+    # kept unsharded after forward, SGD with momentum, gradients clipped (DTensor norms)
+    "fsdp_sgd_clip": fsdp("fsdp_sgd_clip", Plan("sgd", reshard=False, clip=0.5)),
+    # two micro-batches, gradients synced on the second only
+    "fsdp_accumulate": fsdp("fsdp_accumulate", Plan(accumulate=2)),
+    # bf16 parameters, fp32 reduction
+    "fsdp_mixed": fsdp("fsdp_mixed", Plan(mixed=True)),
+}
 
 
 def main(names: str) -> int:

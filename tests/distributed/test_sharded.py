@@ -27,8 +27,25 @@ def _ranks(scenarios: str, nproc: int = 2) -> launch.Result:
 
 
 @pytest.mark.multiprocess
-def test_device_mesh_on_the_lazy_device():
+def test_device_mesh_and_dtensor_on_the_lazy_device():
     """init_device_mesh on the lazy device type, 1-D and 2-D (dp x tp), sub-meshes by name
     and a group per dimension (it failed with "ProcessGroup name not set": c10d reads a
-    group's name from its first registered backend, and the lazy group is a Python one)."""
-    _ranks("mesh")
+    group's name from its first registered backend, and the lazy group is a Python one).
+    DTensor with lazy local tensors: distribute_tensor, Shard/Replicate/Partial,
+    redistribute (Shard(0) -> Shard(1) included), full_tensor, from_local/to_local, ops and
+    autograd equal CPU DTensor's over gloo, with no op run eagerly and no graph cut."""
+    _ranks("mesh,dtensor")
+
+
+@pytest.mark.multiprocess
+def test_fsdp2_trains_like_cpu_fsdp2_and_eager():
+    """fully_shard per block and on the root of a small Llama-style model: resharded after
+    forward with AdamW; kept unsharded with SGD and clip_grad_norm_ over DTensor gradients;
+    two micro-batches with set_requires_gradient_sync; bf16 parameters with fp32 reduction.
+    Losses and parameters equal CPU FSDP2 over gloo and single-process eager within eager's
+    float32 sensitivity (bf16: CPU FSDP2's); a steady step is one graph and no cut."""
+    scenarios = "fsdp_adamw,fsdp_sgd_clip,fsdp_accumulate,fsdp_mixed"
+    result = _ranks(scenarios)
+    for out in result.outputs:
+        for scenario in scenarios.split(","):
+            assert f"{scenario}: ok=True graphs/step=1 cuts/step=0" in out, result.report()

@@ -28,7 +28,7 @@ from ..devices import current_index, get_device
 from ..errors import LazygenRuntimeError
 from ..state import settings
 from ..tensor import is_lazy
-from . import groups
+from . import fsdp, groups
 
 C = torch._C._distributed_c10d
 funcol = torch.ops._c10d_functional
@@ -252,7 +252,9 @@ class LazyProcessGroup(dist.ProcessGroup):
 
 def create(options, backend_options=None) -> LazyProcessGroup:
     """c10d's creator of the ``lazygen`` backend (``extended_api``: it gets the group's
-    name, which the data group's name derives from)."""
+    name, which the data group's name derives from). The first one adapts FSDP2 to lazy
+    tensors (``fsdp.py``): only programs with a lazy process group pay its import."""
+    fsdp.install()
     return LazyProcessGroup(
         options.store, options.group_rank, options.group_size, options.timeout, options.group_id
     )

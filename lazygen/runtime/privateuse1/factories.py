@@ -202,7 +202,12 @@ def _nested_to_copy(self, *args, **kwargs):
 
 def _copy_from(self, dst, non_blocking=False):
     if type(dst) is not LazyTensor and torch._is_functional_tensor(dst):
-        dst.copy_(self)  # functionalization handles the lazy destination
+        # functionalization handles the lazy destination; a tensor subclass's handler
+        # (funcol's AsyncCollectiveTensor) gets here with it excluded: re-enable it
+        include = torch._C._dispatch_tls_local_include_set()
+        exclude = torch._C._dispatch_tls_local_exclude_set()
+        with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):
+            dst.copy_(self)
         return dst
     source = inner(self) if torch._is_functional_tensor(self) else self
     return device_copies._copy_from(source, dst, non_blocking)
