@@ -8,6 +8,8 @@ costs seconds on 2 cores.
 
 from __future__ import annotations
 
+import itertools
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +17,18 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    PrepareModuleInput,
+    RowwiseParallel,
+    SequenceParallel,
+    parallelize_module,
+)
 
 import lazygen.runtime as lr
 
@@ -168,12 +179,10 @@ def _micro_batches(tokens, targets, plan: Plan, rank: int, size: int):
     return list(zip(tokens.chunk(plan.accumulate), targets.chunk(plan.accumulate), strict=True))
 
 
-def train_fsdp(plan: Plan, device_type: str) -> Run:
-    """``plan`` with FSDP2 on ``device_type`` (the lazy device or ``cpu`` over gloo)."""
-    rank, size = dist.get_rank(), dist.get_world_size()
-    lazy = device_type == lr.device().type
-    device = lr.device() if lazy else torch.device("cpu")
-    torch.manual_seed(0)
+def _sharded(plan: Plan, device_type: str, seed: int = 0):
+    """The model, built with ``seed``, sharded per block and at the root; its optimizer."""
+    device = lr.device() if device_type == lr.device().type else torch.device("cpu")
+    torch.manual_seed(seed)
     model = Llama(CONFIG).to(device)
     mesh = _mesh(device_type)
     policy = MixedPrecisionPolicy()
@@ -182,9 +191,18 @@ def train_fsdp(plan: Plan, device_type: str) -> Run:
     for layer in model.layers:
         fully_shard(layer, mesh=mesh, reshard_after_forward=plan.reshard, mp_policy=policy)
     fully_shard(model, mesh=mesh, reshard_after_forward=plan.reshard, mp_policy=policy)
-    optimizer = _optimizer(plan, model.parameters())
-    losses, run = [], Run([], [])
-    for step, (tokens, targets) in enumerate(batches(CONFIG, plan.steps, GLOBAL_BATCH)):
+    return model, _optimizer(plan, model.parameters())
+
+
+def _train(model, optimizer, plan: Plan, steps: range, run: Run) -> Run:
+    """Steps ``steps`` of the plan's batches; the global mean losses and the full
+    parameters into ``run`` (and the last step's counters, on the lazy device)."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    device = next(model.parameters()).device
+    lazy = device.type == lr.device().type
+    losses = []
+    every = batches(CONFIG, steps.stop, GLOBAL_BATCH)
+    for step, (tokens, targets) in enumerate(itertools.islice(every, steps.start, None)):
         before = _counters() if lazy else None
         total = torch.zeros((), device=device)
         micro = _micro_batches(tokens, targets, plan, rank, size)
@@ -199,7 +217,7 @@ def train_fsdp(plan: Plan, device_type: str) -> Run:
         optimizer.zero_grad()
         if lazy:
             lr.mark_step()
-            if step == plan.steps - 1:  # the steady state: compiled graphs replayed
+            if step == len(steps) - 1:  # the steady state: compiled graphs replayed
                 after = _counters()
                 run.graphs, run.cuts, run.collectives = (
                     a - b for a, b in zip(after, before, strict=True)
@@ -208,8 +226,18 @@ def train_fsdp(plan: Plan, device_type: str) -> Run:
     mean = torch.stack([loss.detach().float().cpu() for loss in losses])
     dist.all_reduce(mean)  # host tensors: gloo
     run.losses = [mean / size]
-    run.params = [p.full_tensor().detach().float().cpu() for p in model.parameters()]
+    run.params = _full_params(model)
     return run
+
+
+def _full_params(model) -> list:
+    return [p.full_tensor().detach().float().cpu() for p in model.parameters()]
+
+
+def train_fsdp(plan: Plan, device_type: str) -> Run:
+    """``plan`` with FSDP2 on ``device_type`` (the lazy device or ``cpu`` over gloo)."""
+    model, optimizer = _sharded(plan, device_type)
+    return _train(model, optimizer, plan, range(plan.steps), Run([], []))
 
 
 def train_eager(plan: Plan, dtype: torch.dtype) -> Run:
@@ -263,6 +291,165 @@ def fsdp(name: str, plan: Plan):
     return scenario
 
 
+def _checkpoint_dir() -> Path:
+    """Where the DCP scenarios keep their checkpoint (``SHARDED_CHECKPOINT``, set by the
+    test: a temporary directory every rank sees)."""
+    return Path(os.environ["SHARDED_CHECKPOINT"])
+
+
+def _resume(model, optimizer, path: Path) -> None:
+    """DCP load of ``path`` into the sharded model and optimizer, as torchtitan resumes."""
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state}
+    dcp.load(state, checkpoint_id=str(path))
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
+    )
+
+
+def _close(name: str, got: Run, want: Run) -> bool:
+    """Equal within eager's float32 sensitivity (single-process eager, float64 reference)."""
+    plan = Plan(steps=4)
+    eager, exact = train_eager(plan, torch.float32), train_eager(plan, torch.float64)
+    try:
+        assert_as_accurate_as_eager(got.params, eager.params, exact.params)
+        assert_as_accurate_as_eager(got.params, want.params, exact.params)
+        return True
+    except AssertionError as error:
+        print(f"rank {dist.get_rank()} {name}: {error}", flush=True)
+        return False
+
+
+def dcp_resume() -> bool:
+    """4 AdamW steps uninterrupted; 2 steps, DCP save (sharded model and optimizer state),
+    a differently initialised model loaded from it, 2 more steps: the same losses and
+    parameters. Rank 0 keeps what the uninterrupted run reached for ``dcp_reshard``."""
+    plan, path = Plan(steps=4), _checkpoint_dir()
+    model, optimizer = _sharded(plan, lr.device().type)
+    whole = _train(model, optimizer, plan, range(4), Run([], []))
+    model, optimizer = _sharded(plan, lr.device().type)
+    first = _train(model, optimizer, plan, range(2), Run([], []))
+    model_state, optim_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(path / "step2"))
+    model, optimizer = _sharded(plan, lr.device().type, seed=1)
+    _resume(model, optimizer, path / "step2")
+    loaded = _full_params(model)
+    then = _train(model, optimizer, plan, range(2, 4), Run([], []))
+    losses = torch.cat([first.losses[0], then.losses[0]])
+    same_state = all(torch.equal(a, b) for a, b in zip(loaded, first.params, strict=True))
+    same_losses = torch.allclose(losses, whole.losses[0], rtol=0, atol=1e-6)
+    ok = same_state and same_losses and _close("dcp_resume", then, whole)
+    if dist.get_rank() == 0:
+        torch.save({"params": whole.params, "losses": whole.losses[0]}, path / "whole.pt")
+    dist.barrier()
+    detail = f"state={same_state} losses={same_losses} cuts/step={then.cuts}"
+    return _report("dcp_resume", ok and then.cuts == 0, detail)
+
+
+def dcp_reshard() -> bool:
+    """The checkpoint ``dcp_resume`` saved, loaded at another world size, then trained on:
+    parameters as the uninterrupted run's (within eager's float32 sensitivity)."""
+    plan, path = Plan(steps=4), _checkpoint_dir()
+    model, optimizer = _sharded(plan, lr.device().type, seed=1)
+    _resume(model, optimizer, path / "step2")
+    then = _train(model, optimizer, plan, range(2, 4), Run([], []))
+    saved = torch.load(path / "whole.pt")
+    ok = _close("dcp_reshard", then, Run([saved["losses"]], saved["params"]))
+    size = dist.get_world_size()
+    return _report("dcp_reshard", ok and then.cuts == 0, f"world={size} cuts/step={then.cuts}")
+
+
+def _tensor_parallel(model, tp_mesh) -> None:
+    """torchtitan's Llama plan: attention and MLP projections column/row-wise, norms
+    sequence-parallel (activations sharded along the sequence between blocks)."""
+    parallelize_module(
+        model,
+        tp_mesh,
+        {
+            "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
+            "norm": SequenceParallel(),
+            "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()),
+        },
+    )
+    for layer in model.layers:
+        parallelize_module(
+            layer,
+            tp_mesh,
+            {
+                "attention_norm": SequenceParallel(),
+                "attention": PrepareModuleInput(
+                    input_layouts=(Shard(1), None, None),
+                    desired_input_layouts=(Replicate(), None, None),
+                ),
+                "attention.wq": ColwiseParallel(),
+                "attention.wk": ColwiseParallel(),
+                "attention.wv": ColwiseParallel(),
+                "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+                "ffn_norm": SequenceParallel(),
+                "feed_forward": PrepareModuleInput(
+                    input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)
+                ),
+                "feed_forward.w1": ColwiseParallel(),
+                "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
+                "feed_forward.w3": ColwiseParallel(),
+            },
+        )
+
+
+def _train_2d(device_type: str, plan: Plan) -> Run:
+    """TP on the mesh's "tp" dimension, FSDP2 on "dp" (2 x 2): each dp rank trains on its
+    rows of the global batch; tp ranks see the same rows."""
+    lazy = device_type == lr.device().type
+    device = lr.device() if lazy else torch.device("cpu")
+    size = dist.get_world_size()
+    if lazy:
+        mesh = init_device_mesh(device_type, (2, size // 2), mesh_dim_names=("dp", "tp"))
+    else:
+        if not _GLOO:
+            _GLOO.append(dist.new_group(backend="gloo"))
+        mesh = DeviceMesh.from_group(
+            _GLOO[0], "cpu", mesh=torch.arange(size).view(2, -1), mesh_dim_names=("dp", "tp")
+        )
+    torch.manual_seed(0)
+    model = Llama(CONFIG).to(device)
+    _tensor_parallel(model, mesh["tp"])
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    optimizer = _optimizer(plan, model.parameters())
+    dp_rank, dp_size = mesh["dp"].get_local_rank(), mesh["dp"].size()
+    run, losses = Run([], []), []
+    for step, (tokens, targets) in enumerate(batches(CONFIG, plan.steps, GLOBAL_BATCH)):
+        before = _counters() if lazy else None
+        ((x, y),) = _micro_batches(tokens, targets, plan, dp_rank, dp_size)
+        loss = loss_of(model, x.to(device), y.to(device))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if lazy:
+            lr.mark_step()
+            if step == plan.steps - 1:
+                after = _counters()
+                run.graphs, run.cuts, run.collectives = (
+                    a - b for a, b in zip(after, before, strict=True)
+                )
+        losses.append(loss.detach())
+    mean = torch.stack([loss.float().cpu() for loss in losses])
+    dist.all_reduce(mean)  # every rank's loss: each dp rank's, counted tp times
+    run.losses = [mean / size]
+    run.params = _full_params(model)
+    return run
+
+
+def tp_fsdp() -> bool:
+    """Tensor parallel x FSDP2 on a 2 x 2 mesh (4 processes), AdamW: lazy equals CPU over
+    gloo and single-process eager."""
+    plan = Plan()
+    lazy = _train_2d(lr.device().type, plan)
+    cpu = _train_2d("cpu", plan)
+    return _compare("tp_fsdp", lazy, cpu, plan)
+
+
 SCENARIOS = {
     "mesh": mesh,
     "dtensor": dtensor,
@@ -274,6 +461,9 @@ SCENARIOS = {
     "fsdp_accumulate": fsdp("fsdp_accumulate", Plan(accumulate=2)),
     # bf16 parameters, fp32 reduction
     "fsdp_mixed": fsdp("fsdp_mixed", Plan(mixed=True)),
+    "tp_fsdp": tp_fsdp,
+    "dcp_resume": dcp_resume,
+    "dcp_reshard": dcp_reshard,
 }
 
 

@@ -240,6 +240,62 @@ class LazyProcessGroup(dist.ProcessGroup):
                 out.copy_(rows[self.rank()].view(out.shape))
         return _done(outputs)
 
+    def gather(self, output_lists, inputs, opts=None):
+        """An all-gather of which the root keeps the rows (DCP gathers its save plans)."""
+        opts = dist.GatherOptions() if opts is None else opts
+        if not _lazy(inputs):
+            return self._eager().gather(output_lists, inputs, opts)
+        with torch.no_grad():
+            rows = self._gathered(inputs[0].reshape(1, -1)).unbind(0)
+            if self.rank() == opts.rootRank:
+                for out, row in zip(output_lists[0], rows, strict=True):
+                    out.copy_(row.view(out.shape))
+        return _done(output_lists)
+
+    def reduce(self, tensors, opts=None):
+        """An all-reduce of which only the root keeps the result."""
+        opts = dist.ReduceOptions() if opts is None else opts
+        if not _lazy(tensors):
+            return self._eager().reduce(tensors, opts)
+        options = dist.AllreduceOptions()
+        options.reduceOp = opts.reduceOp
+        if self.rank() == opts.rootRank:
+            return self.allreduce(tensors, options)
+        copies = [t.clone() for t in tensors]  # the others' tensors stay as they were
+        self.allreduce(copies, options)
+        return _done(tensors)
+
+    # Point-to-point and all-to-all: host tensors only ------------------------------------
+
+    def _host_only(self, what: str, tensors, call):
+        if _lazy(tensors):
+            raise LazygenRuntimeError(
+                f"lazygen: {what} of {settings.device_type} tensors is not supported (no "
+                "graph node for it yet); move them to the CPU first, or use all_gather / "
+                "reduce_scatter"
+            )
+        return call(self._eager())
+
+    def alltoall_base(self, output, input, output_splits, input_splits, opts=None):
+        opts = dist.AllToAllOptions() if opts is None else opts
+        return self._host_only(
+            "all_to_all_single",
+            [output, input],
+            lambda g: g.alltoall_base(output, input, output_splits, input_splits, opts),
+        )
+
+    def alltoall(self, outputs, inputs, opts=None):
+        opts = dist.AllToAllOptions() if opts is None else opts
+        return self._host_only(
+            "all_to_all", [*outputs, *inputs], lambda g: g.alltoall(outputs, inputs, opts)
+        )
+
+    def send(self, tensors, dst, tag=0):
+        return self._host_only("send", tensors, lambda g: g.send(tensors, dst, tag))
+
+    def recv(self, tensors, src, tag=0):
+        return self._host_only("recv", tensors, lambda g: g.recv(tensors, src, tag))
+
     def barrier(self, opts=None):
         """Every rank reached this point, and every graph launched before it has run (its
         collectives included). Traced but unsynced lazy work is not forced: lazy results
