@@ -32,11 +32,11 @@ from torch.distributed.tensor.parallel import (
 
 import lazygen.runtime as lr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: support, distributed
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "examples" / "fsdp")]  # support, the model
 
+from llama import Config, Llama, batches, loss_of  # noqa: E402
 from support.training import assert_as_accurate_as_eager  # noqa: E402
-
-from distributed.llama_block import Config, Llama, batches, loss_of  # noqa: E402
 
 CONFIG = Config()
 GLOBAL_BATCH = 4
@@ -404,11 +404,14 @@ def _train_2d(device_type: str, plan: Plan) -> Run:
     size = dist.get_world_size()
     if lazy:
         mesh = init_device_mesh(device_type, (2, size // 2), mesh_dim_names=("dp", "tp"))
-    else:
-        if not _GLOO:
-            _GLOO.append(dist.new_group(backend="gloo"))
+    else:  # gloo groups of their own, one per mesh dimension (every rank makes each)
+        grid = torch.arange(size).view(2, -1)
+        rank = dist.get_rank()
+        dp = [dist.new_group(c.tolist(), backend="gloo") for c in grid.t()]
+        tp = [dist.new_group(r.tolist(), backend="gloo") for r in grid]
+        row, column = divmod(rank, grid.shape[1])
         mesh = DeviceMesh.from_group(
-            _GLOO[0], "cpu", mesh=torch.arange(size).view(2, -1), mesh_dim_names=("dp", "tp")
+            [dp[column], tp[row]], "cpu", mesh=grid, mesh_dim_names=("dp", "tp")
         )
     torch.manual_seed(0)
     model = Llama(CONFIG).to(device)
@@ -443,7 +446,7 @@ def _train_2d(device_type: str, plan: Plan) -> Run:
 
 def tp_fsdp() -> bool:
     """Tensor parallel x FSDP2 on a 2 x 2 mesh (4 processes), AdamW: lazy equals CPU over
-    gloo and single-process eager."""
+    gloo and single-process eager (the graph cut it reports: see the test)."""
     plan = Plan()
     lazy = _train_2d(lr.device().type, plan)
     cpu = _train_2d("cpu", plan)

@@ -5,6 +5,9 @@ free port, bounded, killed in a ``finally``)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +62,50 @@ def test_dcp_resume_and_reshard(tmp_path):
     trains to the uninterrupted run's parameters within eager's float32 sensitivity."""
     _ranks("dcp_resume", SHARDED_CHECKPOINT=str(tmp_path))
     _ranks("dcp_reshard", nproc=1, SHARDED_CHECKPOINT=str(tmp_path))
+
+
+@pytest.mark.multiprocess
+@pytest.mark.slow
+def test_fsdp_example_trains_checkpoints_and_resumes(tmp_path):
+    """examples/fsdp/train.py as docs/distributed.md runs it: torchrun --standalone on 2
+    processes with DCP checkpoints, then resumed by 1 process; each run in its own session,
+    terminated (then killed) with its workers if it overruns."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed next to this Python")
+    script = HERE.parents[1] / "examples" / "fsdp" / "train.py"
+    checkpoint = ["--checkpoint-dir", str(tmp_path / "ckpt"), "--log-every", "2"]
+    outputs = []
+    for nproc, extra in (("2", ["--steps", "4"]), ("1", ["--steps", "6", "--resume"])):
+        argv = [str(torchrun), "--standalone", "--nproc-per-node", nproc, str(script)]
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", LAZYGEN_GC_FREEZE="0")
+        proc = subprocess.Popen(
+            [*argv, *checkpoint, *extra],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            out, _ = proc.communicate(timeout=TIMEOUT)
+        finally:
+            launch.stop_session(proc)
+        assert proc.returncode == 0, out[-4000:]
+        outputs.append(out)
+    assert "cuts: 0" in outputs[0] and "step    4" in outputs[0], outputs[0][-4000:]
+    assert "resumed at step 4" in outputs[1] and "step    6" in outputs[1], outputs[1][-4000:]
+
+
+@pytest.mark.multiprocess
+@pytest.mark.slow
+def test_tensor_parallel_with_fsdp2_on_a_2x2_mesh():
+    """parallelize_module (ColwiseParallel/RowwiseParallel, SequenceParallel norms, a
+    vocabulary-sharded embedding) on the mesh's "tp" dimension and fully_shard on "dp",
+    4 processes: losses and parameters equal CPU over gloo and single-process eager. It
+    crashed in DTensor's linear on 3-D activations (a view made by torch's composite view
+    kernel below functionalization). A step is 2 graphs: the sharded embedding's backward
+    runs aten::_index_put_impl, which has no lazy kernel; no collective cuts a graph."""
+    result = _ranks("tp_fsdp", nproc=4)
+    for out in result.outputs:
+        assert "tp_fsdp: ok=True graphs/step=2 cuts/step=0" in out, result.report()

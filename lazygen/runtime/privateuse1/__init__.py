@@ -22,6 +22,7 @@ from . import (
     pinned_memory,
     printing,
     serialization,
+    subclass_reentry,
     tied_parameters,
 )
 from .device_module import DeviceModule, Guard, Hooks
@@ -65,6 +66,7 @@ def install(name: str) -> None:
             _register_guard()
     if not _libraries:
         _libraries.extend(factories.register())
+        _libraries.append(subclass_reentry.register())
         _libraries.append(host_copy.register())
         if process.enabled("pinned_memory"):
             _libraries.append(pinned_memory.register())

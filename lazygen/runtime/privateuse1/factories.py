@@ -22,6 +22,7 @@ from ..tensor import (
     unsupported_layout,
     unsupported_nested,
 )
+from . import subclass_reentry
 
 # PrivateUse1 kernels: they see no functional wrapper, so they add one. ---------------------
 
@@ -230,24 +231,13 @@ def _backend_fallback(op, *args, **kwargs):
     # Under a functionalization kernel, results (out= included) must be plain inner tensors:
     # functionalization itself points the functional ``out=`` argument at them.
     under_functionalize = _below_functionalization()
+    if not under_functionalize and subclass_reentry.has_functional_tensor(args, kwargs):
+        # an op a tensor subclass's handler ran on a lazy tensor (subclass_reentry.py)
+        return subclass_reentry.reenter(op, args, kwargs)
     with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):
-        if not under_functionalize and _has_functional_tensor(args, kwargs):
-            # A tensor subclass's ``__torch_dispatch__`` (DTensor's, on its lazy local
-            # tensors) runs ops with every key above Python excluded: send them through
-            # functionalization again, which records them in the graph instead of a cut.
-            return op(*args, **kwargs)
         return eager_fallback(
             op, args, kwargs, functional=not under_functionalize, write_back=not under_functionalize
         )
-
-
-def _has_functional_tensor(args, kwargs) -> bool:
-    for value in (*args, *kwargs.values()):
-        values = value if isinstance(value, (list, tuple)) else (value,)
-        for item in values:
-            if isinstance(item, torch.Tensor) and torch._is_functional_tensor(item):
-                return True
-    return False
 
 
 _REENABLED = torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize) | torch._C.DispatchKeySet(

@@ -1,6 +1,6 @@
 """A small Llama-style decoder in plain torch (RMSNorm, causal attention with rotary
-positions, SwiGLU MLP, tied nothing) for the sharded-training tests and the FSDP example:
-tiny enough for 2 CPU cores, with every layer kind torchtitan shards."""
+positions, SwiGLU MLP) for the FSDP2 example, its benchmark and lazygen's sharded-training
+tests: tiny enough for 2 CPU cores, with every layer kind torchtitan shards."""
 
 from __future__ import annotations
 
