@@ -43,6 +43,33 @@ GLOBAL_BATCH = 4
 COLLECTIVES = ("all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce", "broadcast")
 
 
+def rooted() -> bool:
+    """scatter, gather and reduce of lazy tensors (DTensor and DCP call them) equal their
+    definition; all-to-all and send of lazy tensors are refused with a clear error."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    dev = lr.device()
+    checks = []
+    out = torch.zeros(3, device=dev)
+    parts = [torch.full((3,), float(i + 10), device=dev) for i in range(size)]
+    dist.scatter(out, parts if rank == 0 else None, src=0)
+    checks.append(out.cpu().tolist() == [float(rank + 10)] * 3)
+    mine = torch.full((2,), float(rank + 1), device=dev)
+    rows = [torch.zeros(2, device=dev) for _ in range(size)] if rank == 1 else None
+    dist.gather(mine, rows, dst=1)
+    if rank == 1:  # read on the root alone (this hung: see process_group._run_rooted)
+        checks.append([r.cpu().tolist() for r in rows] == [[i + 1.0] * 2 for i in range(size)])
+    total = torch.full((2,), float(rank + 1), device=dev)
+    dist.reduce(total, dst=0)
+    expected = size * (size + 1) / 2 if rank == 0 else float(rank + 1)
+    checks.append(total.cpu().tolist() == [expected] * 2)
+    try:
+        dist.all_to_all_single(torch.zeros(size, device=dev), torch.ones(size, device=dev))
+        checks.append(False)
+    except RuntimeError as error:
+        checks.append("move them to the CPU first" in str(error))
+    return _report("rooted", all(checks), f"checks={checks}")
+
+
 _GLOO: list = []  # one gloo group for the CPU runs, made once (a collective call)
 
 
@@ -455,6 +482,7 @@ def tp_fsdp() -> bool:
 
 SCENARIOS = {
     "mesh": mesh,
+    "rooted": rooted,
     "dtensor": dtensor,
     # per block and root, resharded after forward, AdamW
     "fsdp_adamw": fsdp("fsdp_adamw", Plan()),

@@ -36,8 +36,9 @@ def test_device_mesh_and_dtensor_on_the_lazy_device():
     group's name from its first registered backend, and the lazy group is a Python one).
     DTensor with lazy local tensors: distribute_tensor, Shard/Replicate/Partial,
     redistribute (Shard(0) -> Shard(1) included), full_tensor, from_local/to_local, ops and
-    autograd equal CPU DTensor's over gloo, with no op run eagerly and no graph cut."""
-    _ranks("mesh,dtensor")
+    autograd equal CPU DTensor's over gloo, with no op run eagerly and no graph cut.
+    scatter, gather and reduce of lazy tensors; all-to-all refused with a clear error."""
+    _ranks("mesh,rooted,dtensor")
 
 
 @pytest.mark.multiprocess

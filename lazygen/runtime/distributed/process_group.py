@@ -27,7 +27,7 @@ from .. import executor
 from ..devices import current_index, get_device
 from ..errors import LazygenRuntimeError
 from ..state import settings
-from ..tensor import is_lazy
+from ..tensor import inner, is_lazy
 from . import fsdp, groups
 
 C = torch._C._distributed_c10d
@@ -70,6 +70,18 @@ def _lazy(tensors) -> bool:
             "move them to one device first"
         )
     return flags == {True}
+
+
+def _run_rooted(outputs) -> None:
+    """Run a rooted collective (gather, reduce) now, on every rank, in one graph with the
+    root's outputs. Only the root keeps its result; had the others' dropped node run at
+    their next sync while the root read its outputs later, in a graph of their own, the
+    root's graph would hold the collective node once more (its outputs derive from it) and
+    issue it twice: the ranks hung. Rooted collectives are rare in a step (DCP's plans)."""
+    if outputs:
+        executor.sync([inner(t) for t in outputs])  # the traced collectives first
+    else:
+        executor.run_must_run()
 
 
 def data_group(store, rank: int, size: int, timeout, data_device: torch.device):
@@ -250,6 +262,7 @@ class LazyProcessGroup(dist.ProcessGroup):
             if self.rank() == opts.rootRank:
                 for out, row in zip(output_lists[0], rows, strict=True):
                     out.copy_(row.view(out.shape))
+        _run_rooted(output_lists[0] if self.rank() == opts.rootRank else [])
         return _done(output_lists)
 
     def reduce(self, tensors, opts=None):
@@ -260,9 +273,12 @@ class LazyProcessGroup(dist.ProcessGroup):
         options = dist.AllreduceOptions()
         options.reduceOp = opts.reduceOp
         if self.rank() == opts.rootRank:
-            return self.allreduce(tensors, options)
+            work = self.allreduce(tensors, options)
+            _run_rooted(tensors)
+            return work
         copies = [t.clone() for t in tensors]  # the others' tensors stay as they were
         self.allreduce(copies, options)
+        _run_rooted([])
         return _done(tensors)
 
     # Point-to-point and all-to-all: host tensors only ------------------------------------
