@@ -93,6 +93,14 @@ EFFECTS: tuple[Effect, ...] = (
         "`init()` (`privateuse1.dlpack`)",
     ),
     Effect(
+        "fsdp_storage",
+        "LAZYGEN_FSDP_STORAGE",
+        "FSDP2's storage helpers (`alloc_storage`, `free_storage`, the storage check of "
+        "`FSDPParam.reset_sharded_param`) skip lazy tensors, which have no storage, and "
+        "FSDP2's `fsdp::` ops get Functionalize kernels, so `fully_shard` runs lazily",
+        "the first lazy process group (`distributed.fsdp`)",
+    ),
+    Effect(
         "printing",
         "LAZYGEN_PRINTING",
         "`torch._tensor_str._str` wrapped, so lazy tensors print as other devices' do",

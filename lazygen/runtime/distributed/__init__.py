@@ -17,19 +17,23 @@ import torch.distributed as dist
 from . import collectives, groups, nodes
 
 if dist.is_available():  # torch builds without distributed support still import lazygen
-    from . import process_group
+    from . import fsdp, process_group
     from .process_group import LazyProcessGroup, register_c10d_backend
 
 __all__ = [
     "LazyProcessGroup",
     "available",
     "collectives",
+    "fsdp",
     "groups",
     "install",
     "nodes",
     "process_group",
     "register_c10d_backend",
 ]
+
+
+_libraries: list = []  # torch.library registrations, kept alive for the process
 
 
 def available() -> bool:
@@ -42,4 +46,6 @@ def install() -> dict:
     if not available():
         return {}
     process_group.register_c10d_backend()
+    if not _libraries:
+        _libraries.extend(collectives.register_device_kernels())
     return collectives.kernels()

@@ -13,7 +13,10 @@ divides it.
 
 from __future__ import annotations
 
+import importlib
+
 import torch
+import torch.distributed as dist
 
 from .. import executor
 from .. import kernel_support as rt
@@ -82,13 +85,78 @@ def wait_tensor(tensor):
     return new_lazy(tensor._value, tensor._device)
 
 
+def wrap_tensor_autograd(tensor):
+    """funcol wraps an eager collective's result in an ``AsyncCollectiveTensor`` (waited on
+    first use) through this op. A lazy collective waits inside its node, so the result is
+    the value itself; wrapping a lazy tensor in that subclass broke views of it (torch's
+    functionalization asserted on ``full_tensor()``'s ``view_as``)."""
+    return new_lazy(tensor._value, tensor._device)
+
+
+_FUNCTIONALIZATION = torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize) | (
+    torch._C.DispatchKeySet(torch._C.DispatchKey.ADInplaceOrView)
+)
+
+
+def _through_functionalization(op):
+    """The device-key kernel of a functional collective. torch runs a tensor subclass's
+    ``__torch_dispatch__`` (DTensor's, on its lazy local tensors) with functionalization
+    excluded, so the op would reach c10d's own kernel with lazy tensors, which no c10d
+    backend holds ("No backend type associated with device type lazygen"): call it again
+    with functionalization on, which brings it to the lazy kernel above."""
+
+    def kernel(*args, **kwargs):
+        if not any(torch._is_functional_tensor(a) for a in args if isinstance(a, torch.Tensor)):
+            raise LazygenRuntimeError(f"lazygen: {op} reached the device without a lazy tensor")
+        include = torch._C._dispatch_tls_local_include_set()
+        exclude = torch._C._dispatch_tls_local_exclude_set()
+        with torch._C._ForceDispatchKeyGuard(include, exclude - _FUNCTIONALIZATION):
+            return op(*args, **kwargs)
+
+    return kernel
+
+
+def shard_dim_alltoall(input, gather_dim: int, shard_dim: int, group_name):
+    """DTensor's ``Shard(gather_dim) -> Shard(shard_dim)`` (``_dtensor::shard_dim_alltoall``)
+    on lazy tensors: an all-gather node of the graph, then this rank's chunk along
+    ``shard_dim``, as DTensor computes it where the group has no all-to-all (gloo)."""
+    group = dist.distributed_c10d._resolve_process_group(str(group_name))
+    size, rank = group.size(), group.rank()
+    include = torch._C._dispatch_tls_local_include_set()
+    exclude = torch._C._dispatch_tls_local_exclude_set()
+    with torch._C._ForceDispatchKeyGuard(include, exclude - _FUNCTIONALIZATION):
+        gathered = funcol.all_gather_into_tensor(input.contiguous(), size, str(group_name))
+        whole = torch.cat(funcol.wait_tensor(gathered).chunk(size), dim=gather_dim)
+        return whole.chunk(size, dim=shard_dim)[rank].contiguous()
+
+
+def register_device_kernels(device_key: str = "PrivateUse1") -> list:
+    """Register ``_through_functionalization`` for every collective with a lazy kernel, and
+    ``shard_dim_alltoall``; returns the libraries (a dropped library unregisters its
+    kernels)."""
+    library = torch.library.Library("_c10d_functional", "IMPL")
+    for op in kernels():
+        name = op._schema.name.split("::")[1] + _overload(op)
+        library.impl(name, _through_functionalization(op), device_key)
+    dtensor = torch.library.Library("_dtensor", "IMPL")
+    dtensor.impl("shard_dim_alltoall", shard_dim_alltoall, device_key)
+    return [library, dtensor]
+
+
+def _overload(op) -> str:
+    return "" if op._overloadname == "default" else f".{op._overloadname}"
+
+
 def kernels() -> dict:
     """The kernel table entries (a function: torch builds without distributed support have
-    no ``_c10d_functional`` ops, and lazygen must still import there)."""
+    no ``_c10d_functional`` ops, and lazygen must still import there). torch defines
+    ``_wrap_tensor_autograd`` in Python, in funcol's module."""
+    importlib.import_module("torch.distributed._functional_collectives")
     return {
         funcol.all_reduce.default: all_reduce,
         funcol.broadcast.default: broadcast,
         funcol.all_gather_into_tensor.default: all_gather_into_tensor,
         funcol.reduce_scatter_tensor.default: reduce_scatter_tensor,
         funcol.wait_tensor.default: wait_tensor,
+        funcol._wrap_tensor_autograd.default: wrap_tensor_autograd,
     }

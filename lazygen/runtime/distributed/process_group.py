@@ -27,8 +27,8 @@ from .. import executor
 from ..devices import current_index, get_device
 from ..errors import LazygenRuntimeError
 from ..state import settings
-from ..tensor import is_lazy
-from . import groups
+from ..tensor import inner, is_lazy
+from . import fsdp, groups
 
 C = torch._C._distributed_c10d
 funcol = torch.ops._c10d_functional
@@ -72,6 +72,18 @@ def _lazy(tensors) -> bool:
     return flags == {True}
 
 
+def _run_rooted(outputs) -> None:
+    """Run a rooted collective (gather, reduce) now, on every rank, in one graph with the
+    root's outputs. Only the root keeps its result; had the others' dropped node run at
+    their next sync while the root read its outputs later, in a graph of their own, the
+    root's graph would hold the collective node once more (its outputs derive from it) and
+    issue it twice: the ranks hung. Rooted collectives are rare in a step (DCP's plans)."""
+    if outputs:
+        executor.sync([inner(t) for t in outputs])  # the traced collectives first
+    else:
+        executor.run_must_run()
+
+
 def data_group(store, rank: int, size: int, timeout, data_device: torch.device):
     """A c10d group of the data device: gloo for host tensors, and nccl for CUDA data."""
     group = C.ProcessGroup(store, rank, size)
@@ -104,6 +116,27 @@ class LazyProcessGroup(dist.ProcessGroup):
         self._data._set_group_name(self._data_name)
         C._register_process_group(self._data_name, self._data)
         groups.register(name, self._data_name)
+
+    # c10d keeps a group's name (and description) on the backends registered with it and
+    # reads it from the first one: a Python group has none, so ``group_name`` raised
+    # "ProcessGroup name not set" (DeviceMesh and DTensor read it). The lazy group keeps them.
+
+    def _set_group_name(self, name: str) -> None:
+        if name != self._name:
+            groups.forget(self._name)
+            groups.register(name, self._data_name)
+        self._name = name
+
+    @property
+    def group_name(self) -> str:
+        return self._name
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._desc = desc
+
+    @property
+    def group_desc(self) -> str:
+        return getattr(self, "_desc", "undefined")
 
     @property
     def data_group(self):
@@ -202,6 +235,83 @@ class LazyProcessGroup(dist.ProcessGroup):
 
     reduce_scatter_single = _reduce_scatter_base  # what reduce_scatter_tensor calls
 
+    def scatter(self, outputs, input_lists, opts=None):
+        """The root's inputs broadcast as one stacked tensor, each rank keeping its row
+        (DTensor's ``distribute_tensor`` scatters the root's chunks this way)."""
+        opts = dist.ScatterOptions() if opts is None else opts
+        if not _lazy(outputs):
+            return self._eager().scatter(outputs, input_lists, opts)
+        with torch.no_grad():
+            for index, out in enumerate(outputs):
+                if self.rank() == opts.rootRank:
+                    stacked = torch.stack([t.reshape(-1) for t in input_lists[index]])
+                else:
+                    stacked = out.new_zeros((self.size(), out.numel()))
+                name = self._data_name
+                rows = funcol.wait_tensor(funcol.broadcast(stacked, opts.rootRank, name))
+                out.copy_(rows[self.rank()].view(out.shape))
+        return _done(outputs)
+
+    def gather(self, output_lists, inputs, opts=None):
+        """An all-gather of which the root keeps the rows (DCP gathers its save plans)."""
+        opts = dist.GatherOptions() if opts is None else opts
+        if not _lazy(inputs):
+            return self._eager().gather(output_lists, inputs, opts)
+        with torch.no_grad():
+            rows = self._gathered(inputs[0].reshape(1, -1)).unbind(0)
+            if self.rank() == opts.rootRank:
+                for out, row in zip(output_lists[0], rows, strict=True):
+                    out.copy_(row.view(out.shape))
+        _run_rooted(output_lists[0] if self.rank() == opts.rootRank else [])
+        return _done(output_lists)
+
+    def reduce(self, tensors, opts=None):
+        """An all-reduce of which only the root keeps the result."""
+        opts = dist.ReduceOptions() if opts is None else opts
+        if not _lazy(tensors):
+            return self._eager().reduce(tensors, opts)
+        options = dist.AllreduceOptions()
+        options.reduceOp = opts.reduceOp
+        if self.rank() == opts.rootRank:
+            work = self.allreduce(tensors, options)
+            _run_rooted(tensors)
+            return work
+        copies = [t.clone() for t in tensors]  # the others' tensors stay as they were
+        self.allreduce(copies, options)
+        _run_rooted([])
+        return _done(tensors)
+
+    # Point-to-point and all-to-all: host tensors only ------------------------------------
+
+    def _host_only(self, what: str, tensors, call):
+        if _lazy(tensors):
+            raise LazygenRuntimeError(
+                f"lazygen: {what} of {settings.device_type} tensors is not supported (no "
+                "graph node for it yet); move them to the CPU first, or use all_gather / "
+                "reduce_scatter"
+            )
+        return call(self._eager())
+
+    def alltoall_base(self, output, input, output_splits, input_splits, opts=None):
+        opts = dist.AllToAllOptions() if opts is None else opts
+        return self._host_only(
+            "all_to_all_single",
+            [output, input],
+            lambda g: g.alltoall_base(output, input, output_splits, input_splits, opts),
+        )
+
+    def alltoall(self, outputs, inputs, opts=None):
+        opts = dist.AllToAllOptions() if opts is None else opts
+        return self._host_only(
+            "all_to_all", [*outputs, *inputs], lambda g: g.alltoall(outputs, inputs, opts)
+        )
+
+    def send(self, tensors, dst, tag=0):
+        return self._host_only("send", tensors, lambda g: g.send(tensors, dst, tag))
+
+    def recv(self, tensors, src, tag=0):
+        return self._host_only("recv", tensors, lambda g: g.recv(tensors, src, tag))
+
     def barrier(self, opts=None):
         """Every rank reached this point, and every graph launched before it has run (its
         collectives included). Traced but unsynced lazy work is not forced: lazy results
@@ -214,7 +324,9 @@ class LazyProcessGroup(dist.ProcessGroup):
 
 def create(options, backend_options=None) -> LazyProcessGroup:
     """c10d's creator of the ``lazygen`` backend (``extended_api``: it gets the group's
-    name, which the data group's name derives from)."""
+    name, which the data group's name derives from). The first one adapts FSDP2 to lazy
+    tensors (``fsdp.py``): only programs with a lazy process group pay its import."""
+    fsdp.install()
     return LazyProcessGroup(
         options.store, options.group_rank, options.group_size, options.timeout, options.group_id
     )

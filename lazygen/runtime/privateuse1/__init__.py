@@ -29,6 +29,7 @@ from . import (
     resize,
     rng,
     serialization,
+    subclass_reentry,
     tied_parameters,
 )
 from .device_module import DeviceModule, Guard, Hooks
@@ -72,6 +73,7 @@ def install(name: str) -> None:
             _register_guard()
     if not _libraries:
         _libraries.extend(factories.register())
+        _libraries.append(subclass_reentry.register())
         _libraries.append(host_copy.register())
         if process.enabled("pinned_memory"):
             _libraries.append(pinned_memory.register())

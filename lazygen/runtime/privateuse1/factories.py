@@ -22,6 +22,7 @@ from ..tensor import (
     unsupported_layout,
     unsupported_nested,
 )
+from . import subclass_reentry
 
 # PrivateUse1 kernels: they see no functional wrapper, so they add one. ---------------------
 
@@ -202,7 +203,12 @@ def _nested_to_copy(self, *args, **kwargs):
 
 def _copy_from(self, dst, non_blocking=False):
     if type(dst) is not LazyTensor and torch._is_functional_tensor(dst):
-        dst.copy_(self)  # functionalization handles the lazy destination
+        # functionalization handles the lazy destination; a tensor subclass's handler
+        # (funcol's AsyncCollectiveTensor) gets here with it excluded: re-enable it
+        include = torch._C._dispatch_tls_local_include_set()
+        exclude = torch._C._dispatch_tls_local_exclude_set()
+        with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):
+            dst.copy_(self)
         return dst
     source = inner(self) if torch._is_functional_tensor(self) else self
     return device_copies._copy_from(source, dst, non_blocking)
@@ -225,6 +231,9 @@ def _backend_fallback(op, *args, **kwargs):
     # Under a functionalization kernel, results (out= included) must be plain inner tensors:
     # functionalization itself points the functional ``out=`` argument at them.
     under_functionalize = _below_functionalization()
+    if not under_functionalize and subclass_reentry.has_functional_tensor(args, kwargs):
+        # an op a tensor subclass's handler ran on a lazy tensor (subclass_reentry.py)
+        return subclass_reentry.reenter(op, args, kwargs)
     with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):
         return eager_fallback(
             op, args, kwargs, functional=not under_functionalize, write_back=not under_functionalize
