@@ -397,6 +397,7 @@ def resized(x, v):
 got = resized(image.to(lr.device()), volume.to(lr.device())).cpu()  # read: no mark_step
 torch.testing.assert_close(got, resized(image, volume), rtol=1e-5, atol=1e-4)
 assert lr.metrics.counter_value("UncachedCompile") == 1
+assert lr.metrics.counter_value("InductorExtraDecomposition") == 3, lr.metrics.counters()
 print("ok")
 """
 

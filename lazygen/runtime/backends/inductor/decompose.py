@@ -10,7 +10,8 @@ as ``upsample_bilinear2d.default``, whose decomposition torch registers at the a
 and refuses it outright where the environment variable ``CI`` is set ("make_fallback(...):
 a decomposition exists, we should switch to it", ``torch/_inductor/lowering.py``). Adding
 exactly those ops' decompositions (the ops Inductor's own check names) compiles them as
-Inductor expects, whatever the environment or the dispatch state of the compile.
+Inductor expects, whatever the environment or the dispatch state of the compile. Counted
+as ``InductorExtraDecomposition`` (one per op), logged at ``LAZYGEN_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from __future__ import annotations
 import torch
 import torch.fx
 from torch._decomp import get_decompositions
+
+from ... import metrics
+from ...state import log
 
 
 def decompositions_for(module: torch.fx.GraphModule) -> dict:
@@ -36,7 +40,11 @@ def decompositions_for(module: torch.fx.GraphModule) -> dict:
         and _expected_decomposed(node.target, table, lowerings, FALLBACK_ALLOW_LIST)
     ]
     extra = get_decompositions(missing) if missing else {}
-    return {**table, **extra} if extra else table
+    if not extra:
+        return table
+    metrics.count("InductorExtraDecomposition", len(extra))
+    log(1, f"inductor: decomposing {sorted(map(str, extra))} as Inductor expects")
+    return {**table, **extra}
 
 
 def _expected_decomposed(target, table: dict, lowerings: dict, allowed) -> bool:
