@@ -1,0 +1,916 @@
+"""The jax backend's op table: aten overloads of the built-in op list as ``jax.numpy`` /
+``jax.lax`` code, one function per overload, registered with ``@op("name.overload")``.
+
+Every implementation is called as ``impl(shapes, *args, **kwargs)`` with the aten schema's
+arguments (tensors as JAX values, numbers as Python numbers or traced scalars, attributes
+as Python values) and ``shapes``, the node's outputs as shape inference gave them. Results
+are cast to those dtypes by the caller (``context.program_function``), so an
+implementation computes in ``dt(shapes)``, the result's dtype, instead of re-implementing
+torch's type promotion. Ops whose torch semantics JAX does not give (integer division by
+zero raises in torch; the table has no entry, or ``refusals.py`` refuses the call) run
+eagerly instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .dtypes import to_jax
+
+JAX_OPS: dict[str, Callable] = {}
+
+
+def op(*names: str):
+    """Register the decorated function under each table key (``add.Tensor``, ``relu``)."""
+
+    def register(fn):
+        for name in names:
+            JAX_OPS[name] = fn
+        return fn
+
+    return register
+
+
+def dt(shapes, index: int = 0):
+    """The JAX dtype of output ``index``."""
+    return to_jax(shapes[index].dtype)
+
+
+def sizes(shapes, index: int = 0) -> tuple[int, ...]:
+    return tuple(shapes[index].sizes)
+
+
+def _as(x, dtype):
+    return jnp.asarray(x).astype(dtype)
+
+
+def _dims(dim, ndim: int):
+    """A reduction's dims: all for None or ``[]``, else normalised."""
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    return tuple(sorted(d % ndim if ndim else 0 for d in dim))
+
+
+# Elementwise ---------------------------------------------------------------------------
+
+_UNARY = {
+    "abs": jnp.abs,
+    "neg": jnp.negative,
+    "exp": jnp.exp,
+    "exp2": jnp.exp2,
+    "expm1": jnp.expm1,
+    "log": jnp.log,
+    "log2": jnp.log2,
+    "log10": jnp.log10,
+    "log1p": jnp.log1p,
+    "sqrt": jnp.sqrt,
+    "rsqrt": lax.rsqrt,
+    "reciprocal": jnp.reciprocal,
+    "sin": jnp.sin,
+    "cos": jnp.cos,
+    "tan": jnp.tan,
+    "asin": jnp.arcsin,
+    "acos": jnp.arccos,
+    "atan": jnp.arctan,
+    "sinh": jnp.sinh,
+    "cosh": jnp.cosh,
+    "tanh": jnp.tanh,
+    "asinh": jnp.arcsinh,
+    "acosh": jnp.arccosh,
+    "atanh": jnp.arctanh,
+    "sigmoid": jax.nn.sigmoid,
+    "erf": jax.scipy.special.erf,
+    "erfc": jax.scipy.special.erfc,
+    "floor": jnp.floor,
+    "ceil": jnp.ceil,
+    "trunc": jnp.trunc,
+    "frac": lambda x: x - jnp.trunc(x),
+    "sign": jnp.sign,
+    "sgn": jnp.sign,
+    "relu": jax.nn.relu,
+    "silu": jax.nn.silu,
+    "square": jnp.square,
+    "deg2rad": jnp.deg2rad,
+    "rad2deg": jnp.rad2deg,
+}
+
+
+def _unary(fn):
+    return lambda shapes, x: fn(_as(x, dt(shapes)))
+
+
+for _name, _fn in _UNARY.items():
+    JAX_OPS[_name] = _unary(_fn)
+
+
+@op("round")
+def _round(shapes, x):
+    return jnp.round(_as(x, dt(shapes)))  # half to even, as torch
+
+
+@op("round.decimals")
+def _round_decimals(shapes, x, decimals=0):
+    scale = 10.0**decimals
+    return jnp.round(_as(x, dt(shapes)) * scale) / scale
+
+
+@op("logical_not")
+def _logical_not(shapes, x):
+    return jnp.logical_not(x)
+
+
+@op("bitwise_not")
+def _bitwise_not(shapes, x):
+    return jnp.invert(_as(x, dt(shapes)))
+
+
+@op("isnan")
+def _isnan(shapes, x):
+    return jnp.isnan(x)
+
+
+@op("isinf")
+def _isinf(shapes, x):
+    return jnp.isinf(x)
+
+
+@op("isneginf")
+def _isneginf(shapes, x):
+    return jnp.isneginf(x)
+
+
+@op("isposinf")
+def _isposinf(shapes, x):
+    return jnp.isposinf(x)
+
+
+@op("isfinite")
+def _isfinite(shapes, x):
+    return jnp.isfinite(x)
+
+
+@op("gelu")
+def _gelu(shapes, x, approximate="none"):
+    return jax.nn.gelu(_as(x, dt(shapes)), approximate=approximate == "tanh")
+
+
+@op("gelu_backward")
+def _gelu_backward(shapes, grad, x, approximate="none"):
+    d = dt(shapes)
+    x = _as(x, d)
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        inner = k * (x + 0.044715 * x**3)
+        t = jnp.tanh(inner)
+        derivative = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x)
+    else:
+        cdf = 0.5 * (1 + jax.scipy.special.erf(x / math.sqrt(2)))
+        pdf = jnp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+        derivative = cdf + x * pdf
+    return _as(grad, d) * derivative
+
+
+@op("tanh_backward")
+def _tanh_backward(shapes, grad, output):
+    d = dt(shapes)
+    output = _as(output, d)
+    return _as(grad, d) * (1 - output * output)
+
+
+@op("sigmoid_backward")
+def _sigmoid_backward(shapes, grad, output):
+    d = dt(shapes)
+    output = _as(output, d)
+    return _as(grad, d) * (1 - output) * output
+
+
+@op("silu_backward")
+def _silu_backward(shapes, grad, x):
+    d = dt(shapes)
+    x = _as(x, d)
+    s = jax.nn.sigmoid(x)
+    return _as(grad, d) * s * (1 + x * (1 - s))
+
+
+@op("threshold_backward")
+def _threshold_backward(shapes, grad, x, threshold):
+    return jnp.where(x <= threshold, jnp.zeros((), dt(shapes)), _as(grad, dt(shapes)))
+
+
+@op("leaky_relu")
+def _leaky_relu(shapes, x, negative_slope=0.01):
+    x = _as(x, dt(shapes))
+    return jnp.where(x > 0, x, x * negative_slope)
+
+
+@op("hardtanh")
+def _hardtanh(shapes, x, min_val=-1, max_val=1):
+    return jnp.clip(_as(x, dt(shapes)), min_val, max_val)
+
+
+def _binary(fn):
+    def impl(shapes, a, b):
+        d = dt(shapes)
+        return fn(_as(a, d), _as(b, d))
+
+    return impl
+
+
+for _name, _fn in {
+    "mul": jnp.multiply,
+    "maximum": jnp.maximum,
+    "minimum": jnp.minimum,
+    "atan2": jnp.arctan2,
+    "hypot": jnp.hypot,
+    "copysign": jnp.copysign,
+}.items():
+    JAX_OPS[f"{_name}.Tensor"] = _binary(_fn)
+    JAX_OPS[f"{_name}.Scalar"] = _binary(_fn)
+    JAX_OPS[_name] = _binary(_fn)
+
+
+@op("add.Tensor", "add.Scalar")
+def _add(shapes, a, b, alpha=1):
+    d = dt(shapes)
+    b = _as(b, d)
+    if not (type(alpha) in (int, float) and alpha == 1):
+        b = b * _as(alpha, d)
+    return _as(a, d) + b
+
+
+@op("sub.Tensor", "sub.Scalar")
+def _sub(shapes, a, b, alpha=1):
+    d = dt(shapes)
+    b = _as(b, d)
+    if not (type(alpha) in (int, float) and alpha == 1):
+        b = b * _as(alpha, d)
+    return _as(a, d) - b
+
+
+@op("rsub.Tensor", "rsub.Scalar")
+def _rsub(shapes, a, b, alpha=1):
+    return _sub(shapes, b, a, alpha)
+
+
+@op("div.Tensor", "div.Scalar")
+def _div(shapes, a, b):
+    d = dt(shapes)
+    return _as(a, d) / _as(b, d)
+
+
+@op("div.Tensor_mode", "div.Scalar_mode")
+def _div_mode(shapes, a, b, rounding_mode=None):
+    d = dt(shapes)
+    q = _as(a, d) / _as(b, d)
+    if rounding_mode == "trunc":
+        return jnp.trunc(q)
+    if rounding_mode == "floor":
+        return jnp.floor(q)
+    return q
+
+
+@op("pow.Tensor_Scalar", "pow.Tensor_Tensor", "pow.Scalar")
+def _pow(shapes, a, b):
+    d = dt(shapes)
+    if type(b) is int and b == 2:
+        a = _as(a, d)
+        return a * a
+    return jnp.power(_as(a, d), _as(b, d))
+
+
+@op("remainder.Tensor", "remainder.Scalar")
+def _remainder(shapes, a, b):
+    d = dt(shapes)
+    return jnp.remainder(_as(a, d), _as(b, d))
+
+
+@op("fmod.Tensor", "fmod.Scalar")
+def _fmod(shapes, a, b):
+    d = dt(shapes)
+    return jnp.fmod(_as(a, d), _as(b, d))
+
+
+@op("xlogy.Tensor")
+def _xlogy(shapes, a, b):
+    d = dt(shapes)
+    return jax.scipy.special.xlogy(_as(a, d), _as(b, d))
+
+
+@op("lerp.Scalar", "lerp.Tensor")
+def _lerp(shapes, start, end, weight):
+    d = dt(shapes)
+    start, end, weight = _as(start, d), _as(end, d), _as(weight, d)
+    diff = end - start
+    # torch's formula: exact at both ends
+    return jnp.where(jnp.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+
+
+@op("addcmul")
+def _addcmul(shapes, x, t1, t2, value=1):
+    d = dt(shapes)
+    return _as(x, d) + _as(value, d) * _as(t1, d) * _as(t2, d)
+
+
+@op("addcdiv")
+def _addcdiv(shapes, x, t1, t2, value=1):
+    d = dt(shapes)
+    return _as(x, d) + _as(value, d) * (_as(t1, d) / _as(t2, d))
+
+
+def _compare(fn):
+    def impl(shapes, a, b):
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        common = jnp.result_type(a, b)
+        return fn(a.astype(common), b.astype(common))
+
+    return impl
+
+
+for _name, _fn in {
+    "eq": jnp.equal,
+    "ne": jnp.not_equal,
+    "lt": jnp.less,
+    "le": jnp.less_equal,
+    "gt": jnp.greater,
+    "ge": jnp.greater_equal,
+}.items():
+    JAX_OPS[f"{_name}.Tensor"] = _compare(_fn)
+    JAX_OPS[f"{_name}.Scalar"] = _compare(_fn)
+
+for _name, _fn in {
+    "logical_and": jnp.logical_and,
+    "logical_or": jnp.logical_or,
+    "logical_xor": jnp.logical_xor,
+}.items():
+    JAX_OPS[_name] = lambda shapes, a, b, _fn=_fn: _fn(a, b)
+
+for _name, _fn in {
+    "bitwise_and": jnp.bitwise_and,
+    "bitwise_or": jnp.bitwise_or,
+    "bitwise_xor": jnp.bitwise_xor,
+}.items():
+    JAX_OPS[f"{_name}.Tensor"] = _binary(_fn)
+    JAX_OPS[f"{_name}.Scalar"] = _binary(_fn)
+
+
+@op("clamp", "clamp.Tensor")
+def _clamp(shapes, x, min=None, max=None):  # noqa: A002 - aten's argument names
+    d = dt(shapes)
+    x = _as(x, d)
+    if min is not None:
+        x = jnp.where(jnp.isnan(x), x, jnp.maximum(x, _as(min, d)))
+    if max is not None:
+        x = jnp.where(jnp.isnan(x), x, jnp.minimum(x, _as(max, d)))
+    return x
+
+
+@op("clamp_min", "clamp_min.Tensor")
+def _clamp_min(shapes, x, min):  # noqa: A002
+    return _clamp(shapes, x, min=min)
+
+
+@op("clamp_max", "clamp_max.Tensor")
+def _clamp_max(shapes, x, max):  # noqa: A002
+    return _clamp(shapes, x, max=max)
+
+
+@op("where.self")
+def _where(shapes, condition, a, b):
+    d = dt(shapes)
+    return jnp.where(condition, _as(a, d), _as(b, d))
+
+
+@op("masked_fill.Scalar", "masked_fill.Tensor")
+def _masked_fill(shapes, x, mask, value):
+    d = dt(shapes)
+    return jnp.where(mask, _as(value, d), _as(x, d))
+
+
+# Copies, casts, factories ---------------------------------------------------------------
+
+
+@op("_to_copy", "clone", "alias_copy", "lift_fresh_copy", "detach_copy", "conj_physical")
+def _copy_as(shapes, x, *args, **kwargs):
+    return _as(x, dt(shapes))
+
+
+@op("copy")
+def _copy(shapes, self, src, non_blocking=False):
+    return jnp.broadcast_to(_as(src, dt(shapes)), sizes(shapes))
+
+
+@op("fill.Scalar", "fill.Tensor")
+def _fill(shapes, x, value):
+    return jnp.full(sizes(shapes), _as(value, dt(shapes)))
+
+
+@op("zeros_like", "new_zeros")
+def _zeros_like(shapes, *args, **kwargs):
+    return jnp.zeros(sizes(shapes), dt(shapes))
+
+
+@op("ones_like", "new_ones")
+def _ones_like(shapes, *args, **kwargs):
+    return jnp.ones(sizes(shapes), dt(shapes))
+
+
+@op("empty_like", "empty.memory_format", "new_empty", "empty_strided", "new_empty_strided")
+def _empty(shapes, *args, **kwargs):
+    return jnp.zeros(sizes(shapes), dt(shapes))
+
+
+@op("full", "full_like", "new_full")
+def _full(shapes, *args, **kwargs):
+    value = kwargs.get("fill_value", args[1] if len(args) > 1 else None)
+    return jnp.full(sizes(shapes), _as(value, dt(shapes)))
+
+
+@op("scalar_tensor")
+def _scalar_tensor(shapes, value, **kwargs):
+    return _as(value, dt(shapes))
+
+
+@op("zeros")
+def _zeros(shapes, *args, **kwargs):
+    return jnp.zeros(sizes(shapes), dt(shapes))
+
+
+@op("ones")
+def _ones(shapes, *args, **kwargs):
+    return jnp.ones(sizes(shapes), dt(shapes))
+
+
+@op("arange.start_step")
+def _arange(shapes, start, end, step=1, **kwargs):
+    n = sizes(shapes)[0]
+    d = dt(shapes)
+    if jnp.issubdtype(d, jnp.floating):
+        return (jnp.asarray(start, jnp.float64) + jnp.arange(n) * step).astype(d)
+    return (start + jnp.arange(n, dtype=jnp.int64) * step).astype(d)
+
+
+# Views (as copies: every result is a new value) ------------------------------------------
+
+
+@op(
+    "view_copy",
+    "_unsafe_view",
+    "reshape",
+    "squeeze_copy",
+    "squeeze_copy.dim",
+    "squeeze_copy.dims",
+    "unsqueeze_copy",
+    "_reshape_alias_copy",
+    "view_copy.default",
+    "flatten_copy",
+)
+def _reshape(shapes, x, *args, **kwargs):
+    return jnp.reshape(x, sizes(shapes))
+
+
+@op("expand_copy")
+def _expand(shapes, x, size, implicit=False):
+    return jnp.broadcast_to(x, sizes(shapes))
+
+
+@op("permute_copy")
+def _permute(shapes, x, dims):
+    return jnp.transpose(x, [d % max(x.ndim, 1) for d in dims])
+
+
+@op("t_copy")
+def _t(shapes, x):
+    return x.T if x.ndim == 2 else x
+
+
+@op("transpose_copy.int")
+def _transpose(shapes, x, dim0, dim1):
+    return jnp.swapaxes(x, dim0, dim1) if x.ndim else x
+
+
+@op("select_copy.int")
+def _select(shapes, x, dim, index):
+    dim %= x.ndim
+    return lax.index_in_dim(x, index % x.shape[dim], dim, keepdims=False)
+
+
+@op("slice_copy.Tensor")
+def _slice(shapes, x, dim=0, start=None, end=None, step=1):
+    dim %= x.ndim
+    index = [slice(None)] * x.ndim
+    index[dim] = slice(start, end, step)
+    return x[tuple(index)]
+
+
+@op("select_backward")
+def _select_backward(shapes, grad, input_sizes, dim, index):
+    dim %= len(input_sizes)
+    index %= input_sizes[dim]
+    out = jnp.zeros(sizes(shapes), dt(shapes))
+    return lax.dynamic_update_index_in_dim(out, grad.astype(out.dtype), index, dim)
+
+
+@op("slice_backward")
+def _slice_backward(shapes, grad, input_sizes, dim, start, end, step):
+    dim %= len(input_sizes)
+    index = [slice(None)] * len(input_sizes)
+    index[dim] = slice(start, end, step)
+    out = jnp.zeros(sizes(shapes), dt(shapes))
+    return out.at[tuple(index)].set(grad.astype(out.dtype))
+
+
+@op("split_copy.Tensor", "split_with_sizes_copy", "unbind_copy.int")
+def _split(shapes, x, split=None, dim=0):
+    dim %= x.ndim
+    results, offset = [], 0
+    for shape in shapes:
+        if len(shape.sizes) < x.ndim:  # unbind: one index each
+            results.append(lax.index_in_dim(x, offset, dim, keepdims=False))
+            offset += 1
+            continue
+        length = shape.sizes[dim]
+        results.append(lax.slice_in_dim(x, offset, offset + length, axis=dim))
+        offset += length
+    return results
+
+
+@op("cat")
+def _cat(shapes, tensors, dim=0):
+    d = dt(shapes)
+    kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]  # torch's legacy
+    if not kept:
+        return jnp.zeros(sizes(shapes), d)
+    return jnp.concatenate([_as(t, d) for t in kept], axis=dim)
+
+
+@op("stack")
+def _stack(shapes, tensors, dim=0):
+    d = dt(shapes)
+    return jnp.stack([_as(t, d) for t in tensors], axis=dim)
+
+
+@op("constant_pad_nd")
+def _constant_pad(shapes, x, pad, value=0):
+    config = [(0, 0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        config[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1], 0)
+    return lax.pad(x, jnp.asarray(value, x.dtype), config)
+
+
+@op("tril")
+def _tril(shapes, x, diagonal=0):
+    return jnp.tril(x, diagonal)
+
+
+@op("triu")
+def _triu(shapes, x, diagonal=0):
+    return jnp.triu(x, diagonal)
+
+
+@op("flip")
+def _flip(shapes, x, dims):
+    return jnp.flip(x, axis=tuple(dims))
+
+
+@op("roll")
+def _roll(shapes, x, shifts, dims=()):
+    if not dims:
+        return jnp.roll(x.reshape(-1), shifts).reshape(x.shape)
+    return jnp.roll(x, shifts, axis=tuple(dims))
+
+
+# Reductions ------------------------------------------------------------------------------
+
+
+@op("sum", "sum.dim_IntList")
+def _sum(shapes, x, dim=None, keepdim=False, dtype=None):
+    if not isinstance(dim, (list, tuple, int)) and dim is not None:  # sum(x, dtype=)
+        dim = None
+    d = dt(shapes)
+    return jnp.sum(_as(x, d), axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("mean", "mean.dim")
+def _mean(shapes, x, dim=None, keepdim=False, dtype=None):
+    if not isinstance(dim, (list, tuple, int)) and dim is not None:
+        dim = None
+    d = dt(shapes)
+    return jnp.mean(_as(x, d), axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("prod", "prod.dim_int")
+def _prod(shapes, x, dim=None, keepdim=False, dtype=None):
+    if not isinstance(dim, int):
+        dim = None
+    d = dt(shapes)
+    return jnp.prod(_as(x, d), axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("amax")
+def _amax(shapes, x, dim=(), keepdim=False):
+    return jnp.max(x, axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("amin")
+def _amin(shapes, x, dim=(), keepdim=False):
+    return jnp.min(x, axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("max")
+def _max_all(shapes, x):
+    return jnp.max(x)
+
+
+@op("min")
+def _min_all(shapes, x):
+    return jnp.min(x)
+
+
+@op("all", "all.dim", "all.dims")
+def _all(shapes, x, dim=None, keepdim=False):
+    return jnp.all(x, axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("any", "any.dim", "any.dims")
+def _any(shapes, x, dim=None, keepdim=False):
+    return jnp.any(x, axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("argmax")
+def _argmax(shapes, x, dim=None, keepdim=False):
+    if dim is None:
+        return jnp.argmax(x.reshape(-1)).reshape(sizes(shapes))
+    return jnp.argmax(x, axis=dim, keepdims=keepdim)
+
+
+@op("argmin")
+def _argmin(shapes, x, dim=None, keepdim=False):
+    if dim is None:
+        return jnp.argmin(x.reshape(-1)).reshape(sizes(shapes))
+    return jnp.argmin(x, axis=dim, keepdims=keepdim)
+
+
+@op("cumsum")
+def _cumsum(shapes, x, dim, dtype=None):
+    return jnp.cumsum(_as(x, dt(shapes)), axis=dim)
+
+
+# Linear algebra --------------------------------------------------------------------------
+
+_HIGHEST = lax.Precision.HIGHEST
+
+
+@op("mm", "bmm", "matmul")
+def _mm(shapes, a, b):
+    d = dt(shapes)
+    return jnp.matmul(_as(a, d), _as(b, d), precision=_HIGHEST)
+
+
+@op("addmm")
+def _addmm(shapes, x, a, b, beta=1, alpha=1):
+    d = dt(shapes)
+    product = jnp.matmul(_as(a, d), _as(b, d), precision=_HIGHEST)
+    if not (type(alpha) in (int, float) and alpha == 1):
+        product = product * _as(alpha, d)
+    if type(beta) in (int, float):
+        if beta == 0:  # torch ignores self (NaN included)
+            return product
+        return product + (_as(x, d) if beta == 1 else _as(x, d) * beta)
+    return product + jnp.where(beta == 0, jnp.zeros((), d), _as(x, d) * _as(beta, d))
+
+
+@op("dot", "vdot")
+def _dot(shapes, a, b):
+    d = dt(shapes)
+    return jnp.dot(_as(a, d), _as(b, d), precision=_HIGHEST)
+
+
+@op("mv")
+def _mv(shapes, a, b):
+    d = dt(shapes)
+    return jnp.matmul(_as(a, d), _as(b, d), precision=_HIGHEST)
+
+
+# Indexing --------------------------------------------------------------------------------
+
+
+@op("index_select")
+def _index_select(shapes, x, dim, index):
+    return jnp.take(x, index, axis=dim)
+
+
+@op("gather")
+def _gather(shapes, x, dim, index, sparse_grad=False):
+    return jnp.take_along_axis(x, index, axis=dim)
+
+
+@op("embedding")
+def _embedding(shapes, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return jnp.take(weight, indices, axis=0)
+
+
+@op("embedding_dense_backward")
+def _embedding_backward(shapes, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    d = dt(shapes)
+    flat = indices.reshape(-1)
+    rows = grad.reshape(flat.shape[0], -1).astype(d)
+    if padding_idx >= 0:
+        rows = jnp.where((flat == padding_idx)[:, None], jnp.zeros((), d), rows)
+    if scale_grad_by_freq:
+        counts = jnp.zeros((num_weights,), d).at[flat].add(1)
+        rows = rows / counts[flat][:, None]
+    return jnp.zeros(sizes(shapes), d).at[flat].add(rows)
+
+
+# Normalisation and losses ----------------------------------------------------------------
+
+
+@op("_softmax")
+def _softmax(shapes, x, dim, half_to_float=False):
+    return jax.nn.softmax(_as(x, dt(shapes)), axis=dim)
+
+
+@op("_log_softmax")
+def _log_softmax(shapes, x, dim, half_to_float=False):
+    return jax.nn.log_softmax(_as(x, dt(shapes)), axis=dim)
+
+
+@op("_softmax_backward_data")
+def _softmax_backward(shapes, grad, output, dim, input_dtype):
+    d = dt(shapes)
+    grad, output = _as(grad, d), _as(output, d)
+    return output * (grad - jnp.sum(grad * output, axis=dim, keepdims=True))
+
+
+@op("_log_softmax_backward_data")
+def _log_softmax_backward(shapes, grad, output, dim, input_dtype):
+    d = dt(shapes)
+    grad, output = _as(grad, d), _as(output, d)
+    return grad - jnp.exp(output) * jnp.sum(grad, axis=dim, keepdims=True)
+
+
+@op("native_layer_norm")
+def _layer_norm(shapes, x, normalized_shape, weight, bias, eps):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    stat = dt(shapes, 1)
+    xf = x.astype(stat)
+    mean = jnp.mean(xf, axis=axes, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), axis=axes, keepdims=True)
+    rstd = lax.rsqrt(var + eps)
+    out = (xf - mean) * rstd
+    if weight is not None:
+        out = out * weight.astype(stat)
+    if bias is not None:
+        out = out + bias.astype(stat)
+    return out.astype(dt(shapes)), mean, rstd
+
+
+@op("native_layer_norm_backward")
+def _layer_norm_backward(shapes, grad, x, normalized_shape, mean, rstd, weight, bias, mask):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    batch_axes = tuple(range(x.ndim - len(normalized_shape)))
+    stat = mean.dtype
+    n = math.prod(normalized_shape)
+    xhat = (x.astype(stat) - mean) * rstd
+    g = grad.astype(stat)
+    gw = g * weight.astype(stat) if weight is not None else g
+    dx = dw = db = None
+    if mask[0]:
+        dx = (rstd / n) * (
+            n * gw
+            - jnp.sum(gw, axis=axes, keepdims=True)
+            - xhat * jnp.sum(gw * xhat, axis=axes, keepdims=True)
+        )
+    if mask[1] and weight is not None:
+        dw = jnp.sum(g * xhat, axis=batch_axes)
+    if mask[2] and bias is not None:
+        db = jnp.sum(g, axis=batch_axes)
+    return dx, dw, db
+
+
+def _nll_parts(x, target, weight, ignore_index):
+    """Per-element ``(-log p[target] * w, w)`` over the class axis (1, or 0 unbatched)."""
+    axis = 1 if x.ndim > 1 else 0
+    ignored = target == ignore_index
+    safe = jnp.where(ignored, 0, target)
+    picked = jnp.take_along_axis(x, jnp.expand_dims(safe, axis), axis=axis).squeeze(axis)
+    w = jnp.ones_like(picked) if weight is None else jnp.take(weight, safe).astype(x.dtype)
+    w = jnp.where(ignored, jnp.zeros((), x.dtype), w)
+    return -picked * w, w, safe, axis
+
+
+@op("nll_loss_forward")
+def _nll_loss(shapes, x, target, weight, reduction, ignore_index):
+    losses, w, _, _ = _nll_parts(x, target, weight, ignore_index)
+    if reduction == 0:
+        return losses, jnp.zeros((), x.dtype)
+    total = jnp.sum(w)
+    if reduction == 1:
+        return jnp.sum(losses) / total, total
+    return jnp.sum(losses), total
+
+
+@op("nll_loss_backward")
+def _nll_loss_backward(shapes, grad, x, target, weight, reduction, ignore_index, total_weight):
+    _, w, safe, axis = _nll_parts(x, target, weight, ignore_index)
+    scale = -w * (grad / total_weight if reduction == 1 else grad)
+    out = jnp.zeros(x.shape, x.dtype)
+    onehot = jax.nn.one_hot(safe, x.shape[axis], dtype=x.dtype, axis=axis)
+    return out + onehot * jnp.expand_dims(scale.astype(x.dtype), axis)
+
+
+# Random (seeds: ``lazygen.runtime.random_inputs``) ------------------------------------------
+
+
+def _key(seed):
+    return jax.random.key(jnp.asarray(seed, jnp.int64))
+
+
+@op("bernoulli.p")
+def _bernoulli_p(shapes, x, p=0.5, generator=None):
+    draw = jax.random.bernoulli(_key(generator), p, sizes(shapes))
+    return draw.astype(dt(shapes))
+
+
+@op("bernoulli")
+def _bernoulli(shapes, x, generator=None):
+    draw = jax.random.uniform(_key(generator), sizes(shapes), x.dtype)
+    return (draw < x).astype(dt(shapes))
+
+
+@op("uniform")
+def _uniform(shapes, x, low=0.0, high=1.0, generator=None):
+    d = dt(shapes)
+    return jax.random.uniform(_key(generator), sizes(shapes), d, low, high)
+
+
+@op("normal_functional")
+def _normal(shapes, x, mean=0.0, std=1.0, generator=None):
+    d = dt(shapes)
+    return mean + std * jax.random.normal(_key(generator), sizes(shapes), d)
+
+
+@op("native_dropout_backward")
+def _dropout_backward(shapes, grad, mask, scale):
+    d = dt(shapes)
+    return _as(grad, d) * _as(mask, d) * _as(scale, d)
+
+
+@op("native_dropout")
+def _dropout(shapes, x, p, train=None, generator=None):
+    d = dt(shapes)
+    if train is False or p == 0:
+        return _as(x, d), jnp.ones(x.shape, jnp.bool_)
+    keep = jax.random.bernoulli(_key(generator), 1 - p, x.shape)
+    return jnp.where(keep, _as(x, d) / (1 - p), jnp.zeros((), d)), keep
+
+
+# Attention (``lazygen.runtime.ops.attention``'s nodes, outputs as documented there) --------
+
+
+def _attention_scores(query, key, mask, is_causal, scale):
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = jnp.matmul(query, jnp.swapaxes(key, -1, -2), precision=_HIGHEST) * scale
+    if is_causal:
+        length_q, length_k = query.shape[-2], key.shape[-2]
+        allowed = jnp.tril(jnp.ones((length_q, length_k), jnp.bool_))
+        scores = jnp.where(allowed, scores, -jnp.inf)
+    if mask is not None:
+        scores = scores + mask.astype(scores.dtype)
+    return scores, scale
+
+
+@op("_scaled_dot_product_flash_attention_for_cpu")
+def _attention(shapes, query, key, value, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None):
+    d = dt(shapes)
+    query, key, value = _as(query, d), _as(key, d), _as(value, d)
+    scores, _ = _attention_scores(query, key, attn_mask, is_causal, scale)
+    logsumexp = jax.nn.logsumexp(scores, axis=-1)
+    probs = jnp.exp(scores - logsumexp[..., None])
+    output = jnp.matmul(probs, value, precision=_HIGHEST)
+    return output, logsumexp.astype(dt(shapes, 1))
+
+
+@op("_scaled_dot_product_flash_attention_for_cpu_backward")
+def _attention_backward(
+    shapes, grad_out, query, key, value, out, logsumexp, dropout_p=0.0, is_causal=False,
+    attn_mask=None, scale=None,
+):  # fmt: skip
+    d = dt(shapes)
+    grad_out, query, key, value, out = (_as(t, d) for t in (grad_out, query, key, value, out))
+    scores, scale = _attention_scores(query, key, attn_mask, is_causal, scale)
+    probs = jnp.exp(scores - logsumexp.astype(d)[..., None])
+    grad_value = jnp.matmul(jnp.swapaxes(probs, -1, -2), grad_out, precision=_HIGHEST)
+    grad_probs = jnp.matmul(grad_out, jnp.swapaxes(value, -1, -2), precision=_HIGHEST)
+    row = jnp.sum(grad_out * out, axis=-1, keepdims=True)
+    grad_scores = probs * (grad_probs - row) * scale
+    grad_query = jnp.matmul(grad_scores, key, precision=_HIGHEST)
+    grad_key = jnp.matmul(jnp.swapaxes(grad_scores, -1, -2), query, precision=_HIGHEST)
+    return grad_query, grad_key, grad_value
