@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
+from ... import metrics
 from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...ir import Node, ScalarData, Value
@@ -32,16 +33,29 @@ from .refusals import refused_ops
 
 
 class JaxExecutable:
-    """One compiled graph: ``compiled(*inputs)`` returns its results as a tuple."""
+    """One compiled graph: ``compiled(*inputs)`` returns its results as a tuple.
 
-    __slots__ = ("compiled", "function")
+    Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
+    each run checks them, and other numbers compile (once) a variant of their own."""
 
-    def __init__(self, compiled, function) -> None:
+    __slots__ = ("compiled", "static", "variants", "make")
+
+    def __init__(self, compiled, static: dict[int, int], make) -> None:
         self.compiled = compiled
-        self.function = function
+        self.static = tuple(static.items())
+        self.variants = {tuple(v for _, v in self.static): compiled}
+        self.make = make  # numbers by position -> compiled variant
 
     def __call__(self, inputs: list) -> list:
-        return list(self.compiled(*inputs))
+        if not self.static:
+            return list(self.compiled(*inputs))
+        numbers = tuple(inputs[i] for i, _ in self.static)
+        compiled = self.variants.get(numbers)
+        if compiled is None:
+            metrics.count("JaxStaticInputCompile")
+            values = {i: n for (i, _), n in zip(self.static, numbers, strict=True)}
+            compiled = self.variants[numbers] = self.make(values)
+        return list(compiled(*inputs))
 
 
 class JaxBackend(Backend):
@@ -98,22 +112,29 @@ class JaxBackend(Backend):
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         return JaxLoweringContext(device, self.ops)
 
-    def compile(self, order: list[Node], outputs: list[Value], device) -> JaxExecutable:
-        ctx = self.lower(order, outputs, device)
+    def _lowered(self, order, outputs, device, static_values=None):
+        ctx = self.lowering_context(device)
+        ctx.static_values = dict(static_values or {})
+        ctx.lower_graph(order, outputs)
         function = program_function(ctx)
-        compiled = jax.jit(function).lower(*[_abstract(n) for n in ctx.parameters]).compile()
-        return JaxExecutable(compiled, function)
+        return ctx, jax.jit(function).lower(*[_abstract(n) for n in ctx.parameters])
+
+    def compile(self, order: list[Node], outputs: list[Value], device) -> JaxExecutable:
+        ctx, lowered = self._lowered(order, outputs, device)
+
+        def variant(values: dict[int, int]):
+            return self._lowered(order, outputs, device, values)[1].compile()
+
+        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant)
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
-        return list(executable.compiled(*inputs))
+        return executable(inputs)
 
     def runner(self, executable: JaxExecutable):
         return executable
 
     def dump(self, order: list[Node], outputs: list[Value], device) -> str:
-        ctx = self.lower(order, outputs, device)
-        function = program_function(ctx)
-        return str(jax.jit(function).lower(*[_abstract(n) for n in ctx.parameters]).as_text())
+        return str(self._lowered(order, outputs, device)[1].as_text())
 
     def describe(self, executable: JaxExecutable) -> str:
         return executable.compiled.as_text()

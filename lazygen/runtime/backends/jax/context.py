@@ -80,6 +80,12 @@ class JaxLoweringContext(LoweringContext):
         self.slot_count = 0
         self.input_slots: list[int] = []
         self.output_refs: list[Ref] = []
+        #: Inputs read as ``SymInt``s (a slice's start, an index): XLA needs them static,
+        #: so their numbers are compiled in, by input position (``backend.py`` guards them:
+        #: another number compiles another variant).
+        self.static_inputs: dict[int, int] = {}
+        #: The numbers to compile in, by input position (``static_inputs`` of a variant).
+        self.static_values: dict[int, int] = {}
 
     def _new(self) -> Ref:
         ref = Ref(self.slot_count)
@@ -128,7 +134,10 @@ class JaxLoweringContext(LoweringContext):
         number = fixed_number(v)
         if number is not None:
             return number
-        return self.values[v]
+        position = self.input_slots.index(self.values[v].slot)
+        number = self.static_values.get(position, v.node.value)
+        self.static_inputs[position] = number
+        return number
 
     def symint_list(self, vs) -> list:
         node = self.node
@@ -156,9 +165,8 @@ class JaxLoweringContext(LoweringContext):
                 "came from a hand-written lowering: add it to the table"
             )
         refs = [self._new() for _ in range(num_outputs)]
+        # A ``Tensor[]`` result is one value (a list) that ``unpack_list`` takes apart.
         shapes = tuple(self.node.shapes) if self.node is not None else (None,) * num_outputs
-        if len(shapes) != num_outputs:
-            shapes = (None,) * num_outputs
         self.program.append(
             Instruction(
                 impl, name, tuple(args), dict(kwargs), tuple(r.slot for r in refs), shapes
@@ -191,6 +199,15 @@ def _resolve(arg, env: list):
     return arg
 
 
+def _cast(value, shape):
+    """``value`` in the dtype of ``shape`` (None: as it is)."""
+    if shape is None or value is None:
+        return value
+    want = to_jax(shape.dtype)
+    value = jnp.asarray(value)
+    return value if value.dtype == want else value.astype(want)
+
+
 def program_function(ctx: JaxLoweringContext) -> Callable:
     """``run(*inputs) -> tuple of results``: the recorded program, for ``jax.jit``. Each
     result is cast to the dtype shape inference gave its node (what torch returns)."""
@@ -209,15 +226,14 @@ def program_function(ctx: JaxLoweringContext) -> Callable:
                 *[_resolve(a, env) for a in ins.args],
                 **{k: _resolve(v, env) for k, v in ins.kwargs.items()},
             )
+            if len(ins.outputs) == 1 and len(ins.shapes) != 1:  # a Tensor[] result
+                env[ins.outputs[0]] = [_cast(v, s) for v, s in zip(result, ins.shapes)]
+                continue
             if len(ins.outputs) == 1:
                 result = [result]
-            for slot, value, shape in zip(ins.outputs, result, ins.shapes, strict=True):
-                if shape is not None and value is not None:
-                    want = to_jax(shape.dtype)
-                    value = jnp.asarray(value)
-                    if value.dtype != want:
-                        value = value.astype(want)
-                env[slot] = value
+            shapes = ins.shapes if len(ins.shapes) == len(ins.outputs) else (None,) * len(result)
+            for slot, value, shape in zip(ins.outputs, result, shapes, strict=True):
+                env[slot] = _cast(value, shape)
         return tuple(env[slot] for slot in outputs)
 
     return run

@@ -437,7 +437,7 @@ def _scalar_tensor(shapes, value, **kwargs):
     return _as(value, dt(shapes))
 
 
-@op("zeros")
+@op("zeros", "zero")
 def _zeros(shapes, *args, **kwargs):
     return jnp.zeros(sizes(shapes), dt(shapes))
 
