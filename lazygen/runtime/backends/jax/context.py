@@ -168,9 +168,7 @@ class JaxLoweringContext(LoweringContext):
         # A ``Tensor[]`` result is one value (a list) that ``unpack_list`` takes apart.
         shapes = tuple(self.node.shapes) if self.node is not None else (None,) * num_outputs
         self.program.append(
-            Instruction(
-                impl, name, tuple(args), dict(kwargs), tuple(r.slot for r in refs), shapes
-            )
+            Instruction(impl, name, tuple(args), dict(kwargs), tuple(r.slot for r in refs), shapes)
         )
         return refs
 
@@ -227,7 +225,7 @@ def program_function(ctx: JaxLoweringContext) -> Callable:
                 **{k: _resolve(v, env) for k, v in ins.kwargs.items()},
             )
             if len(ins.outputs) == 1 and len(ins.shapes) != 1:  # a Tensor[] result
-                env[ins.outputs[0]] = [_cast(v, s) for v, s in zip(result, ins.shapes)]
+                env[ins.outputs[0]] = [_cast(v, s) for v, s in zip(result, ins.shapes, strict=True)]
                 continue
             if len(ins.outputs) == 1:
                 result = [result]

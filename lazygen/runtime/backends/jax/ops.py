@@ -888,7 +888,9 @@ def _attention_scores(query, key, mask, is_causal, scale):
 
 
 @op("_scaled_dot_product_flash_attention_for_cpu")
-def _attention(shapes, query, key, value, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None):
+def _attention(
+    shapes, query, key, value, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None
+):
     d = dt(shapes)
     query, key, value = _as(query, d), _as(key, d), _as(value, d)
     scores, _ = _attention_scores(query, key, attn_mask, is_causal, scale)
