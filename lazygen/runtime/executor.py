@@ -167,6 +167,8 @@ def _run_uncompiled(device: LazyDevice, graph: EagerGraph, inputs: list) -> list
     """Run a graph op by op; one with an op torch cannot run so is compiled after all
     (uncached, counted as ``EagerGraphCompiled``)."""
     try:
+        if not device.backend.torch_data:
+            return graph.run_on_host(device.backend, inputs)
         return graph.run(inputs)
     except LazyGraphError as error:
         if not isinstance(error.__cause__, NoEagerOp):

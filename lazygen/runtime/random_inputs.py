@@ -20,10 +20,14 @@ from __future__ import annotations
 import torch
 
 from .ir import Node, Shape, Value
+from .metrics import count
 
 #: The largest seed drawn (a non-negative int64).
 _SEED_HIGH = 2**63 - 1
 _SEED_SHAPES = (Shape(torch.int64, ()),)
+
+#: The counter of seeds drawn (one per random op traced on a ``"seed"`` backend).
+SEED_DRAWS = "RandomSeedDraw"
 
 #: The declarations ``Backend.random_numbers`` accepts.
 CONTRACTS = ("torch_generator", "seed")
@@ -58,4 +62,5 @@ class SeedData(Node):
 def seed_value(gen: torch.Generator) -> Value:
     """A ``SeedData`` value for one random op, drawn from ``gen`` (which advances it)."""
     seed = int(torch.randint(_SEED_HIGH, (), generator=gen, device=gen.device))
+    count(SEED_DRAWS)
     return Value(SeedData(seed), 0)
