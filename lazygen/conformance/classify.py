@@ -41,9 +41,11 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from lazygen.runtime.random_inputs import SEED_DRAWS
-
 from .entries import UNINITIALISED, entry_name
+
+#: The metrics counter of seeds a ``"seed"`` backend's random ops drew
+#: (``lazygen.runtime.random_inputs.SEED_DRAWS``).
+SEED_DRAWS = "RandomSeedDraw"
 
 #: Outcomes of a classified entry, best first.
 CLASSES = ("lazy", "fallback", "wrong", "error", "no_sample")
