@@ -95,8 +95,19 @@ def test_dropout_draws_from_seeds_in_the_graph(fresh_metrics):
     assert "bernoulli" not in str(fresh_metrics.fallback_report())
 
 
-@pytest.mark.parametrize(("workload", "optimizer"), [("mlp", "adam"), ("transformer", "adamw")])
+@pytest.mark.parametrize(
+    ("workload", "optimizer"), [("mlp", "adam"), ("transformer", "adamw"), ("cnn", "sgd_momentum")]
+)
 def test_training_matches_eager_one_compile_per_graph(workload, optimizer):
     with index_zero_on("jax"):
         uncached = compare_training(optimizer, steps=4, workload=workload)
     assert uncached[-1] == uncached[1]  # graphs of later steps come from the cache
+
+
+def test_transposed_convolution_is_refused_and_runs_eagerly(fresh_metrics):
+    torch.manual_seed(0)
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(2, 3, 3, 3)
+    want = torch.nn.functional.conv_transpose2d(x, w)
+    got = torch.nn.functional.conv_transpose2d(x.to(JAX), w.to(JAX))
+    torch.testing.assert_close(got.cpu(), want)
+    assert "convolution" in str(fresh_metrics.fallback_report())

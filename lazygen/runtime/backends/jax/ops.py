@@ -916,3 +916,126 @@ def _attention_backward(
     grad_query = jnp.matmul(grad_scores, key, precision=_HIGHEST)
     grad_key = jnp.matmul(jnp.swapaxes(grad_scores, -1, -2), query, precision=_HIGHEST)
     return grad_query, grad_key, grad_value
+
+
+# Batch normalisation ----------------------------------------------------------------------
+
+
+def _batch_stats(x):
+    axes = (0, *range(2, x.ndim))
+    mean = jnp.mean(x, axis=axes)
+    var = jnp.mean(jnp.square(x - _channel(mean, x.ndim)), axis=axes)
+    return mean, var, math.prod(x.shape[a] for a in axes)
+
+
+def _channel(v, ndim: int):
+    """A per-channel vector shaped to broadcast over ``(N, C, ...)``."""
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _normalise(x, mean, invstd, weight, bias):
+    out = (x - _channel(mean, x.ndim)) * _channel(invstd, x.ndim)
+    if weight is not None:
+        out = out * _channel(weight.astype(x.dtype), x.ndim)
+    if bias is not None:
+        out = out + _channel(bias.astype(x.dtype), x.ndim)
+    return out
+
+
+@op("_native_batch_norm_legit_functional")
+def _batch_norm_functional(
+    shapes, x, weight, bias, running_mean, running_var, training, momentum, eps
+):
+    d = dt(shapes)
+    x = _as(x, d)
+    if not training:
+        invstd = lax.rsqrt(running_var.astype(d) + eps)
+        out = _normalise(x, running_mean.astype(d), invstd, weight, bias)
+        empty = jnp.zeros((0,), d)
+        return out, empty, empty, running_mean, running_var
+    mean, var, n = _batch_stats(x)
+    invstd = lax.rsqrt(var + eps)
+    out = _normalise(x, mean, invstd, weight, bias)
+    new_mean = (1 - momentum) * running_mean + momentum * mean.astype(running_mean.dtype)
+    unbiased = var * (n / max(n - 1, 1))
+    new_var = (1 - momentum) * running_var + momentum * unbiased.astype(running_var.dtype)
+    return out, mean, invstd, new_mean, new_var
+
+
+@op("native_batch_norm")
+def _batch_norm(shapes, x, weight, bias, running_mean, running_var, training, momentum, eps):
+    d = dt(shapes)
+    x = _as(x, d)
+    if training or running_mean is None:
+        mean, var, _ = _batch_stats(x)
+        invstd = lax.rsqrt(var + eps)
+        return _normalise(x, mean, invstd, weight, bias), mean, invstd
+    invstd = lax.rsqrt(running_var.astype(d) + eps)
+    empty = jnp.zeros((0,), d)
+    return _normalise(x, running_mean.astype(d), invstd, weight, bias), empty, empty
+
+
+@op("native_batch_norm_backward")
+def _batch_norm_backward(
+    shapes, grad, x, weight, running_mean, running_var, save_mean, save_invstd, train, eps, mask
+):  # fmt: skip
+    d = dt(shapes)
+    x, grad = _as(x, d), _as(grad, d)
+    axes = (0, *range(2, x.ndim))
+    if train:
+        mean, invstd = save_mean.astype(d), save_invstd.astype(d)
+    else:
+        mean, invstd = running_mean.astype(d), lax.rsqrt(running_var.astype(d) + eps)
+    w = jnp.ones(x.shape[1], d) if weight is None else weight.astype(d)
+    xhat = (x - _channel(mean, x.ndim)) * _channel(invstd, x.ndim)
+    sum_g = jnp.sum(grad, axis=axes)
+    sum_gx = jnp.sum(grad * xhat, axis=axes)
+    dx = dw = db = None
+    if mask[0]:
+        scale = _channel(w * invstd, x.ndim)
+        if train:
+            n = math.prod(x.shape[a] for a in axes)
+            dx = scale * (grad - _channel(sum_g / n, x.ndim) - xhat * _channel(sum_gx / n, x.ndim))
+        else:
+            dx = grad * scale
+    if mask[1]:
+        dw = sum_gx
+    if mask[2]:
+        db = sum_g
+    return dx, dw, db
+
+
+# Convolution (not transposed: ``refusals.py`` refuses transposed ones) ----------------------
+
+
+def _conv(x, w, stride, padding, dilation, groups):
+    spatial = x.ndim - 2
+    letters = "DHW"[-spatial:] if spatial else ""
+    numbers = (f"NC{letters}", f"OI{letters}", f"NC{letters}")
+    return lax.conv_general_dilated(
+        x, w, tuple(stride), [(p, p) for p in padding], rhs_dilation=tuple(dilation),
+        dimension_numbers=numbers, feature_group_count=groups, precision=_HIGHEST,
+    )  # fmt: skip
+
+
+@op("convolution")
+def _convolution(
+    shapes, x, w, bias, stride, padding, dilation, transposed, output_padding, groups
+):  # fmt: skip
+    d = dt(shapes)
+    out = _conv(_as(x, d), _as(w, d), stride, padding, dilation, groups)
+    if bias is not None:
+        out = out + _channel(_as(bias, d), out.ndim)
+    return out
+
+
+@op("convolution_backward")
+def _convolution_backward(
+    shapes, grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding,
+    groups, mask,
+):  # fmt: skip
+    d = x.dtype
+    _, pullback = jax.vjp(lambda a, b: _conv(a, b, stride, padding, dilation, groups), x, w)
+    dx, dw = pullback(grad.astype(d))
+    db = jnp.sum(grad, axis=(0, *range(2, grad.ndim))) if mask[2] else None
+    return (dx if mask[0] else None), (dw if mask[1] else None), db

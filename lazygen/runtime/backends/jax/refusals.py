@@ -4,7 +4,8 @@
   (``ops.JAX_OPS``) has no implementation for: it runs eagerly on the data's host view,
   counted as refused in ``metrics.fallback_report()``.
 * Calls whose torch semantics JAX does not give: integer division, remainder and powers
-  (torch raises on a zero divisor or a negative integer exponent, XLA returns a number).
+  (torch raises on a zero divisor or a negative integer exponent, XLA returns a number),
+  and transposed convolutions (not in the table yet).
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ def _tensors(args, kwargs):
 
 def _integer_call(op, args, kwargs) -> bool:
     return any(not (t.is_floating_point() or t.is_complex()) for t in _tensors(args, kwargs))
+
+
+def _transposed(op, args, kwargs) -> bool:
+    """A transposed convolution (``convolution``'s ``transposed`` argument)."""
+    return bool(args[6] if len(args) > 6 else kwargs.get("transposed", False))
+
+
+#: Calls refused by a predicate of their own: the table lowers the op's other calls.
+PREDICATES = {"convolution": _transposed, "convolution_backward": lambda op, a, k: bool(a[7])}
 
 
 def node_op_key(cls) -> str | None:
@@ -62,4 +72,6 @@ def refused_ops(tables: KernelTables, ops: dict[str, Callable]) -> dict:
             refused[overload] = None
         elif key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
             refused[overload] = _integer_call
+        elif key in PREDICATES:
+            refused[overload] = PREDICATES[key]
     return refused
