@@ -111,3 +111,29 @@ def test_transposed_convolution_is_refused_and_runs_eagerly(fresh_metrics):
     got = torch.nn.functional.conv_transpose2d(x.to(JAX), w.to(JAX))
     torch.testing.assert_close(got.cpu(), want)
     assert "convolution" in str(fresh_metrics.fallback_report())
+
+
+def test_complex_conjugates_and_list_results():
+    """Regressions found by the conformance run: ``conj_physical`` was lowered as a copy,
+    and a ``Tensor[]`` result of one tensor (``split`` into one piece) came back stacked."""
+    z = torch.randn(6, dtype=torch.complex64)
+    torch.testing.assert_close(z.to(JAX).conj().cpu(), z.conj())
+    torch.testing.assert_close(torch.fft.ifft(z.real.to(JAX)).cpu(), torch.fft.ifft(z.real))
+    x = torch.randn(5, 5, 5)
+    (piece,) = torch.split(x.to(JAX), 5)
+    torch.testing.assert_close(piece.cpu(), x)
+
+
+def test_zero_dim_tensors_reduce_along_dim_zero_as_eager():
+    x = torch.tensor(2.5)
+    lazy = x.to(JAX)
+    for op in (
+        lambda t: t.sum(0),
+        lambda t: t.softmax(0),
+        lambda t: t.log_softmax(-1),
+        lambda t: t.cumsum(0),
+        lambda t: t.amax(0),
+        lambda t: t.argmax(0),
+        lambda t: t.mean(0),
+    ):
+        torch.testing.assert_close(op(lazy).cpu(), op(x))

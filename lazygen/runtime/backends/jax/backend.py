@@ -88,8 +88,10 @@ class JaxBackend(Backend):
         """A ``jax.Array`` of ``tensor`` (sharing its memory through DLPack where it can)."""
         if tensor.device.type != "cpu":
             tensor = tensor.cpu()
-        if not tensor.is_contiguous():
-            tensor = tensor.contiguous()
+        tensor = tensor.resolve_conj().resolve_neg()  # DLPack carries neither bit
+        if not tensor.is_contiguous() or tensor.stride() != _contiguous_strides(tensor.shape):
+            # torch calls size-1 dimensions of any stride contiguous; XLA takes a layout
+            tensor = torch.empty(tensor.shape, dtype=tensor.dtype).copy_(tensor)
         try:
             return jax.dlpack.from_dlpack(tensor)
         except Exception:  # a dtype or layout DLPack does not carry: copy through numpy
@@ -138,6 +140,14 @@ class JaxBackend(Backend):
 
     def describe(self, executable: JaxExecutable) -> str:
         return executable.compiled.as_text()
+
+
+def _contiguous_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def _abstract(node: Node):

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import torch
 
 from ...ir import ScalarData, Shape, SizeConstant, Value
-from ...lowering_context import LoweringContext, fixed_number, op_string
+from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
 from ...state import settings
 from .dtypes import to_jax
 
@@ -58,6 +58,8 @@ class Instruction:
     kwargs: dict
     outputs: tuple[int, ...]
     shapes: tuple[Shape | None, ...]
+    #: One ``Tensor[]`` result (a list, however many tensors it holds).
+    returns_list: bool = False
 
 
 def op_key(op: str) -> str:
@@ -182,6 +184,15 @@ class JaxLoweringContext(LoweringContext):
         return refs
 
 
+def _returns_list(op: str) -> bool:
+    """Whether the overload ``op`` names returns one ``Tensor[]``."""
+    overload = overload_of(op)
+    if overload is None:
+        return False
+    returns = overload._schema.returns
+    return len(returns) == 1 and isinstance(returns[0].type, torch.ListType)
+
+
 def _unpack(shapes, values):
     return list(values)
 
@@ -224,10 +235,10 @@ def program_function(ctx: JaxLoweringContext) -> Callable:
                 *[_resolve(a, env) for a in ins.args],
                 **{k: _resolve(v, env) for k, v in ins.kwargs.items()},
             )
-            if len(ins.outputs) == 1 and len(ins.shapes) != 1:  # a Tensor[] result
+            if ins.returns_list:
                 env[ins.outputs[0]] = [_cast(v, s) for v, s in zip(result, ins.shapes, strict=True)]
                 continue
-            if len(ins.outputs) == 1:
+            if len(ins.outputs) == 1 and ins.impl is not _unpack:
                 result = [result]
             shapes = ins.shapes if len(ins.shapes) == len(ins.outputs) else (None,) * len(result)
             for slot, value, shape in zip(ins.outputs, result, shapes, strict=True):

@@ -51,11 +51,25 @@ def _as(x, dtype):
 
 def _dims(dim, ndim: int):
     """A reduction's dims: all for None or ``[]``, else normalised."""
+    if ndim == 0:  # torch takes dim 0 and -1 of a 0-dim tensor: a no-op
+        return ()
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return tuple(range(ndim))
     if isinstance(dim, int):
         dim = [dim]
-    return tuple(sorted(d % ndim if ndim else 0 for d in dim))
+    return tuple(sorted(d % ndim for d in dim))
+
+
+def _along(fn):
+    """``fn(x, dim, ...)`` taking a 0-dim ``x`` as torch does: as one element along dim 0."""
+
+    def impl(shapes, x, dim, *args, **kwargs):
+        if jnp.ndim(x) == 0:
+            out = fn(shapes, jnp.reshape(x, (1,)), 0, *args, **kwargs)
+            return jnp.reshape(out, sizes(shapes))
+        return fn(shapes, x, dim, *args, **kwargs)
+
+    return impl
 
 
 # Elementwise ---------------------------------------------------------------------------
@@ -396,9 +410,14 @@ def _masked_fill(shapes, x, mask, value):
 # Copies, casts, factories ---------------------------------------------------------------
 
 
-@op("_to_copy", "clone", "alias_copy", "lift_fresh_copy", "detach_copy", "conj_physical")
+@op("_to_copy", "clone", "alias_copy", "lift_fresh_copy", "detach_copy")
 def _copy_as(shapes, x, *args, **kwargs):
     return _as(x, dt(shapes))
+
+
+@op("conj_physical")
+def _conj_physical(shapes, x):
+    return jnp.conj(_as(x, dt(shapes)))
 
 
 @op("copy")
@@ -426,10 +445,14 @@ def _empty(shapes, *args, **kwargs):
     return jnp.zeros(sizes(shapes), dt(shapes))
 
 
-@op("full", "full_like", "new_full")
-def _full(shapes, *args, **kwargs):
-    value = kwargs.get("fill_value", args[1] if len(args) > 1 else None)
-    return jnp.full(sizes(shapes), _as(value, dt(shapes)))
+@op("full", "full_like")
+def _full(shapes, size_or_self, fill_value, **kwargs):
+    return jnp.full(sizes(shapes), _as(fill_value, dt(shapes)))
+
+
+@op("new_full")
+def _new_full(shapes, x, size, fill_value, **kwargs):
+    return jnp.full(sizes(shapes), _as(fill_value, dt(shapes)))
 
 
 @op("scalar_tensor")
@@ -645,14 +668,14 @@ def _any(shapes, x, dim=None, keepdim=False):
 
 @op("argmax")
 def _argmax(shapes, x, dim=None, keepdim=False):
-    if dim is None:
+    if dim is None or x.ndim == 0:
         return jnp.argmax(x.reshape(-1)).reshape(sizes(shapes))
     return jnp.argmax(x, axis=dim, keepdims=keepdim)
 
 
 @op("argmin")
 def _argmin(shapes, x, dim=None, keepdim=False):
-    if dim is None:
+    if dim is None or x.ndim == 0:
         return jnp.argmin(x.reshape(-1)).reshape(sizes(shapes))
     return jnp.argmin(x, axis=dim, keepdims=keepdim)
 
@@ -708,6 +731,8 @@ def _index_select(shapes, x, dim, index):
 
 @op("gather")
 def _gather(shapes, x, dim, index, sparse_grad=False):
+    if x.ndim == 0 or index.ndim == 0:
+        return jnp.reshape(jnp.reshape(x, (-1,))[jnp.reshape(index, (-1,))], sizes(shapes))
     return jnp.take_along_axis(x, index, axis=dim)
 
 
@@ -1039,3 +1064,11 @@ def _convolution_backward(
     dx, dw = pullback(grad.astype(d))
     db = jnp.sum(grad, axis=(0, *range(2, grad.ndim))) if mask[2] else None
     return (dx if mask[0] else None), (dw if mask[1] else None), db
+
+
+# 0-dim inputs of ops along one dim (torch takes dim 0 or -1 of a 0-dim tensor)
+for _name in (
+    "_softmax", "_log_softmax", "cumsum", "index_select", "_softmax_backward_data",
+    "_log_softmax_backward_data",
+):  # fmt: skip
+    JAX_OPS[_name] = _along(JAX_OPS[_name])
