@@ -137,3 +137,30 @@ def test_zero_dim_tensors_reduce_along_dim_zero_as_eager():
         lambda t: t.mean(0),
     ):
         torch.testing.assert_close(op(lazy).cpu(), op(x))
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "stride", "padding", "dilation", "ceil_mode"),
+    [((2, 3, 7, 7), 2, 2, 0, 1, False), ((3, 8, 8), [2, 3], [1, 2], [1, 1], [2, 1], True)],
+)
+def test_max_pool_values_indices_and_gradient_as_eager(
+    size, kernel, stride, padding, dilation, ceil_mode
+):
+    torch.manual_seed(0)
+    x = torch.randn(*size, requires_grad=True)
+    args = (kernel, stride, padding, dilation, ceil_mode)
+    out, indices = torch.nn.functional.max_pool2d(x, *args, return_indices=True)
+    out.sum().backward()
+    with index_zero_on("jax"):
+        got, got_indices, grad = _max_pool_on_lazy(x, args)
+    assert got_indices.equal(indices)
+    torch.testing.assert_close(got, out)
+    torch.testing.assert_close(grad, x.grad)
+
+
+def _max_pool_on_lazy(x, args):
+    """On ``lazygen:0``; CPU results (no lazy tensor outlives the call)."""
+    lazy = x.detach().to("lazygen").requires_grad_()
+    got, indices = torch.nn.functional.max_pool2d(lazy, *args, return_indices=True)
+    got.sum().backward()
+    return got.detach().cpu(), indices.cpu(), lazy.grad.cpu()
