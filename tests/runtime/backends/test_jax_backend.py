@@ -122,6 +122,11 @@ def test_complex_conjugates_and_list_results():
     x = torch.randn(5, 5, 5)
     (piece,) = torch.split(x.to(JAX), 5)
     torch.testing.assert_close(piece.cpu(), x)
+    # unbind took its dim as split's size (always dim 0)
+    for got, want in zip(torch.unbind(x[0].to(JAX), 1), torch.unbind(x[0], 1), strict=True):
+        torch.testing.assert_close(got.cpu(), want)
+    empty = torch.zeros(2, 0, dtype=torch.int64)
+    assert torch.gather(x[0, 0].to(JAX), 0, empty.to(JAX)).cpu().shape == (2, 0)
 
 
 def test_zero_dim_tensors_reduce_along_dim_zero_as_eager():

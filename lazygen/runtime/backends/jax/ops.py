@@ -549,7 +549,13 @@ def _slice_backward(shapes, grad, input_sizes, dim, start, end, step):
     return out.at[tuple(index)].set(grad.astype(out.dtype))
 
 
-@op("split_copy.Tensor", "split_with_sizes_copy", "unbind_copy.int")
+@op("unbind_copy.int")
+def _unbind(shapes, x, dim=0):
+    dim %= x.ndim
+    return [lax.index_in_dim(x, i, dim, keepdims=False) for i in range(x.shape[dim])]
+
+
+@op("split_copy.Tensor", "split_with_sizes_copy")
 def _split(shapes, x, split=None, dim=0):
     dim %= x.ndim
     results, offset = [], 0
@@ -731,6 +737,8 @@ def _index_select(shapes, x, dim, index):
 
 @op("gather")
 def _gather(shapes, x, dim, index, sparse_grad=False):
+    if index.size == 0:  # torch takes an empty index of any number of dimensions
+        return jnp.zeros(sizes(shapes), x.dtype)
     if x.ndim == 0 or index.ndim == 0:
         return jnp.reshape(jnp.reshape(x, (-1,))[jnp.reshape(index, (-1,))], sizes(shapes))
     return jnp.take_along_axis(x, index, axis=dim)
