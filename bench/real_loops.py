@@ -8,8 +8,8 @@ torch.compile (inductor) as a reference, with their compile times.
 
 Each (workload, implementation) runs in a fresh process, implementations alternating; the
 table gives the median steady-state step (steps 10..N) and its ratio to eager measured in
-the same run, and the first step's time (compiles included). An implementation that cannot
-run a workload is listed with the first line of its error (torch._lazy cannot run the
+the same run, and the first step's time (compiles included); "compiles" counts lazygen's
+and the backend's own (Inductor's variants). An implementation that cannot run a workload is listed with the first line of its error (torch._lazy cannot run the
 decoder). Issue #13's targets: every workload <= 3x eager on the TorchScript backend.
 Issue #14's: `dynamo-torchscript` steady state <= 1.2x eager; `dynamo-inductor` <= 1.1x
 `compile` with a first step no slower. `--no-compile` skips every compiled row.
@@ -62,7 +62,7 @@ def measure(workload: str, impls: list[str], repeats: int, steps: int) -> list[t
         ms = statistics.median(r["ms_per_step"] for r in runs[impl])
         first = statistics.median(r["first_step_s"] for r in runs[impl])
         compiles = max(r["uncached_compiles"] for r in runs[impl])
-        note = f"{compiles} uncached compiles" if impl not in ("eager", "compile") else ""
+        note = f"{compiles} compiles" if impl not in ("eager", "compile") else ""
         if compiled and (impl.startswith("dynamo-") or impl == "compile"):
             note = (note + "; " if note else "") + f"{ms / compiled:.2f}x compile"
         rows.append((workload, impl, f"{ms:.2f} ms", f"{ms / eager:.2f}x", f"{first:.2f} s", note))

@@ -8,6 +8,11 @@
 * tests marked `gpu` are skipped where CUDA is not available;
 * `multiprocess` marks tests that start several processes (select with `-m`).
 
+* hermetic caches: the session's on-disk caches (Inductor's code and FX graph caches, with
+  lazygen's fixed-scalar file beside them, Triton's, and anything else under
+  ``XDG_CACHE_HOME``) live in one new directory of its own, shared by its workers and child
+  processes and removed at the end, so no result depends on what an earlier run left on
+  the machine. A test of caching across processes makes and shares its own directory;
 * no recompile budget (``LAZYGEN_RECOMPILE_LIMIT=0`` unless set): suites sweep shapes and
   attributes of one op or model, and each variant must be compiled and checked, never run
   uncompiled past the budget; the budget's own tests set it
@@ -18,16 +23,42 @@ tests/README.md says where a test goes.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("LAZYGEN_RECOMPILE_LIMIT", "0")  # before lazygen reads its settings
+
+#: Cache variables pointed into the session's own directory (see the docstring).
+_CACHE_VARIABLES = {
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton",
+    "XDG_CACHE_HOME": "home-cache",
+}
+
+
+def _hermetic_caches() -> None:
+    """Point the caches into a new directory, once per test session: the first process
+    (pytest's, or xdist's controller) makes it and removes it at exit; its workers and
+    child processes inherit the variables."""
+    if os.environ.get("LAZYGEN_TEST_CACHE_ROOT"):
+        return
+    root = tempfile.mkdtemp(prefix="lazygen-test-caches-")
+    os.environ["LAZYGEN_TEST_CACHE_ROOT"] = root
+    for variable, folder in _CACHE_VARIABLES.items():
+        os.environ[variable] = os.path.join(root, folder)
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+
+
+_hermetic_caches()
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
 # Imported before any test runs: it registers the lazy device's guard, and torch's autograd
 # engine fixes its devices at the first backward() of the process, whichever test runs it.
-import lazygen.runtime  # noqa: F401
+import lazygen.runtime  # noqa: F401, E402
 
 
 def _env_flag(name: str) -> bool:

@@ -89,6 +89,7 @@ def init(
     backend: str | Backend | None = None,
     device_name: str | None = None,
     dynamic_shapes: bool | None = None,
+    device_count: int | None = None,
 ) -> None:
     """Set the lazy device up once per process (later calls with no arguments, or the same
     ones, do nothing).
@@ -100,10 +101,14 @@ def init(
     per process.
     ``dynamic_shapes``: trace sizes as graph inputs so that a step seen with other sizes
     compiles once for all of them (else ``LAZYGEN_DYNAMIC_SHAPES``; ``mark_dynamic``).
+    ``device_count``: how many lazy devices (``<device>:0`` ... ``<device>:<count-1>``) the
+    process offers (else ``LAZYGEN_DEVICE_COUNT``, else ``devices.DEFAULT_DEVICE_COUNT``).
     """
     global _default
     if dynamic_shapes is not None:
         settings.dynamic_shapes = bool(dynamic_shapes)
+    if device_count is not None:
+        devices.set_device_count(device_count)
     with _init_lock:
         if _default is not None:
             _check_same(backend, device_name or settings.device_type)

@@ -16,16 +16,19 @@ entry-point group of installed distributions. A name maps to a zero-argument fac
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import importlib
 import importlib.metadata
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from .errors import LazygenRuntimeError
 from .ir import Node, Value
@@ -47,6 +50,38 @@ class without_autograd:
 
     def __exit__(self, *exc_info) -> None:
         torch._C._set_grad_enabled(self.previous)
+
+
+@functools.cache
+def _plain_dispatch_keys() -> tuple[torch._C.DispatchKeySet, torch._C.DispatchKeySet]:
+    """The dispatcher's thread-local included and excluded keys of a thread that is in no
+    kernel: read once on a new thread (a thread's keys start at their defaults)."""
+    found: list = []
+    reader = threading.Thread(
+        target=lambda: found.extend(
+            (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
+        )
+    )
+    reader.start()
+    reader.join()
+    return found[0], found[1]
+
+
+@contextlib.contextmanager
+def outside_dispatch() -> Iterator[None]:
+    """Inside the block, torch dispatches as it does from plain Python: the thread's
+    included and excluded dispatch keys at their defaults and no ``TorchDispatchMode``
+    active.
+
+    A backend that traces with torch while compiling (Inductor: aot_autograd's trace) needs
+    it: the core compiles a graph wherever the program first needs its results, and a host
+    read (``.cpu()``, ``.item()``) does so inside the lazy tensor's ``__torch_dispatch__``,
+    where autograd and functionalization are excluded. There, aot's trace skipped the
+    decompositions torch registers at the autograd key (``upsample_bilinear2d``'s), so one
+    graph compiled differently when read than after ``mark_step()``."""
+    include, exclude = _plain_dispatch_keys()
+    with torch._C._ForceDispatchKeyGuard(include, exclude), _disable_current_modes():
+        yield
 
 
 ENTRY_POINT_GROUP = "lazygen.backends"
@@ -199,7 +234,11 @@ class Backend(ABC):
 
     @abstractmethod
     def compile(self, order: list[Node], outputs: list[Value], device: torch.device) -> Any:
-        """An executable for the graph (kept in the compile cache, keyed by structure)."""
+        """An executable for the graph (kept in the compile cache, keyed by structure).
+
+        Called wherever the program first needs the graph's results, which may be inside a
+        lazy tensor's ``__torch_dispatch__`` (a host read): a backend that traces with torch
+        while compiling does so under ``outside_dispatch()``."""
 
     @abstractmethod
     def execute(self, executable: Any, inputs: list) -> list:

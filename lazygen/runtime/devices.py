@@ -7,6 +7,7 @@ compile cache; different backends never share one.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -74,6 +75,55 @@ _backend_of_index: dict[int, object] = {}
 _caches: dict[int, tuple[object, GraphCache]] = {}  # id(backend) -> (backend, its cache)
 _current_index = 0
 
+#: Lazy devices a process has when neither ``LAZYGEN_DEVICE_COUNT`` nor
+#: ``init(device_count=...)`` says otherwise. A lazy device costs nothing until a tensor
+#: lands on it, and one host's multi-device programs (a rank per device index, as torchrun
+#: lays out an 8-GPU node) need several.
+DEFAULT_DEVICE_COUNT = 8
+
+
+def _count_from_environment() -> int:
+    text = os.environ.get("LAZYGEN_DEVICE_COUNT", "").strip()
+    if not text:
+        return DEFAULT_DEVICE_COUNT
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(
+            f"lazygen: LAZYGEN_DEVICE_COUNT={text!r} is not a positive integer; set the number "
+            "of lazy devices (lazygen:0 ... lazygen:<count-1>) the process offers"
+        )
+    return count
+
+
+_count = _count_from_environment()
+
+
+def set_device_count(count: int) -> None:
+    """Offer ``count`` lazy devices (``init(device_count=...)``); indices already holding
+    a device or a backend stay valid."""
+    global _count
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(f"lazygen: device_count must be a positive integer, got {count!r}")
+    _count = count
+
+
+def check_index(index: int) -> int:
+    """``index`` if it names a lazy device of this process, else CUDA's error for an invalid
+    device ordinal, saying how to have more devices."""
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise TypeError(f"lazygen: a device index is an int, got {type(index).__name__}")
+    if not 0 <= index < device_count():
+        raise LazygenRuntimeError(
+            f"lazygen: invalid device ordinal: {settings.device_type}:{index} does not exist; "
+            f"this process has {device_count()} lazy devices (indices 0 to "
+            f"{device_count() - 1}); set LAZYGEN_DEVICE_COUNT or "
+            "init(device_count=...) for more"
+        )
+    return index
+
 
 def configure(default_backend) -> None:
     """Set the backend of every index not given one explicitly (``init()`` does this)."""
@@ -139,14 +189,30 @@ def get_device(index: int = 0) -> LazyDevice:
         with _lock:
             device = _devices.get(index)
             if device is None:
+                check_index(index)
                 backend = backend_of(index)
                 device = LazyDevice(index, backend, cache_of(backend))
                 _devices[index] = device
     return device
 
 
+def backing_of(index: int) -> torch.device:
+    """Where ``lazygen:<index>``'s data lives, without creating the device (a device that
+    exists makes ops check their inputs' devices: ``several_in_use``)."""
+    device = _devices.get(index)
+    if device is not None:
+        return device.backing
+    return backend_of(check_index(index)).data_device(index)
+
+
 def default_device() -> LazyDevice:
     return get_device(_current_index)
+
+
+def several_in_use() -> bool:
+    """Whether tensors may live on more than one lazy device (then ops check their inputs'
+    devices; a one-device program skips the check)."""
+    return len(_devices) > 1
 
 
 def all_devices() -> list[LazyDevice]:
@@ -154,7 +220,7 @@ def all_devices() -> list[LazyDevice]:
 
 
 def device_count() -> int:
-    return max(1, len(_devices), *(i + 1 for i in _backend_of_index))
+    return max([_count, *[i + 1 for i in _devices], *[i + 1 for i in _backend_of_index]])
 
 
 def current_index() -> int:
@@ -163,7 +229,7 @@ def current_index() -> int:
 
 def set_current_index(index: int) -> None:
     global _current_index
-    _current_index = index
+    _current_index = check_index(index)
 
 
 def is_lazy_device(device) -> bool:

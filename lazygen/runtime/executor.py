@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import debug, metrics, reuse_trie, state, step_closures
+from . import debug, metrics, profiling, reuse_trie, state, step_closures
 from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
 from .graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
@@ -99,7 +99,8 @@ def _compile(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
     backend = device.backend
     start = time.perf_counter()
     try:
-        executable = backend.compile(order, outputs, device.backing)
+        with profiling.span("compile", f"{backend.name}, {profiling.graph_name(key, len(order))}"):
+            executable = backend.compile(order, outputs, device.backing)
     except LazyGraphError as error:
         raise error.described_by(backend) from error.__cause__
     except Exception as error:
@@ -121,7 +122,8 @@ def _compile_for_all_sizes(device: LazyDevice, order: list[Node], outputs: list[
     start = time.perf_counter()
     hidden_order, hidden_outputs = dynamic.hidden_sizes(order, outputs)
     try:
-        executable = backend.compile(hidden_order, hidden_outputs, device.backing)
+        with profiling.span("compile", f"{backend.name}, all sizes, {len(order)} nodes"):
+            executable = backend.compile(hidden_order, hidden_outputs, device.backing)
     except Exception as error:
         metrics.count("DynamicCompileFallback")
         why = "a lowering reads a size" if dynamic.hid_a_size(error) else repr(error)[:200]
@@ -156,7 +158,8 @@ def run(device: LazyDevice, run_inputs: Callable[[list], list], order: list[Node
     """``run_inputs(inputs)`` timed as ``ExecuteTime``; a failure names the node."""
     start = time.perf_counter()
     try:
-        results = run_inputs(inputs)
+        with profiling.span("execute", f"{len(order)} nodes"):
+            results = run_inputs(inputs)
     except Exception as error:
         raise _execution_error(device, order, inputs, error) from error
     metrics.add_time("ExecuteTime", time.perf_counter() - start)
@@ -480,7 +483,8 @@ def _launch(device, executable, key, order, inputs, outputs, tensors, values) ->
 
     start = time.perf_counter()
     try:
-        handle = device.backend.launch(executable, inputs)
+        with profiling.span("launch", profiling.graph_name(key, len(order))):
+            handle = device.backend.launch(executable, inputs)
     except Exception as error:
         device.cache.forget(key)
         raise _execution_error(device, order, inputs, error) from error

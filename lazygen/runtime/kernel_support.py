@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from . import dispatch, executor, random_inputs, reuse_trie, state
-from .devices import LazyDevice, default_device
+from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .ir import (
@@ -105,6 +105,8 @@ def device_of(*tensors) -> LazyDevice:
 
 def tensor(t, device: LazyDevice) -> Value:
     if type(t) is LazyTensor:
+        if t._device is not device:
+            raise _other_device(t, device)
         return t._value
     if isinstance(t, torch.Tensor):
         if t.dim() == 0 and t.device.type == "cpu":
@@ -117,6 +119,15 @@ def tensor(t, device: LazyDevice) -> Value:
         )
     # A Python number where a tensor is expected (e.g. a wrapped scalar operand).
     return scalar(t, device)
+
+
+def _other_device(t: LazyTensor, device: LazyDevice) -> LazygenRuntimeError:
+    """Eager's error for an op mixing tensors of two devices (``lazygen:0`` and ``:1``)."""
+    return LazygenRuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, "
+        f"{device.torch_device} and {t._device.torch_device}! Move one with "
+        f".to('{device.torch_device}')"
+    )
 
 
 def optional_tensor(t, device: LazyDevice) -> Value | None:
@@ -366,6 +377,10 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
     the way its shapes are computed), then each argument's ``_shape`` or ``shape_key``.
     ``args`` and ``kwargs`` are the call's, for computing shapes on a miss."""
     count(traced.counter)
+    if several_in_use():  # tensors of two lazy devices: eager's error (one is free)
+        for a in args:
+            if type(a) is LazyTensor and a._device is not device:
+                raise _other_device(a, device)
     if traced.cache_shapes:
         shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
     else:

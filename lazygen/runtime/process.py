@@ -77,10 +77,34 @@ EFFECTS: tuple[Effect, ...] = (
         "`init()` (`privateuse1.accelerator_api`)",
     ),
     Effect(
+        "device_generators",
+        "LAZYGEN_DEVICE_GENERATORS",
+        "`torch.Generator` replaced by a class that makes a generator of the backing device for "
+        "`torch.Generator(device=\"lazygen\")` (torch's Python hooks cannot) and torch's own "
+        "generator otherwise; `isinstance` checks answer as before",
+        "`init()` (`privateuse1.rng`)",
+    ),
+    Effect(
+        "dlpack",
+        "LAZYGEN_DLPACK",
+        "`torch.utils.dlpack.to_dlpack`, `Tensor.__dlpack__` and `Tensor.__dlpack_device__` "
+        "wrapped, so exporting a lazy tensor raises an error naming `t.cpu()` instead of "
+        "giving a tensor without memory",
+        "`init()` (`privateuse1.dlpack`)",
+    ),
+    Effect(
         "printing",
         "LAZYGEN_PRINTING",
         "`torch._tensor_str._str` wrapped, so lazy tensors print as other devices' do",
         "`init()` (`privateuse1.printing`)",
+    ),
+    Effect(
+        "profiler",
+        "LAZYGEN_PROFILER",
+        '`torch.autograd.profiler.profile.__init__` wrapped, so `use_device="lazygen"` '
+        "profiles through Kineto instead of torch's legacy path, which needs native stubs "
+        "(a C++ warning per op, negative times)",
+        "`init()` (`privateuse1.profiler`)",
     ),
     Effect(
         "serialization",

@@ -3,6 +3,7 @@
     python -m tests.models.worker MODEL MODE [--steps N] [--dropout-off]
 
 MODE is ``lazy`` (the model on the lazy device, ``mark_step`` after each optimizer step),
+``inductor`` (the same on the inductor backend: Inductor compiles each graph),
 ``compile`` (the whole training step, optimizer included, under
 ``torch.compile(step, backend="lazygen")`` on CPU tensors) or ``loop`` (the
 lazy device in a training script's loop: gradient checkpointing, gradient clipping, then
@@ -93,7 +94,7 @@ def train(model, batches, device, *, compiled=False, after_step=None, loop=False
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("model", choices=sorted(MODELS))
-    parser.add_argument("mode", choices=("lazy", "compile", "loop"))
+    parser.add_argument("mode", choices=("lazy", "inductor", "compile", "loop"))
     parser.add_argument("--steps", type=int, default=5)
     # For backends that draw their own random numbers (``Backend.random_numbers = "seed"``:
     # the jax backend), whose dropout masks differ from eager's by design.
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
 
     import lazygen.runtime as lr
 
-    lr.init()
+    lr.init(backend="inductor" if args.mode == "inductor" else None)
     torch.manual_seed(0)
     model = spec.build()
     if args.dropout_off:
@@ -168,6 +169,7 @@ def main(argv=None) -> int:
                 "eager_ms_per_step": [1e3 * t for t in eager[2]],
                 "fallbacks": {k: v for k, v in counters.items() if k.startswith("aten::")},
                 "compiles": per_step_counts("UncachedCompile"),
+                "backend_recompiles": per_step_counts("InductorRecompile"),
                 "captures": per_step_counts("DynamoCapture"),
                 "counters": {
                     k: v

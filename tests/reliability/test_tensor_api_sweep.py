@@ -30,6 +30,7 @@ JIT_FUSER_BUG = (
     "PrivateUse1 device (jit.trace's check and every optimized call of a scripted function; "
     "workaround: torch.jit.optimized_execution(False) or LAZYGEN_JIT_EXECUTOR=0)"
 )
+DLPACK = "lazy tensors have no memory to share through DLPack (docs/device-contract.md)"
 CAST_BUG = (
     "in-place/out= results of a dtype the target cannot hold (float into int): eager refuses, "
     "lazy casts (out= skips functionalization's meta check; meta mul_ with a Python scalar "
@@ -443,11 +444,12 @@ HOST = {
     "save_load_weights_only": (
         "f = io.BytesIO(); torch.save({'w': R(3)}, f); f.seek(0); out = torch.load(f, weights_only=True)"
     ),
-    # A capsule of a PrivateUse1 tensor names kDLExtDev: no consumer reads it as host memory.
-    "dlpack_export": "torch.utils.dlpack.to_dlpack(R(3))",
-    "dlpack_dunder": "R(3).__dlpack__()",
-    "dlpack_device": Case("R(3).__dlpack_device__()", "Dlpack", "no DLPack device type"),
-    "from_dlpack_of_lazy": Case("torch.from_dlpack(R(3))", "Dlpack", "no DLPack device type"),
+    # A lazy tensor has no memory to share: exporting it raises, naming t.cpu()
+    # (docs/device-contract.md); a capsule of its placeholder storage gave a tensor without data.
+    "dlpack_export": Case("torch.utils.dlpack.to_dlpack(R(3))", "DLPack", DLPACK),
+    "dlpack_dunder": Case("R(3).__dlpack__()", "DLPack", DLPACK),
+    "dlpack_device": Case("R(3).__dlpack_device__()", "DLPack", DLPACK),
+    "from_dlpack_of_lazy": Case("torch.from_dlpack(R(3))", "DLPack", DLPACK),
     "from_dlpack_cpu_then_to": "out = torch.from_dlpack(np.arange(3.0)).to(d) * 2",
     "frombuffer_then_to": "out = torch.frombuffer(bytearray(b'abcdefgh'), dtype=torch.int16).to(d) + 1",
     "frombuffer_on_device_dtype": (
@@ -943,11 +945,8 @@ OBJECTS = {
         "params = {k: torch.zeros_like(v) for k, v in m.named_parameters()}\n"
         "out = torch.func.functional_call(m, params, (R(4, 3),))"
     ),
-    "generator_on_device": Case(
-        "g = torch.Generator(device=d); g.manual_seed(1); out = torch.randn(3, generator=g, device=d).shape",
-        bug="torch.Generator(device=<lazy>) needs PrivateUse1HooksInterface.getNewGenerator, "
-        "which a Python backend cannot register: torch's NotImplementedError names the hook "
-        "(use a CPU generator: torch.randn(..., generator=torch.Generator(), device=d))",
+    "generator_on_device": (
+        "g = torch.Generator(device=d); g.manual_seed(1); out = torch.randn(3, generator=g, device=d)"
     ),
     "cpu_generator_device_tensor": "g = torch.Generator().manual_seed(1); out = torch.randn(3, generator=g, device=d).shape",
     "complex32": "x = R(4).to(torch.complex32); out = (x + x).to(torch.complex64)",

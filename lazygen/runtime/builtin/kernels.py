@@ -16,6 +16,7 @@ import torch
 from .. import decompositions
 from .. import kernel_support as rt
 from ..dispatch import call, kernel_for
+from ..errors import LazygenRuntimeError
 from ..fallback import eager_fallback
 from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
     _copy_from,
@@ -77,10 +78,37 @@ def _same_sizes(sizes: tuple, size) -> bool:
     return inferred <= 1  # every other dimension equal: -1 stands for the input's own
 
 
+def slice_scatter_checks_the_source(kernel):
+    """Wrap ``slice_scatter``: eager's check that ``src`` has the slice's sizes, which the
+    meta kernel lacks. Without it a mismatch failed only when the graph ran, and left the
+    tensor scattered into carrying that error. Functionalization reaches this op when an
+    ``out=`` tensor that is a strided view gets a result of another shape, which eager
+    resizes in place (a view of a lazy tensor cannot be), so the error says what to do."""
+
+    def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+        if type(self) is LazyTensor and type(src) is LazyTensor:
+            wanted = list(self._sizes)
+            d = dim % len(wanted) if wanted else 0
+            if wanted:
+                wanted[d] = len(range(*slice(start, end, step).indices(wanted[d])))
+            if list(src._sizes) != wanted:
+                raise LazygenRuntimeError(
+                    f"expected src to have a size equal to the slice of self. src size = "
+                    f"{list(src._sizes)}, slice size = {wanted} (lazygen: if this is an out= "
+                    "tensor that is a view of another tensor, eager resizes the view in place, "
+                    "which a view of a lazy tensor cannot do: pass an out= tensor of the "
+                    "result's shape, or assign the result instead)"
+                )
+        return kernel(self, src, dim, start, end, step)
+
+    return slice_scatter
+
+
 #: Kernels the runtime wraps around whatever kernel is registered for the op.
 WRAPPERS = {
     aten.detach_copy.default: detach_shares_the_value,
     aten.view_copy.default: identity_view_shares_the_value,
+    aten.slice_scatter.default: slice_scatter_checks_the_source,
     # CPU kernels have no integer histc; CUDA's has (see ops.histc).
     aten.histc.default: integer_histc_first,
 }

@@ -10,7 +10,14 @@ position feeds each operand, the outputs), never data, so the first entry that d
 the cause. "Nearest" is a cached graph with the same sequence of ops if there is one (a shape
 or a constant changed), else the one sharing the longest run of ops from the start, when
 that is at least half the graph (the program took another path); a graph like no other is a
-new step structure, compiled without a report.
+new step structure, explained as such (``Recompile_new``): every uncached compile gets one
+explanation, from the first step on.
+
+A backend may compile a graph lazygen already cached again: Inductor compiles another
+variant when a scalar it compiled in takes a new value, or when its size guards reject the
+sizes of a graph compiled for all sizes. The backend explains those with
+``report_explanation`` (reasons ``value`` and ``guard``, counted as ``Recompile_value`` and
+``Recompile_guard``, apart from lazygen's own).
 """
 
 from __future__ import annotations
@@ -39,6 +46,22 @@ ADVICE = {
         "the step has other live results (a tensor kept from an earlier step, or one "
         "dropped): the same ops, another set of outputs."
     ),
+    "new": (
+        "no cached graph is a variant of it: the program's first steps (an optimizer's "
+        "first step also creates its state), or another phase of it (evaluation, a branch). "
+        "Expected once per kind of step; one every step means the program traces something "
+        "new every step."
+    ),
+    "value": (
+        "the backend compiled this number into its code (its lowering needs the value), "
+        "so each new value compiles another variant. A value that changes every step "
+        "recompiles every step: report it, naming the op."
+    ),
+    "guard": (
+        "the backend compiled the graph for all sizes, under conditions on them (a size "
+        "of 1, two sizes equal) that these sizes break; it compiles another variant. Pad "
+        "inputs to avoid the condition (a size of 1) if it recurs."
+    ),
 }
 
 
@@ -54,12 +77,30 @@ class Explanation:
     cached: str
     nodes: int
 
+    layer: str = "lazygen"  # who decided to compile: lazygen's graph key, or a backend
+
     def __str__(self) -> str:
         where = "its outputs" if self.position < 0 else f"node %{self.position} {self.op}"
         line = self.source or "an unknown line"
+        if self.reason == "new" and self.position < 0:
+            headline = f"compiling a new graph of {self.nodes} nodes"
+        elif self.reason == "new":
+            headline = (
+                f"compiling a new graph of {self.nodes} nodes; it leaves the nearest cached "
+                f"graph at {where}, traced at {line}"
+            )
+        elif self.layer != "lazygen":
+            headline = (
+                f"backend {self.layer!r} compiles another variant of a graph of "
+                f"{self.nodes} nodes: {self.op}, traced at {line}"
+            )
+        else:
+            headline = (
+                f"recompiling a graph of {self.nodes} nodes: it differs from a cached "
+                f"graph at {where}, traced at {line}"
+            )
         return (
-            f"lazygen: recompiling a graph of {self.nodes} nodes: it differs from a cached "
-            f"graph at {where}, traced at {line}\n"
+            f"lazygen: {headline}\n"
             f"  now:    {self.new}\n  cached: {self.cached}\n"
             f"  reason: {self.reason}: {ADVICE[self.reason]}"
         )
@@ -125,14 +166,35 @@ def report(
     failure: should explaining fail, the compile goes on."""
     cached = [k for k in cached if type(k.entries[0]) is tuple]  # not size-generic keys
     try:
-        explanation = explain(cached, key, order)
+        explanation = explain(cached, key, order) or _new_graph(cached, key, order)
     except Exception as error:  # best effort: the program's compile matters more
         print(f"lazygen: could not explain a recompile ({error!r})", file=sys.stderr)
         return
-    if explanation is None:
-        return
+    report_explanation(explanation, outcome)
+
+
+def report_explanation(explanation: Explanation, outcome: str | None = None) -> None:
+    """Count ``explanation`` by reason and print it (to stderr), with ``outcome`` when
+    there is one. Backends call it for the variants they compile themselves."""
     metrics.count(f"Recompile_{explanation.reason}")
     print(f"{explanation}\n  so:     {outcome}" if outcome else explanation, file=sys.stderr)
+
+
+def _new_graph(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> Explanation:
+    """A graph no cached one is a variant of: where it leaves the cached graph sharing the
+    longest start with it (the first node, when none is cached)."""
+    types = _types(key)
+    nodes = len(types)
+    if not cached:
+        return Explanation("new", -1, "", None, "the first graph compiled", "none", nodes)
+    shared = max(_common_prefix(types, _types(k)) for k in cached)
+    if shared >= nodes:  # all of it is the start of a longer cached graph
+        return Explanation(
+            "new", -1, "", None, f"the graph ends after {nodes} nodes", "longer graphs", nodes
+        )
+    node = order[shared]
+    cached_text = f"{len(cached)} graphs, sharing its first {shared} nodes at most"
+    return Explanation("new", shared, _op(node), node.source, _op(node), cached_text, nodes)
 
 
 def _types(key: GraphKey) -> list:

@@ -82,6 +82,10 @@ def _to_copy(
     if target is not None and target != settings.device_type:  # lazy -> host
         data = self._device.backend.from_data(_host_read(self, "aten::_to_copy", True), device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    if target is not None and _other_index(device, self):  # lazygen:i -> lazygen:j
+        data = self._device.backend.from_data(_host_read(self, "aten::_to_copy", True))
+        data = data.to(dtype, copy=True) if dtype is not None else data.clone()
+        return from_data(data, device_from(device))
     rt.count("lazy::_to_copy")
     lazy_device = rt.device_of(self)
     dtype = self.dtype if dtype is None else dtype
@@ -104,6 +108,12 @@ def _copy_from(self, dst, non_blocking=False):
         return dst
     dst.copy_(_host_read(self, "aten::copy_"))
     return dst
+
+
+def _other_index(device, self: LazyTensor) -> bool:
+    """Whether ``device`` (a lazy device) names another index than ``self``'s."""
+    index = torch.device(device).index
+    return index is not None and index != self._device.index
 
 
 def _host_read(self: LazyTensor, op: str, native: bool = False):

@@ -1,8 +1,10 @@
 """The lazy device as torch sees it: PrivateUse1 renamed to the device name, its device
 module, hooks and guard, the PrivateUse1 kernels (factories, copies, the backend fallback),
-autocast with CUDA's policy, pinning of host tensors, ``torch.accelerator``'s memory and
-synchronisation functions, printing, copying/serialisation and tied parameters as for
-CUDA tensors.
+autocast with CUDA's policy, pinning of host tensors, ``torch.accelerator``'s memory,
+synchronisation and device-index functions, seeding and device generators, streams and
+events, Dynamo's device interface, ``resize_``, DLPack's refusal, the profiler's
+``use_device``, printing, copying/serialisation and tied parameters as for CUDA tensors
+(what differs from CUDA, and why: docs/device-contract.md).
 ``install(name)`` does it once per process; torch allows one PrivateUse1 backend per
 process, so the name cannot change afterwards."""
 
@@ -16,11 +18,16 @@ from . import (
     accelerator_api,
     autocast,
     backward_errors,
+    dlpack,
+    dynamo_interface,
     factories,
     foreach_meta,
     host_copy,
     pinned_memory,
     printing,
+    profiler,
+    resize,
+    rng,
     serialization,
     tied_parameters,
 )
@@ -58,7 +65,7 @@ def install(name: str) -> None:
         )
     if current != name:
         torch.utils.rename_privateuse1_backend(name)
-        torch.utils.generate_methods_for_privateuse1_backend()
+        torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
         torch._register_device_module(name, DeviceModule)
         torch._C._acc.register_python_privateuseone_hook(Hooks())
         if not _guards:
@@ -69,10 +76,15 @@ def install(name: str) -> None:
         if process.enabled("pinned_memory"):
             _libraries.append(pinned_memory.register())
         _libraries.append(foreach_meta.register())
+        _libraries.append(resize.register())
+        dynamo_interface.register()
         _libraries.extend(autocast.register())
         for name, module in (
             ("accelerator_api", accelerator_api),
+            ("device_generators", rng),
+            ("dlpack", dlpack),
             ("printing", printing),
+            ("profiler", profiler),
             ("serialization", serialization),
             ("tied_parameters", tied_parameters),
         ):

@@ -17,6 +17,12 @@ wrapper changes nothing unless the current accelerator is the lazy device:
   that read or reset them) are the backing device's when it is CUDA, else a clear error:
   device data lives in host memory, which no allocator of torch's counts.
 
+The device-index functions (``device_count``, ``current_device_index``, ``set_device_index``,
+``device_index``, ``get_device_capability``) ask the C++ device guard, which torch 2.13 lets
+a Python device answer only with its type: they reported one device and index 0 whatever
+was set, and the capability query raised. The wrappers answer from ``devices`` (the lazy
+devices, the current index) and validate indices as CUDA does.
+
 A process-wide effect (``accelerator_api`` in ``process.EFFECTS``;
 ``LAZYGEN_ACCELERATOR_API=0`` leaves torch's functions alone).
 """
@@ -32,6 +38,7 @@ import torch.accelerator.memory
 from .. import devices, executor
 from ..errors import LazygenRuntimeError
 from ..state import settings
+from .device_module import device_index as _index_of
 
 #: Functions that read or reset allocator statistics, and CUDA's counterpart of each.
 _STATISTICS = {
@@ -62,6 +69,87 @@ def _synchronize(device=None) -> None:
         return _originals["synchronize"](device)
     index = None if device is None else torch.accelerator._utils._get_device_index(device)
     executor.mark_step(None if index is None else devices.device_from(index), wait=True)
+
+
+def _device_count() -> int:
+    if not _lazy_is_current():
+        return _originals["device_count"]()
+    return devices.device_count()
+
+
+def _current_device_index() -> int:
+    if not _lazy_is_current():
+        return _originals["current_device_index"]()
+    return devices.current_index()
+
+
+def _set_device_index(device, /) -> None:
+    if not _lazy_is_current():
+        return _originals["set_device_index"](device)
+    index = _index_of(device)
+    if index >= 0:
+        devices.set_current_index(index)
+
+
+class _DeviceIndex:
+    """``torch.accelerator.device_index(i)``: the current lazy device is ``i`` inside the
+    block (``None`` changes nothing)."""
+
+    def __init__(self, device: int | None, /) -> None:
+        self.original = None if _lazy_is_current() else _originals["device_index"](device)
+        self.index = device
+        self.previous = -1
+
+    def __enter__(self) -> None:
+        if self.original is not None:
+            return self.original.__enter__()
+        if self.index is not None:
+            self.previous = devices.current_index()
+            _set_device_index(self.index)
+
+    def __exit__(self, *exc_info) -> None:
+        if self.original is not None:
+            return self.original.__exit__(*exc_info)
+        if self.index is not None:
+            devices.set_current_index(self.previous)
+
+
+def _get_device_capability(device=None, /) -> dict:
+    if not _lazy_is_current():
+        return _originals["get_device_capability"](device)
+    index = devices.check_index(_index_of(device))
+    backing = devices.get_device(index).backing
+    if backing.type == "cuda":
+        return _originals["get_device_capability"](backing)
+    return {"supported_dtypes": supported_dtypes()}
+
+
+def supported_dtypes() -> list[torch.dtype]:
+    """The dtypes of a lazy device with a CPU backing: every dtype eager's CPU kernels take."""
+    return sorted(_CPU_DTYPES, key=str)
+
+
+_CPU_DTYPES = {
+    getattr(torch, name)
+    for name in [
+        "bool",
+        "uint8",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "complex32",
+        "complex64",
+        "complex128",
+    ]
+}
 
 
 def _empty_cache() -> None:
@@ -115,3 +203,14 @@ def install() -> None:
         if hasattr(torch.accelerator, name):
             setattr(torch.accelerator, name, wrapper)
     torch.accelerator.synchronize = _synchronize
+    for name, wrapper in (
+        ("device_count", _device_count),
+        ("current_device_index", _current_device_index),
+        ("current_device_idx", _current_device_index),
+        ("set_device_index", _set_device_index),
+        ("set_device_idx", _set_device_index),
+        ("device_index", _DeviceIndex),
+        ("get_device_capability", _get_device_capability),
+    ):
+        _originals[name] = getattr(torch.accelerator, name)
+        setattr(torch.accelerator, name, wrapper)

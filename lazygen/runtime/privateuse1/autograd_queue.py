@@ -5,7 +5,9 @@ from the device guards registered at that moment. A backward() that runs before
 ``lazygen.runtime.init()`` (so before the lazy device's guard exists) leaves the engine
 without a queue for it, and every later backward() through a lazy tensor fails with
 torch's ``device_ready_queues_ ... INTERNAL ASSERT FAILED ... please report a bug to
-PyTorch``. The process cannot be repaired; what can be done is to say so plainly:
+PyTorch``. (The same assert comes from a backward() through tensors of ``<device>:1`` and
+above, which torch 2.13's engine has no queue for: ``other_index``.) The process cannot be
+repaired; what can be done is to say so plainly:
 ``check(device)`` probes the engine once at init, warns, and makes later backward() calls
 raise an error that names the cause and the fix instead of torch's assert.
 """
@@ -35,6 +37,17 @@ def explanation(device_type: str) -> str:
     )
 
 
+def other_index(device_type: str) -> str:
+    """Why backward() cannot run through tensors of ``<device>:1`` and above."""
+    return (
+        f"lazygen: backward() through {device_type!r} tensors of an index other than 0 "
+        "cannot run: torch's autograd engine keeps one queue per device index its device "
+        "guard reports, and torch 2.13 lets a Python-registered guard report only index 0 "
+        f"(docs/device-contract.md). Train on {device_type}:0; other indices work for "
+        "forward passes and inference"
+    )
+
+
 def engine_has_queue(device: torch.device) -> bool:
     """Run an empty backward on ``device``; False when the engine has no queue for it."""
     leaf = torch.empty(0, device=device, requires_grad=True)
@@ -51,6 +64,8 @@ def check(device: torch.device) -> bool:
     """Probe once; on failure warn and translate torch's assert on every later backward."""
     if engine_has_queue(device):
         _drain_at_exit(device)
+        # The engine works for index 0; its assert can then only mean another index.
+        _translate_engine_assert(other_index(device.type))
         return True
     message = explanation(device.type)
     warnings.warn(message, RuntimeWarning, stacklevel=3)

@@ -7,9 +7,30 @@ import torch
 
 from .. import devices, executor
 from ..state import settings
+from . import rng, streams
 from .backward_errors import take_over_pending_error
 
 _PRIVATE_USE1 = torch._C._autograd.DeviceType.PrivateUse1
+
+
+def device_index(device) -> int:
+    """The index a ``device`` argument names (CUDA's rules: an int is an index; a device or
+    string without an index is the current one; another device type is an error)."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    if device is None:
+        return devices.current_index()
+    if isinstance(device, (str, torch.device)):
+        device = torch.device(device)
+        if not devices.is_lazy_device(device):
+            raise ValueError(
+                f"lazygen: expected a {settings.device_type} device, got {device} (a device "
+                f"index or '{settings.device_type}:<index>')"
+            )
+        return devices.current_index() if device.index is None else device.index
+    raise TypeError(
+        f"lazygen: expected a device index, a device or a device string, got {device!r}"
+    )
 
 
 class _DeviceContext:
@@ -18,9 +39,7 @@ class _DeviceContext:
     negative index changes nothing)."""
 
     def __init__(self, device) -> None:
-        if isinstance(device, (str, torch.device)):
-            device = torch.device(device).index
-        self.index = -1 if device is None else device
+        self.index = -1 if device is None else device_index(device)
         self.previous = -1
 
     def __enter__(self):
@@ -62,45 +81,37 @@ class DeviceModule:
         return devices.current_index()
 
     @staticmethod
-    def set_device(index) -> None:
-        if isinstance(index, torch.device):
-            index = index.index
-        devices.set_current_index(index if isinstance(index, int) else 0)
+    def set_device(device) -> None:
+        """As ``torch.cuda.set_device``: an index, ``"<device>:<i>"`` or a device; a negative
+        index changes nothing; an index past ``device_count()`` raises."""
+        index = device_index(device)
+        if index >= 0:
+            devices.set_current_index(index)
 
-    # Random numbers of lazy tensors come from the data device's generator (fallback ops
-    # and compiled graphs both run there), so the RNG API forwards to it. torch's own
-    # helpers (e.g. `torch.testing._utils.freeze_rng_state`) call these for PrivateUse1.
-    @staticmethod
-    def _backing_rng():
-        backing = devices.default_device().backing
-        return torch.cuda if backing.type == "cuda" else torch.random
-
-    @staticmethod
-    def get_rng_state(device=None) -> torch.Tensor:
-        return DeviceModule._backing_rng().get_rng_state()
-
-    @staticmethod
-    def set_rng_state(state: torch.Tensor, device=None) -> None:
-        DeviceModule._backing_rng().set_rng_state(state)
-
-    @staticmethod
-    def manual_seed(seed: int) -> None:
-        # torch.manual_seed seeds the CPU generator and then calls this; a CPU data device
-        # is therefore already seeded (and calling back would recurse).
-        if devices.default_device().backing.type == "cuda":
-            torch.cuda.manual_seed(seed)
-
-    @staticmethod
-    def manual_seed_all(seed: int) -> None:
-        DeviceModule.manual_seed(seed)
-
-    @staticmethod
-    def initial_seed() -> int:
-        return DeviceModule._backing_rng().initial_seed()
+    # Random numbers: the backing device's generators (see ``rng``). torch's own helpers
+    # (``torch.manual_seed``, ``fork_rng``, ``freeze_rng_state``) call these for PrivateUse1.
+    manual_seed = staticmethod(rng.manual_seed)
+    manual_seed_all = staticmethod(rng.manual_seed_all)
+    seed = staticmethod(rng.seed)
+    seed_all = staticmethod(rng.seed_all)
+    initial_seed = staticmethod(rng.initial_seed)
+    get_rng_state = staticmethod(rng.get_rng_state)
+    set_rng_state = staticmethod(rng.set_rng_state)
+    get_rng_state_all = staticmethod(rng.get_rng_state_all)
+    set_rng_state_all = staticmethod(rng.set_rng_state_all)
 
     @staticmethod
     def synchronize(device=None) -> None:
         executor.mark_step(None if device is None else devices.device_from(device), wait=True)
+
+    # Streams and events (see ``streams``: Python objects with CUDA's API).
+    Stream = streams.Stream
+    Event = streams.Event
+    StreamContext = streams.StreamContext
+    stream = staticmethod(streams.stream)
+    current_stream = staticmethod(streams.current_stream)
+    default_stream = staticmethod(streams.default_stream)
+    set_stream = staticmethod(streams.set_stream)
 
     @staticmethod
     def get_amp_supported_dtype():

@@ -49,19 +49,26 @@ def test_inductor_transformer_over_24_lengths_compiles_at_most_8_graphs(fresh_me
     assert fresh_metrics.counter_value("UncachedCompile") + variants <= 8
 
 
-def test_inductor_guards_compile_a_variant_for_a_size_they_reject(fresh_metrics):
+def test_inductor_guards_compile_a_variant_for_a_size_they_reject(fresh_metrics, capsys):
     """A size of 1 is specialised by Inductor's tracing (broadcasting decides on it): the
-    graph compiled for all sizes does not serve it, another variant does, right."""
+    graph compiled for all sizes does not serve it, another variant does, right; the
+    explanation names the condition, the sizes and the user's line."""
     executor.clear_compile_cache()
     lr.config.set_dynamic_shapes(True)
+    lr.config.set_explain_recompiles(True)
     try:
         for n in (3, 5, 1, 7):
             x = torch.arange(n * 4, dtype=torch.float32).reshape(n, 4)
             expected = (x.view(2 * n, 2) * 2).sum(0)
-            got = (x.to(INDUCTOR).view(2 * n, 2) * 2).sum(0).cpu()
+            got = (x.to(INDUCTOR).view(2 * n, 2) * 2).sum(0).cpu()  # THE-VIEW-LINE
             torch.testing.assert_close(got, expected, rtol=0, atol=0)
     finally:
         lr.config.set_dynamic_shapes(False)
+        lr.config.set_explain_recompiles(False)
+    err = capsys.readouterr().err
+    assert "backend 'inductor' compiles another variant" in err and "reason: guard" in err, err
+    assert "[1, 4]" in err and "test_dynamic_shapes.py:" in err, err
+    assert fresh_metrics.counter_value("Recompile_guard") == 1
     assert fresh_metrics.counter_value("DynamicCompile") == 1
     assert fresh_metrics.counter_value("InductorRecompile") == 1  # n = 1
     assert fresh_metrics.counter_value("DynamicShapeReuse") == 2  # n = 1 and 7

@@ -9,13 +9,18 @@ every step, Adam training (its bias corrections change every step), SGD with mom
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 from support.training import compare_training
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import lazygen.runtime as lr
 from lazygen.runtime import devices
+from lazygen.runtime.backend_interface import outside_dispatch
 from lazygen.runtime.backends.inductor import backend as inductor_backend
 from lazygen.runtime.backends.inductor import compile as inductor_compile
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
@@ -221,16 +226,70 @@ def test_a_scalar_a_lowering_needs_as_an_int_is_compiled_in(fresh_metrics, monke
     assert fresh_metrics.counter_value("InductorFixedScalar")
 
 
-def test_a_float_pad_value_is_compiled_in(fresh_metrics, monkeypatch, tmp_path):
+def test_a_float_pad_value_is_compiled_in(fresh_metrics, monkeypatch, tmp_path, capsys):
     """A float pad value makes ``constant_pad_nd``'s lowering raise "Cannot convert
     expression to float" (the compile failed, and the program with it); compiled in, each
-    value its own variant."""
+    value its own variant, which the recompile explanation names: the value, the op, the
+    user's line."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(lr.state.settings, "explain_recompiles", True)
+    monkeypatch.setattr(lr.state.settings, "record_source", True)
     x = torch.randn(2, 3)
     for value in (0.5, 2.0):
         got = torch.nn.functional.pad(x.to(INDUCTOR), (1, 2), value=value)
         torch.testing.assert_close(got.cpu(), torch.nn.functional.pad(x, (1, 2), value=value))
     assert fresh_metrics.counter_value("InductorFixedScalar") == 1
+    assert fresh_metrics.counter_value("InductorRecompile") == 1
+    err = capsys.readouterr().err
+    assert "reason: value" in err and "constant_pad_nd" in err, err
+    assert "now:    2.0" in err and "cached: 0.5" in err, err
+    assert "test_inductor_backend.py:" in err, err
+    assert fresh_metrics.counter_value("Recompile_value") == 1
+
+
+def test_only_the_scalars_a_refusing_lowering_reads_are_compiled_in(fresh_metrics):
+    """A lowering that refuses a scalar input names no node of the graph, only its target
+    (``LoweringException``'s "target: aten.constant_pad_nd.default"); only the scalars that
+    op reads are compiled in. All of them were, GPT-2's AdamW step's bias corrections with
+    them, and every step compiled a variant for their new values."""
+    labels, x = torch.arange(8).view(2, 4), torch.randn(2, 3)
+    lazy_labels, lazy_x = labels.to(INDUCTOR), x.to(INDUCTOR)
+    for step in range(1, 4):
+        step_size = 0.1 * step  # changes every step, as Adam's does
+        # GPT-2's loss pads its labels so (an int tensor, an int value)
+        padded = torch.nn.functional.pad(lazy_labels, (0, 1), value=-100)
+        updated = lazy_x.addcdiv(lazy_x, lazy_x + 2, value=-step_size)
+        lr.mark_step()
+        torch.testing.assert_close(
+            padded.cpu(), torch.nn.functional.pad(labels, (0, 1), value=-100)
+        )
+        torch.testing.assert_close(updated.cpu(), x.addcdiv(x, x + 2, value=-step_size))
+    assert fresh_metrics.counter_value("InductorFixedScalar") == 1
+    assert not fresh_metrics.counter_value("InductorRecompile")
+
+
+def test_an_error_naming_only_a_symbol_fixes_the_input_read_as_it():
+    """Llama's backward failed in an Inductor pass (``reinplace``'s view-scatter rewrite)
+    on a guard over an unbacked symbol, its text naming no node of the lazy graph: every
+    scalar was compiled in, AdamW's bias corrections too, and each step recompiled. The
+    symbol names the input: the read in the graph of the node being rewritten (aot's,
+    whose inputs are the lazy graph's in order) whose value it is."""
+    graph = torch.fx.Graph()
+    weight, step_size = graph.placeholder("weight"), graph.placeholder("step_size")
+    read = graph.call_function(torch.ops.aten._local_scalar_dense.default, (step_size,))
+    read.meta["val"] = "u7"  # a SymInt prints as its symbol
+    scatter = graph.call_function(torch.ops.aten.mul.Tensor, (weight, read))
+
+    def rewrite(node):
+        raise RuntimeError("Could not guard on data-dependent expression u7 <= 0")
+
+    try:
+        rewrite(scatter)
+    except RuntimeError as error:
+        nodes = inductor_compile._frame_nodes(error)
+        assert nodes == [scatter]
+        assert inductor_compile._symbol_reads(str(error), nodes) == {1}
+        assert inductor_compile._symbol_reads("no symbol here", nodes) == set()
 
 
 def test_a_scalar_a_lowering_hands_to_a_fallback_kernel_is_compiled_in(
@@ -308,18 +367,76 @@ def test_a_graph_whose_cpp_wrapper_fails_is_compiled_with_the_python_one(
 
 
 def test_a_graph_calling_a_kernel_without_a_c_shim_uses_the_python_wrapper(caplog, fresh_metrics):
-    """torch 2.13's C++ wrapper called ``upsample_bilinear2d`` (no C shim) through the
-    dispatcher with its sizes boxed as a generic list, and the run failed ("Expected
-    IntList but got GenericList"): such a graph gets the Python wrapper, and Inductor's
-    warning about the missing shim is not shown."""
+    """torch 2.13's C++ wrapper calls a fallback kernel without a C shim through the
+    dispatcher with boxed arguments, and gets some schemas wrong (sizes boxed as a generic
+    list: "Expected IntList but got GenericList"): such a graph gets the Python wrapper, and
+    Inductor's warning about the missing shim is not shown. (Antialiased bilinear
+    interpolation: a kernel with neither a shim nor a decomposition.)"""
     image = torch.randn(1, 2, 3, 3)
     with caplog.at_level(logging.WARNING):
-        got = torch.nn.functional.interpolate(image.to(INDUCTOR), scale_factor=2.0, mode="bilinear")
+        got = torch.nn.functional.interpolate(
+            image.to(INDUCTOR), scale_factor=2.0, mode="bilinear", antialias=True
+        )
         got = got.cpu()
-    want = torch.nn.functional.interpolate(image, scale_factor=2.0, mode="bilinear")
+    want = torch.nn.functional.interpolate(image, scale_factor=2.0, mode="bilinear", antialias=True)
     torch.testing.assert_close(got, want)
     assert fresh_metrics.counter_value("InductorPythonWrapper") == 1
     assert not [r for r in caplog.records if "c-shim" in r.getMessage()]
+
+
+_DECOMPOSED_OPS_PROGRAM = """
+import torch, torch.nn.functional as F, lazygen.runtime as lr
+lr.init(backend="inductor")
+image, volume = torch.randn(1, 2, 4, 4), torch.randn(1, 2, 3, 4, 4)
+def resized(x, v):
+    return (
+        F.interpolate(x, scale_factor=2.0, mode="bilinear").sum()
+        + F.interpolate(x, scale_factor=2.0, mode="bicubic").sum()
+        + F.interpolate(v, scale_factor=2.0, mode="trilinear").sum()
+    )
+got = resized(image.to(lr.device()), volume.to(lr.device())).cpu()  # read: no mark_step
+torch.testing.assert_close(got, resized(image, volume), rtol=1e-5, atol=1e-4)
+assert lr.metrics.counter_value("UncachedCompile") == 1
+print("ok")
+"""
+
+
+def test_ops_inductor_decomposes_compile_with_ci_set_and_a_cold_cache(tmp_path):
+    """Inductor refuses an op that reaches its lowering undecomposed although a
+    decomposition exists, where ``CI`` is set ("make_fallback(...): a decomposition exists,
+    we should switch to it"); the lazy device's ``upsample_*`` ops did, read with
+    ``.cpu()`` alone (the compile ran inside the lazy tensor's dispatch, where torch's
+    autograd-key decomposition is skipped) and, for ``trilinear``, always. Its own process:
+    the environment variable, an empty Inductor cache (a cached graph skips the lowering),
+    and no earlier fallback of these ops registered in Inductor's lowerings."""
+    env = {**os.environ, "CI": "true", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", _DECOMPOSED_OPS_PROGRAM],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+def test_a_compile_inside_a_dispatch_sees_the_plain_dispatch_state():
+    """``outside_dispatch``: the excluded keys of a running ``__torch_dispatch__`` and an
+    active dispatch mode are not seen inside the block, and are back after it."""
+    seen = {}
+
+    class Probe(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    autograd = torch._C.DispatchKey.AutogradCPU
+    with Probe(), torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(autograd)):
+        with outside_dispatch():
+            seen["excluded"] = torch._C._dispatch_tls_is_dispatch_key_excluded(autograd)
+            seen["modes"] = torch._C._len_torch_dispatch_stack()
+        seen["after"] = torch._C._dispatch_tls_is_dispatch_key_excluded(autograd)
+        seen["modes_after"] = torch._C._len_torch_dispatch_stack()
+    assert seen == {"excluded": False, "modes": 0, "after": True, "modes_after": 1}
 
 
 def test_an_error_inside_compiled_code_is_raised_not_fatal():

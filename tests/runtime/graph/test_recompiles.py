@@ -10,6 +10,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime import executor, graph
+from lazygen.runtime.graph.recompiles import ADVICE as REASONS
 
 DEVICE = "lazygen"
 
@@ -34,7 +35,8 @@ def test_a_new_size_is_explained_naming_the_op_and_the_users_line(explaining, ca
     lr.mark_step()
     for n in (3, 3):
         _step(n, w)
-    assert capsys.readouterr().err == ""  # a first compile and a cached one: nothing to say
+    err = capsys.readouterr().err  # w's graph and the step's: new; the second step: cached
+    assert err.count("lazygen: compiling a new graph") == 2 and "recompiling" not in err, err
     _step(5, w)
     err = capsys.readouterr().err
     assert "recompiling" in err and "reason: shape" in err, err
@@ -69,6 +71,28 @@ def test_a_changed_python_value_is_an_attribute_recompile(explaining, capsys):
     assert "reason: attribute" in err and "aten::topk" in err, err
     assert explaining.counter_value("Recompile_attribute") == 1
     del values
+
+
+def test_every_compile_is_explained_from_the_first_step(explaining, capsys):
+    """One explanation per compile, whichever it is: the first graphs, the optimizer's
+    first step (it creates its state: a new graph, not a variant), and each new size.
+    Those of the second step were not explained: no cached graph was near enough."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    model = model.to(DEVICE)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+    for n in (4, 6, 6, 8):
+        loss = model(torch.ones(n, 8, device=DEVICE)).square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        lr.mark_step()
+    err = capsys.readouterr().err
+    explained = err.count("lazygen: compiling a new graph") + err.count("lazygen: recompiling")
+    compiles = explaining.counter_value("UncachedCompile")
+    counted = sum(explaining.counter_value(f"Recompile_{reason}") or 0 for reason in REASONS)
+    assert compiles >= 4 and explained == counted == compiles, err
+    assert explaining.counter_value("Recompile_shape"), err
 
 
 def test_explaining_is_off_by_default(fresh_metrics, capsys):

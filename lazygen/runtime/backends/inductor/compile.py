@@ -79,12 +79,18 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ... import metrics
-from ...state import log
+from ...backend_interface import outside_dispatch
+from ...graph import recompiles
+from ...state import log, settings
+from . import variants
 from .context import READ_AS_SIZE
+from .decompose import decompositions_for
 from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
+#: The op a ``LoweringException`` names (Inductor's lowering of it refused the value).
+_LOWERING_TARGET = re.compile(r"^\s*target: \w+\.(\w+)\.\w+$", re.MULTILINE)
 #: Inductor settings lazygen's graphs are compiled with (see "Per-call costs" above). Part of
 #: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
 #: shared with lazygen's.
@@ -144,7 +150,26 @@ class CompiledGraph:
                 return compiled(*inputs)
         if self._count:
             metrics.count("InductorRecompile")
+            if settings.explain_recompiles:
+                self._explain(key, inputs)
         return self._compile_fixing(inputs)(*inputs)
+
+    def _explain(self, key: tuple, inputs: list) -> None:
+        """Report why no variant runs ``inputs`` (``variants.py``); best effort, as
+        lazygen's own explanations."""
+        try:
+            if key in self.variants:  # their size guards rejected these sizes
+                guard = next(g for g, _ in self.variants[key] if g is not None)
+                parts = getattr(guard, "parts", [])  # none: compiled for its own sizes only
+                explanation = variants.rejected_guard(self.module, parts, inputs)
+            else:
+                explanation = variants.changed_value(
+                    self.module, self.fixed, key, list(self.variants)
+                )
+        except Exception as error:
+            log(1, f"inductor: could not explain a recompile ({error!r})")
+            return
+        recompiles.report_explanation(explanation)
 
     def direct_runner(self) -> Callable[[list], list] | None:
         """``run(inputs)`` straight into Inductor's code when nothing is left to choose per
@@ -208,19 +233,33 @@ class CompiledGraph:
         return compiled
 
     def _culprits(self, error: BaseException) -> set[int]:
-        """The scalar inputs read by the nodes of the op a failed trace names (by name in
-        this graph, or by op for a node of Inductor's own graph)."""
+        """The scalar inputs read by the nodes of the op a failed trace names: by node name
+        (this graph's, or, by op, a node of Inductor's own graph, in the error's text or in
+        the frames it was raised through), by op (the target of a lowering that refused the
+        value), or by the unbacked symbol it could not decide on (the input read as it).
+
+        Every node of the failing op: a graph has many (one addmm per linear layer), and
+        they would otherwise fail, and be fixed, one trace at a time. Never more: a scalar
+        fixed that changes every step (an optimizer's bias correction) compiles a variant
+        every step."""
         text = _full_text(error)
         nodes = {n.name: n for n in self.module.graph.nodes}
         found: set[int] = set()
-        for name in _EXECUTING.findall(text):
+        ops = set(_LOWERING_TARGET.findall(text))
+        frame_nodes = _frame_nodes(error)
+        needed = _symbol_reads(text, frame_nodes)  # the inputs whose values are needed
+        for placeholder, i in self._scalar_inputs.items():
+            if i in needed:
+                found.add(i)
+                ops |= {_op_name(user) for read in placeholder.users for user in read.users}
+        for name in _EXECUTING.findall(text) + [n.name for n in frame_nodes]:
             node = nodes.get(name)
-            # Every node of the failing op: a graph has many (one addmm per linear layer),
-            # and they would otherwise fail, and be fixed, one trace at a time.
-            op = _op_name(node) if node is not None else re.sub(r"_\d+$", "", name)
-            for candidate in self.module.graph.nodes:
-                if candidate is node or _op_name(candidate) == op:
-                    found |= self._scalars_read_by(candidate)
+            if node is not None:
+                found |= self._scalars_read_by(node)
+            ops.add(_op_name(node) if node is not None else re.sub(r"_\d+$", "", name))
+        for candidate in self.module.graph.nodes:
+            if _op_name(candidate) in ops:
+                found |= self._scalars_read_by(candidate)
         return found
 
     def _scalars_read_by(self, node: torch.fx.Node) -> set[int]:
@@ -312,22 +351,27 @@ def compile_for_all_sizes(
     shape_env = ShapeEnv()
     fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
     # Named as produce_guards_expression names its placeholders.
+    sources = [LocalSource(f"t{i}") for i in range(len(inputs))]
     examples = [
-        _symbolic(x, LocalSource(f"t{i}"), shape_env, fake_mode) for i, x in enumerate(inputs)
+        _symbolic(x, source, shape_env, fake_mode)
+        for x, source in zip(inputs, sources, strict=True)
     ]
     compiled = _compile_fx(module, examples, fake_mode, direct)
-    code = shape_env.produce_guards_expression(examples)
-    return compiled, None if code is None else SizeGuard(code, len(examples))
+    parts = shape_env.produce_guards(examples, sources, ignore_static=True)
+    return compiled, SizeGuard(parts, len(examples)) if parts else None
 
 
 class SizeGuard:
-    """``guard(inputs)``: whether ``inputs`` satisfy a shape env's guards, an expression
-    over ``L['t<i>']`` (``produce_guards_expression``), parsed once (the shape env's own
-    ``evaluate_guards_expression`` parses it on every call)."""
+    """``guard(inputs)``: whether ``inputs`` satisfy a shape env's guards, expressions over
+    ``L['t<i>']`` (``produce_guards``), joined and parsed once (the shape env's own
+    ``evaluate_guards_expression`` parses them on every call). ``parts`` are kept to name
+    the one a call breaks."""
 
-    __slots__ = ("code", "_names", "_compiled")
+    __slots__ = ("parts", "code", "_names", "_compiled")
 
-    def __init__(self, code: str, count: int) -> None:
+    def __init__(self, parts: list[str], count: int) -> None:
+        self.parts = list(parts)
+        code = " and ".join(self.parts)
         self.code = code
         self._names = [f"t{i}" for i in range(count)]
         self._compiled = compile(code, "<lazygen size guards>", "eval")
@@ -347,14 +391,19 @@ def _compile_fx(
     from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
+    decompositions = decompositions_for(module)
+
     def compile_with(config: dict) -> tuple[InnerCompiles, Callable]:
         compiles = InnerCompiles(compile_fx_inner)
         context = torch._guards.TracingContext(fake_mode)
         cache_off = aot_cache_off() if direct else contextlib.nullcontext()
         settings = inductor_config.patch(config)
-        with torch._guards.tracing(context), torch.no_grad(), cache_off, settings:
+        tracing = torch._guards.tracing(context)
+        with outside_dispatch(), tracing, torch.no_grad(), cache_off, settings:
             # (a copy: compile_fx takes ownership of the module it is given)
-            return compiles, compile_fx(_copy(module), examples, inner_compile=compiles)
+            return compiles, compile_fx(
+                _copy(module), examples, inner_compile=compiles, decompositions=decompositions
+            )
 
     try:
         with _unshimmed_kernels_unlogged():
@@ -521,6 +570,53 @@ def _is_data_dependent(error: BaseException) -> bool:
     return any(words in text for words in _NEEDS_VALUE)
 
 
+def _frame_nodes(error: BaseException) -> list[torch.fx.Node]:
+    """The FX nodes being handled where ``error`` (or an exception it came from) was
+    raised: the node aot_autograd's interpreter ran (``run_node``'s ``n``), or the node of
+    Inductor's graph a pass rewrote (its ``node``). A guard on an unbacked symbol raised in
+    a fake kernel names no node in its text."""
+    nodes = []
+    for raised in _chain(error):
+        tb = raised.__traceback__
+        while tb is not None:
+            local = tb.tb_frame.f_locals
+            for name in ("n", "node"):
+                if isinstance(local.get(name), torch.fx.Node):
+                    nodes.append(local[name])
+            tb = tb.tb_next
+    return nodes
+
+
+#: The unbacked symbols a data-dependent error names (``u42``, ``zuf3``).
+_UNBACKED = re.compile(r"\b(u\d+|zuf\d+)\b")
+
+
+def _symbol_reads(text: str, nodes: list[torch.fx.Node]) -> set[int]:
+    """The graph inputs whose reads defined the unbacked symbols ``text`` names, found in
+    the graphs of ``nodes`` (aot's graph, whose inputs are the lazy graph's, in order): its
+    ``_local_scalar_dense`` node whose value is the symbol reads that input."""
+    symbols = set(_UNBACKED.findall(text))
+    found: set[int] = set()
+    if not symbols:
+        return found
+    for graph in {id(n.graph): n.graph for n in nodes}.values():
+        positions = {p: i for i, p in enumerate(graph.find_nodes(op="placeholder"))}
+        for read in graph.find_nodes(op="call_function", target=_READ):
+            if str(read.meta.get("val")) in symbols and read.args[0] in positions:
+                found.add(positions[read.args[0]])
+    return found
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from or while handling."""
+    chain, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return chain
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0][:200] if text else type(error).__name__
@@ -528,10 +624,7 @@ def _first_line(error: BaseException) -> str:
 
 def _full_text(error: BaseException) -> str:
     parts = []
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        parts.append(str(error))
-        parts.extend(getattr(error, "__notes__", ()))
-        error = error.__cause__ or error.__context__
+    for raised in _chain(error):
+        parts.append(str(raised))
+        parts.extend(getattr(raised, "__notes__", ()))
     return "\n".join(parts)
