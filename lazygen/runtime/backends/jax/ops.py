@@ -1159,3 +1159,202 @@ def _max_pool2d_backward(shapes, grad, x, kernel, stride, padding, dilation, cei
 @op("max_pool3d_with_indices_backward")
 def _max_pool3d_backward(shapes, grad, x, kernel, stride, padding, dilation, ceil, indices):
     return _max_pool_backward(3, shapes, grad, x, indices)
+
+
+# More of the op list (reductions with a correction, norms, scatters into slices...) -------
+
+
+@op("linalg_vector_norm")
+def _vector_norm(shapes, x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    d = dt(shapes)
+    x = jnp.abs(x).astype(d)
+    axes = _dims(dim, x.ndim)
+    if isinstance(ord, (int, float)):  # a number known when lowering
+        if ord == float("inf"):
+            return jnp.max(x, axis=axes, keepdims=keepdim)
+        if ord == float("-inf"):
+            return jnp.min(x, axis=axes, keepdims=keepdim)
+        if ord == 0:
+            return jnp.sum((x != 0).astype(d), axis=axes, keepdims=keepdim)
+        if ord == 1:
+            return jnp.sum(x, axis=axes, keepdims=keepdim)
+        if ord == 2:
+            return jnp.sqrt(jnp.sum(x * x, axis=axes, keepdims=keepdim))
+        return jnp.sum(x**ord, axis=axes, keepdims=keepdim) ** (1.0 / ord)
+    # a traced order (a graph input): every form, the one it names chosen
+    p = jnp.asarray(ord, d)
+    forms = [
+        (p == jnp.inf, jnp.max(x, axis=axes, keepdims=keepdim)),
+        (p == -jnp.inf, jnp.min(x, axis=axes, keepdims=keepdim)),
+        (p == 0, jnp.sum((x != 0).astype(d), axis=axes, keepdims=keepdim)),
+        (p == 1, jnp.sum(x, axis=axes, keepdims=keepdim)),
+        (p == 2, jnp.sqrt(jnp.sum(x * x, axis=axes, keepdims=keepdim))),
+    ]
+    result = jnp.sum(x**p, axis=axes, keepdims=keepdim) ** (1 / p)
+    for chosen, value in reversed(forms):
+        result = jnp.where(chosen, value, result)
+    return result
+
+
+def _real_or_complex(x, d):
+    """``x`` in ``d``, or as it is when complex (a variance of complex values is real)."""
+    return x if jnp.iscomplexobj(x) else _as(x, d)
+
+
+def _moments(x, dim, correction, keepdim):
+    axes = _dims(dim, x.ndim)
+    n = math.prod(x.shape[a] for a in axes) if axes else 1
+    mean = jnp.mean(x, axis=axes, keepdims=True)
+    centred = x - mean
+    squares = (centred * jnp.conj(centred)).real  # |x - mean|^2, real for complex x
+    c = 1 if correction is None else correction
+    var = jnp.sum(squares, axis=axes, keepdims=keepdim) / jnp.maximum(n - c, 0)
+    return var, (mean if keepdim else jnp.squeeze(mean, axis=axes))
+
+
+@op("var.correction")
+def _var(shapes, x, dim=None, *, correction=None, keepdim=False):
+    return _moments(_real_or_complex(x, dt(shapes)), dim, correction, keepdim)[0]
+
+
+@op("std.correction")
+def _std(shapes, x, dim=None, *, correction=None, keepdim=False):
+    return jnp.sqrt(_moments(_real_or_complex(x, dt(shapes)), dim, correction, keepdim)[0])
+
+
+@op("var_mean.correction")
+def _var_mean(shapes, x, dim=None, *, correction=None, keepdim=False):
+    return _moments(_as(x, dt(shapes, 1)), dim, correction, keepdim)
+
+
+@op("std_mean.correction")
+def _std_mean(shapes, x, dim=None, *, correction=None, keepdim=False):
+    var, mean = _moments(_as(x, dt(shapes, 1)), dim, correction, keepdim)
+    return jnp.sqrt(var), mean
+
+
+@op("logsumexp")
+def _logsumexp(shapes, x, dim, keepdim=False):
+    d = dt(shapes)
+    return jax.nn.logsumexp(_as(x, d), axis=_dims(dim, jnp.ndim(x)), keepdims=keepdim)
+
+
+@op("logaddexp")
+def _logaddexp(shapes, a, b):
+    d = dt(shapes)
+    return jnp.logaddexp(_as(a, d), _as(b, d))
+
+
+@op("nansum")
+def _nansum(shapes, x, dim=None, keepdim=False, dtype=None):
+    d = dt(shapes)
+    return jnp.nansum(_as(x, d), axis=_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@op("cumprod")
+def _cumprod(shapes, x, dim, dtype=None):
+    d = dt(shapes)
+    if jnp.ndim(x) == 0:
+        return _as(x, d)
+    return jnp.cumprod(_as(x, d), axis=dim)
+
+
+@op("fmax")
+def _fmax(shapes, a, b):
+    d = dt(shapes)
+    return jnp.fmax(_as(a, d), _as(b, d))
+
+
+@op("fmin")
+def _fmin(shapes, a, b):
+    d = dt(shapes)
+    return jnp.fmin(_as(a, d), _as(b, d))
+
+
+@op("heaviside")
+def _heaviside(shapes, x, values):
+    d = dt(shapes)
+    x, values = _as(x, d), _as(values, d)
+    return jnp.where(x == 0, values, (x > 0).astype(d))
+
+
+@op("elu")
+def _elu(shapes, x, alpha=1, scale=1, input_scale=1):
+    d = dt(shapes)
+    x = _as(x, d)
+    negative = alpha * (jnp.exp(x * input_scale) - 1)
+    return scale * jnp.where(x > 0, x, negative)
+
+
+@op("baddbmm")
+def _baddbmm(shapes, x, a, b, beta=1, alpha=1):
+    return _addmm(shapes, x, a, b, beta=beta, alpha=alpha)
+
+
+@op("addmv")
+def _addmv(shapes, x, a, b, beta=1, alpha=1):
+    return _addmm(shapes, x, a, b, beta=beta, alpha=alpha)
+
+
+@op("addbmm")
+def _addbmm(shapes, x, a, b, beta=1, alpha=1):
+    d = dt(shapes)
+    product = jnp.sum(jnp.matmul(_as(a, d), _as(b, d), precision=_HIGHEST), axis=0)
+    return _addmm_tail(d, x, product, beta, alpha)
+
+
+@op("addr")
+def _addr(shapes, x, a, b, beta=1, alpha=1):
+    d = dt(shapes)
+    product = jnp.outer(_as(a, d), _as(b, d))
+    return _addmm_tail(d, x, product, beta, alpha)
+
+
+def _addmm_tail(d, x, product, beta, alpha):
+    """``beta * x + alpha * product`` as addmm computes it (``beta == 0`` ignores ``x``)."""
+    if not (type(alpha) in (int, float, bool) and alpha == 1):
+        product = product * _as(alpha, d)
+    if type(beta) in (int, float, bool):
+        if beta == 0:
+            return product
+        return product + (_as(x, d) if beta == 1 else _as(x, d) * beta)
+    return product + jnp.where(beta == 0, jnp.zeros((), d), _as(x, d) * _as(beta, d))
+
+
+@op("slice_scatter")
+def _slice_scatter(shapes, x, src, dim=0, start=None, end=None, step=1):
+    dim %= x.ndim
+    index = [slice(None)] * x.ndim
+    index[dim] = slice(start, end, step)
+    d = dt(shapes)
+    return _as(x, d).at[tuple(index)].set(_as(src, d))
+
+
+@op("select_scatter")
+def _select_scatter(shapes, x, src, dim, index):
+    dim %= x.ndim
+    d = dt(shapes)
+    return lax.dynamic_update_index_in_dim(_as(x, d), _as(src, d), index % x.shape[dim], dim)
+
+
+@op("diagonal_copy")
+def _diagonal(shapes, x, offset=0, dim1=0, dim2=1):
+    return jnp.diagonal(x, offset, dim1 % x.ndim, dim2 % x.ndim)
+
+
+@op("repeat")
+def _repeat(shapes, x, repeats):
+    x = jnp.reshape(x, (1,) * (len(repeats) - x.ndim) + x.shape)
+    return jnp.tile(x, repeats)
+
+
+@op("index_fill.int_Scalar", "index_fill.int_Tensor")
+def _index_fill(shapes, x, dim, index, value):
+    d = dt(shapes)
+    x = _as(x, d)
+    if x.ndim == 0:
+        return jnp.where(jnp.size(index) > 0, _as(value, d), x)
+    dim %= x.ndim
+    where = [slice(None)] * x.ndim
+    where[dim] = jnp.reshape(index, (-1,)) % x.shape[dim]
+    return x.at[tuple(where)].set(_as(value, d))
