@@ -1169,9 +1169,11 @@ def _vector_norm(shapes, x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa
     d = dt(shapes)
     x = jnp.abs(x).astype(d)
     axes = _dims(dim, x.ndim)
+    if x.size == 0:  # every norm of nothing is 0 (torch raises for the inf norms itself)
+        return jnp.zeros(sizes(shapes), d)
     if isinstance(ord, (int, float)):  # a number known when lowering
         if ord == float("inf"):
-            return jnp.max(x, axis=axes, keepdims=keepdim)
+            return jnp.max(x, axis=axes, keepdims=keepdim, initial=0.0)
         if ord == float("-inf"):
             return jnp.min(x, axis=axes, keepdims=keepdim)
         if ord == 0:
@@ -1184,7 +1186,7 @@ def _vector_norm(shapes, x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa
     # a traced order (a graph input): every form, the one it names chosen
     p = jnp.asarray(ord, d)
     forms = [
-        (p == jnp.inf, jnp.max(x, axis=axes, keepdims=keepdim)),
+        (p == jnp.inf, jnp.max(x, axis=axes, keepdims=keepdim, initial=0.0)),
         (p == -jnp.inf, jnp.min(x, axis=axes, keepdims=keepdim)),
         (p == 0, jnp.sum((x != 0).astype(d), axis=axes, keepdims=keepdim)),
         (p == 1, jnp.sum(x, axis=axes, keepdims=keepdim)),
