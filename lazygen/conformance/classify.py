@@ -17,7 +17,9 @@ entry is classified by its worst sample:
 
 (``crash`` and ``timeout`` are the runner's: a process cannot classify its own death.)
 
-Random ops are compared with the same seed for both runs. Ops that return uninitialised
+Random ops are compared with the same seed for both runs. On a backend that draws its own
+numbers from seeds (``Backend.random_numbers = "seed"``), a sample that drew some and
+differs from eager is not compared (an entry with no other sample is ``no_sample``). Ops that return uninitialised
 memory (`empty`, `new_empty`, ...) are compared by shape and dtype only, as PyTorch's own
 OpInfo tests do. A floating result outside `assert_close`'s tolerance for its dtype still
 counts as correct when it is as accurate as eager's: both are measured against the op run
@@ -40,6 +42,10 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
 from .entries import UNINITIALISED, entry_name
+
+#: The metrics counter of seeds a ``"seed"`` backend's random ops drew
+#: (``lazygen.runtime.random_inputs.SEED_DRAWS``).
+SEED_DRAWS = "RandomSeedDraw"
 
 #: Outcomes of a classified entry, best first.
 CLASSES = ("lazy", "fallback", "wrong", "error", "no_sample")
@@ -261,6 +267,7 @@ def run_entry(
     except Exception as exc:  # the OpInfo itself cannot build samples here
         return EntryResult(name, "no_sample", 0, f"sample_inputs failed: {exc}")
     ran = 0
+    random_only = False
     for sample in samples:
         if ran >= max_samples:
             break
@@ -290,6 +297,12 @@ def run_entry(
         difference = compare(lazy, eager, opinfo.name in UNINITIALISED)
         if difference and _as_accurate_as_eager(compute, args, sample.kwargs, lazy, eager, dtype):
             difference = ""
+        if difference and metrics.counter_value(SEED_DRAWS):
+            # The backend draws its own random numbers (``Backend.random_numbers = "seed"``):
+            # nothing to compare with eager's, so the sample does not count as run.
+            ran -= 1
+            random_only = True
+            continue
         if difference:
             outcomes.append("wrong")
             details.append(difference)
@@ -298,7 +311,12 @@ def run_entry(
             outcomes.append("fallback" if used else "lazy")
             fallbacks.update(used)
     if not outcomes:
-        return EntryResult(name, "no_sample", 0, "no sample ran eagerly")
+        why = (
+            "random: the backend draws its own numbers (seeds), not eager's"
+            if random_only
+            else "no sample ran eagerly"
+        )
+        return EntryResult(name, "no_sample", 0, why)
     outcome = next(o for o in _WORST_FIRST if o in outcomes)
     detail = details[0] if details else ""
     max_abs = max_rel = None

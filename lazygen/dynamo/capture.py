@@ -172,8 +172,11 @@ class _LazyInterpreter(torch.fx.Interpreter):
     def _lazy(self, value):
         if isinstance(value, torch.Tensor) and value.device.type != settings.device_type:
             detached = value.detach()
-            data = self.device.backend.to_data(detached, self.device.backing)
-            lazy = from_data(data.clone() if data is detached else data, self.device)
+            if self.device.backend.torch_data:
+                data = self.device.backend.to_data(detached, self.device.backing)
+                lazy = from_data(data.clone() if data is detached else data, self.device)
+            else:  # ``from_data`` hands a copy to the backend
+                lazy = from_data(detached.clone(), self.device)
             self.constants.add(lazy._value.node)
             return to_functional(lazy)
         return value
@@ -514,7 +517,10 @@ def capture(
         if isinstance(a, torch.Tensor):
             t = inner(a) if _is_lazy(a) else None
             data = t._value.node.data if t is not None else a.detach()
-            lazy = from_data(device.backend.to_data(data, device.backing), device)
+            if device.backend.torch_data:
+                lazy = from_data(device.backend.to_data(data, device.backing), device)
+            else:  # a stand-in of its own: the backend's data may share memory (DLPack)
+                lazy = from_data(data.clone(), device)
             arg_of[lazy._value.node] = i
             lazy_args.append(to_functional(lazy))
             stand_ins.append((i, lazy_args[-1]))
@@ -583,6 +589,8 @@ def capture(
             continue
         if node in arg_of:
             result.feeds.append((ARG, arg_of[node]))
+        elif isinstance(node, ScalarData) and not device.backend.torch_data:
+            result.feeds.append((FIXED, node.value))  # as the executor feeds scalars
         elif isinstance(node, ScalarData) or node in interpreter.constants:
             result.feeds.append((FIXED, node.materialize()))
         elif isinstance(node, GeneratorData):

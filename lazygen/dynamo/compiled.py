@@ -96,6 +96,7 @@ class Replay:
         "container",
         "mutations",
         "asserts",
+        "native",
     )
 
     def __init__(
@@ -127,7 +128,10 @@ class Replay:
         self.spec = cap.spec
         host = cap.host
         self.lazy_out = host is None
-        self.copy_in = host is not None and host != device.backing.type
+        #: The backend's data is not torch's (``Backend.torch_data``): host arguments go
+        #: through ``to_data`` and results come back through ``from_data``.
+        self.native = not device.backend.torch_data
+        self.copy_in = host is not None and (host != device.backing.type or self.native)
         self.gather, self.extras = _gatherer(cap.feeds, len(args), self.host_args)
         self.copy_out = torch.device(host) if self.copy_in else None
         self.clones: tuple[int, ...] = ()
@@ -150,13 +154,16 @@ class Replay:
                 t = args[i]
                 inputs[position] = t if t.is_contiguous() else t.contiguous()
         for position, i in self.lazy_args:
-            inputs[position] = _lazy_data(args[i])
+            inputs[position] = _lazy_data(args[i], self.native)
         for position, device in self.generators:
             inputs[position] = default_generator(device)
         if self.executable is None:  # every output is an argument or a constant
             results = []
         else:
             results = executor.run(self.device, self.run, self.order, inputs)
+            if self.native:  # host views of the backend's results (DLPack, no copy)
+                from_data_ = self.device.backend.from_data
+                results = [from_data_(r, "cpu", copy=False) for r in results]
         if not self.checked:
             self._check(results, inputs)
         if self.asserts:  # before any result or write-back reaches the caller
@@ -278,14 +285,15 @@ def _write_back(args: list, results: list, mutations: list, across_devices: bool
             )
 
 
-def _lazy_data(t: torch.Tensor) -> torch.Tensor:
-    """The device data of a lazy argument, running its pending IR first."""
+def _lazy_data(t: torch.Tensor, native: bool = False):
+    """The device data of a lazy argument, running its pending IR first (``native``: as
+    the backend holds it, for a backend whose data is not torch's)."""
     lazy = inner(t)
     node = lazy._value.node
     if not node.is_input:
         executor.sync([lazy])
         node = lazy._value.node
-    return node.data
+    return node.materialize() if native else node.data
 
 
 class Eager:

@@ -162,6 +162,24 @@ class Backend(ABC):
     #: graph write the caller's parameters; False: the graph returns the new values and
     #: the replay copies them into the parameters (one ``_foreach_copy_``).
     writes_inputs: bool = False
+    #: True when its device data are torch tensors on ``data_device()`` that eager ops run
+    #: on (every backend that executes with torch's kernels). False: device data is
+    #: whatever ``to_data`` returns (a ``jax.Array``, a handle) and ``execute`` returns the
+    #: same kind; the core never runs a torch op on it, and reads it (eager fallback, host
+    #: reads, printing) only through ``from_data(data, "cpu", copy=False)``, once per tensor
+    #: per step (docs/backend-guide.md, "Device data that is not a torch tensor").
+    torch_data: bool = True
+    #: How random ops reach its graphs (``lazygen.runtime.random_inputs``):
+    #: ``"torch_generator"``, a ``torch.Generator`` per random op holding the state eager's
+    #: call would start from (the graph draws eager's exact numbers; needs torch's
+    #: kernels), or ``"seed"``, a seed and an offset per random op as int64 0-dim inputs,
+    #: the backend drawing with its own counter-based generator (numbers differ from
+    #: eager's, distributions do not).
+    random_numbers: str = "torch_generator"
+    # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
+    # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
+    # and as the Python numbers themselves on the others, which cast them where a lowering
+    # needs a dtype (``ctx.output_dtype()``, ``ctx.number_dtype(v)``).
 
     def refused_ops(self) -> dict:
         """Ops this backend cannot run inside a graph, each mapped to None (always) or to a
@@ -183,15 +201,22 @@ class Backend(ABC):
         """Where device data of ``lazygen:<index>`` lives (a torch device eager ops run on)."""
         return torch.device(settings.backing_device)
 
-    def to_data(self, tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    def to_data(self, tensor: torch.Tensor, device: torch.device) -> Any:
         """Device data for ``tensor`` on ``device`` (this backend's data device): contiguous;
-        may be ``tensor`` itself when it already is (callers copy what they must not share)."""
+        may be ``tensor`` itself, or share its memory, when it already is (callers copy what
+        they must not share). With ``torch_data`` false, the backend's own data object."""
         if tensor.device != device:
             tensor = tensor.to(device)
         return tensor if tensor.is_contiguous() else tensor.contiguous()
 
-    def from_data(self, data: torch.Tensor, device: torch.device | str = "cpu") -> torch.Tensor:
-        """A copy of device data on ``device`` (the host by default)."""
+    def from_data(
+        self, data: Any, device: torch.device | str = "cpu", copy: bool = True
+    ) -> torch.Tensor:
+        """Device data as a torch tensor on ``device`` (the host by default): a copy, or with
+        ``copy=False`` a tensor that may share the data's memory (DLPack), which the core
+        only reads (it asks so only of backends whose ``torch_data`` is false)."""
+        if not copy and data.device == torch.device(device):
+            return data
         return data.to(device, copy=True)
 
     # Graphs -------------------------------------------------------------------------------
@@ -216,9 +241,10 @@ class Backend(ABC):
         while compiling does so under ``outside_dispatch()``."""
 
     @abstractmethod
-    def execute(self, executable: Any, inputs: list) -> list[torch.Tensor]:
-        """Run it on its inputs (device data, 0-dim scalar tensors, generators, in the order
-        of ``LoweringContext.parameters``); one tensor per output."""
+    def execute(self, executable: Any, inputs: list) -> list:
+        """Run it on its inputs (device data, 0-dim scalar tensors, generators or seeds, in
+        the order of ``LoweringContext.parameters``); one result per output: a tensor, or
+        with ``torch_data`` false the backend's data object (of the output's dtype)."""
 
     def runner(self, executable: Any) -> Callable[[list], list]:
         """``run(inputs)``: what ``execute(executable, inputs)`` does, for callers that run

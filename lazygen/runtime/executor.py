@@ -19,7 +19,7 @@ from .devices import LazyDevice, all_devices, caches
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
 from .graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
 from .graph.eager import EagerGraph, NoEagerOp
-from .ir import DeviceData, InputWrite, Node, Value
+from .ir import DeviceData, InputWrite, Node, ScalarData, Value
 from .launches import FailedRun, Launch, settle
 from .state import log, settings
 from .tensor import LazyTensor
@@ -170,6 +170,8 @@ def _run_uncompiled(device: LazyDevice, graph: EagerGraph, inputs: list) -> list
     """Run a graph op by op; one with an op torch cannot run so is compiled after all
     (uncached, counted as ``EagerGraphCompiled``)."""
     try:
+        if not device.backend.torch_data:
+            return graph.run_on_host(device.backend, inputs)
         return graph.run(inputs)
     except LazyGraphError as error:
         if not isinstance(error.__cause__, NoEagerOp):
@@ -290,7 +292,8 @@ def _sync_device(
                 key = plan.key
                 executable = compile_cached(device, key, order, outputs)
             debug.note_sync(device, executable, order, outputs)
-            inputs = _read_inputs(order, plan.inputs)  # waits for runs they come from
+            # waits for runs they come from
+            inputs = _read_inputs(order, plan.inputs, device.backend.torch_data)
         except LazyGraphError as error:
             _fail(device, tensors, values, error)
             raise
@@ -307,13 +310,13 @@ def _sync_device(
                 cache.forget(key)  # a later, fixed lowering must not reuse it
                 _fail(device, tensors, values, error)
                 raise
-            data_of = {
-                value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)
-            }
+            data_of = _as_device_data(device, outputs, results)
         else:
             launch = _launch(device, executable, key, order, inputs, outputs, tensors, values)
+            native = None if device.backend.torch_data else device.backend
             data_of = {
-                value: Value(launch.output(value.node.shapes[value.index]), 0) for value in outputs
+                value: Value(launch.output(value.node.shapes[value.index], native), 0)
+                for value in outputs
             }
             device.in_flight.append(launch)
         for t, value in zip(tensors, values, strict=True):
@@ -323,13 +326,29 @@ def _sync_device(
         return data_of
 
 
-def _read_inputs(order: list[Node], positions) -> list:
+def _as_device_data(device: LazyDevice, outputs: list[Value], results: list) -> dict:
+    """Each output value's ``DeviceData`` holding its result."""
+    if device.backend.torch_data:
+        return {value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)}
+    backend = device.backend
+    return {
+        value: Value(DeviceData(r, None, value.node.shapes[value.index], backend), 0)
+        for value, r in zip(outputs, results, strict=True)
+    }
+
+
+def _read_inputs(order: list[Node], positions, torch_data: bool = True) -> list:
     """The graph's input data. An input whose own graph failed fails this one with the same
-    error, the input being the failed node (what depends on it carries the error)."""
+    error, the input being the failed node (what depends on it carries the error). For a
+    backend whose data is not torch's (``Backend.torch_data``), scalars are their numbers."""
     inputs = []
     for i in positions:
         try:
-            inputs.append(order[i].materialize())
+            node = order[i]
+            if not torch_data and isinstance(node, ScalarData):
+                inputs.append(node.value)
+                continue
+            inputs.append(node.materialize())
         except LazyGraphError as error:
             error.failed_node = order[i]
             raise
@@ -411,6 +430,8 @@ def _finish(device: LazyDevice, outputs: list[Value], results, method: str) -> l
     if len(results) != len(outputs):
         what = f"returned {len(results)} results for a graph of {len(outputs)} outputs"
         _broken_contract(device, method, what)
+    if not device.backend.torch_data:
+        return list(results)  # the backend's own data: its dtypes are its lowerings' concern
     finished = []
     for i, (value, result) in enumerate(zip(outputs, results, strict=True)):
         shape = value.node.shapes[value.index]

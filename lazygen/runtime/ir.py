@@ -188,27 +188,47 @@ def _carries_more(cls: type) -> bool:
 class DeviceData(Node):
     """A materialised tensor on the backing device; a graph input.
 
+    Its data is whatever the backend holds (``Backend.to_data`` made it, or its
+    ``execute``): a torch tensor for backends that run torch (``Backend.torch_data``), else
+    the backend's own object (a ``jax.Array``, a handle). ``materialize()`` gives it as it
+    is, to the backend's graphs; ``data`` gives a torch tensor on the host for the core's
+    own readers (the eager fallback, host reads, printing): for non-torch data, through
+    ``Backend.from_data(..., copy=False)`` once per node (zero-copy where DLPack allows).
+
     Its data may still be in flight: a graph launched asynchronously (``mark_step``) gives
     each output a ``DeviceData`` whose ``data`` waits for that run when first read.
     """
 
-    __slots__ = ("_data", "_launch")
+    __slots__ = ("_data", "_launch", "_backend", "_host")
     op_kind = "prim::DeviceData"
     op_name = "device_data"
     is_input = True
 
-    def __init__(self, data: torch.Tensor | None, launch=None, shape: Shape | None = None):
+    def __init__(
+        self,
+        data: torch.Tensor | None,
+        launch=None,
+        shape: Shape | None = None,
+        backend=None,
+    ):
+        """``backend``: the backend whose non-torch data this is (None for torch data);
+        ``shape`` is then required, since only torch data tells its own."""
         self.operands = ()
         self.attrs = ()
         self._data = data
         self._launch = launch
-        self.shapes = (shape if data is None else Shape(data.dtype, tuple(data.shape)),)
+        self._backend = backend
+        self._host = None
+        if data is None or backend is not None:
+            self.shapes = (shape,)
+        else:
+            self.shapes = (Shape(data.dtype, tuple(data.shape)),)
         self.source = None
 
     @classmethod
-    def pending(cls, launch, shape: Shape) -> DeviceData:
+    def pending(cls, launch, shape: Shape, backend=None) -> DeviceData:
         """Data that ``launch`` (an in-flight graph run) will deliver through ``deliver``."""
-        return cls(None, launch, shape)
+        return cls(None, launch, shape, backend)
 
     @classmethod
     def failed(cls, run, shape: Shape) -> DeviceData:
@@ -217,14 +237,28 @@ class DeviceData(Node):
         return cls(None, run, shape)
 
     @property
-    def data(self) -> torch.Tensor:
-        """The tensor, contiguous. A graph output may be a strided view (the gradient view
-        of a product whose base is synced too); it is copied only when someone reads it,
-        which for most such outputs never happens."""
+    def native(self):
+        """The data as the backend holds it (waiting for the run that makes it)."""
         data = self._data
         if data is None:
             self._launch.wait()  # delivers into this node, or raises the run's error
             data = self._data
+        return data
+
+    @property
+    def data(self) -> torch.Tensor:
+        """The tensor, contiguous. A graph output may be a strided view (the gradient view
+        of a product whose base is synced too); it is copied only when someone reads it,
+        which for most such outputs never happens. Non-torch data: its host view."""
+        data = self._data
+        if data is None:
+            self._launch.wait()  # delivers into this node, or raises the run's error
+            data = self._data
+        if self._backend is not None:
+            host = self._host
+            if host is None:
+                host = self._host = self._backend.from_data(data, "cpu", copy=False)
+            return host
         if not data.is_contiguous():
             data = self._data = data.contiguous()
         return data
@@ -233,7 +267,9 @@ class DeviceData(Node):
         self._data = data
         self._launch = None
 
-    def materialize(self) -> torch.Tensor:
+    def materialize(self):
+        if self._backend is not None:
+            return self.native
         return self.data
 
 

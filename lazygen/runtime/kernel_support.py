@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import dispatch, executor, reuse_trie, state
+from . import dispatch, executor, random_inputs, reuse_trie, state
 from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
@@ -26,7 +26,7 @@ from .ir import (
 from .metrics import count
 from .shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
 from .state import settings
-from .tensor import LazyTensor, new_lazy
+from .tensor import LazyTensor, device_data, new_lazy
 
 __all__ = [
     "LazyTensor",
@@ -84,6 +84,8 @@ def node_class(op_name: str) -> type[Node]:
 
 def upload(t: torch.Tensor, device: LazyDevice) -> Value:
     """Device data holding a copy of host tensor ``t`` (the caller may change ``t`` later)."""
+    if not device.backend.torch_data:  # its data may share t's memory (DLPack)
+        return device_data(t.clone(), device)
     data = device.backend.to_data(t, device.backing)
     if data is t:
         data = t.clone()
@@ -276,9 +278,12 @@ VALUE_INDEPENDENT = frozenset(
 def generator(gen, device: LazyDevice, op, args, kwargs) -> Value:
     """The ``Generator?`` operand of random op ``op``: a copy of the generator's state, after
     which the real generator (``gen``, else the backing device's default one) is advanced
-    exactly as eager's call would advance it. The graph then draws eager's numbers."""
+    exactly as eager's call would advance it. The graph then draws eager's numbers. A
+    backend whose ``random_numbers`` is ``"seed"`` gets a seed instead (``random_inputs``)."""
     if gen is None:
         gen = default_generator(device.backing)
+    if device.backend.random_numbers == "seed":
+        return random_inputs.seed_value(gen)
     state = gen.get_state()
     _advance(gen, op, args, kwargs)
     return _new_value(Value, (GeneratorData(state, gen.device), 0))

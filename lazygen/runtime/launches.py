@@ -55,9 +55,10 @@ class Launch:
         self._reported = False
         _all_launches.add(self)
 
-    def output(self, shape) -> DeviceData:
-        """The next output's node, in the order of the graph's outputs."""
-        node = DeviceData.pending(self, shape)
+    def output(self, shape, backend=None) -> DeviceData:
+        """The next output's node, in the order of the graph's outputs (``backend``: the
+        backend whose non-torch data it will hold, see ``DeviceData``)."""
+        node = DeviceData.pending(self, shape, backend)
         self._nodes.append(node)
         return node
 

@@ -98,6 +98,16 @@ def rules_for(op) -> list[tuple[Any, Predicate | None]]:
     return rules or []
 
 
+def refused_by(backend, op, args: tuple = (), kwargs: dict | None = None) -> bool:
+    """Whether ``backend`` refuses this call of ``op`` (an ``OpOverload``): for kernels
+    that choose between lowering an op themselves and a decomposition into plain ops
+    (attention: ``ops/attention.py``)."""
+    for refuser, predicate in rules_for(op):
+        if refuser is backend and (predicate is None or predicate(op, args, kwargs or {})):
+            return True
+    return False
+
+
 def guard(op, kernel):
     """``kernel``, or, when an installed backend refuses ``op``, a kernel that runs the call
     eagerly where the calling device's backend refuses it and calls ``kernel`` elsewhere."""

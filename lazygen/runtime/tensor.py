@@ -14,7 +14,7 @@ import torch
 
 from .devices import LazyDevice
 from .errors import LazygenRuntimeError
-from .ir import DeviceData, FixedScalar, ScalarTable, Value
+from .ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
 from .state import active_kernels, settings
 
 
@@ -100,8 +100,9 @@ class LazyTensor(torch.Tensor):
         return self._value.node.is_input
 
     def set_data(self, data: torch.Tensor) -> None:
-        """Point this tensor at freshly materialised ``data`` (same shape and dtype)."""
-        self._value = Value(DeviceData(data), 0)
+        """Point this tensor at freshly materialised ``data`` (same shape and dtype), a
+        torch tensor, handed to the backend when its data is not torch's."""
+        self._value = device_data(data, self._device)
         self._shape = self._value.node.shapes[0]
 
 
@@ -171,9 +172,20 @@ def from_data(data: torch.Tensor, device: LazyDevice) -> LazyTensor:
         raise unsupported_layout(data.layout)
     if data.is_nested:  # a strided layout, but no sizes: nothing a graph value can hold
         raise unsupported_nested()
+    return LazyTensor(device_data(data, device), device)
+
+
+def device_data(data: torch.Tensor, device: LazyDevice) -> Value:
+    """The value of device data holding torch tensor ``data`` (which the caller will not
+    change): converted by the backend when not on its data device, not contiguous, or when
+    the backend's data is not torch's (``Backend.torch_data``)."""
+    backend = device.backend
+    if not backend.torch_data:
+        shape = Shape(data.dtype, tuple(data.shape))
+        return Value(DeviceData(backend.to_data(data, device.backing), None, shape, backend), 0)
     if data.device != device.backing or not data.is_contiguous():
-        data = device.backend.to_data(data, device.backing)
-    return LazyTensor(Value(DeviceData(data), 0), device)
+        data = backend.to_data(data, device.backing)
+    return Value(DeviceData(data), 0)
 
 
 def to_functional(tensor: LazyTensor) -> torch.Tensor:

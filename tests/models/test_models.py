@@ -32,14 +32,16 @@ ROOT = Path(__file__).resolve().parents[2]
 LOSS_FLOOR, STATE_FLOOR, SENSITIVITY_FACTOR = 1e-4, 1e-5, 8
 
 
-def _run(name: str, mode: str) -> dict:
-    env = dict(os.environ)
+def _run(name: str, mode: str, *options: str, **environ: str) -> dict:
+    """The worker's result for ``name`` in ``mode`` (``options``: more of its arguments,
+    ``environ``: variables set for it)."""
+    env = dict(os.environ) | environ
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     # One intra-op thread: the tests run side by side (xdist), and OpenMP threads contending
     # for the same cores made the first steps of graphs and eager alike up to 100x slower.
     env.setdefault("OMP_NUM_THREADS", "1")
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.models.worker", name, mode],
+        [sys.executable, "-m", "tests.models.worker", name, mode, *options],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -1,6 +1,6 @@
 """Train one model of the zoo eagerly and with lazygen, in this process; print one JSON line.
 
-    python -m tests.models.worker MODEL MODE [--steps N]
+    python -m tests.models.worker MODEL MODE [--steps N] [--dropout-off]
 
 MODE is ``lazy`` (the model on the lazy device, ``mark_step`` after each optimizer step),
 ``inductor`` (the same on the inductor backend: Inductor compiles each graph),
@@ -96,6 +96,9 @@ def main(argv=None) -> int:
     parser.add_argument("model", choices=sorted(MODELS))
     parser.add_argument("mode", choices=("lazy", "inductor", "compile", "loop"))
     parser.add_argument("--steps", type=int, default=5)
+    # For backends that draw their own random numbers (``Backend.random_numbers = "seed"``:
+    # the jax backend), whose dropout masks differ from eager's by design.
+    parser.add_argument("--dropout-off", action="store_true", help="every nn.Dropout p=0")
     args = parser.parse_args(argv)
     spec = MODELS[args.model]
     reason = None
@@ -111,6 +114,10 @@ def main(argv=None) -> int:
     lr.init(backend="inductor" if args.mode == "inductor" else None)
     torch.manual_seed(0)
     model = spec.build()
+    if args.dropout_off:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
     generator = torch.Generator().manual_seed(1)
     batches = [spec.batch(generator) for _ in range(args.steps)]
 

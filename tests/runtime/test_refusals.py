@@ -138,3 +138,38 @@ def test_keys_name_overloads_packets_and_strings():
 def test_unrefused_kernels_are_left_as_they_are():
     kernel = object()
     assert refusals.guard(aten.neg.default, kernel) is kernel
+
+
+class AttentionDecliningBackend(TorchScriptBackend):
+    """TorchScript without the attention nodes (``ops/attention.DECLINABLE``)."""
+
+    name = "declining-attention"
+
+    def refused_ops(self) -> dict:
+        return {"scaled_dot_product_attention": None}
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_declined_attention_is_decomposed_into_plain_ops(is_causal):
+    """Refusing attention was silently ignored (the fused node was traced anyway); it now
+    takes ATen's math path: plain ops in the graph, no fused node, eager's results."""
+    index = 6
+    lr.set_device_backend(index, AttentionDecliningBackend())
+    device = f"lazygen:{index}"
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 4) for _ in range(3))
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    lr.metrics.reset()
+    got = torch.nn.functional.scaled_dot_product_attention(
+        q.to(device), k.to(device), v.to(device), is_causal=is_causal
+    )
+    torch.testing.assert_close(got.cpu(), want)
+    counters = lr.metrics.counters()
+    assert not any("scaled_dot_product" in name for name in counters), counters
+    assert lr.metrics.counter_value("lazy::_softmax") or lr.metrics.counter_value("lazy::bmm")
+    # the same call on a device whose backend keeps the node still traces it
+    lr.metrics.reset()
+    torch.nn.functional.scaled_dot_product_attention(
+        q.to("lazygen"), k.to("lazygen"), v.to("lazygen")
+    ).cpu()
+    assert lr.metrics.counter_value("lazy::_scaled_dot_product_fused_attention_overrideable")

@@ -4,6 +4,7 @@ only when chosen (``init(backend=...)``), so the runtime's core never imports on
 * ``torchscript`` (alias ``ts``): graphs as TorchScript functions; the default.
 * ``inductor``: graphs as ``torch.fx`` modules of aten overloads compiled by Inductor.
 * ``fx``: the same ``torch.fx`` modules, run uncompiled (debugging, portability).
+* ``jax``: graphs as XLA programs through ``jax.jit`` (needs ``pip install lazygen[jax]``).
 
 Third-party backends register an entry point in the ``lazygen.backends`` group instead.
 """
@@ -13,6 +14,7 @@ BUILTIN = {
     "ts": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
     "inductor": "lazygen.runtime.backends.inductor.backend:InductorBackend",
     "fx": "lazygen.runtime.backends.inductor.backend:FxBackend",
+    "jax": "lazygen.runtime.backends.jax.backend:JaxBackend",
 }
 
 DEFAULT = "torchscript"

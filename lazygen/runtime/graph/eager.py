@@ -96,6 +96,23 @@ class EagerGraph:
             ctx.lower_graph(self.order, self.outputs)
         return ctx.results
 
+    def run_on_host(self, backend, inputs: list) -> list:
+        """``run`` for a backend whose device data is not torch's (``Backend.torch_data``
+        false): inputs as torch tensors (device data through ``from_data(..., copy=False)``,
+        scalars as 0-dim tensors, seeds as generators seeded with them), results handed
+        back to the backend (``to_data``)."""
+        nodes = [n for n in self.order if n.is_input]
+        host = []
+        for node, value in zip(nodes, inputs, strict=True):
+            if getattr(node, "is_seed", False):
+                host.append(torch.Generator().manual_seed(value))
+            elif isinstance(node, ScalarData):
+                host.append(torch.tensor(value, dtype=node.shapes[0].dtype))
+            else:
+                host.append(backend.from_data(value, "cpu", copy=False))
+        results = self.run(host)
+        return [backend.to_data(r.contiguous(), self.device) for r in results]
+
     def describe(self) -> str:
         """What ``debug.last_graph()`` shows for it."""
         ops = [n.op_kind or type(n).__name__ for n in self.order if not n.is_input]

@@ -14,6 +14,14 @@ results equal eager on the CPU. Everywhere else it runs ATen's composite (math) 
 
 Scope: a CPU backing device (a CUDA backing device keeps the math path); dropout, grouped
 query attention, 3-D masks and masks that need a gradient keep the math path, as on the CPU.
+
+The two nodes are what a backend sees of attention: ``FusedAttention`` (output, and the
+logsumexp of each query's scores, float32 ``[..., L]``) and ``FusedAttentionBackward``
+(query, key and value gradients from the output's gradient, the output and that
+logsumexp). A backend lowers them natively (the jax backend does, in plain ``jnp``), or
+declines them: refusing any of ``DECLINABLE`` (``Backend.refused_ops``) makes its devices
+take ATen's math path instead, attention decomposed into plain ops (matmul, softmax...)
+that are traced, and refused, one by one; nothing runs torch's private CPU kernels then.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import math
 import torch
 from torch.nn.attention import SDPBackend
 
-from .. import devices
+from .. import devices, refusals
 from .. import kernel_support as rt
 from ..dispatch import call
 from ..errors import LazygenRuntimeError
@@ -78,6 +86,16 @@ class FusedAttentionBackward(Node):
 
 _choices: dict = {}
 _SDPA = aten.scaled_dot_product_attention.default
+_OVERRIDEABLE = aten._scaled_dot_product_fused_attention_overrideable.default
+
+#: Refusing any of these takes the math path on the refusing backend's devices.
+DECLINABLE = (_SDPA, _OVERRIDEABLE, _CPU_FLASH, _CPU_FLASH_BACKWARD)
+
+
+def _declined(query) -> bool:
+    """Whether the backend of ``query``'s device refuses the attention nodes."""
+    backend = devices.device_from(query.device).backend
+    return any(refusals.refused_by(backend, op) for op in DECLINABLE)
 
 
 def _stand_in(t):
@@ -124,6 +142,7 @@ def scaled_dot_product_attention(
         and query.dtype == key.dtype == value.dtype
         and devices.device_from(query.device).backing.type == "cpu"
         and _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale)
+        and not _declined(query)
     )
     if not fused:
         return _SDPA.decompose(

@@ -80,10 +80,10 @@ def _to_copy(
         data = self.to(dtype=dtype if dtype is not None else self.dtype, copy=True)
         return from_data(data, device_from(device))
     if target is not None and target != settings.device_type:  # lazy -> host
-        data = self._device.backend.from_data(_host_read(self, "aten::_to_copy"), device)
+        data = self._device.backend.from_data(_host_read(self, "aten::_to_copy", True), device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
     if target is not None and _other_index(device, self):  # lazygen:i -> lazygen:j
-        data = self._device.backend.from_data(_host_read(self, "aten::_to_copy"))
+        data = self._device.backend.from_data(_host_read(self, "aten::_to_copy", True))
         data = data.to(dtype, copy=True) if dtype is not None else data.clone()
         return from_data(data, device_from(device))
     rt.count("lazy::_to_copy")
@@ -116,16 +116,20 @@ def _other_index(device, self: LazyTensor) -> bool:
     return index is not None and index != self._device.index
 
 
-def _host_read(self: LazyTensor, op: str) -> torch.Tensor:
+def _host_read(self: LazyTensor, op: str, native: bool = False):
     """The device data of ``self``, computed, for a copy off the device: the program reads
     its values (``.cpu()``, ``tolist()``, a host tensor's ``copy_``). Counted as
     ``TransferFromDevice`` even when nothing was pending (an argument's data): a Dynamo
     capture must not replay a graph built from the values one call read; listed among the
-    host reads of ``metrics.fallback_report()`` as ``op``."""
+    host reads of ``metrics.fallback_report()`` as ``op``. ``native``: as the backend holds
+    it (for ``Backend.from_data``), else as a torch tensor."""
     record_fallback(op, not self.is_materialized, user_source, host_read=True)
     executor.sync([self])
     rt.count("TransferFromDevice")
-    return self._value.node.data
+    node = self._value.node
+    if native and not self._device.backend.torch_data:
+        return node.native  # the backend's data, for its ``from_data``
+    return node.data
 
 
 def _copy_from_and_resize(self, dst):

@@ -1,0 +1,137 @@
+"""Eager vs the torchscript backend vs the jax backend: first step and steady step.
+
+    python bench/jax_backend.py [--workloads mlp encoder gpt2] [--backends eager torchscript jax]
+                                [--steps 30] [--repeats 1]
+
+Each (backend, workload) pair runs in a fresh process (the first step pays every compile:
+TorchScript's, or XLA's through ``jax.jit``), pairs interleaved across repeats, medians
+printed as one Markdown table. A step is forward, cross-entropy, backward and the
+optimizer's step, then ``mark_step()`` on the lazy device, and the loss read on the host
+(as training loops print it). Workloads: ``mlp`` (784-256-10, batch 64, SGD with
+momentum), ``encoder`` (a 2-layer ``nn.TransformerEncoder``, d_model 64, 4 heads,
+batch 8 x 16, AdamW), ``gpt2`` (transformers' GPT-2 from a small config: 2 layers,
+n_embd 64, vocab 128, batch 4 x 16, AdamW, dropout off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = ("mlp", "encoder", "gpt2")
+BACKENDS = ("eager", "torchscript", "jax")
+
+
+def _workload(name: str):
+    import torch
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        model = torch.nn.Sequential(
+            torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+        )
+        batch = (torch.randn(64, 784), torch.randint(0, 10, (64,)))
+        return model, batch, lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9), None
+    if name == "encoder":
+
+        class Encoder(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
+                self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+                self.head = torch.nn.Linear(64, 10)
+
+            def forward(self, x):
+                return self.head(self.encoder(x).mean(1))
+
+        batch = (torch.randn(8, 16, 64), torch.randint(0, 10, (8,)))
+        return Encoder(), batch, lambda p: torch.optim.AdamW(p, lr=1e-3), None
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=128, n_positions=32, n_embd=64, n_layer=2, n_head=4,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    )  # fmt: skip
+    ids = torch.randint(0, 128, (4, 16))
+    return GPT2LMHeadModel(config), (ids, ids), lambda p: torch.optim.AdamW(p, lr=1e-3), "lm"
+
+
+def run_one(backend: str, workload: str, steps: int) -> dict:
+    """Train ``steps`` steps in this process; first step and median of the steady ones."""
+    import torch
+
+    import lazygen.runtime as lr
+
+    device = "cpu"
+    if backend != "eager":
+        lr.init(backend=backend)
+        device = "lazygen"
+    model, (x, y), make_optimizer, kind = _workload(workload)
+    model = model.to(device)
+    model.train()
+    optimizer = make_optimizer(model.parameters())
+    x, y = x.to(device), y.to(device)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        if kind == "lm":
+            loss = model(input_ids=x, labels=y).loss
+        else:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if device != "cpu":
+            lr.mark_step()
+        loss.item()
+        times.append(time.perf_counter() - start)
+    steady = times[min(10, steps - 1) :] if steps > 1 else times
+    result = {"first": times[0], "steady": statistics.median(steady)}
+    if device != "cpu":
+        report = lr.metrics.fallback_report()
+        result["fallbacks"] = len(report.fallbacks) + len(report.refused)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--one", nargs=2, metavar=("BACKEND", "WORKLOAD"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(*args.one, args.steps)))
+        return 0
+    runs: dict = {}
+    for _ in range(args.repeats):
+        for workload in args.workloads:
+            for backend in args.backends:
+                done = subprocess.run(
+                    [sys.executable, __file__, "--one", backend, workload, "--steps", str(args.steps)],
+                    capture_output=True, text=True,
+                )  # fmt: skip
+                if done.returncode != 0:
+                    raise SystemExit(f"{backend} {workload} failed:\n{done.stderr[-3000:]}")
+                runs.setdefault((workload, backend), []).append(
+                    json.loads(done.stdout.splitlines()[-1])
+                )
+    print("| workload | backend | first step | steady step | ops run eagerly |")
+    print("|---|---|---:|---:|---:|")
+    for (workload, backend), results in runs.items():
+        first = statistics.median(r["first"] for r in results)
+        steady = statistics.median(r["steady"] for r in results)
+        eager_ops = results[0].get("fallbacks", "-")
+        print(
+            f"| {workload} | {backend} | {first * 1e3:.0f} ms | {steady * 1e3:.2f} ms | {eager_ops} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""The jax backend: lazy graphs lowered to ``jax.numpy`` / ``jax.lax`` and compiled by XLA.
+
+Device data are ``jax.Array``s on JAX's default device (``Backend.torch_data`` false): they
+stay there between steps; the core reads one only through ``from_data`` (DLPack, zero-copy
+on the CPU) for the eager fallback, host reads and printing. Each lazy graph becomes one
+program function (``context.py``) compiled ahead of time with ``jax.jit(...).lower(...)
+.compile()`` and kept in lazygen's graph cache under the graph's key, so one XLA compile
+serves every step with that graph. Random ops draw from seeds (``random_numbers =
+"seed"``) with ``jax.random``. Ops the table lacks, or whose torch semantics JAX does not
+give, are refused (``refusals.py``) and run eagerly.
+
+It runs on whatever JAX runs on: the CPU here; GPUs and TPUs with JAX's wheels for them
+(untested by lazygen's suite).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+
+from ... import metrics
+from ...backend_interface import Backend, KernelTables
+from ...builtin import tables as op_list
+from ...ir import Node, ScalarData, Value
+from .context import JaxLoweringContext, program_function
+from .dtypes import enable_x64, to_jax
+from .ops import JAX_OPS
+from .refusals import refused_ops
+
+
+class JaxExecutable:
+    """One compiled graph: ``compiled(*inputs)`` returns its results as a tuple.
+
+    Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
+    each run checks them, and other numbers compile (once) a variant of their own."""
+
+    __slots__ = ("compiled", "static", "variants", "make")
+
+    def __init__(self, compiled, static: dict[int, int], make) -> None:
+        self.compiled = compiled
+        self.static = tuple(static.items())
+        self.variants = {tuple(v for _, v in self.static): compiled}
+        self.make = make  # numbers by position -> compiled variant
+
+    def __call__(self, inputs: list) -> list:
+        if not self.static:
+            return list(self.compiled(*inputs))
+        numbers = tuple(inputs[i] for i, _ in self.static)
+        compiled = self.variants.get(numbers)
+        if compiled is None:
+            metrics.count("JaxStaticInputCompile")
+            values = {i: n for (i, _), n in zip(self.static, numbers, strict=True)}
+            compiled = self.variants[numbers] = self.make(values)
+        return list(compiled(*inputs))
+
+
+class JaxBackend(Backend):
+    """Lazy graphs as XLA programs through ``jax.jit``."""
+
+    name = "jax"
+    torch_data = False
+    random_numbers = "seed"
+
+    def __init__(self) -> None:
+        enable_x64()
+        self.ops = dict(JAX_OPS)
+        self._refused: dict | None = None
+
+    def kernel_tables(self) -> KernelTables:
+        return op_list.kernel_tables()
+
+    def refused_ops(self) -> dict:
+        if self._refused is None:
+            self._refused = refused_ops(self.kernel_tables(), self.ops)
+        return self._refused
+
+    # Data -------------------------------------------------------------------------------
+
+    def data_device(self, index: int) -> torch.device:
+        """Where the eager fallback runs on the data's host view: the CPU."""
+        return torch.device("cpu")
+
+    def to_data(self, tensor: torch.Tensor, device: torch.device) -> jax.Array:
+        """A ``jax.Array`` of ``tensor`` (sharing its memory through DLPack where it can)."""
+        if tensor.device.type != "cpu":
+            tensor = tensor.cpu()
+        tensor = tensor.resolve_conj().resolve_neg()  # DLPack carries neither bit
+        if not tensor.is_contiguous() or tensor.stride() != _contiguous_strides(tensor.shape):
+            # torch calls size-1 dimensions of any stride contiguous; XLA takes a layout
+            tensor = torch.empty(tensor.shape, dtype=tensor.dtype).copy_(tensor)
+        try:
+            return jax.dlpack.from_dlpack(tensor)
+        except Exception:  # a dtype or layout DLPack does not carry: copy through numpy
+            return jnp.asarray(tensor.numpy(), dtype=to_jax(tensor.dtype))
+
+    def from_data(self, data: Any, device: torch.device | str = "cpu", copy: bool = True):
+        """A torch tensor of ``data``: DLPack's view of the same memory with ``copy=False``
+        (the core only reads it), a copy otherwise."""
+        try:
+            tensor = torch.from_dlpack(data)
+        except Exception:
+            tensor = torch.from_numpy(np.array(data))
+            copy = False
+        if copy:
+            tensor = tensor.clone()
+        return tensor if torch.device(device).type == "cpu" else tensor.to(device)
+
+    # Graphs -----------------------------------------------------------------------------
+
+    def lowering_context(self, device: torch.device) -> JaxLoweringContext:
+        return JaxLoweringContext(device, self.ops)
+
+    def _lowered(self, order, outputs, device, static_values=None):
+        ctx = self.lowering_context(device)
+        ctx.static_values = dict(static_values or {})
+        ctx.lower_graph(order, outputs)
+        function = program_function(ctx)
+        return ctx, jax.jit(function).lower(*[_abstract(n) for n in ctx.parameters])
+
+    def compile(self, order: list[Node], outputs: list[Value], device) -> JaxExecutable:
+        ctx, lowered = self._lowered(order, outputs, device)
+
+        def variant(values: dict[int, int]):
+            return self._lowered(order, outputs, device, values)[1].compile()
+
+        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant)
+
+    def execute(self, executable: JaxExecutable, inputs: list) -> list:
+        return executable(inputs)
+
+    def runner(self, executable: JaxExecutable):
+        return executable
+
+    def dump(self, order: list[Node], outputs: list[Value], device) -> str:
+        return str(self._lowered(order, outputs, device)[1].as_text())
+
+    def describe(self, executable: JaxExecutable) -> str:
+        return executable.compiled.as_text()
+
+
+def _contiguous_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _abstract(node: Node):
+    """What the executor will feed for input ``node``: its number for scalars and seeds
+    (traced as weakly typed scalars), a shape and dtype for device data."""
+    if isinstance(node, ScalarData) or getattr(node, "is_seed", False):
+        return node.value
+    shape = node.shapes[0]
+    return jax.ShapeDtypeStruct(tuple(shape.sizes), to_jax(shape.dtype))

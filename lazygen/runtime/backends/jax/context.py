@@ -1,0 +1,248 @@
+"""``JaxLoweringContext``: a lazy graph as a program of JAX op implementations.
+
+Lowering records, per IR node, which implementation (``ops.JAX_OPS``) runs on which slots;
+``program_function`` turns the record into one Python function of the graph's inputs that
+``jax.jit`` traces once (``backend.py``). Nothing JAX runs at lowering time, so an op the
+table lacks fails the lowering with its name before any compile.
+
+Graph inputs arrive as the executor feeds a backend whose data is not torch's
+(``Backend.torch_data`` false): device data as ``jax.Array``, wrapped Python numbers as the
+numbers (traced by ``jax.jit`` as weakly typed scalars: one graph serves every value), and
+random ops' seeds as ints (``Backend.random_numbers = "seed"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax.numpy as jnp
+import torch
+
+from ...ir import ScalarData, Shape, SizeConstant, Value
+from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
+from ...state import settings
+from .dtypes import to_jax
+
+#: Ops whose one ``SymInt[]`` argument equals their result's sizes.
+SIZE_IS_RESULT_SHAPE = frozenset({"view_copy", "expand_copy", "empty.memory_format"})
+
+
+class UnsupportedOpError(NotImplementedError):
+    """An op the jax backend has no implementation for (its lowering fails, naming it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A slot of the program: a graph input or an op's result."""
+
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cast:
+    """A slot read in another dtype (a wrapped Python number as the op takes it)."""
+
+    slot: int
+    dtype: torch.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """``outputs = impl(shapes, *args, **kwargs)``, arguments resolved from slots."""
+
+    impl: Callable
+    op: str
+    args: tuple
+    kwargs: dict
+    outputs: tuple[int, ...]
+    shapes: tuple[Shape | None, ...]
+    #: One ``Tensor[]`` result (a list, however many tensors it holds).
+    returns_list: bool = False
+
+
+def op_key(op: str) -> str:
+    """The table key of an op string: ``"aten::add.Tensor"`` -> ``"add.Tensor"``,
+    ``"aten::relu"`` and ``"aten::relu.default"`` -> ``"relu"``."""
+    namespace, _, rest = op.partition("::")
+    if namespace != "aten":
+        return op
+    return rest.removesuffix(".default")
+
+
+class JaxLoweringContext(LoweringContext):
+    """Records a graph's instructions; ``ops`` maps table keys (``op_key``) to
+    implementations ``impl(shapes, *args, **kwargs)``."""
+
+    def __init__(self, device: torch.device | str | None, ops: dict[str, Callable]) -> None:
+        super().__init__(device)
+        self.ops = ops
+        self.program: list[Instruction] = []
+        self.slot_count = 0
+        self.input_slots: list[int] = []
+        self.output_refs: list[Ref] = []
+        #: Inputs read as ``SymInt``s (a slice's start, an index): XLA needs them static,
+        #: so their numbers are compiled in, by input position (``backend.py`` guards them:
+        #: another number compiles another variant).
+        self.static_inputs: dict[int, int] = {}
+        #: The numbers to compile in, by input position (``static_inputs`` of a variant).
+        self.static_values: dict[int, int] = {}
+
+    def _new(self) -> Ref:
+        ref = Ref(self.slot_count)
+        self.slot_count += 1
+        return ref
+
+    # Inputs and results ------------------------------------------------------------------
+
+    def parameter(self, node) -> Ref:
+        if getattr(node, "is_generator", False) and not getattr(node, "is_seed", False):
+            raise UnsupportedOpError(
+                "a torch.Generator reached a jax graph: the jax backend draws random numbers "
+                "from seeds (Backend.random_numbers = 'seed')"
+            )
+        ref = self._new()
+        self.input_slots.append(ref.slot)
+        return ref
+
+    def set_graph_outputs(self, outputs: list[Value]) -> None:
+        self.output_refs = [self.values[v] for v in outputs]
+
+    # Arguments ----------------------------------------------------------------------------
+
+    def tensor(self, v: Value) -> Any:
+        if isinstance(v.node, ScalarData):
+            dtype = self.number_dtype(v)
+            number = fixed_number(v)
+            if number is not None:
+                return jnp.asarray(number, dtype=to_jax(dtype))
+            return Cast(self.values[v].slot, dtype)
+        return self.values[v]
+
+    def tensor_list(self, vs) -> list:
+        return [self.tensor(v) for v in vs]
+
+    def optional_tensor_list(self, vs) -> list:
+        return [None if v is None else self.tensor(v) for v in vs]
+
+    def scalar(self, v: Value) -> Any:
+        number = fixed_number(v)
+        return number if number is not None else self.values[v]
+
+    def symint(self, v: Value) -> Any:
+        if type(v.node) is SizeConstant:
+            return self.values[v]
+        number = fixed_number(v)
+        if number is not None:
+            return number
+        position = self.input_slots.index(self.values[v].slot)
+        number = self.static_values.get(position, v.node.value)
+        self.static_inputs[position] = number
+        return number
+
+    def symint_list(self, vs) -> list:
+        node = self.node
+        if node is not None and node.op_name in SIZE_IS_RESULT_SHAPE:
+            sizes = node.shapes[0].sizes
+            if len(sizes) == len(vs) and all(type(s) is int for s in sizes):
+                return list(sizes)
+        return [self.symint(v) for v in vs]
+
+    def constant(self, value) -> Any:
+        kind = type(value)
+        if kind is torch.device and value.type == settings.device_type:
+            return self.device
+        if kind is tuple or kind is list or kind is torch.Size:
+            return [self.constant(item) for item in value]
+        return value
+
+    def call(self, op, args: list, kwargs: dict, num_outputs: int) -> list:
+        name = op_string(op)
+        impl = self.ops.get(op_key(name))
+        if impl is None:
+            raise UnsupportedOpError(
+                f"{name} has no implementation on the jax backend (lazygen.runtime.backends."
+                "jax.ops); the backend refuses the ops it lacks (refused_ops), so this call "
+                "came from a hand-written lowering: add it to the table"
+            )
+        refs = [self._new() for _ in range(num_outputs)]
+        # A ``Tensor[]`` result is one value (a list) that ``unpack_list`` takes apart.
+        shapes = tuple(self.node.shapes) if self.node is not None else (None,) * num_outputs
+        self.program.append(
+            Instruction(impl, name, tuple(args), dict(kwargs), tuple(r.slot for r in refs), shapes)
+        )
+        return refs
+
+    def unpack_list(self, value: Ref, count: int) -> list:
+        refs = [self._new() for _ in range(count)]
+        self.program.append(
+            Instruction(
+                _unpack, "unpack", (value,), {}, tuple(r.slot for r in refs), (None,) * count
+            )
+        )
+        return refs
+
+
+def _returns_list(op: str) -> bool:
+    """Whether the overload ``op`` names returns one ``Tensor[]``."""
+    overload = overload_of(op)
+    if overload is None:
+        return False
+    returns = overload._schema.returns
+    return len(returns) == 1 and isinstance(returns[0].type, torch.ListType)
+
+
+def _unpack(shapes, values):
+    return list(values)
+
+
+def _resolve(arg, env: list):
+    kind = type(arg)
+    if kind is Ref:
+        return env[arg.slot]
+    if kind is Cast:
+        return jnp.asarray(env[arg.slot], dtype=to_jax(arg.dtype))
+    if kind is list or kind is tuple:
+        return [_resolve(a, env) for a in arg]
+    return arg
+
+
+def _cast(value, shape):
+    """``value`` in the dtype of ``shape`` (None: as it is)."""
+    if shape is None or value is None:
+        return value
+    want = to_jax(shape.dtype)
+    value = jnp.asarray(value)
+    return value if value.dtype == want else value.astype(want)
+
+
+def program_function(ctx: JaxLoweringContext) -> Callable:
+    """``run(*inputs) -> tuple of results``: the recorded program, for ``jax.jit``. Each
+    result is cast to the dtype shape inference gave its node (what torch returns)."""
+    program = list(ctx.program)
+    inputs = list(ctx.input_slots)
+    outputs = [r.slot for r in ctx.output_refs]
+    count = ctx.slot_count
+
+    def run(*args):
+        env: list = [None] * count
+        for slot, arg in zip(inputs, args, strict=True):
+            env[slot] = arg
+        for ins in program:
+            result = ins.impl(
+                ins.shapes,
+                *[_resolve(a, env) for a in ins.args],
+                **{k: _resolve(v, env) for k, v in ins.kwargs.items()},
+            )
+            if ins.returns_list:
+                env[ins.outputs[0]] = [_cast(v, s) for v, s in zip(result, ins.shapes, strict=True)]
+                continue
+            if len(ins.outputs) == 1 and ins.impl is not _unpack:
+                result = [result]
+            shapes = ins.shapes if len(ins.shapes) == len(ins.outputs) else (None,) * len(result)
+            for slot, value, shape in zip(ins.outputs, result, shapes, strict=True):
+                env[slot] = _cast(value, shape)
+        return tuple(env[slot] for slot in outputs)
+
+    return run

@@ -1,0 +1,77 @@
+"""What the jax backend refuses to run in a graph (``Backend.refused_ops``), and why.
+
+* Every op of the built-in list whose IR node lowers to an aten overload the op table
+  (``ops.JAX_OPS``) has no implementation for: it runs eagerly on the data's host view,
+  counted as refused in ``metrics.fallback_report()``.
+* Calls whose torch semantics JAX does not give: integer division, remainder and powers
+  (torch raises on a zero divisor or a negative integer exponent, XLA returns a number),
+  and transposed convolutions (not in the table yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ...backend_interface import KernelTables
+from .context import op_key
+
+#: Ops whose integer form differs from torch's on invalid input (see the docstring).
+INTEGER_REFUSED = ("div.Tensor_mode", "div.Scalar_mode", "remainder", "fmod", "pow")
+
+
+def _tensors(args, kwargs):
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif type(a) in (list, tuple):
+            yield from (t for t in a if isinstance(t, torch.Tensor))
+
+
+def _integer_call(op, args, kwargs) -> bool:
+    return any(not (t.is_floating_point() or t.is_complex()) for t in _tensors(args, kwargs))
+
+
+def _transposed(op, args, kwargs) -> bool:
+    """A transposed convolution (``convolution``'s ``transposed`` argument)."""
+    return bool(args[6] if len(args) > 6 else kwargs.get("transposed", False))
+
+
+#: Calls refused by a predicate of their own: the table lowers the op's other calls.
+PREDICATES = {"convolution": _transposed, "convolution_backward": lambda op, a, k: bool(a[7])}
+
+
+def node_op_key(cls) -> str | None:
+    """The table key of the overload a generated IR node class lowers to
+    (``op_kind`` ``aten::add`` and schema ``add.Tensor(...)`` -> ``add.Tensor``)."""
+    namespace, _, _ = (cls.op_kind or "").partition("::")
+    schema = getattr(cls, "schema", "") or ""
+    name = schema.partition("(")[0]
+    if namespace != "aten" or not name:
+        return None
+    return op_key(f"aten::{name}")
+
+
+def refused_ops(tables: KernelTables, ops: dict[str, Callable]) -> dict:
+    """``refused_ops()``'s mapping for these kernel tables and op table."""
+    refused: dict = {}
+    lacking = set()
+    for cls in tables.node_classes.values():
+        key = node_op_key(cls)
+        if key is not None and key not in ops:
+            lacking.add(key)
+    for overload in tables.kernels:
+        if not isinstance(overload, torch._ops.OpOverload):
+            continue
+        name = overload._schema.name
+        if not name.startswith("aten::"):
+            continue
+        key = op_key(f"{name}.{overload._overloadname}")
+        if key in lacking:
+            refused[overload] = None
+        elif key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
+            refused[overload] = _integer_call
+        elif key in PREDICATES:
+            refused[overload] = PREDICATES[key]
+    return refused

@@ -1,0 +1,171 @@
+"""The built-in ``jax`` backend: device data that is not a torch tensor (``jax.Array``),
+random ops drawn from seeds, refusals, and training against eager. Graphs without
+autograd run on ``lazygen:3``; training on ``lazygen:0`` switched to jax (see conftest)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+jax = pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
+
+from support.training import compare_training  # noqa: E402
+
+import lazygen.runtime as lr  # noqa: E402
+from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
+from lazygen.runtime.tensor import inner  # noqa: E402
+
+from .conftest import BACKENDS, index_zero_on  # noqa: E402
+
+JAX = "lazygen:3"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _jax_backend():
+    BACKENDS["jax"] = JaxBackend()
+    lr.set_device_backend(3, BACKENDS["jax"])
+    yield
+    lr.mark_step()
+
+
+def _native(t: torch.Tensor):
+    lr.mark_step()
+    return inner(t)._value.node.native
+
+
+def test_results_match_eager_and_stay_jax_arrays():
+    torch.manual_seed(0)
+    a, b = torch.randn(5, 4), torch.randn(4, 3)
+    x, y = a.to(JAX), b.to(JAX)
+    got = (torch.tanh(x @ y) * 2.5 - 1).softmax(-1).sum(0)
+    want = (torch.tanh(a @ b) * 2.5 - 1).softmax(-1).sum(0)
+    assert isinstance(_native(got), jax.Array)
+    torch.testing.assert_close(got.cpu(), want)
+    # an integer and a boolean result keep torch's dtypes
+    assert (x > 0).sum().cpu().dtype == torch.int64
+    assert (x > 0).cpu().equal(a > 0)
+
+
+def test_host_view_shares_the_jax_buffer():
+    backend = BACKENDS["jax"]
+    data = backend.to_data(torch.arange(6.0), torch.device("cpu"))
+    view = backend.from_data(data, "cpu", copy=False)
+    assert view.data_ptr() == data.unsafe_buffer_pointer()
+    copied = backend.from_data(data)
+    assert copied.data_ptr() != data.unsafe_buffer_pointer() and copied.equal(view)
+
+
+def test_an_upload_never_shares_the_callers_tensor():
+    host = torch.zeros(4)
+    lazy = host.to(JAX)
+    lr.mark_step()
+    host += 1
+    assert lazy.cpu().equal(torch.zeros(4))
+
+
+def test_changing_slice_starts_reuse_the_graph_and_stay_right():
+    data = torch.arange(20.0)
+    lazy = data.to(JAX)
+    for i in (0, 3, 7, 3):
+        got = (lazy[i : i + 5] * 2).cpu()
+        torch.testing.assert_close(got, data[i : i + 5] * 2)
+
+
+def test_integer_floor_division_by_zero_raises_as_eager():
+    x = torch.tensor([4, 5]).to(JAX)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.div(x, torch.tensor([2, 0]).to(JAX), rounding_mode="floor").cpu()
+    got = torch.div(x, torch.tensor([2, 3]).to(JAX), rounding_mode="floor")
+    assert got.cpu().tolist() == [2, 1]
+
+
+def test_dropout_draws_from_seeds_in_the_graph(fresh_metrics):
+    def masks():
+        torch.manual_seed(5)
+        x = torch.ones(2000).to(JAX)
+        return [torch.nn.functional.dropout(x, 0.25).cpu() for _ in range(2)]
+
+    first, second = masks()
+    assert not first.equal(second)  # each call its own stream
+    assert 0.2 < (first == 0).float().mean().item() < 0.3
+    assert set(first.unique().tolist()) <= {0.0, torch.tensor(4 / 3).item()}
+    again, _ = masks()
+    assert again.equal(first)  # torch.manual_seed makes runs repeatable
+    assert fresh_metrics.counter_value("aten::bernoulli") in (None, 0)
+    assert "bernoulli" not in str(fresh_metrics.fallback_report())
+
+
+@pytest.mark.parametrize(
+    ("workload", "optimizer"), [("mlp", "adam"), ("transformer", "adamw"), ("cnn", "sgd_momentum")]
+)
+def test_training_matches_eager_one_compile_per_graph(workload, optimizer):
+    with index_zero_on("jax"):
+        uncached = compare_training(optimizer, steps=4, workload=workload)
+    assert uncached[-1] == uncached[1]  # graphs of later steps come from the cache
+
+
+def test_transposed_convolution_is_refused_and_runs_eagerly(fresh_metrics):
+    torch.manual_seed(0)
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(2, 3, 3, 3)
+    want = torch.nn.functional.conv_transpose2d(x, w)
+    got = torch.nn.functional.conv_transpose2d(x.to(JAX), w.to(JAX))
+    torch.testing.assert_close(got.cpu(), want)
+    assert "convolution" in str(fresh_metrics.fallback_report())
+
+
+def test_complex_conjugates_and_list_results():
+    """Regressions found by the conformance run: ``conj_physical`` was lowered as a copy,
+    and a ``Tensor[]`` result of one tensor (``split`` into one piece) came back stacked."""
+    z = torch.randn(6, dtype=torch.complex64)
+    torch.testing.assert_close(z.to(JAX).conj().cpu(), z.conj())
+    torch.testing.assert_close(torch.fft.ifft(z.real.to(JAX)).cpu(), torch.fft.ifft(z.real))
+    x = torch.randn(5, 5, 5)
+    (piece,) = torch.split(x.to(JAX), 5)
+    torch.testing.assert_close(piece.cpu(), x)
+    # unbind took its dim as split's size (always dim 0)
+    for got, want in zip(torch.unbind(x[0].to(JAX), 1), torch.unbind(x[0], 1), strict=True):
+        torch.testing.assert_close(got.cpu(), want)
+    empty = torch.zeros(2, 0, dtype=torch.int64)
+    assert torch.gather(x[0, 0].to(JAX), 0, empty.to(JAX)).cpu().shape == (2, 0)
+
+
+def test_zero_dim_tensors_reduce_along_dim_zero_as_eager():
+    x = torch.tensor(2.5)
+    lazy = x.to(JAX)
+    for op in (
+        lambda t: t.sum(0),
+        lambda t: t.softmax(0),
+        lambda t: t.log_softmax(-1),
+        lambda t: t.cumsum(0),
+        lambda t: t.amax(0),
+        lambda t: t.argmax(0),
+        lambda t: t.mean(0),
+    ):
+        torch.testing.assert_close(op(lazy).cpu(), op(x))
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "stride", "padding", "dilation", "ceil_mode"),
+    [((2, 3, 7, 7), 2, 2, 0, 1, False), ((3, 8, 8), [2, 3], [1, 2], [1, 1], [2, 1], True)],
+)
+def test_max_pool_values_indices_and_gradient_as_eager(
+    size, kernel, stride, padding, dilation, ceil_mode
+):
+    torch.manual_seed(0)
+    x = torch.randn(*size, requires_grad=True)
+    args = (kernel, stride, padding, dilation, ceil_mode)
+    out, indices = torch.nn.functional.max_pool2d(x, *args, return_indices=True)
+    out.sum().backward()
+    with index_zero_on("jax"):
+        got, got_indices, grad = _max_pool_on_lazy(x, args)
+    assert got_indices.equal(indices)
+    torch.testing.assert_close(got, out)
+    torch.testing.assert_close(grad, x.grad)
+
+
+def _max_pool_on_lazy(x, args):
+    """On ``lazygen:0``; CPU results (no lazy tensor outlives the call)."""
+    lazy = x.detach().to("lazygen").requires_grad_()
+    got, indices = torch.nn.functional.max_pool2d(lazy, *args, return_indices=True)
+    got.sum().backward()
+    return got.detach().cpu(), indices.cpu(), lazy.grad.cpu()

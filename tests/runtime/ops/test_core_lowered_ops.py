@@ -1,0 +1,50 @@
+"""``ops.CORE_LOWERED_OPS`` lists every op the runtime itself hands a backend through
+``ctx.call``: a backend author reads there what to lower or decline, instead of grepping
+the runtime (issue #39 found them so)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+import lazygen.runtime as runtime
+from lazygen.runtime.ops import CORE_LOWERED_OPS
+
+RUNTIME = pathlib.Path(runtime.__file__).parent
+#: Where the runtime builds graph ops of its own (not the op list's nor a backend's).
+SOURCES = [*sorted((RUNTIME / "ops").glob("*.py")), RUNTIME / "ir.py"]
+SOURCES += [RUNTIME / "distributed" / "nodes.py"]
+OP = re.compile(r"^(aten|_c10d_functional)::[A-Za-z_0-9.]+$")
+#: Calls that hand an op to the lowering context (``ctx.call`` and the helpers around it).
+CALLERS = {"call", "op", "keywords", "_g"}
+
+
+def _called_ops(path: pathlib.Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["op"]:
+            node = ast.Call(ast.Name("op"), [node.value], [])  # an op chosen, then called
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in CALLERS:
+            continue
+        for arg in node.args[:2]:  # the op, or one of the ops an expression picks
+            for part in ast.walk(arg):
+                if isinstance(part, ast.Constant) and OP.match(str(part.value)):
+                    found.add(part.value)
+    return found
+
+
+def test_every_op_the_runtime_lowers_on_its_own_is_listed():
+    called = set().union(*(_called_ops(p) for p in SOURCES))
+    assert {"aten::_to_copy", "aten::copy_", "_c10d_functional::all_reduce"} <= called
+    missing = called - set(CORE_LOWERED_OPS)
+    assert not missing, f"add these to lazygen.runtime.ops.CORE_LOWERED_OPS: {sorted(missing)}"
+
+
+def test_the_list_names_only_ops_the_runtime_lowers():
+    called = set().union(*(_called_ops(p) for p in SOURCES))
+    assert not set(CORE_LOWERED_OPS) - called
