@@ -1,7 +1,11 @@
-"""Shared helpers for the benchmarks: fresh-process timing, alternation, medians."""
+"""Shared helpers for the benchmarks: fresh-process timing, alternation, medians, ranks."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -69,3 +73,37 @@ def alternate_workload(
 
 def median_of(results: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in results)
+
+
+def run_ranks(nproc: int, timeout: float) -> tuple[str, list[int]]:
+    """This script (``sys.argv``) run again as ``nproc`` ranks of a process group on
+    loopback (``RANK``, ``WORLD_SIZE``, a free ``MASTER_PORT``): rank 0's standard output
+    and every rank's exit code. Ranks run in sessions of their own, all killed on the way
+    out, so none outlives the benchmark."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    try:
+        for rank in range(nproc):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nproc))
+            env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+            env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+            out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, *sys.argv],
+                    env=env,
+                    stdout=out,
+                    start_new_session=True,
+                    text=True,
+                )
+            )
+        stdout, _ = procs[0].communicate(timeout=timeout)
+        codes = [proc.wait(timeout=60) for proc in procs]
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return stdout, codes

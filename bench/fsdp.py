@@ -17,17 +17,15 @@ port, own sessions, killed on exit or timeout) and prints one table.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
+
+from _timing import run_ranks
 
 
 def parse() -> argparse.Namespace:
@@ -47,32 +45,7 @@ def parse() -> argparse.Namespace:
 
 
 def launch(args: argparse.Namespace, nproc: int) -> dict:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = []
-    try:
-        for rank in range(nproc):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nproc))
-            env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-            env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-            out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, *sys.argv],
-                    env=env,
-                    stdout=out,
-                    start_new_session=True,
-                    text=True,
-                )
-            )
-        stdout, _ = procs[0].communicate(timeout=args.timeout)
-        codes = [proc.wait(timeout=60) for proc in procs]
-    finally:
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    stdout, codes = run_ranks(nproc, args.timeout)
     if any(codes):
         raise SystemExit(f"bench/fsdp.py: a rank of the {nproc}-process run failed: {codes}")
     return json.loads(stdout.strip().splitlines()[-1])
