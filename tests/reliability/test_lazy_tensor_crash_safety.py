@@ -106,7 +106,8 @@ CASES = {
         "torch.Size([3, 2]) torch.Size([4, 4])",
     ),
     "as_strided": ("print(x.as_strided((2, 2), (1, 4), 3).cpu().shape)", "[2, 2]"),
-    "dlpack": ("torch.utils.dlpack.to_dlpack(x)", OK),
+    # a clear error naming t.cpu() (issue #41: export through DLPack is refused)
+    "dlpack": ("torch.utils.dlpack.to_dlpack(x)", "RAISED LazygenRuntimeError: lazygen: a "),
     "from_dlpack": ("torch.from_dlpack(x)", "RAISED"),
     "memoryview": ("memoryview(x)", "RAISED TypeError"),
     "data_assign_host_to_lazy": (

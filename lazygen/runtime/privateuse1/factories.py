@@ -231,7 +231,11 @@ def _backend_fallback(op, *args, **kwargs):
     # Under a functionalization kernel, results (out= included) must be plain inner tensors:
     # functionalization itself points the functional ``out=`` argument at them.
     under_functionalize = _below_functionalization()
-    if not under_functionalize and subclass_reentry.has_functional_tensor(args, kwargs):
+    if (
+        not under_functionalize
+        and subclass_reentry.can_reenter()
+        and subclass_reentry.has_functional_tensor(args, kwargs)
+    ):
         # an op a tensor subclass's handler ran on a lazy tensor (subclass_reentry.py)
         return subclass_reentry.reenter(op, args, kwargs)
     with torch._C._ForceDispatchKeyGuard(include, exclude - _REENABLED):

@@ -62,6 +62,15 @@ def has_functional_tensor(args, kwargs) -> bool:
     return False
 
 
+def can_reenter() -> bool:
+    """Whether functionalization, once re-enabled, can reach the lazy tensor under the
+    wrapper: not where torch itself excluded the Python key (``torch.tensor([t, t])`` reads
+    each element so, with ``_local_scalar_dense``): there torch's functionalization kernel
+    finds no Python kernel to call and fails an internal assert. A subclass's handler runs
+    with the Python key on."""
+    return not torch._C._dispatch_tls_is_dispatch_key_excluded(_K.Python)
+
+
 def reenter(op, args, kwargs):
     """``op`` once more, with functionalization on (see the module docstring)."""
     include = torch._C._dispatch_tls_local_include_set()
