@@ -217,7 +217,7 @@ def sync(tensors) -> None:
 def to_cpu(tensors, devices=None) -> list[torch.Tensor]:
     """CPU copies of lazy tensors; other objects pass through.
 
-    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device``s or
+    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device`` objects or
     indices) whose tensors are synced together first, one graph per device, and whose
     graphs in flight are waited for; by default every device of the given tensors. A
     tensor on another lazy device is synced on its own when it is copied."""

@@ -145,8 +145,8 @@ class Backend(ABC):
     #: True when ``launch`` starts a run and returns at once (``mark_step`` then returns
     #: while the graph runs); False: every graph runs synchronously through ``execute``.
     asynchronous: bool = False
-    #: True when graphs may hold torch's functional collectives (``_c10d_functional::
-    #: all_reduce`` ... then ``wait_tensor``, lowered through ``ctx.call`` like any op) and
+    #: True when graphs may hold torch's functional collectives
+    #: (``_c10d_functional::all_reduce`` ... then ``wait_tensor``, lowered through ``ctx.call`` like any op) and
     #: run them; False: each collective on a lazy tensor cuts the graph and runs eagerly
     #: on the device data (see ``lazygen.runtime.distributed``).
     collectives_in_graph: bool = False
