@@ -46,7 +46,10 @@ napoleon_numpy_docstring = False
 # are the only ones let through.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r"py:.*", r"(torch|typing|collections|types|enum|pathlib|argparse|numpy|jax|os|setuptools|importlib)(\..*)?"),
+    (
+        r"py:.*",
+        r"(torch|typing|collections|types|enum|pathlib|argparse|numpy|jax|os|setuptools|importlib)(\..*)?",
+    ),
     (r"py:.*", r"(Any|Callable|Iterable|Iterator|Sequence|Mapping|Path|Tensor|Self|Distribution)"),
     (r"py:.*", r"(int|float|str|bool|bytes|None|dict|list|tuple|set|frozenset|object|type)"),
     (r"py:.*", r"(Exception|RuntimeError|ValueError|TypeError|Warning|UserWarning)"),
