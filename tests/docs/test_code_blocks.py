@@ -7,12 +7,16 @@ page does not show and which says why::
 
     <!-- skip: needs several processes (torchrun); tests/distributed runs it -->
 
-A tag without a reason fails the test. Blocks in other languages (bash, yaml, text) are
-not run. `examples/` scripts run in the slow suite (``test_examples.py``).
+A fragment (a method of the reader's own class, a ``setup.py`` of their package) is tagged
+``<!-- fragment: why -->`` instead: it is not run, but it must parse. The pages listed in
+``EXCERPT_PAGES`` show excerpts of lazygen's generated code to explain it; their blocks
+must parse too. A tag without a reason fails the test. Blocks in other languages (bash,
+yaml, text) are not run. `examples/` scripts run in the slow suite (``test_examples.py``).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -29,7 +33,10 @@ PAGES = [ROOT / "README.md"] + sorted(
 FENCE = re.compile(
     r"^(?P<indent> *)```(?P<lang>[^\s`]*)[^\n]*\n(?P<code>.*?)^(?P=indent)```", re.M | re.S
 )
-SKIP = re.compile(r"<!--\s*skip:(?P<reason>[^>]*)-->\s*$")
+SKIP = re.compile(r"<!--\s*(?P<kind>skip|fragment):(?P<reason>[^>]*)-->\s*$")
+#: Pages whose blocks are excerpts of lazygen's own code, explained by the page: parsed,
+#: not run (docs/architecture.md is rewritten by another change; tag its blocks there).
+EXCERPT_PAGES = {"docs/architecture.md": "excerpts of generated code, explained by the page"}
 
 
 @dataclass(frozen=True)
@@ -40,12 +47,14 @@ class Block:
     line: int
     lang: str
     code: str
-    skip: str | None  # the reason given, when tagged
+    skip: str | None  # the reason given, when tagged (or an excerpt page's)
+    kind: str = "run"  # "run", "skip" (not run) or "fragment" (parsed only)
 
 
 def blocks(page: Path) -> list[Block]:
     """The page's fenced blocks, each with the skip reason of the comment before it."""
     text = page.read_text()
+    excerpt = EXCERPT_PAGES.get(str(page.relative_to(ROOT)))
     found = []
     for match in FENCE.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
@@ -58,7 +67,8 @@ def blocks(page: Path) -> list[Block]:
                 line=text.count("\n", 0, match.start()) + 1,
                 lang=match.group("lang").lower(),
                 code=code + "\n",
-                skip=tag.group("reason").strip() if tag else None,
+                skip=tag.group("reason").strip() if tag else excerpt,
+                kind=tag.group("kind") if tag else ("fragment" if excerpt else "run"),
             )
         )
     return found
@@ -89,6 +99,16 @@ def test_skip_tags_give_a_reason():
     assert not empty, f"say why these blocks cannot run: {empty}"
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_fragments_parse(page):
+    for block in python_blocks(page):
+        if block.kind == "fragment":
+            try:
+                ast.parse(block.code)
+            except SyntaxError as error:
+                pytest.fail(f"{_name(page)}:{block.line}: the fragment does not parse: {error}")
+
+
 def test_the_extraction_sees_tags_and_blocks():
     page = ROOT / "docs" / "distributed.md"
     assert any(b.skip for b in python_blocks(page))
@@ -117,6 +137,6 @@ def test_page_code_runs(page, tmp_path):
         program_lines = source.read_text().splitlines()
         where = ""
         if lines:
-            marks = [l for l in program_lines[: lines[-1]] if l.startswith("# --- ")]
+            marks = [s for s in program_lines[: lines[-1]] if s.startswith("# --- ")]
             where = marks[-1][6:] if marks else ""
         pytest.fail(f"the block at {where} failed:\n{result.stderr[-4000:]}")
