@@ -6,5 +6,6 @@ from . import kernel_support, shape_inference
 
 
 def reset() -> None:
+    """Forget cached IR nodes and shape inferences (as ``torch._lazy.ir_cache.reset``)."""
     kernel_support.reset_ir_cache()
     shape_inference.clear_cache()
