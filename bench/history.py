@@ -50,6 +50,8 @@ Inductor itself.
 
 """
 
+#: The line ``archive`` puts under a title (date, commit, command): not part of the run.
+_NAMED = re.compile(r"\A\s*\*(?:run of |commit )[^\n]*\n+")
 _SCRIPT = re.compile(r"bench/(\w+)\.py")
 _DATE = re.compile(r"20\d\d-\d\d-\d\d")
 _COMMIT = re.compile(r"\bcommit ([0-9a-f]{7,40})\b")
@@ -126,6 +128,7 @@ def split_page(text: str) -> tuple[str, list[Run], str]:
     page_date = _DATE.search(preamble)
     for chunk in re.split(r"^### ", body, flags=re.M)[1:]:
         title, _, markdown = chunk.partition("\n")
+        markdown = _NAMED.sub("", markdown)
         whole = f"{title}\n{markdown}"
         command = _COMMAND.search(whole)
         date, commit = _DATE.search(whole), _COMMIT.search(whole)
@@ -133,7 +136,7 @@ def split_page(text: str) -> tuple[str, list[Run], str]:
             Run(
                 benchmark=benchmark_of(title),
                 title=title.strip(),
-                markdown=markdown.strip() + "\n",
+                markdown=markdown.strip("\n").rstrip() + "\n",
                 date=date.group(0) if date else (page_date.group(0) if page_date else ""),
                 commit=commit.group(1) if commit else "",
                 command=command.group(1).strip().rstrip("\\").strip() if command else "",
