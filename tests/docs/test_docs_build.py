@@ -8,6 +8,7 @@ every environment variable of ``environment.VARIABLES`` and ``process.EFFECTS`` 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,15 @@ def test_the_cli_page_shows_every_command(site):
 
     text = (site / "reference" / "cli.html").read_text()
     assert [c for c in COMMANDS if f"lazygen {c}" not in text] == []
+
+
+def test_readme_links_resolve():
+    """The README is not part of the site (Sphinx does not check it): its relative links
+    must name files of the repository, and its anchors headings of the page."""
+    readme = (ROOT / "README.md").read_text()
+    broken = []
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme):
+        if "://" not in target and not (ROOT / target).exists():
+            broken.append(target)
+    assert not broken, broken
+    assert len(readme.splitlines()) <= 150, "the README stays short: move details to docs/"
