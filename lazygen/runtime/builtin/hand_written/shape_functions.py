@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import executor, shape_inference
-from ..errors import LazygenRuntimeError
-from ..ir import Shape
-from ..tensor import LazyTensor
+from ... import executor, shape_inference
+from ...errors import LazygenRuntimeError
+from ...ir import Shape
+from ...tensor import LazyTensor
 
 __all__ = ["Shape"]
 
