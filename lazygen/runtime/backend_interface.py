@@ -25,6 +25,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -102,10 +103,16 @@ class KernelTables:
     counter_aliases: dict = field(default_factory=dict)
 
     @classmethod
-    def from_module(cls, module_name: str, wrappers: dict | None = None) -> KernelTables:
+    def from_module(
+        cls, module_name: str | ModuleType, wrappers: dict | None = None
+    ) -> KernelTables:
         """The tables of a generated ``registration`` module (``KERNELS``,
-        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``). A module that is
-        not one is an error: read as empty tables, every op would silently run eagerly."""
+        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``), given by name or
+        imported (``from .generated import registration``, which the import graph sees). A
+        module that is not one is an error: read as empty tables, every op would silently
+        run eagerly."""
+        if isinstance(module_name, ModuleType):
+            return cls._from_registration(module_name.__name__, module_name, wrappers)
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
@@ -116,7 +123,14 @@ class KernelTables:
                 f"{error.name!r}. It takes the generated registration module "
                 "(`<package>.generated.registration`), which `lazygen gen` or the "
                 "package's build writes: check the name, and that the package is built"
+                + _renamed_hint(module_name)
             ) from error
+        return cls._from_registration(module_name, module, wrappers)
+
+    @classmethod
+    def _from_registration(
+        cls, module_name: str, module: ModuleType, wrappers: dict | None
+    ) -> KernelTables:
         if not hasattr(module, "KERNELS") and not hasattr(module, "NODE_CLASSES"):
             raise LazygenRuntimeError(
                 f"lazygen: KernelTables.from_module({module_name!r}): {module_name} holds "
@@ -130,6 +144,21 @@ class KernelTables:
             dict(wrappers or {}),
             dict(getattr(module, "COUNTER_ALIASES", {})),
         )
+
+
+#: The built-in op list's generated package before it was named ``builtin`` everywhere.
+_OLD_BUILTIN_GENERATED = "lazygen.generated."
+_BUILTIN_REGISTRATION = "lazygen.runtime.builtin.generated.registration"
+
+
+def _renamed_hint(module_name: str) -> str:
+    if not module_name.startswith(_OLD_BUILTIN_GENERATED):
+        return ""
+    return (
+        f". The built-in op list's generated package moved: its registration is now "
+        f"{_BUILTIN_REGISTRATION!r} (`lazygen.runtime.builtin.tables.kernel_tables()` "
+        "gives its tables)"
+    )
 
 
 class Backend(ABC):
