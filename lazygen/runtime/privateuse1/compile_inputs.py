@@ -19,7 +19,7 @@ import functools
 from torch._subclasses import meta_utils
 
 from ..errors import LazygenRuntimeError
-from ..tensor import is_lazy
+from ..tracing.tensor import is_lazy
 
 _originals: dict = {}
 
