@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 
 from docutils import nodes
-from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -25,9 +23,13 @@ from lazygen.cli import build_parser
 from lazygen.runtime import environment, process
 
 
-def _rst_inline(markdown: str) -> str:
-    """Markdown inline code (`x`) as reStructuredText literals (``x``)."""
-    return re.sub(r"`([^`]+)`", r"``\1``", markdown)
+def _inline(markdown: str) -> nodes.paragraph:
+    """A paragraph of ``markdown``'s text, its `code` spans as literals (no other markup)."""
+    paragraph = nodes.paragraph()
+    for i, part in enumerate(markdown.split("`")):
+        if part:
+            paragraph += nodes.literal(text=part) if i % 2 else nodes.Text(part)
+    return paragraph
 
 
 def environment_rows() -> list[tuple[str, str, str, str]]:
@@ -47,32 +49,34 @@ def environment_rows() -> list[tuple[str, str, str, str]]:
 
 
 class EnvironmentTable(SphinxDirective):
-    """The table of environment variables (no arguments)."""
+    """The table of environment variables (no arguments), built as docutils nodes: the
+    page is MyST markdown, so generated reStructuredText would not be parsed as such."""
+
+    HEADER = ("variable", "default", "effect", "same at run time")
+    WIDTHS = (22, 12, 48, 18)
 
     def run(self) -> list[nodes.Node]:
-        lines = [
-            ".. list-table::",
-            "   :header-rows: 1",
-            "   :widths: 22 12 48 18",
-            "",
-            "   * - variable",
-            "     - default",
-            "     - effect",
-            "     - same at run time",
-        ]
-        for name, default, effect, api in environment_rows():
-            lines += [
-                f"   * - ``{name}``",
-                f"     - {_rst_inline(default)}",
-                f"     - {_rst_inline(effect)}",
-                f"     - {_rst_inline(api)}",
-            ]
-        return self._parse(lines)
+        table = nodes.table(classes=["lazygen-env-table"])
+        group = nodes.tgroup(cols=len(self.HEADER))
+        table += group
+        for width in self.WIDTHS:
+            group += nodes.colspec(colwidth=width)
+        head, body = nodes.thead(), nodes.tbody()
+        head += self._row(self.HEADER, code_first=False)
+        for row in environment_rows():
+            body += self._row(row, code_first=True)
+        group += head
+        group += body
+        return [table]
 
-    def _parse(self, lines: list[str]) -> list[nodes.Node]:
-        container = nodes.container()
-        self.state.nested_parse(StringList(lines, source="lazygen-env-table"), 0, container)
-        return container.children
+    @staticmethod
+    def _row(cells, code_first: bool) -> nodes.row:
+        row = nodes.row()
+        for i, text in enumerate(cells):
+            entry = nodes.entry()
+            entry += _inline(f"`{text}`" if code_first and i == 0 else text)
+            row += entry
+        return row
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
