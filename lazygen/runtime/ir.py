@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import torch
 
+from . import op_facts
 from .state import settings
 
 
@@ -367,7 +368,7 @@ class InputWrite(Node):
     def lower(self, ctx) -> list:
         target, value = self.operands
         return ctx.call(
-            "aten::copy_", [ctx.tensor(target), ctx.tensor(value), ctx.constant(False)], {}, 1
+            op_facts.get("input_write"), [ctx.tensor(target), ctx.tensor(value), ctx.constant(False)], {}, 1
         )
 
 

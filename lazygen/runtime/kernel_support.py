@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import dispatch, executor, random_inputs, reuse_trie, state
+from . import dispatch, executor, op_facts, random_inputs, reuse_trie, state
 from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
@@ -257,24 +257,6 @@ def default_generator(device: torch.device) -> torch.Generator:
     return torch.get_device_module(device.type).default_generators[device.index or 0]
 
 
-#: Random ops whose random-number consumption depends only on their inputs' dtypes and
-#: sizes and on their non-tensor arguments (checked by tests/runtime/test_random.py):
-#: their eager call is replayed at trace time on zero-filled stand-ins.
-VALUE_INDEPENDENT = frozenset(
-    {
-        "aten::bernoulli",
-        "aten::cauchy",
-        "aten::exponential",
-        "aten::geometric",
-        "aten::log_normal",
-        "aten::normal",
-        "aten::normal_functional",
-        "aten::random",
-        "aten::uniform",
-    }
-)
-
-
 def generator(gen, device: LazyDevice, op, args, kwargs) -> Value:
     """The ``Generator?`` operand of random op ``op``: a copy of the generator's state, after
     which the real generator (``gen``, else the backing device's default one) is advanced
@@ -292,7 +274,7 @@ def generator(gen, device: LazyDevice, op, args, kwargs) -> Value:
 def _advance(gen: torch.Generator, op, args, kwargs) -> None:
     """Run ``op`` eagerly with generator ``gen``: on zero-filled stand-ins of the lazy inputs
     when its consumption is value-independent, else on their values (a sync)."""
-    value_independent = op._schema.name in VALUE_INDEPENDENT
+    value_independent = op._schema.name in op_facts.get("value_independent_random")
     if not value_independent:
         count(f"RandomSync::{op._schema.name}")
         lazy = [a for a in (*args, *kwargs.values()) if type(a) is LazyTensor]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 
 from ..backend_interface import KernelTables
+from . import facts  # noqa: F401  (declares the op facts the core reads)
 from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
 from .batch_norm import KERNEL_WRAPPERS
 from .device_copies import DEVICE_KERNELS

@@ -21,8 +21,8 @@ import torch.fx
 
 from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
+from ... import op_facts
 from ...lowering_context import (
-    VIEW_COPY_OPS,
     LoweringContext,
     fixed_number,
     op_string,
@@ -325,9 +325,9 @@ def lower_alpha(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_o
 
 
 def _view_copy_overloads() -> list[str]:
-    """Every functional overload of ``VIEW_COPY_OPS`` that has a view (``view_of``)."""
+    """Every functional overload of the view copies (op fact ``view_copies``) that has a view (``view_of``)."""
     names = []
-    for name in sorted(VIEW_COPY_OPS):
+    for name in sorted(op_facts.get("view_copies")):
         packet = getattr(torch.ops.aten, name, None)
         for overload in packet.overloads() if packet is not None else ():
             op = getattr(packet, overload)
