@@ -19,6 +19,7 @@ import contextlib
 import math
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 import torch.fx
@@ -93,11 +94,13 @@ RNG_STATE_OPS = frozenset(
 )
 
 #: aten-level ops that aot_autograd's graphs contain but lazygen's op list names otherwise.
-SUBSTITUTES = {
-    torch.ops.prims.convert_element_type.default: lambda x, dtype: torch.ops.aten._to_copy(
-        x, dtype=dtype
-    ),
-}
+SUBSTITUTES = MappingProxyType(
+    {
+        torch.ops.prims.convert_element_type.default: lambda x, dtype: torch.ops.aten._to_copy(
+            x, dtype=dtype
+        ),
+    }
+)
 
 
 _EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")

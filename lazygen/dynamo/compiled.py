@@ -18,7 +18,7 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import _disable_current_modes
 
-from lazygen.runtime import executor, metrics
+from lazygen.runtime import executor, metrics, state
 from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazyGraphError
 from lazygen.runtime.graph import graph_key
@@ -437,3 +437,6 @@ def report() -> str:
     """One line per FX graph compiled in this process: captured or run eagerly, and why."""
     lines = [g.describe() for g in sorted(_graphs, key=lambda g: g.name)]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+state.register(__name__, _graphs.clear, owns=("_graphs",))

@@ -36,6 +36,7 @@ _KEY = torch._C.DispatchKey
 
 _FOREACH = "aten::_foreach_"
 
+
 def lookup(op, kernel_for):
     """A kernel for ``op`` built from lazy kernels, or None. ``kernel_for(op)`` finds the
     kernel of another op (the dispatcher's lookup)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from . import executor, op_facts
+from . import executor, op_facts, state
 from .devices import LazyDevice, device_from
 from .errors import LazygenRuntimeError
 from .ir import user_source
@@ -26,6 +26,7 @@ from .tensor import LazyTensor, from_data, inner, to_functional
 
 #: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs)
 _info: dict = {}
+
 
 def listed_name(name: str, overload: str) -> str:
     """How an op list names the overload (`div.Tensor`, `relu`): the counter's name
@@ -169,3 +170,8 @@ def _wrap(obj, device: LazyDevice, aliases: dict, functional: bool):
     if type(obj) in (list, tuple):
         return type(obj)(_wrap(o, device, aliases, functional) for o in obj)
     return obj
+
+
+state.once_per_process(
+    __name__, ("_info",), "memo of a pure function: the same answers whatever ran before"
+)

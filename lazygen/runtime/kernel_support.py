@@ -5,6 +5,8 @@ Every function here is on the per-op hot path: keep them short.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from . import dispatch, executor, op_facts, random_inputs, reuse_trie, state
@@ -152,7 +154,9 @@ def _index(t, device: LazyDevice) -> Value:
 
 _new_object = object.__new__
 _node_init = Node.__init__
-_SCALAR_SHAPES_OF = {kind: scalar_shapes(dtype) for kind, dtype in _SCALAR_DTYPES.items()}
+_SCALAR_SHAPES_OF = MappingProxyType(
+    {kind: scalar_shapes(dtype) for kind, dtype in _SCALAR_DTYPES.items()}
+)
 
 
 def scalar(value, device: LazyDevice) -> Value:
@@ -413,9 +417,4 @@ def _traced(device: LazyDevice) -> None:
         executor.cut(device)
 
 
-def _reset() -> None:
-    reuse_trie.reset()
-    _SIZE_LISTS.clear()
-
-
-state.register("kernel_support", _reset)
+state.register(__name__, _SIZE_LISTS.clear, owns=("_SIZE_LISTS",))

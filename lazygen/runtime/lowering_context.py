@@ -80,7 +80,7 @@ from typing import Any
 
 import torch
 
-from . import op_facts
+from . import op_facts, state
 from .devices import is_lazy_device
 from .errors import LazygenRuntimeError, LazyGraphError
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
@@ -88,7 +88,6 @@ from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtyp
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
 #: string (the only form a non-native ``opkind`` has).
 Op = torch._ops.OpOverload | str
-
 
 
 class LoweringContext(ABC):
@@ -376,3 +375,8 @@ def overload_of(op: Op):
             found = None
         _overloads[op] = found
     return found
+
+
+state.once_per_process(
+    __name__, ("_overloads",), "memo of a pure function: the same answers whatever ran before"
+)

@@ -12,7 +12,7 @@ A fact is immutable (a ``frozenset`` of op names, a read-only mapping from an op
 one op name) and declared once per process: what it says never depends on what ran, so the
 registry is not state that ``reset()`` puts back.
 
-The bottom of the runtime, as ``state``: it imports nothing of lazygen.
+Near the bottom of the runtime: it imports only ``state``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
+
+from . import state
 
 #: Every fact the core reads: its name -> what the core does with it (and who reads it).
 FACTS: Mapping[str, str] = MappingProxyType(
@@ -95,3 +97,8 @@ def get(fact: str) -> Any:
 def declared_by(fact: str) -> str | None:
     """The module that declared ``fact``, or None."""
     return _where.get(fact)
+
+
+state.once_per_process(
+    __name__, ("_declared", "_where"), "the facts, declared once at import by the ops package"
+)

@@ -215,4 +215,7 @@ def cache_size() -> int:
     return len(_recent) + len(_old)
 
 
-state.register("shape_inference", clear_cache)
+state.register(__name__, clear_cache, owns=("_recent", "_old"))
+state.once_per_process(
+    __name__, ("_tensor_slots",), "memo of a pure function: the same answers whatever ran before"
+)

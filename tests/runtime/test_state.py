@@ -14,10 +14,11 @@ def _kernel(*args, **kwargs):  # never called: only registered
 
 
 def test_every_stateful_module_declares_its_reset():
-    assert {"dispatch", "shape_inference", "kernel_support", "metrics", "devices"} <= set(
-        state.owners()
-    )
-    assert "executor" in state.owners()
+    assert {
+        f"lazygen.runtime.{m}"
+        for m in ("dispatch", "shape_inference", "kernel_support", "metrics", "devices")
+    } <= set(state.owners())
+    assert "lazygen.runtime.executor" in state.owners()
 
 
 def test_reset_restores_kernels_settings_and_empties_counters():

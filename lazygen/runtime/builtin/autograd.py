@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 aten = torch.ops.aten
@@ -74,7 +76,9 @@ def _pack_padded_sequence(input, lengths, batch_first):
     return _PackPaddedSequence.apply(input, lengths, batch_first)
 
 
-AUTOGRAD = {
-    aten.max_pool3d.default: max_pool3d,
-    aten._pack_padded_sequence.default: _pack_padded_sequence,
-}
+AUTOGRAD = MappingProxyType(
+    {
+        aten.max_pool3d.default: max_pool3d,
+        aten._pack_padded_sequence.default: _pack_padded_sequence,
+    }
+)

@@ -31,6 +31,7 @@ import weakref
 
 import torch
 
+from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, Node, ScalarData, Shape, Value
 from . import GraphKey
@@ -172,3 +173,6 @@ def check_dim(tensor: torch.Tensor, dim: int) -> int:
             f"{rank} dimension(s) (sizes {list(tensor.shape)})"
         )
     return dim % rank
+
+
+state.register(__name__, _marked.clear, owns=("_marked",))

@@ -14,14 +14,15 @@ from __future__ import annotations
 import keyword
 import operator
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import torch
 import torch.fx
 
+from ... import op_facts, state
 from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
-from ... import op_facts
 from ...lowering_context import (
     LoweringContext,
     fixed_number,
@@ -352,10 +353,17 @@ def lower_as_view(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num
 
 
 #: Ops Inductor needs lowered differently from their eager form.
-INDUCTOR_LOWERINGS: dict[str, OpLowering] = {
-    **dict.fromkeys(_view_copy_overloads(), lower_as_view),
-    "aten::add.Scalar": lower_alpha,
-    "aten::sub.Scalar": lower_alpha,
-    "aten::add.Tensor": lower_alpha,
-    "aten::sub.Tensor": lower_alpha,
-}
+INDUCTOR_LOWERINGS: dict[str, OpLowering] = MappingProxyType(
+    {
+        **dict.fromkeys(_view_copy_overloads(), lower_as_view),
+        "aten::add.Scalar": lower_alpha,
+        "aten::sub.Scalar": lower_alpha,
+        "aten::add.Tensor": lower_alpha,
+        "aten::sub.Tensor": lower_alpha,
+    }
+)
+
+
+state.once_per_process(
+    __name__, ("_by_name",), "memo of a pure function: the same answers whatever ran before"
+)
