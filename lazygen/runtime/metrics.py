@@ -299,7 +299,12 @@ def fallback_report() -> FallbackReport:
 state.register(
     __name__,
     reset,
-    owns=("_all_counters", "_all_timers", "_fallbacks", "_host_reads", "_refused", "_step_cuts"),
+    owns=("_fallbacks", "_host_reads", "_refused", "_step_cuts"),
+)
+state.once_per_process(
+    __name__,
+    ("_all_counters", "_all_timers"),
+    "one table per thread that counted, which the thread holds: reset() empties each",
 )
 state.once_per_process(
     __name__, ("_aliases",), "the counter aliases the installed backends' tables bring (init)"
