@@ -84,10 +84,10 @@ def op_names_in(source: str) -> list[tuple[int, str]]:
                 found.append((node.lineno, repr(node.value)))
         elif isinstance(node, ast.Attribute):
             chain = _chain(node)
-            # The outermost chain only: torch.ops.aten.mm.default, not its prefixes too.
-            if chain and chain[:3] == ["torch", "ops", "aten"] and len(chain) == 4:
-                found.append((node.lineno, ".".join(chain)))
-            elif chain and chain[0] == "aten" and len(chain) == 2 and chain[1] in ATEN:
+            # Each chain once: its torch.ops.aten.<op> (or aten.<op>) part.
+            direct = chain and chain[:3] == ["torch", "ops", "aten"] and len(chain) == 4
+            aliased = chain and chain[0] == "aten" and len(chain) == 2 and chain[1] in ATEN
+            if direct or aliased:
                 found.append((node.lineno, ".".join(chain)))
         elif isinstance(node, (ast.Set, ast.Tuple, ast.List, ast.Dict)):
             elts = node.keys if isinstance(node, ast.Dict) else node.elts
