@@ -51,9 +51,7 @@ ATEN = _aten_names()
 
 def _core_files() -> list[Path]:
     return [
-        p
-        for p in sorted(RUNTIME.rglob("*.py"))
-        if p.relative_to(RUNTIME).parts[0] not in OP_HOMES
+        p for p in sorted(RUNTIME.rglob("*.py")) if p.relative_to(RUNTIME).parts[0] not in OP_HOMES
     ]
 
 
@@ -125,7 +123,7 @@ def test_the_scan_finds_each_form(source):
     "source",
     [
         '"""Lowered as ``aten::copy_``."""',
-        'raise ValueError("pass torch.ops.aten.sort.stable or \'aten::sort\'")',
+        "raise ValueError(\"pass torch.ops.aten.sort.stable or 'aten::sort'\")",
         'PREFIX = "aten::_foreach_"',
         'KINDS = ("data", "scalar")',
         "getattr(torch.ops, namespace)",

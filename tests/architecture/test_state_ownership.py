@@ -92,7 +92,9 @@ def declared_owners(tree: ast.Module) -> set[str]:
             continue
         name = _call_name(node.func)
         if name == "register":
-            owned |= next((_literal_names(k.value) for k in node.keywords if k.arg == "owns"), set())
+            owned |= next(
+                (_literal_names(k.value) for k in node.keywords if k.arg == "owns"), set()
+            )
             if len(node.args) >= 3:
                 owned |= _literal_names(node.args[2])
         elif name == "once_per_process":
