@@ -34,7 +34,7 @@ from lazygen.runtime.ir import DeviceData, InputWrite, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
 from lazygen.runtime.ops.facts import HOST_READS, MAY_ALIAS_OPS
 from lazygen.runtime.state import settings
-from lazygen.runtime.tensor import fixed_scalars, from_data, inner, to_functional
+from lazygen.runtime.tracing.tensor import fixed_scalars, from_data, inner, to_functional
 
 from . import asserts
 

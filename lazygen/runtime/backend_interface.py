@@ -25,6 +25,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -103,10 +104,16 @@ class KernelTables:
     counter_aliases: dict = field(default_factory=dict)
 
     @classmethod
-    def from_module(cls, module_name: str, wrappers: dict | None = None) -> KernelTables:
+    def from_module(
+        cls, module_name: str | ModuleType, wrappers: dict | None = None
+    ) -> KernelTables:
         """The tables of a generated ``registration`` module (``KERNELS``,
-        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``). A module that is
-        not one is an error: read as empty tables, every op would silently run eagerly."""
+        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``), given by name or
+        imported (``from .generated import registration``, which the import graph sees). A
+        module that is not one is an error: read as empty tables, every op would silently
+        run eagerly."""
+        if isinstance(module_name, ModuleType):
+            return cls._from_registration(module_name.__name__, module_name, wrappers)
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
@@ -117,7 +124,14 @@ class KernelTables:
                 f"{error.name!r}. It takes the generated registration module "
                 "(`<package>.generated.registration`), which `lazygen gen` or the "
                 "package's build writes: check the name, and that the package is built"
+                + _renamed_hint(module_name)
             ) from error
+        return cls._from_registration(module_name, module, wrappers)
+
+    @classmethod
+    def _from_registration(
+        cls, module_name: str, module: ModuleType, wrappers: dict | None
+    ) -> KernelTables:
         if not hasattr(module, "KERNELS") and not hasattr(module, "NODE_CLASSES"):
             raise LazygenRuntimeError(
                 f"lazygen: KernelTables.from_module({module_name!r}): {module_name} holds "
@@ -131,6 +145,21 @@ class KernelTables:
             dict(wrappers or {}),
             dict(getattr(module, "COUNTER_ALIASES", {})),
         )
+
+
+#: The built-in op list's generated package before it was named ``builtin`` everywhere.
+_OLD_BUILTIN_GENERATED = "lazygen.generated."
+_BUILTIN_REGISTRATION = "lazygen.runtime.builtin.generated.registration"
+
+
+def _renamed_hint(module_name: str) -> str:
+    if not module_name.startswith(_OLD_BUILTIN_GENERATED):
+        return ""
+    return (
+        f". The built-in op list's generated package moved: its registration is now "
+        f"{_BUILTIN_REGISTRATION!r} (`lazygen.runtime.builtin.tables.kernel_tables()` "
+        "gives its tables)"
+    )
 
 
 class Backend(ABC):
@@ -170,7 +199,7 @@ class Backend(ABC):
     #: reads, printing) only through ``from_data(data, "cpu", copy=False)``, once per tensor
     #: per step (docs/backend-guide.md, "Device data that is not a torch tensor").
     torch_data: bool = True
-    #: How random ops reach its graphs (``lazygen.runtime.random_inputs``):
+    #: How random ops reach its graphs (``lazygen.runtime.tracing.random_inputs``):
     #: ``"torch_generator"``, a ``torch.Generator`` per random op holding the state eager's
     #: call would start from (the graph draws eager's exact numbers; needs torch's
     #: kernels), or ``"seed"``, a seed and an offset per random op as int64 0-dim inputs,
@@ -186,7 +215,7 @@ class Backend(ABC):
         """Ops this backend cannot run inside a graph, each mapped to None (always) or to a
         predicate ``(op, args, kwargs) -> bool`` (this call): on this backend's devices each
         such call cuts the graph and runs eagerly, counted and listed as refused in
-        ``metrics.fallback_report()`` (see ``lazygen.runtime.refusals`` for the keys). Read
+        ``metrics.fallback_report()`` (see ``lazygen.runtime.tracing.refusals`` for the keys). Read
         once, when the backend is installed; none by default."""
         return {}
 

@@ -9,10 +9,10 @@ from types import MappingProxyType
 
 import torch
 
-from . import dispatch, executor, op_facts, random_inputs, reuse_trie, state
+from . import op_facts, state
 from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
-from .fallback import eager_fallback
+from .execution import executor
 from .ir import (
     _SCALAR_DTYPES,
     DeviceData,
@@ -26,9 +26,11 @@ from .ir import (
     scalar_shapes,
 )
 from .metrics import count
-from .shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
 from .state import settings
-from .tensor import LazyTensor, device_data, new_lazy
+from .tracing import dispatch, random_inputs, reuse_trie
+from .tracing.fallback import eager_fallback
+from .tracing.shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
+from .tracing.tensor import LazyTensor, device_data, new_lazy
 
 __all__ = [
     "LazyTensor",

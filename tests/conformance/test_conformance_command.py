@@ -27,7 +27,7 @@ from lazygen.conformance.runner import RunConfig, Runner, crash_site, last_op
 from lazygen.conformance.select import SelectionError, select
 
 REPO = Path(__file__).resolve().parents[2]
-OP_LIST = REPO / "yaml" / "ts_backend.yaml"
+OP_LIST = REPO / "yaml" / "builtin.yaml"
 
 
 @pytest.fixture
@@ -327,7 +327,7 @@ def test_crash_reports_are_parsed():
         '  File "/x/other.py", line 1 in elsewhere\n\n'
         "Current thread 0x2 (most recent call first):\n"
         '  File "/t/torch/_utils.py", line 1014 in _functionalize_sync\n'
-        '  File "/l/lazygen/runtime/decompositions.py", line 226 in _from_functional\n'
+        '  File "/l/lazygen/runtime/tracing/decompositions.py", line 226 in _from_functional\n'
         '  File "/t/torch/utils/_pytree.py", line 1313 in unflatten\n'
         '  File "/t/torch/utils/_pytree.py", line 1578 in tree_map\n'
     )

@@ -27,7 +27,7 @@ from lazygen.runtime.lowering_context import (
     view_of,
 )
 from lazygen.runtime.ops.facts import CONTIGUOUS_INPUT_OPS, STRIDE_READING_OPS, VIEW_COPY_OPS
-from lazygen.runtime.tensor import inner
+from lazygen.runtime.tracing.tensor import inner
 
 aten = torch.ops.aten
 

@@ -9,7 +9,9 @@ import weakref
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import dispatch, executor, metrics, state
+from lazygen.runtime import metrics, state
+from lazygen.runtime.execution import executor
+from lazygen.runtime.tracing import dispatch
 
 aten = torch.ops.aten
 
@@ -21,9 +23,15 @@ def _kernel(*args, **kwargs):  # never called: only registered
 def test_every_stateful_module_declares_its_reset():
     assert {
         f"lazygen.runtime.{m}"
-        for m in ("dispatch", "shape_inference", "kernel_support", "metrics", "devices")
+        for m in (
+            "tracing.dispatch",
+            "tracing.shape_inference",
+            "kernel_support",
+            "metrics",
+            "devices",
+        )
     } <= set(state.owners())
-    assert "lazygen.runtime.executor" in state.owners()
+    assert "lazygen.runtime.execution.executor" in state.owners()
 
 
 def test_reset_restores_kernels_settings_and_empties_counters():
@@ -123,7 +131,7 @@ def test_reset_leaves_no_registered_state_behind():
     lr.mark_step()
     state.reset()
     before = _registered_state()
-    assert ("lazygen.runtime.shape_inference", "_recent") in before
+    assert ("lazygen.runtime.tracing.shape_inference", "_recent") in before
     assert ("lazygen.dynamo.compiled", "_graphs") in before
 
     _small_training_step(lr.device())

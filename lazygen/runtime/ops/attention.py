@@ -32,12 +32,13 @@ from types import MappingProxyType
 import torch
 from torch.nn.attention import SDPBackend
 
-from .. import devices, refusals, state
+from .. import devices, state
 from .. import kernel_support as rt
-from ..dispatch import call
 from ..errors import LazygenRuntimeError
 from ..ir import Node
-from ..tensor import LazyTensor, from_data
+from ..tracing import refusals
+from ..tracing.dispatch import call
+from ..tracing.tensor import LazyTensor, from_data
 
 aten = torch.ops.aten
 _FLASH = int(SDPBackend.FLASH_ATTENTION.value)

@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 import torch
 
-from ..dispatch import call
+from ..tracing.dispatch import call
 
 aten = torch.ops.aten
 

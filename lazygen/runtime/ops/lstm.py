@@ -35,7 +35,7 @@ from types import MappingProxyType
 import torch
 
 from ..ir import Node
-from ..tensor import is_lazy
+from ..tracing.tensor import is_lazy
 from .recurrent_lowering import (
     Emit,
     Layout,

@@ -25,10 +25,10 @@ from types import MappingProxyType
 import torch
 
 from .. import kernel_support as rt
-from ..dispatch import call
 from ..errors import LazygenRuntimeError
-from ..fallback import eager_fallback
-from ..tensor import LazyTensor
+from ..tracing.dispatch import call
+from ..tracing.fallback import eager_fallback
+from ..tracing.tensor import LazyTensor
 
 aten = torch.ops.aten
 

@@ -36,8 +36,9 @@ import torch
 import torch.accelerator
 import torch.accelerator.memory
 
-from .. import devices, executor, state
+from .. import devices, state
 from ..errors import LazygenRuntimeError
+from ..execution import executor
 from ..state import settings
 from .device_module import device_index as _index_of
 

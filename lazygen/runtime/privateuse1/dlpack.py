@@ -24,7 +24,7 @@ import torch.utils.dlpack
 
 from .. import state
 from ..errors import LazygenRuntimeError
-from ..tensor import is_lazy
+from ..tracing.tensor import is_lazy
 
 _originals: dict = {}
 

@@ -33,8 +33,9 @@ from types import MappingProxyType
 
 import torch
 
-from .. import devices, executor, state
+from .. import devices, state
 from ..errors import LazygenRuntimeError
+from ..execution import executor
 from ..state import settings
 
 _ids = itertools.count(1)  # stream id 0 is each device's default stream

@@ -35,9 +35,9 @@ from typing import Any
 
 import torch
 
-from . import state
-from .devices import device_from, is_lazy_device
-from .errors import LazygenRuntimeError
+from .. import state
+from ..devices import device_from, is_lazy_device
+from ..errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .tensor import LazyTensor
 

@@ -19,9 +19,9 @@ import time
 import weakref
 from collections.abc import Callable
 
-from . import state
-from .errors import frame_free
-from .ir import DeviceData
+from .. import state
+from ..errors import frame_free
+from ..ir import DeviceData
 
 
 class Launch:

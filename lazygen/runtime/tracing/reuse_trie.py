@@ -27,9 +27,9 @@ from __future__ import annotations
 import threading
 import weakref
 
-from . import state
-from .ir import DeviceData, Node, Value
-from .metrics import count
+from .. import state
+from ..ir import DeviceData, Node, Value
+from ..metrics import count
 
 __all__ = ["ReusedData", "end_step", "lookup", "own_inputs", "reset"]
 

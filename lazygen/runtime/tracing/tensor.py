@@ -12,11 +12,11 @@ import weakref
 
 import torch
 
-from . import state
-from .devices import LazyDevice
-from .errors import LazygenRuntimeError
-from .ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
-from .state import active_kernels, settings
+from .. import state
+from ..devices import LazyDevice
+from ..errors import LazygenRuntimeError
+from ..ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
+from ..state import active_kernels, settings
 
 
 class shared_scalars:

@@ -1,5 +1,6 @@
-"""Autograd kernels of the TS backend (the backend yaml's ``autograd`` section), registered for
-``AutogradPrivateUse1``. They run the forward below autograd and use aten's backward ops."""
+"""Autograd kernels of the built-in op list (``yaml/builtin.yaml``'s ``autograd`` section),
+registered for ``AutogradPrivateUse1``. They run the forward below autograd and use aten's backward ops.
+"""
 
 from __future__ import annotations
 
