@@ -62,7 +62,7 @@ def switch_off() -> None:
     _switched_on.clear()
 
 
-state.register("graph.dynamic", switch_off)
+state.register(__name__, switch_off, owns=("_switched_on",))
 
 # Keys -------------------------------------------------------------------------------------
 
