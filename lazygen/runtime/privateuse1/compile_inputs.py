@@ -18,6 +18,7 @@ import functools
 
 from torch._subclasses import meta_utils
 
+from .. import state
 from ..errors import LazygenRuntimeError
 from ..tracing.tensor import is_lazy
 
@@ -63,3 +64,10 @@ def install() -> None:
         return
     _originals["__call__"] = meta_utils.MetaConverter.__call__
     meta_utils.MetaConverter.__call__ = _guarded(meta_utils.MetaConverter.__call__)
+
+
+state.once_per_process(
+    __name__,
+    ("_originals",),
+    "torch's meta converter entry as it was before lazygen wrapped it: torch holds the wrapper for the process",
+)
