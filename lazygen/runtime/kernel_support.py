@@ -25,7 +25,7 @@ from .ir import (
 )
 from .metrics import count
 from .state import settings
-from .tracing import dispatch, random_inputs, reuse_trie
+from .tracing import dispatch, ir_reuse, random_inputs
 from .tracing.fallback import eager_fallback
 from .tracing.shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
 from .tracing.tensor import LazyTensor, device_data, new_lazy
@@ -338,17 +338,13 @@ def make_node(cls, operands, attrs, shapes) -> Node:
 
 
 def _reuse_or_make(cls, operands, attrs, shapes) -> Node:
-    """The last step's equal node (see ``reuse_trie``), else a new one reading its inputs
+    """The last step's equal node (see ``ir_reuse``), else a new one reading its inputs
     through slots the next step can rebind."""
-    node = reuse_trie.lookup(cls, operands, attrs, shapes)
+    node = ir_reuse.lookup(cls, operands, attrs, shapes)
     if node is None:
-        node = cls(reuse_trie.own_inputs(operands), attrs, shapes)
-        reuse_trie.remember(node)
+        node = cls(ir_reuse.own_inputs(operands), attrs, shapes)
+        ir_reuse.remember(node)
     return node
-
-
-def reset_ir_cache() -> None:
-    reuse_trie.reset()
 
 
 class TracedOp:
@@ -434,7 +430,7 @@ def _traced(device: LazyDevice) -> None:
 
 
 def _reset() -> None:
-    reuse_trie.reset()
+    ir_reuse.reset()
     _SIZE_LISTS.clear()
 
 

@@ -17,11 +17,20 @@ import torch
 from .. import debug, metrics, state
 from ..devices import LazyDevice, all_devices, caches
 from ..errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
-from ..graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
+from ..graph import (
+    GraphCache,
+    GraphTemplate,
+    budget,
+    dynamic,
+    graph_key,
+    post_order,
+    recompiles,
+    split,
+)
 from ..graph.eager import EagerGraph, NoEagerOp
 from ..ir import DeviceData, InputWrite, Node, ScalarData, Value
 from ..state import log, settings
-from ..tracing import reuse_trie
+from ..tracing import ir_reuse
 from ..tracing.tensor import LazyTensor
 from . import profiling, step_closures
 from .launches import FailedRun, Launch, settle
@@ -282,20 +291,20 @@ def _sync_device(
         outputs = list(dict.fromkeys(values + list(extra_outputs)))
         cache: GraphCache = device.cache
         try:
-            plan, order = cache.find_plan(outputs)
-            if plan is None:
+            template, order = cache.find_template(outputs)
+            if template is None:
                 metrics.count("GraphWalk")
                 order, position = post_order(outputs)
                 key = graph_key(order, position, outputs)
                 executable = compile_cached(device, key, order, outputs)
-                plan = Plan(key, order, position, outputs)
-                cache.remember_plan(plan, outputs)
+                template = GraphTemplate(key, order, position, outputs)
+                cache.remember_template(template, outputs)
             else:
-                key = plan.key
+                key = template.key
                 executable = compile_cached(device, key, order, outputs)
             debug.note_sync(device, executable, order, outputs)
             # waits for runs they come from
-            inputs = _read_inputs(order, plan.inputs, device.backend.torch_data)
+            inputs = _read_inputs(order, template.inputs, device.backend.torch_data)
         except LazyGraphError as error:
             _fail(device, tensors, values, error)
             raise
@@ -514,9 +523,9 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
         sync(dev.live_tensors(), wait, early_results=early)
         settle(dev.in_flight, dev.lock, None if wait else previous)
     if len(synced) == len(all_devices()):
-        reuse_trie.end_step()  # every lazy tensor is materialised: the next step may reuse
+        ir_reuse.end_step()  # every lazy tensor is materialised: the next step may reuse
     else:
-        reuse_trie.reset()  # another device's tensors may still read this step's nodes
+        ir_reuse.reset()  # another device's tensors may still read this step's nodes
     _warn_about_graph_cuts(metrics.take_step_cuts())
     step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
 

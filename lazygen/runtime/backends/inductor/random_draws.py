@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .context import INPUT_KIND, IR_NODE
+from .lowering import INPUT_KIND, IR_NODE
 
 aten = torch.ops.aten
 

@@ -17,7 +17,7 @@ from ...builtin import tables as op_list
 from ...errors import LazygenRuntimeError
 from ...ir import InputWrite, Node, Value
 from ...state import settings
-from .context import TSLoweringContext
+from .lowering import TSLoweringContext
 from .passes import fold_double_transposes, transpose_products, write_in_place
 
 _executor_configured = False

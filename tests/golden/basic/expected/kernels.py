@@ -8,7 +8,7 @@ A single-output kernel first tries its fast path: when its tensor arguments are 
 
 import torch
 
-from golden_basic_handwritten import shape_functions
+from golden_basic_hand_written import shape_functions
 from lazygen.runtime import kernel_support as rt
 from lazygen.runtime.kernel_support import LazyTensor
 
