@@ -5,6 +5,8 @@ Every function here is on the per-op hot path: keep them short.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from . import state
@@ -36,6 +38,7 @@ __all__ = [
     "Value",
     "count",
     "device_of",
+    "eager_fallback",
     "generator",
     "infer_shapes",
     "inplace",
@@ -67,7 +70,15 @@ def elsewhere(device) -> bool:
 
 
 def eager(op, args, kwargs):
-    """Run `op` through the eager fallback (counted as `aten::<op>`); used for `elsewhere`."""
+    """The old name of ``eager_fallback`` (``tracing.fallback.eager_fallback``), which code
+    generated before the rename calls: it still runs, with a deprecation warning saying to
+    regenerate (``lazygen gen``)."""
+    warnings.warn(
+        "lazygen: kernel_support.eager is now kernel_support.eager_fallback; regenerate "
+        "this backend's code with `lazygen gen` (or reinstall it) to use the new name",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return eager_fallback(op, args, kwargs)
 
 

@@ -27,7 +27,7 @@ from ..graph import (
     recompiles,
     split,
 )
-from ..graph.eager import EagerGraph, NoEagerOp
+from ..graph.uncompiled import NoTorchOverload, UncompiledGraph
 from ..ir import DeviceData, InputWrite, Node, ScalarData, Value
 from ..state import log, settings
 from ..tracing import ir_reuse
@@ -46,7 +46,7 @@ def pending(tensors) -> list[LazyTensor]:
 def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
     """The executable of ``key``'s graph: cached, or one serving every size of it
     (``graph/dynamic.py``), or compiled now, or, past the structure's recompile budget, an
-    ``EagerGraph`` that runs it uncompiled (``graph/budget.py``)."""
+    ``UncompiledGraph`` that runs it uncompiled (``graph/budget.py``)."""
     cache = device.cache
     executable = cache.get(key)
     if executable is not None:
@@ -77,7 +77,7 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         if not (forcing and sizes_are_inputs):
             metrics.count("EagerGraphRun")
             _explain(cache, key, order, "past the recompile limit: run uncompiled, op by op")
-            return EagerGraph(order, outputs, device.backing)
+            return UncompiledGraph(order, outputs, device.backing)
         record.extra_spent = True
         for_all_sizes = True
     else:
@@ -160,7 +160,7 @@ def execute(device: LazyDevice, executable, order: list[Node], inputs: list) -> 
 def runner(device: LazyDevice, executable) -> Callable[[list], list]:
     """``run(inputs)`` for an executable run many times (``lazygen.dynamo``'s replay): the
     backend's shortest path (``Backend.runner``), or op by op for an uncompiled graph."""
-    if type(executable) is EagerGraph:
+    if type(executable) is UncompiledGraph:
         return functools.partial(_run_uncompiled, device, executable)
     return device.backend.runner(executable)
 
@@ -177,7 +177,7 @@ def run(device: LazyDevice, run_inputs: Callable[[list], list], order: list[Node
     return results
 
 
-def _run_uncompiled(device: LazyDevice, graph: EagerGraph, inputs: list) -> list:
+def _run_uncompiled(device: LazyDevice, graph: UncompiledGraph, inputs: list) -> list:
     """Run a graph op by op; one with an op torch cannot run so is compiled after all
     (uncached, counted as ``EagerGraphCompiled``)."""
     try:
@@ -185,7 +185,7 @@ def _run_uncompiled(device: LazyDevice, graph: EagerGraph, inputs: list) -> list
             return graph.run_on_host(device.backend, inputs)
         return graph.run(inputs)
     except LazyGraphError as error:
-        if not isinstance(error.__cause__, NoEagerOp):
+        if not isinstance(error.__cause__, NoTorchOverload):
             raise
     metrics.count("EagerGraphCompiled")
     executable = device.backend.compile(graph.order, graph.outputs, device.backing)
@@ -312,7 +312,7 @@ def _sync_device(
             wait
             or not settings.async_execution
             or not device.backend.asynchronous
-            or type(executable) is EagerGraph
+            or type(executable) is UncompiledGraph
         ):
             try:
                 ran = execute(device, executable, order, inputs)
