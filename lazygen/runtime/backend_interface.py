@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
+from . import state
 from .errors import LazygenRuntimeError
 from .ir import Node, Value
 from .lowering_context import LoweringContext
@@ -409,3 +410,11 @@ def _load_entry_point(point: importlib.metadata.EntryPoint) -> Callable[[], Back
             "(fix the entry point, in the package's pyproject.toml or setup.py, or the module "
             "it names, then reinstall the package)"
         ) from error
+
+
+state.once_per_process(
+    __name__,
+    ("_registered",),
+    "backends registered by name (register_backend, entry points): a program registers "
+    "them once, as it imports once",
+)

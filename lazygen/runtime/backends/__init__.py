@@ -13,16 +13,19 @@ Third-party backends register an entry point in the ``lazygen.backends`` group i
 from __future__ import annotations
 
 import warnings
+from types import MappingProxyType
 
 from ..backend_interface import Backend, make_backend
 
-BUILTIN = {
-    "torchscript": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
-    "ts": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
-    "inductor": "lazygen.runtime.backends.inductor.backend:InductorBackend",
-    "fx": "lazygen.runtime.backends.inductor.backend:FxBackend",
-    "jax": "lazygen.runtime.backends.jax.backend:JaxBackend",
-}
+BUILTIN = MappingProxyType(
+    {
+        "torchscript": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
+        "ts": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
+        "inductor": "lazygen.runtime.backends.inductor.backend:InductorBackend",
+        "fx": "lazygen.runtime.backends.inductor.backend:FxBackend",
+        "jax": "lazygen.runtime.backends.jax.backend:JaxBackend",
+    }
+)
 
 DEFAULT = "torchscript"
 

@@ -4,6 +4,8 @@ registered for ``AutogradPrivateUse1``. They run the forward below autograd and 
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 aten = torch.ops.aten
@@ -75,7 +77,9 @@ def _pack_padded_sequence(input, lengths, batch_first):
     return _PackPaddedSequence.apply(input, lengths, batch_first)
 
 
-AUTOGRAD = {
-    aten.max_pool3d.default: max_pool3d,
-    aten._pack_padded_sequence.default: _pack_padded_sequence,
-}
+AUTOGRAD = MappingProxyType(
+    {
+        aten.max_pool3d.default: max_pool3d,
+        aten._pack_padded_sequence.default: _pack_padded_sequence,
+    }
+)

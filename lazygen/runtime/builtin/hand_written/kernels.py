@@ -11,6 +11,8 @@ them in ``supported``, so they are re-exported here.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ... import kernel_support as rt
@@ -105,13 +107,15 @@ def slice_scatter_checks_the_source(kernel):
 
 
 #: Kernels the runtime wraps around whatever kernel is registered for the op.
-WRAPPERS = {
-    aten.detach_copy.default: detach_shares_the_value,
-    aten.view_copy.default: identity_view_shares_the_value,
-    aten.slice_scatter.default: slice_scatter_checks_the_source,
-    # CPU kernels have no integer histc; CUDA's has (see ops.histc).
-    aten.histc.default: integer_histc_first,
-}
+WRAPPERS = MappingProxyType(
+    {
+        aten.detach_copy.default: detach_shares_the_value,
+        aten.view_copy.default: identity_view_shares_the_value,
+        aten.slice_scatter.default: slice_scatter_checks_the_source,
+        # CPU kernels have no integer histc; CUDA's has (see ops.histc).
+        aten.histc.default: integer_histc_first,
+    }
+)
 
 
 def _eager(op):
