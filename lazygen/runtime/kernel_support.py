@@ -13,6 +13,7 @@ from . import op_facts, state
 from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
 from .execution import executor
+from .graph import dynamic
 from .ir import (
     _SCALAR_DTYPES,
     DeviceData,
@@ -212,10 +213,10 @@ def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
     seen before). A single ``SymInt`` (``symint``) stays a graph input: starts and
     offsets change from step to step (``data[i : i + n]``) where sizes do not.
 
-    With dynamic shapes on (``config.set_dynamic_shapes``), each int is a graph input of
+    With dynamic shapes on (``config.set_dynamic_shapes``, ``graph.dynamic.on()``), each int is a graph input of
     its own instead, never shared: a graph's structure then does not depend on which sizes
     happen to be equal, and one compiled graph serves every size (``graph/dynamic.py``)."""
-    if settings.dynamic_shapes:
+    if dynamic.on():
         backing = device.backing
         return tuple([Value(ScalarData(int(v), torch.int64, backing), 0) for v in values])
     key = tuple([int(v) for v in values])

@@ -148,3 +148,19 @@ def test_reset_leaves_no_registered_state_behind():
     ]
     assert not left, f"state.reset() left state behind in: {left}"
     assert lr.metrics.counter_names() == []
+
+
+def test_a_module_registering_twice_keeps_both_resets():
+    """A module with two pieces of state registers each; the second never drops the
+    first (graph/dynamic.py's budget switch and its marked sizes once did)."""
+    owner = "tests.runtime.test_state.two_pieces"
+    first, second = [1], [2]
+    state.register(owner, first.clear, owns=("first",))
+    state.register(owner, second.clear, owns=("second",))
+    try:
+        assert state.owned_globals()[owner] == ("first", "second")
+        state.reset()
+        assert first == [] and second == []
+    finally:
+        state._resets.pop(owner)
+        state._owned.pop(owner)
