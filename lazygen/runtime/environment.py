@@ -34,8 +34,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LAZYGEN_BACKEND",
         "torchscript",
-        "the backend `init()` chooses when given none: `torchscript`, `inductor`, `fx`, `jax`, "
-        "or a third-party one registered under the `lazygen.backends` entry point",
+        "the backend `init()` chooses when given none: `torchscript` (where TorchScript does "
+        "not work in the installed torch, `fx`, with one warning), `inductor`, `fx`, `jax`, or "
+        "a third-party one registered under the `lazygen.backends` entry point",
         "`lr.init(backend=...)`",
     ),
     Variable(
