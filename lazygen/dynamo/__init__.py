@@ -51,7 +51,8 @@ def _canonical(name: str) -> str:
 def device_for(backend: str | None) -> LazyDevice:
     """The lazy device whose backend compiles the graphs: the current one when ``backend``
     is None or names its backend, else a device index given that backend (the first call
-    initialises the runtime with it)."""
+    initialises the runtime with it).
+    """
     if backend is None:
         lr.init()
     else:
@@ -70,7 +71,8 @@ def device_for(backend: str | None) -> LazyDevice:
 
 def _init_or_keep(backend: str) -> None:
     """Initialise with ``backend`` unless the runtime already runs (then keep its default
-    backend and give ``backend`` a device index of its own)."""
+    backend and give ``backend`` a device index of its own).
+    """
     try:
         lr.init(backend=backend)
     except RuntimeError:
@@ -90,7 +92,8 @@ def lazygen_backend(
     """The Dynamo backend: aot_autograd with lazygen compiling forward, backward and
     inference graphs. ``mode`` (``torch.compile(mode=...)``) names Inductor's tuning
     presets (CUDA graphs, autotuning): lazygen has none, so it warns and goes on, as
-    torch's own aot_autograd backends do."""
+    torch's own aot_autograd backends do.
+    """
     if mode not in (None, "default"):
         warnings.warn(
             f"lazygen: torch.compile(mode={mode!r}) is ignored: the modes are Inductor's "
@@ -139,7 +142,8 @@ def lazygen_backend(
 
 def register() -> None:
     """Register ``lazygen`` with Dynamo by hand (the entry point does it for an installed
-    lazygen; calling this as well is harmless)."""
+    lazygen; calling this as well is harmless).
+    """
     from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
 
     if NAME not in _COMPILER_FNS:

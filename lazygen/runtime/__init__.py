@@ -150,7 +150,8 @@ def _check_same(backend, name: str) -> None:
 def set_device_backend(index: int, backend: str | Backend) -> Backend:
     """Run ``<device>:<index>`` on another backend (before that index holds tensors): e.g.
     ``lazygen:0`` on TorchScript and ``lazygen:1`` on inductor. The two backends must trace
-    with the same kernel tables (the built-in ones do). Returns the backend."""
+    with the same kernel tables (the built-in ones do). Returns the backend.
+    """
     init()
     chosen = make_backend(backend, BUILTIN)
     dispatch.install_tables(_backend_registry.kernel_tables_of(chosen))
@@ -184,7 +185,8 @@ def device(index: int = 0) -> torch.device:
 def mark_step(device: str = "", wait: bool = False) -> None:
     """Cut the trace: launch a graph materialising every live lazy tensor with pending IR,
     then run step closures. The graph runs while the program goes on tracing (reads of its
-    results wait for it); ``wait=True`` returns only once it ran, raising any failure."""
+    results wait for it); ``wait=True`` returns only once it ran, raising any failure.
+    """
     executor.mark_step(device_from(device) if device else None, wait=wait)
 
 
@@ -208,10 +210,11 @@ def sync(tensors) -> None:
 def to_cpu(tensors, devices=None) -> list[torch.Tensor]:
     """CPU copies of lazy tensors; other objects pass through.
 
-    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device``s or
+    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device`` objects or
     indices) whose tensors are synced together first, one graph per device, and whose
     graphs in flight are waited for; by default every device of the given tensors. A
-    tensor on another lazy device is synced on its own when it is copied."""
+    tensor on another lazy device is synced on its own when it is copied.
+    """
     tensors = list(tensors)
     if devices is None:
         sync(tensors)
@@ -238,7 +241,8 @@ def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
     than for its sizes first: ``dim`` changes from step to step (Dynamo's
     ``torch._dynamo.mark_dynamic``). Turns dynamic shapes on (``config.set_dynamic_shapes``).
     A graph is compiled for all sizes as a whole, so marking one dimension makes all of its
-    sizes inputs; int attributes (a ``dim``, a ``topk``'s ``k``) stay compiled in."""
+    sizes inputs; int attributes (a ``dim``, a ``topk``'s ``k``) stay compiled in.
+    """
     if not (isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type):
         where = tensor.device if isinstance(tensor, torch.Tensor) else type(tensor).__name__
         raise TypeError(
@@ -253,7 +257,8 @@ def add_step_closure(closure, args=(), run_async: bool = False) -> None:
     """Run ``closure(*args)`` after the next ``mark_step``, once the step's tensors are
     materialised: in ``mark_step`` itself, or with ``run_async`` on lazygen's closure thread
     once the step's graphs ran, while the program goes on (an exception it raises comes out
-    of the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``."""
+    of the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``.
+    """
     step_closures.add(closure, args, run_async)
 
 

@@ -3,7 +3,8 @@
 graph's IR appended to that file (``LAZYGEN_SAVE_TENSORS_FMT``: ``text`` or ``dot``), after
 the Python frames that synced it and with the user's line of each node, as LTC's
 ``LTC_SAVE_TENSORS_FILE`` does (that name is read too). Both are read at each sync, so a
-program may set them at any time."""
+program may set them at any time.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def _shapes_text(node: Node) -> str:
 
 
 def to_text(order, position, outputs) -> str:
+    """The text form of a graph (``dump_ir(..., "text")``): one line per node."""
     lines = ["IR {"]
     for node in order:
         operands = ", ".join(_operand_text(o, position) for o in node.operands)
@@ -66,6 +68,7 @@ def to_text(order, position, outputs) -> str:
 
 
 def to_dot(order, position, outputs) -> str:
+    """The Graphviz form of a graph (``dump_ir(..., "dot")``)."""
     lines = ["digraph G {", "  node [shape=box];"]
     roots = {v.node for v in outputs}
     for node in order:
@@ -82,6 +85,16 @@ def to_dot(order, position, outputs) -> str:
 
 
 def dump_ir(tensors, ir_format: str = "text") -> str:
+    """The pending graph that computes ``tensors``, as text (as ``torch._lazy.debug``).
+
+    Args:
+        tensors: Lazy tensors whose pending IR to dump.
+        ir_format: ``"text"`` (lazygen's IR), ``"dot"`` (Graphviz) or ``"backend"`` (the
+            device's backend's lowering of it; empty once the tensors are synced).
+
+    Returns:
+        The dump.
+    """
     order, position, outputs = _graph(tensors)
     if ir_format == "text":
         return to_text(order, position, outputs)
@@ -123,7 +136,8 @@ _saved = [0]  # graphs written to LAZYGEN_SAVE_TENSORS_FILE by this process
 
 def note_sync(device, executable, order: list[Node], outputs) -> None:
     """The executor's hook for each graph it runs: remember it for ``last_graph()``, and
-    append its IR to ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else)."""
+    append its IR to ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else).
+    """
     if type(executable) is UncompiledGraph:  # its text now: it holds the step's IR and data
         executable = executable.describe()
     _latest[:] = [(device.backend, executable)]
@@ -135,7 +149,8 @@ def note_sync(device, executable, order: list[Node], outputs) -> None:
 def last_graph() -> str:
     """The backend's text of the latest graph a sync ran (TorchScript: its graph; fx and
     inductor: the GraphModule's code), as LTC's ``_get_latest_computation_graph``; ``""``
-    before the first."""
+    before the first.
+    """
     if not _latest:
         return ""
     backend, executable = _latest[0]
@@ -158,7 +173,8 @@ def _save(path: str, device, order, outputs) -> None:
 
 def python_stacktrace() -> str:
     """The frames that led here, innermost first, from lazygen's API entry point (e.g.
-    ``mark_step``) outwards through the user's code: LTC's "Python Stacktrace" block."""
+    ``mark_step``) outwards through the user's code: LTC's "Python Stacktrace" block.
+    """
     frames = traceback.extract_stack()
     lines = []
     for frame in reversed(frames):

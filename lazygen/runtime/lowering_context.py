@@ -95,7 +95,8 @@ class LoweringContext(ABC):
 
     A backend subclasses it and implements the abstract methods; the graph executor feeds
     nodes in post-order: ``add_parameter`` for every graph input (``node.is_input``),
-    ``lower_node`` for every other node, then ``set_graph_outputs``."""
+    ``lower_node`` for every other node, then ``set_graph_outputs``.
+    """
 
     def __init__(self, device: torch.device | str | None = None) -> None:
         """An empty graph whose data lives on ``device`` (the CPU by default)."""
@@ -112,11 +113,13 @@ class LoweringContext(ABC):
     def parameter(self, node: Node) -> Any:
         """A new graph input for ``node`` (``DeviceData``, ``ScalarData``, or a generator
         input when ``getattr(node, "is_generator", False)``); the executor feeds them in
-        this order."""
+        this order.
+        """
 
     def add_parameter(self, node: Node) -> Any:
         """Make ``node`` the next graph input (through ``parameter``), record it in
-        ``parameters`` and map its value; the executor calls it for every input node."""
+        ``parameters`` and map its value; the executor calls it for every input node.
+        """
         value = self.parameter(node)
         self.parameters.append(node)
         self.values[Value(node, 0)] = value
@@ -135,7 +138,8 @@ class LoweringContext(ABC):
 
     def lower_nodes(self, order: list[Node]) -> None:
         """Lower a post-ordered graph's nodes: an input node becomes the next parameter
-        (``add_parameter``), every other node goes through ``lower_node``."""
+        (``add_parameter``), every other node goes through ``lower_node``.
+        """
         for node in order:
             if node.is_input:
                 self.add_parameter(node)
@@ -144,13 +148,15 @@ class LoweringContext(ABC):
 
     def lower_graph(self, order: list[Node], outputs: list[Value]) -> None:
         """Lower a whole post-ordered graph (``lower_nodes``) and make ``outputs`` its
-        results (``set_graph_outputs``)."""
+        results (``set_graph_outputs``).
+        """
         self.lower_nodes(order)
         self.set_graph_outputs(outputs)
 
     def set_outputs(self, node: Node, outputs) -> None:
         """Map ``node``'s outputs to the backend values its ``lower()`` returned, one per
-        output; anything else (a bare value, another count) is a lowering error."""
+        output; anything else (a bare value, another count) is a lowering error.
+        """
         expected = len(node.shapes)
         if isinstance(outputs, torch.Tensor) or not isinstance(outputs, (list, tuple)):
             # A newcomer's `call` returning its one value (a register, a tensor) bare: a
@@ -186,7 +192,8 @@ class LoweringContext(ABC):
     def tensor(self, v: Value) -> Any:
         """A ``Tensor`` argument: the backend value already mapped to ``v``; a wrapped
         Python number (``is_wrapped_number(v)``) becomes a 0-dim tensor of
-        ``number_dtype(v)``."""
+        ``number_dtype(v)``.
+        """
 
     def optional_tensor(self, v: Value | None) -> Any:
         """A ``Tensor?`` argument: ``tensor(v)``, or the constant None when absent."""
@@ -199,7 +206,8 @@ class LoweringContext(ABC):
     @abstractmethod
     def optional_tensor_list(self, vs) -> Any:
         """A ``Tensor?[]`` argument (``index``'s indices): a backend list whose entries are
-        ``tensor(v)`` or None."""
+        ``tensor(v)`` or None.
+        """
 
     @abstractmethod
     def scalar(self, v: Value) -> Any:
@@ -207,7 +215,8 @@ class LoweringContext(ABC):
         is read as a Python number inside the graph (a ``ScalarData`` never baked in as a
         constant, so changing values do not recompile). A ``FixedScalar``'s number is part
         of the graph key: a backend may return ``fixed_number(v)`` as a constant instead,
-        and should where reading an input costs per run (it is fed either way)."""
+        and should where reading an input costs per run (it is fed either way).
+        """
 
     def optional_scalar(self, v: Value | None) -> Any:
         """A ``Scalar?`` argument: ``scalar(v)``, or the constant None when absent."""
@@ -220,7 +229,8 @@ class LoweringContext(ABC):
     @abstractmethod
     def symint_list(self, vs) -> Any:
         """A ``SymInt[]`` argument in symint mode: a backend list of ints, each the value
-        of its ``SizeConstant`` node (lowered as ``constant(int)`` before its users)."""
+        of its ``SizeConstant`` node (lowered as ``constant(int)`` before its users).
+        """
 
     def generator(self, v: Value) -> Any:
         """A random op's generator: its graph input (see ``rt.generator``)."""
@@ -229,13 +239,15 @@ class LoweringContext(ABC):
     @abstractmethod
     def constant(self, value) -> Any:
         """An attribute: None, bool, int, float, complex, str, ``torch.dtype`` / ``layout``
-        / ``memory_format`` / ``device``, or lists and tuples of them."""
+        / ``memory_format`` / ``device``, or lists and tuples of them.
+        """
 
     @abstractmethod
     def call(self, op: Op, args: list, kwargs: dict, num_outputs: int) -> list:
         """Apply ``op`` (an ``OpOverload`` or its string: see the module docstring) to
         ``args``/``kwargs`` made by the methods above; one backend value per output, masked-
-        off outputs included. Normalise ``op`` with ``op_string``/``overload_of``."""
+        off outputs included. Normalise ``op`` with ``op_string``/``overload_of``.
+        """
 
     @abstractmethod
     def unpack_list(self, value: Any, count: int) -> list:
@@ -243,7 +255,8 @@ class LoweringContext(ABC):
 
     def value_list(self, items: list) -> Any:
         """A ``Tensor[]`` argument made of backend values this context handed out (a
-        hand-written lowering stacking per-step results); a Python list by default."""
+        hand-written lowering stacking per-step results); a Python list by default.
+        """
         return list(items)
 
     # What a lowering may ask about the node being lowered --------------------------------
@@ -251,7 +264,8 @@ class LoweringContext(ABC):
     def output_shapes(self) -> tuple[Shape | None, ...]:
         """The node's outputs as shape inference gave them: one ``Shape(dtype, sizes)`` per
         output, None for an output a mask left undefined. A lowering needing the result's
-        dtype (a cast) or sizes (a reshape) reads them here."""
+        dtype (a cast) or sizes (a reshape) reads them here.
+        """
         if self.node is None:
             raise LazygenRuntimeError(
                 "lazygen: output_shapes() is for a node's lower(): no node is being lowered"
@@ -278,7 +292,8 @@ class LoweringContext(ABC):
 
     def is_lazy_device(self, device) -> bool:
         """Whether ``device`` (a ``torch.device`` or its string, as a device attribute
-        carries it) is the lazy device, which in a graph means ``self.device``."""
+        carries it) is the lazy device, which in a graph means ``self.device``.
+        """
         return is_lazy_device(device)
 
     # Helpers for implementations ------------------------------------------------------------
@@ -286,7 +301,8 @@ class LoweringContext(ABC):
     def number_dtype(self, v: Value) -> torch.dtype:
         """The dtype a wrapped Python number (a ``ScalarData`` used as a ``Tensor``
         argument of the node being lowered) must have so that type promotion treats it as
-        eager treats a wrapped number."""
+        eager treats a wrapped number.
+        """
         natural = v.node.shapes[0].dtype
         others = []
         if self.node is not None:
@@ -299,7 +315,8 @@ class LoweringContext(ABC):
 
 def fixed_number(v: Value) -> bool | int | float | complex | None:
     """The number of a ``FixedScalar`` input (a constant of the graph: the graph key holds
-    it), as its 0-dim tensor holds it; None for any other value."""
+    it), as its 0-dim tensor holds it; None for any other value.
+    """
     node = v.node
     if type(node) is not FixedScalar:
         return None
@@ -314,7 +331,8 @@ def is_wrapped_number(v: Value) -> bool:
 def op_string(op: Op) -> str:
     """The string of an op as ``ctx.call`` got it: ``"aten::add.Tensor"`` for
     ``torch.ops.aten.add.Tensor``, ``"aten::relu"`` for a default overload; a string is
-    returned as it is."""
+    returned as it is.
+    """
     if type(op) is str:
         return op
     if isinstance(op, torch._ops.OpOverload):
@@ -332,8 +350,10 @@ def _is_packet(op) -> bool:
 
 def takes_contiguous_inputs(op: Op) -> bool:
     """Whether a backend whose views alias must make ``op``'s tensor inputs contiguous
-    first: the op fact ``stride_reading`` read strides, the op fact ``contiguous_inputs``' kernels require
-    them (see "Views may alias"). The one rule every aliasing ``call`` applies."""
+    first: the op fact ``stride_reading`` read strides, the op fact ``contiguous_inputs``'
+    kernels require them (see "Views may alias"). The one rule every aliasing ``call``
+    applies.
+    """
     name = op_string(op).partition("::")[2].partition(".")[0]
     return name in op_facts.get("stride_reading") or name in op_facts.get("contiguous_inputs")
 
@@ -342,7 +362,8 @@ def view_of(op: Op):
     """The view overload a ``*_copy`` op of the op fact ``view_copies`` copies (``t_copy`` ->
     ``torch.ops.aten.t.default``; ``view_copy`` -> ``reshape``, which takes any layout),
     for a lowering that runs them as views (see "Views may alias"); None for every other
-    op, and for the op fact ``stride_reading``, whose inputs must be contiguous."""
+    op, and for the op fact ``stride_reading``, whose inputs must be contiguous.
+    """
     overload = overload_of(op)
     if overload is None:
         return None
@@ -360,7 +381,8 @@ _overloads: dict[str, Any] = {}
 def overload_of(op: Op):
     """``torch.ops.<ns>.<name>.<overload>`` for ``"ns::name.overload"`` (``"ns::name"``: the
     default overload), or None when torch has no such op (a non-native ``opkind``); an
-    ``OpOverload`` is returned as it is."""
+    ``OpOverload`` is returned as it is.
+    """
     if type(op) is not str:
         op_string(op)  # a clear error for anything that is not an overload
         return op
