@@ -62,6 +62,7 @@ __all__ = [
     "mark_step",
     "metrics",
     "register_backend",
+    "reset",
     "set_device_backend",
     "state",
     "sync",
@@ -188,6 +189,26 @@ def mark_step(device: str = "", wait: bool = False) -> None:
     results wait for it); ``wait=True`` returns only once it ran, raising any failure.
     """
     executor.mark_step(device_from(device) if device else None, wait=wait)
+
+
+def reset(sync: bool = True) -> None:
+    """Put the runtime back as ``init()`` left it, keeping the device and its backend.
+
+    Compiled graphs, IR caches, counters, step closures and settings changed through
+    ``config`` go back to their start (each module's state is declared with
+    ``state.register``; ``tests/architecture/test_state_ownership.py`` keeps it so).
+    Lazy tensors that exist keep their values: with ``sync=True`` (the default) the
+    pending IR of every device is run first and waited for, so no tensor is left
+    pointing at a graph the reset forgot. ``sync=False`` skips that, for a process that
+    holds no lazy tensor it still needs (the tests' isolation).
+
+    Args:
+        sync: Run and wait for pending IR before resetting.
+    """
+    if sync:
+        for lazy_device in all_devices():
+            executor.mark_step(lazy_device, wait=True)
+    state.reset()
 
 
 def wait_device_ops(devices=None) -> None:
