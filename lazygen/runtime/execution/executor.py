@@ -273,4 +273,4 @@ def _reset() -> None:
     _cuts_warned.clear()
 
 
-state.register("executor", _reset)
+state.register(__name__, _reset, owns=("_cuts_warned",))

@@ -201,3 +201,6 @@ def check_dim(tensor: torch.Tensor, dim: int) -> int:
             f"{rank} dimension(s) (sizes {list(tensor.shape)})"
         )
     return dim % rank
+
+
+state.register(__name__, _marked.clear, owns=("_marked",))

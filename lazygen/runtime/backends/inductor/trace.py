@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
+from types import MappingProxyType
 
 import torch
 import torch.fx
@@ -33,11 +34,11 @@ _READ = torch.ops.aten._local_scalar_dense.default
 #: Inductor settings lazygen's graphs are compiled with (see "Per-call costs" above). Part of
 #: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
 #: shared with lazygen's.
-LAZY_GRAPH_CONFIG = {"size_asserts": False, "cpp_wrapper": True}
+LAZY_GRAPH_CONFIG = MappingProxyType({"size_asserts": False, "cpp_wrapper": True})
 
 
 #: The same, but Inductor's Python wrapper (when the C++ one fails to compile).
-PYTHON_WRAPPER_CONFIG = {**LAZY_GRAPH_CONFIG, "cpp_wrapper": False}
+PYTHON_WRAPPER_CONFIG = MappingProxyType({**LAZY_GRAPH_CONFIG, "cpp_wrapper": False})
 
 
 class _DropRecords(logging.Filter):
@@ -167,7 +168,7 @@ def _compile_fx(
         compiles = InnerCompiles(compile_fx_inner)
         context = torch._guards.TracingContext(fake_mode)
         cache_off = aot_cache_off() if direct else contextlib.nullcontext()
-        settings = inductor_config.patch(config)
+        settings = inductor_config.patch(dict(config))
         tracing = torch._guards.tracing(context)
         with outside_dispatch(), tracing, torch.no_grad(), cache_off, settings:
             # (a copy: compile_fx takes ownership of the module it is given)

@@ -5,6 +5,7 @@ rule (broadcasting) and the wrappers ``_unary``/``_binary``/``_compare``."""
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import jax
 import jax.numpy as jnp
@@ -14,46 +15,48 @@ from .table import JAX_OPS, as_dtype, dt, op
 
 # Elementwise ---------------------------------------------------------------------------
 
-_UNARY = {
-    "abs": jnp.abs,
-    "neg": jnp.negative,
-    "exp": jnp.exp,
-    "exp2": jnp.exp2,
-    "expm1": jnp.expm1,
-    "log": jnp.log,
-    "log2": jnp.log2,
-    "log10": jnp.log10,
-    "log1p": jnp.log1p,
-    "sqrt": jnp.sqrt,
-    "rsqrt": lax.rsqrt,
-    "reciprocal": jnp.reciprocal,
-    "sin": jnp.sin,
-    "cos": jnp.cos,
-    "tan": jnp.tan,
-    "asin": jnp.arcsin,
-    "acos": jnp.arccos,
-    "atan": jnp.arctan,
-    "sinh": jnp.sinh,
-    "cosh": jnp.cosh,
-    "tanh": jnp.tanh,
-    "asinh": jnp.arcsinh,
-    "acosh": jnp.arccosh,
-    "atanh": jnp.arctanh,
-    "sigmoid": jax.nn.sigmoid,
-    "erf": jax.scipy.special.erf,
-    "erfc": jax.scipy.special.erfc,
-    "floor": jnp.floor,
-    "ceil": jnp.ceil,
-    "trunc": jnp.trunc,
-    "frac": lambda x: x - jnp.trunc(x),
-    "sign": jnp.sign,
-    "sgn": jnp.sign,
-    "relu": jax.nn.relu,
-    "silu": jax.nn.silu,
-    "square": jnp.square,
-    "deg2rad": jnp.deg2rad,
-    "rad2deg": jnp.rad2deg,
-}
+_UNARY = MappingProxyType(
+    {
+        "abs": jnp.abs,
+        "neg": jnp.negative,
+        "exp": jnp.exp,
+        "exp2": jnp.exp2,
+        "expm1": jnp.expm1,
+        "log": jnp.log,
+        "log2": jnp.log2,
+        "log10": jnp.log10,
+        "log1p": jnp.log1p,
+        "sqrt": jnp.sqrt,
+        "rsqrt": lax.rsqrt,
+        "reciprocal": jnp.reciprocal,
+        "sin": jnp.sin,
+        "cos": jnp.cos,
+        "tan": jnp.tan,
+        "asin": jnp.arcsin,
+        "acos": jnp.arccos,
+        "atan": jnp.arctan,
+        "sinh": jnp.sinh,
+        "cosh": jnp.cosh,
+        "tanh": jnp.tanh,
+        "asinh": jnp.arcsinh,
+        "acosh": jnp.arccosh,
+        "atanh": jnp.arctanh,
+        "sigmoid": jax.nn.sigmoid,
+        "erf": jax.scipy.special.erf,
+        "erfc": jax.scipy.special.erfc,
+        "floor": jnp.floor,
+        "ceil": jnp.ceil,
+        "trunc": jnp.trunc,
+        "frac": lambda x: x - jnp.trunc(x),
+        "sign": jnp.sign,
+        "sgn": jnp.sign,
+        "relu": jax.nn.relu,
+        "silu": jax.nn.silu,
+        "square": jnp.square,
+        "deg2rad": jnp.deg2rad,
+        "rad2deg": jnp.rad2deg,
+    }
+)
 
 
 def _unary(fn):
