@@ -62,8 +62,6 @@ def switch_off() -> None:
     _switched_on.clear()
 
 
-state.register("graph.dynamic", switch_off)
-
 # Keys -------------------------------------------------------------------------------------
 
 
@@ -203,4 +201,10 @@ def check_dim(tensor: torch.Tensor, dim: int) -> int:
     return dim % rank
 
 
-state.register(__name__, _marked.clear, owns=("_marked",))
+def _reset() -> None:
+    """Forget the marked nodes and the budget's switch."""
+    _marked.clear()
+    switch_off()
+
+
+state.register(__name__, _reset, owns=("_marked", "_switched_on"))
