@@ -134,7 +134,7 @@ class CompiledGraph:
             for i in self.sizes:
                 inputs[i] = inputs[i].item()
         key = tuple([inputs[i].item() for i in self.fixed])
-        for guard, compiled in self.culprits.get(key, ()):
+        for guard, compiled in self.variants.get(key, ()):
             if guard is None or guard(inputs):
                 return compiled(*inputs)
         if self._count:
@@ -219,7 +219,7 @@ class CompiledGraph:
                 del self.variants[oldest]
         else:
             self._count += 1
-        self.culprits.setdefault(key, []).append((guard, compiled))
+        self.variants.setdefault(key, []).append((guard, compiled))
         return compiled
 
 
