@@ -224,7 +224,7 @@ def _registration_context(plan: BackendPlan, hand, deferred: bool) -> Registrati
             RegistrationEntry(_overload(k.op_name), "kernels", k.name, needs(k))
             for k in plan.kernels
         ),
-        *(RegistrationEntry(_overload(s.op_name), "handwritten", s.name) for s in plan.supported),
+        *(RegistrationEntry(_overload(s.op_name), "hand_written", s.name) for s in plan.supported),
     )
     autograd = (RegistrationEntry(_overload(a.op_name), "autograd", a.name) for a in plan.autograd)
     node_classes = [(n.op_name, f"ir.{n.node_name}") for n in plan.nodes]
@@ -233,7 +233,7 @@ def _registration_context(plan: BackendPlan, hand, deferred: bool) -> Registrati
         Header(RegistrationContext.template, plan.backend),
         imports(
             hand("autograd", None, bool(plan.autograd)),
-            hand("kernels", "handwritten", bool(plan.supported)),
+            hand("kernels", "hand_written", bool(plan.supported)),
             hand("shape_functions", None, any(e.needs for e in kernels)),
             Import("lazygen.runtime.deferred", "present") if deferred else None,
             (

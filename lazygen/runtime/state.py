@@ -109,16 +109,20 @@ settings = _Settings()
 #: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).
 active_kernels: dict = {}
 
-_resets: dict[str, Callable[[], None]] = {}
+_resets: dict[str, list[Callable[[], None]]] = {}
 _owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
 _kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
 
 
 def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ()) -> None:
     """Declare that module ``owner`` (its ``__name__``) keeps mutable state in its globals
-    ``owns``, and how to put them back (``reset_fn``, called by ``reset()``)."""
-    _resets[owner] = reset_fn
-    _owned[owner] = tuple(owns)
+    ``owns``, and how to put them back (``reset_fn``, called by ``reset()``). A module may
+    register several pieces of state: each call adds its reset and its globals, so a
+    second registration never silently drops the first one's."""
+    resets = _resets.setdefault(owner, [])
+    if reset_fn not in resets:
+        resets.append(reset_fn)
+    _owned[owner] = tuple(dict.fromkeys(_owned.get(owner, ()) + tuple(owns)))
 
 
 def once_per_process(owner: str, names: Iterable[str], reason: str) -> None:
@@ -148,8 +152,9 @@ def reset() -> None:
     Pending IR is not synced first: call ``mark_step()`` before, if tensors should keep
     their values."""
     settings.restore()
-    for reset_fn in list(_resets.values()):
-        reset_fn()
+    for resets in list(_resets.values()):
+        for reset_fn in list(resets):
+            reset_fn()
 
 
 once_per_process(

@@ -36,7 +36,7 @@ def test_every_stateful_module_declares_its_reset():
 
 def test_reset_restores_kernels_settings_and_empties_counters():
     lr.mark_step()
-    installed = dict(dispatch.KERNELS)
+    installed = dict(dispatch.INSTALLED_KERNELS)
     name = lr.device_name()
     dispatch.register_kernels({aten.neg.default: _kernel})
     lr.config.set_force_fallback("add.Tensor")
@@ -48,7 +48,7 @@ def test_reset_restores_kernels_settings_and_empties_counters():
 
     state.reset()
 
-    assert installed == dispatch.KERNELS
+    assert installed == dispatch.INSTALLED_KERNELS
     assert state.active_kernels[aten.add.Tensor] is installed[aten.add.Tensor]
     assert state.active_kernels.get(aten.neg.default) is installed.get(aten.neg.default)
     assert lr.config.get_force_fallback() == frozenset()
@@ -148,3 +148,19 @@ def test_reset_leaves_no_registered_state_behind():
     ]
     assert not left, f"state.reset() left state behind in: {left}"
     assert lr.metrics.counter_names() == []
+
+
+def test_a_module_registering_twice_keeps_both_resets():
+    """A module with two pieces of state registers each; the second never drops the
+    first (graph/dynamic.py's budget switch and its marked sizes once did)."""
+    owner = "tests.runtime.test_state.two_pieces"
+    first, second = [1], [2]
+    state.register(owner, first.clear, owns=("first",))
+    state.register(owner, second.clear, owns=("second",))
+    try:
+        assert state.owned_globals()[owner] == ("first", "second")
+        state.reset()
+        assert first == [] and second == []
+    finally:
+        state._resets.pop(owner)
+        state._owned.pop(owner)

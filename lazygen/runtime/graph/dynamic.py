@@ -62,6 +62,8 @@ def switch_off() -> None:
     _switched_on.clear()
 
 
+state.register(__name__, switch_off, owns=("_switched_on",))
+
 # Keys -------------------------------------------------------------------------------------
 
 
@@ -201,10 +203,4 @@ def check_dim(tensor: torch.Tensor, dim: int) -> int:
     return dim % rank
 
 
-def _reset() -> None:
-    """Forget the marked nodes and the budget's switch."""
-    _marked.clear()
-    switch_off()
-
-
-state.register(__name__, _reset, owns=("_marked", "_switched_on"))
+state.register(__name__, _marked.clear, owns=("_marked",))

@@ -25,7 +25,7 @@ from lazygen.runtime.backends.inductor import backend as inductor_backend
 from lazygen.runtime.backends.inductor import culprits as inductor_culprits
 from lazygen.runtime.backends.inductor import trace as inductor_trace
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
-from lazygen.runtime.backends.inductor.context import (
+from lazygen.runtime.backends.inductor.lowering import (
     INDUCTOR_LOWERINGS,
     FXLoweringContext,
 )

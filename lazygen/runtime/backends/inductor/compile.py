@@ -1,7 +1,7 @@
 """Compiling a lazy graph's ``torch.fx.GraphModule`` with Inductor, scalars kept as inputs.
 
 Scalars. A wrapped scalar is a 0-dim tensor input that the graph reads with
-``aten._local_scalar_dense`` (see ``context.py``). Inductor traces the graph under a
+``aten._local_scalar_dense`` (see ``lowering.py``). Inductor traces the graph under a
 fake-tensor mode with a ``ShapeEnv``, so each read is an *unbacked* symbol (``zuf0`` for a
 float, ``u0`` for an int): the compiled kernel takes the number as a runtime argument, and
 the op keeps its ``Scalar`` overload, so type promotion stays eager's (an int tensor times a
@@ -73,9 +73,9 @@ from ... import metrics
 from ...graph import recompiles
 from ...state import log, settings
 from . import culprits
-from .context import READ_AS_SIZE
 from .culprits import first_line, needs_value
 from .direct import DirectCall
+from .lowering import READ_AS_SIZE
 from .trace import (
     compile_for_all_sizes,
     compile_graph_module,
