@@ -18,7 +18,8 @@ from . import state
 from .errors import LazygenRuntimeError
 from .graph import post_order
 from .graph.uncompiled import UncompiledGraph
-from .ir import Node, Value, is_internal_file
+from .ir import Node, Value
+from .sources import is_internal_file
 from .tracing.tensor import inner
 
 
