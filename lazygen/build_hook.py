@@ -109,8 +109,10 @@ class LazygenGen(Command):
         self.announce(f"lazygen: {config.output_dir}: {result.status}", level=2)
 
     def _flags_in_setup(self, text: str) -> str:
-        """Diagnostics name `lazygen gen`'s switches (`--skip-unknown-ops`); in a build
-        they are `"yes"` keywords of `lazygen_cmdclass` in setup.py, so say which.
+        """Name the setup.py keywords behind the `lazygen gen` switches diagnostics mention.
+
+        Diagnostics name `lazygen gen`'s switches (`--skip-unknown-ops`); in a build they
+        are `"yes"` keywords of `lazygen_cmdclass` in setup.py, so say which.
         """
         keywords = []
         for option, _, help_text in self.user_options:

@@ -81,8 +81,9 @@ def init(
     dynamic_shapes: bool | None = None,
     device_count: int | None = None,
 ) -> None:
-    """Set the lazy device up once per process (later calls with no arguments, or the same
-    ones, do nothing).
+    """Set the lazy device up once per process.
+
+    Later calls with no arguments, or the same ones, do nothing.
 
     ``backend``: a registered name (``"torchscript"``, the default; ``"inductor"``; ``"fx"``;
     a third-party one), or a ``Backend`` instance; else ``LAZYGEN_BACKEND``. With neither,
@@ -149,9 +150,10 @@ def _check_same(backend, name: str) -> None:
 
 
 def set_device_backend(index: int, backend: str | Backend) -> Backend:
-    """Run ``<device>:<index>`` on another backend (before that index holds tensors): e.g.
-    ``lazygen:0`` on TorchScript and ``lazygen:1`` on inductor. The two backends must trace
-    with the same kernel tables (the built-in ones do). Returns the backend.
+    """Run ``<device>:<index>`` on another backend (before that index holds tensors).
+
+    E.g. ``lazygen:0`` on TorchScript and ``lazygen:1`` on inductor. The two backends must
+    trace with the same kernel tables (the built-in ones do). Returns the backend.
     """
     init()
     chosen = make_backend(backend, BUILTIN)
@@ -184,8 +186,9 @@ def device(index: int = 0) -> torch.device:
 
 
 def mark_step(device: str = "", wait: bool = False) -> None:
-    """Cut the trace: launch a graph materialising every live lazy tensor with pending IR,
-    then run step closures. The graph runs while the program goes on tracing (reads of its
+    """Cut the trace: launch a graph materialising every live lazy tensor with pending IR.
+
+    Then run step closures. The graph runs while the program goes on tracing (reads of its
     results wait for it); ``wait=True`` returns only once it ran, raising any failure.
     """
     executor.mark_step(device_from(device) if device else None, wait=wait)
@@ -258,11 +261,13 @@ def _lazy(tensors) -> list[torch.Tensor]:
 
 
 def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
-    """Compile every graph reading ``tensor`` (as it is now) for all sizes at once, rather
-    than for its sizes first: ``dim`` changes from step to step (Dynamo's
-    ``torch._dynamo.mark_dynamic``). Turns dynamic shapes on (``config.set_dynamic_shapes``).
-    A graph is compiled for all sizes as a whole, so marking one dimension makes all of its
-    sizes inputs; int attributes (a ``dim``, a ``topk``'s ``k``) stay compiled in.
+    """Compile every graph reading ``tensor`` (as it is now) for all sizes at once.
+
+    Use it when ``dim`` changes from step to step (Dynamo's ``torch._dynamo.mark_dynamic``),
+    rather than compiling for its sizes first. Turns dynamic shapes on
+    (``config.set_dynamic_shapes``). A graph is compiled for all sizes as a whole, so
+    marking one dimension makes all of its sizes inputs; int attributes (a ``dim``, a
+    ``topk``'s ``k``) stay compiled in.
     """
     if not (isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type):
         where = tensor.device if isinstance(tensor, torch.Tensor) else type(tensor).__name__
@@ -275,10 +280,11 @@ def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
 
 
 def add_step_closure(closure, args=(), run_async: bool = False) -> None:
-    """Run ``closure(*args)`` after the next ``mark_step``, once the step's tensors are
-    materialised: in ``mark_step`` itself, or with ``run_async`` on lazygen's closure thread
-    once the step's graphs ran, while the program goes on (an exception it raises comes out
-    of the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``.
+    """Run ``closure(*args)`` once the next ``mark_step``'s tensors are materialised.
+
+    It runs in ``mark_step`` itself, or with ``run_async`` on lazygen's closure thread once
+    the step's graphs ran, while the program goes on (an exception it raises comes out of
+    the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``.
     """
     step_closures.add(closure, args, run_async)
 

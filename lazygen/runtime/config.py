@@ -59,10 +59,11 @@ def get_explain_recompiles() -> bool:
 
 
 def set_dynamic_shapes(enabled: bool) -> None:
-    """Trace sizes as graph inputs, so that a graph seen with a second set of sizes compiles
-    once for all of them (``LAZYGEN_DYNAMIC_SHAPES=1``; see ``graph/dynamic.py``). Takes
-    effect for ops traced from now on. Switching it off also undoes the recompile budget's
-    switch (``graph/policy.py``).
+    """Trace sizes as graph inputs (``LAZYGEN_DYNAMIC_SHAPES=1``; see ``graph/dynamic.py``).
+
+    A graph seen with a second set of sizes then compiles once for all of them. Takes effect
+    for ops traced from now on. Switching it off also undoes the recompile budget's switch
+    (``graph/policy.py``).
     """
     settings.dynamic_shapes = bool(enabled)
     if not enabled:
@@ -79,10 +80,12 @@ def get_dynamic_shapes() -> bool:
 
 
 def set_recompile_limit(limit: int) -> None:
-    """Compiles allowed per step structure (graphs with the same ops, whatever their sizes
-    and attributes) before a warning and a bounded behaviour (``LAZYGEN_RECOMPILE_LIMIT``,
-    default 8; 0 means no limit): sizes become graph inputs, or the graph runs op by op
-    uncompiled (see ``graph/budget.py``).
+    """Compiles allowed per step structure before a warning and a bounded behaviour.
+
+    A step structure is graphs with the same ops, whatever their sizes and attributes. The
+    bounded behaviour: sizes become graph inputs, or the graph runs op by op uncompiled (see
+    ``graph/budget.py``). ``LAZYGEN_RECOMPILE_LIMIT`` sets it too; default 8, 0 means no
+    limit.
     """
     limit = int(limit)
     if limit < 0:
@@ -96,9 +99,10 @@ def get_recompile_limit() -> int:
 
 
 def set_reuse_ir(enabled: bool) -> None:
-    """Reuse the last step's IR nodes where this step traces equal ones (LTC's trie: same
-    class, attrs, shapes and operands, inputs of the same kind and shape); see
-    ``ir_reuse``. Switching it off forgets the remembered nodes.
+    """Reuse the last step's IR nodes where this step traces equal ones.
+
+    Equal as in LTC's trie: same class, attrs, shapes and operands, inputs of the same kind
+    and shape; see ``ir_reuse``. Switching it off forgets the remembered nodes.
     """
     settings.reuse_ir = bool(enabled)
     if not settings.reuse_ir:
@@ -159,8 +163,10 @@ def get_shape_cache_size() -> int:
 
 
 def set_backing_device(device: str) -> None:
-    """Where the built-in backends keep device data: ``"cpu"`` or ``"cuda"``; only before
-    the first lazy tensor (``LAZYGEN_BACKING_DEVICE``). A backend may decide otherwise.
+    """Where the built-in backends keep device data: ``"cpu"`` or ``"cuda"``.
+
+    It can be set only before the first lazy tensor (``LAZYGEN_BACKING_DEVICE``). A backend
+    may decide otherwise.
     """
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise LazygenRuntimeError(
@@ -170,9 +176,11 @@ def set_backing_device(device: str) -> None:
 
 
 def set_async_execution(enabled: bool) -> None:
-    """Let ``mark_step`` return while its graph runs (the default; ``LAZYGEN_ASYNC=0`` turns
-    it off). Reads of the results wait for the run; a failed run raises on the first read
-    or at the next ``mark_step``. ``mark_step(wait=True)`` runs synchronously either way.
+    """Let ``mark_step`` return while its graph runs.
+
+    This is the default; ``LAZYGEN_ASYNC=0`` turns it off. Reads of the results wait for the
+    run; a failed run raises on the first read or at the next ``mark_step``.
+    ``mark_step(wait=True)`` runs synchronously either way.
     """
     settings.async_execution = bool(enabled)
 
@@ -183,9 +191,10 @@ def get_async_execution() -> bool:
 
 
 def set_early_results(enabled: bool) -> None:
-    """Let ``mark_step`` run a step's single-element results (the loss) in a graph of their
-    own, ahead of the rest, so that reading them does not wait for the whole step (the
-    default; ``LAZYGEN_EARLY_RESULTS=0`` turns it off). Costs a second compile per step
+    """Let ``mark_step`` run a step's single-element results (the loss) in their own graph.
+
+    That graph runs ahead of the rest, so that reading them does not wait for the whole step
+    (the default; ``LAZYGEN_EARLY_RESULTS=0`` turns it off). Costs a second compile per step
     structure.
     """
     settings.early_results = bool(enabled)

@@ -1,9 +1,11 @@
-"""IR dumps: ``dump_ir(tensors, "text" | "dot" | "backend")``, ``render_ir`` (Graphviz),
-``last_graph()`` (what the backend ran last), and ``LAZYGEN_SAVE_TENSORS_FILE``: every synced
-graph's IR appended to that file (``LAZYGEN_SAVE_TENSORS_FMT``: ``text`` or ``dot``), after
-the Python frames that synced it and with the user's line of each node, as LTC's
-``LTC_SAVE_TENSORS_FILE`` does (that name is read too). Both are read at each sync, so a
-program may set them at any time.
+"""IR dumps: ``dump_ir``, ``render_ir``, ``last_graph()`` and ``LAZYGEN_SAVE_TENSORS_FILE``.
+
+``dump_ir(tensors, "text" | "dot" | "backend")``; ``render_ir`` draws with Graphviz;
+``last_graph()`` is what the backend ran last; with ``LAZYGEN_SAVE_TENSORS_FILE`` every
+synced graph's IR is appended to that file (``LAZYGEN_SAVE_TENSORS_FMT``: ``text`` or
+``dot``), after the Python frames that synced it and with the user's line of each node, as
+LTC's ``LTC_SAVE_TENSORS_FILE`` does (that name is read too). Both are read at each sync, so
+a program may set them at any time.
 """
 
 from __future__ import annotations
@@ -136,8 +138,10 @@ _saved = [0]  # graphs written to LAZYGEN_SAVE_TENSORS_FILE by this process
 
 
 def note_sync(device, executable, order: list[Node], outputs) -> None:
-    """The executor's hook for each graph it runs: remember it for ``last_graph()``, and
-    append its IR to ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else).
+    """The executor's hook for each graph it runs.
+
+    It remembers the graph for ``last_graph()``, and appends its IR to
+    ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else).
     """
     if type(executable) is UncompiledGraph:  # its text now: it holds the step's IR and data
         executable = executable.describe()
@@ -148,9 +152,10 @@ def note_sync(device, executable, order: list[Node], outputs) -> None:
 
 
 def last_graph() -> str:
-    """The backend's text of the latest graph a sync ran (TorchScript: its graph; fx and
-    inductor: the GraphModule's code), as LTC's ``_get_latest_computation_graph``; ``""``
-    before the first.
+    """The backend's text of the latest graph a sync ran; ``""`` before the first.
+
+    For TorchScript its graph, for fx and inductor the GraphModule's code; as LTC's
+    ``_get_latest_computation_graph``.
     """
     if not _latest:
         return ""
@@ -173,8 +178,10 @@ def _save(path: str, device, order, outputs) -> None:
 
 
 def python_stacktrace() -> str:
-    """The frames that led here, innermost first, from lazygen's API entry point (e.g.
-    ``mark_step``) outwards through the user's code: LTC's "Python Stacktrace" block.
+    """The frames that led here, innermost first: LTC's "Python Stacktrace" block.
+
+    They go from lazygen's API entry point (e.g. ``mark_step``) outwards through the user's
+    code.
     """
     frames = traceback.extract_stack()
     lines = []

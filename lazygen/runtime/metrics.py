@@ -1,5 +1,7 @@
-"""Counters and timers (names as torch._lazy reports them: ``lazy::add.Tensor``, ``aten::nonzero``,
-``CachedCompile``, ``UncachedCompile``, ``MarkStep``, ``CompileTime``, ``ExecuteTime``).
+"""Counters and timers, named as torch._lazy reports them.
+
+E.g. ``lazy::add.Tensor``, ``aten::nonzero``, ``CachedCompile``, ``UncachedCompile``,
+``MarkStep``, ``CompileTime``, ``ExecuteTime``.
 
 Graphs launched by ``mark_step`` count ``AsyncLaunch`` and time ``LaunchTime`` (starting the
 run); they run on another thread, so no ``ExecuteTime`` is recorded for them.
@@ -225,11 +227,12 @@ def record_fallback(
     refused: bool = False,
     listed: str | None = None,
 ) -> None:
-    """Note one eager run of ``op`` (``source``: a callable giving the user's ``file:line``,
-    called for an op's first occurrence only: it walks the stack; ``listed``: the overload
-    as an op list names it). Host reads and refused ops go to their own tables, and their
-    graph cuts are not warned about (a read must cut; a refusal is the backend's declared
-    choice).
+    """Note one eager run of ``op``.
+
+    ``source`` is a callable giving the user's ``file:line``, called for an op's first
+    occurrence only (it walks the stack); ``listed`` is the overload as an op list names it.
+    Host reads and refused ops go to their own tables, and their graph cuts are not warned
+    about (a read must cut; a refusal is the backend's declared choice).
     """
     table = _host_reads if host_read else _refused if refused else _fallbacks
     with _registry_lock:
@@ -290,8 +293,9 @@ class FallbackReport:
 
 
 def fallback_report() -> FallbackReport:
-    """Ops that ran eagerly, most graph cuts first; host reads and refused ops apart (see
-    the module doc).
+    """Ops that ran eagerly, most graph cuts first.
+
+    Host reads and refused ops are listed apart (see the module doc).
     """
 
     def order(table):
