@@ -1,4 +1,4 @@
-"""The `lazygen gen` pipeline: inputs -> plan -> contexts -> templates -> black -> files.
+"""The `lazygen gen` pipeline: inputs -> plan -> template models -> templates -> black -> files.
 
 Steps, each a function: `input_hash` (cheap; decides whether anything needs doing, before
 jinja2, black or torch are imported), `generate` (load, plan, check hand-written pieces,
@@ -245,26 +245,26 @@ def _prefetch(child, ops, catalogue, env, config: GenConfig):
 
     from lazygen.lazy.plan import build_plan
     from lazygen.lazy.torch_child import RecordingFacts
-    from lazygen.render.contexts import Context
+    from lazygen.render.template_models import TemplateModel
 
     recording = RecordingFacts()
     try:
         build_plan(ops, catalogue, recording, skip_unknown=config.skip_unknown_ops)
     except Exception:  # noqa: BLE001 - the real planning pass reports it
         return None
-    for context in get_args(Context):
+    for model in get_args(TemplateModel):
         with contextlib.suppress(Exception):  # rendering reports template errors, in order
-            env.get_template(context.template)
+            env.get_template(model.template)
     return child.facts(recording.request())
 
 
 def _render(env, plan, hand_written: str, deferred: bool = False) -> dict[str, str]:
-    from lazygen.render.contexts import build_contexts
     from lazygen.render.formatting import FormatError, format_all
+    from lazygen.render.template_models import build_models
 
     sources = {}
-    for name, context in build_contexts(plan, hand_written, deferred=deferred).items():
-        sources[name] = render_template(env, context)
+    for name, model in build_models(plan, hand_written, deferred=deferred).items():
+        sources[name] = render_template(env, model)
     try:
         return format_all(sources)
     except FormatError as exc:
@@ -355,22 +355,22 @@ def check_output_dir(output_dir: Path) -> None:
             return
 
 
-def render_template(env, context) -> str:
-    """Render one context; template mistakes become errors located in the template file."""
+def render_template(env, model) -> str:
+    """Render one template model; template mistakes become errors located in the template file."""
     import jinja2
 
     try:
-        return env.get_template(context.template).render(model=context)
+        return env.get_template(model.template).render(model=model)
     except jinja2.TemplateSyntaxError as exc:
-        where = Location(exc.filename or exc.name or context.template, exc.lineno or 0)
+        where = Location(exc.filename or exc.name or model.template, exc.lineno or 0)
         raise LazygenError.at(
             where, f"template syntax error: {exc.message}", "fix the template"
         ) from None
     except jinja2.TemplateError as exc:
         raise LazygenError.at(
-            _template_location(exc, context.template),
+            _template_location(exc, model.template),
             f"template failed: {exc.message or exc}",
-            f"templates receive one `model` ({type(context).__name__}); use only its fields",
+            f"templates receive one `model` ({type(model).__name__}); use only its fields",
         ) from None
 
 

@@ -1,6 +1,6 @@
 """What a `BackendPlan` is: the node classes, kernels and hand-written pieces of a backend.
 
-Frozen data only; `lazygen.lazy.plan` builds it, the render contexts and the hand-written
+Frozen data only; `lazygen.lazy.plan` builds it, the render's template models and the hand-written
 checks read it.
 """
 

@@ -1,1 +1,1 @@
-"""Rendering: typed contexts -> Jinja templates -> black -> atomic, write-if-changed files."""
+"""Rendering: typed template models -> Jinja templates -> black -> atomic, write-if-changed files."""

@@ -1,6 +1,6 @@
 """Per-op views the templates read: ``KernelView`` (one generated kernel: its parameters,
 the fast path, the node it builds) and ``NodeView`` (one IR node class: its operands and
-lowering arguments). Apart from ``contexts.py``, which assembles one context per output
+lowering arguments). Apart from ``template_models.py``, which assembles one model per output
 file from the plan; a view is what a template prints for one op, derived from its plan.
 """
 

@@ -1,6 +1,8 @@
-"""One typed, frozen context per template; each names the template that renders it.
+"""One typed, frozen model per template (what the template receives as ``model``); each
+names the template that renders it.
 
-Contexts are built from the `BackendPlan` by `build_contexts`; everything a template
+Models are built from the `BackendPlan` by `build_models` (called "models", never
+"contexts": in lazygen a context is the runtime's ``LoweringContext``); everything a template
 prints is decided here or in `lazygen.lazy`, so templates only lay text out.
 """
 
@@ -54,7 +56,7 @@ def imports(*items: Import | None) -> tuple[Import, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class IrContext:
+class IrModel:
     template: ClassVar[str] = "ir.py.jinja"
     header: Header
     imports: tuple[Import, ...]
@@ -62,14 +64,14 @@ class IrContext:
 
 
 @dataclass(frozen=True, slots=True)
-class NonNativeIrContext(IrContext):
-    """The same view as ``IrContext``: non-native nodes are IR classes too."""
+class NonNativeIrModel(IrModel):
+    """The same view as ``IrModel``: non-native nodes are IR classes too."""
 
     template: ClassVar[str] = "non_native_ir.py.jinja"
 
 
 @dataclass(frozen=True, slots=True)
-class KernelsContext:
+class KernelsModel:
     template: ClassVar[str] = "kernels.py.jinja"
     header: Header
     imports: tuple[Import, ...]
@@ -77,7 +79,7 @@ class KernelsContext:
 
 
 @dataclass(frozen=True, slots=True)
-class ShapeInferenceContext:
+class ShapeInferenceModel:
     template: ClassVar[str] = "shape_inference.py.jinja"
     header: Header
     shape_functions: tuple  # tuple[ShapeFunction, ...]
@@ -96,7 +98,7 @@ class RegistrationEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class RegistrationContext:
+class RegistrationModel:
     template: ClassVar[str] = "registration.py.jinja"
     header: Header
     imports: tuple[Import, ...]
@@ -112,19 +114,14 @@ class RegistrationContext:
 
 
 @dataclass(frozen=True, slots=True)
-class InitContext:
+class InitModel:
     template: ClassVar[str] = "__init__.py.jinja"
     header: Header
     modules: tuple[str, ...]
 
 
-Context = (
-    IrContext
-    | NonNativeIrContext
-    | KernelsContext
-    | ShapeInferenceContext
-    | RegistrationContext
-    | InitContext
+TemplateModel = (
+    IrModel | NonNativeIrModel | KernelsModel | ShapeInferenceModel | RegistrationModel | InitModel
 )
 
 
@@ -160,18 +157,18 @@ def _symint_counter_alias(op_name: str) -> tuple[str, str]:
     return f"lazy::{name}_symint{dot}{overload}", f"lazy::{op_name}"
 
 
-def build_contexts(
+def build_models(
     plan: BackendPlan, hand_written: str, *, deferred: bool = False
-) -> dict[str, Context]:
-    """Output file name -> the context of the template that produces it. `deferred`: the
+) -> dict[str, TemplateModel]:
+    """Output file name -> the model of the template that produces it. `deferred`: the
     hand-written package may lack pieces (--defer-hand-written), so its modules are reached
     through `lazygen.runtime.deferred` and the registration skips what is missing."""
     hand = functools.partial(_hand_import, hand_written, deferred)
-    contexts: dict[str, Context] = {
-        "ir.py": _ir_context(IrContext, plan, plan.nodes, hand),
-        "non_native_ir.py": _ir_context(NonNativeIrContext, plan, plan.non_native, hand),
-        "kernels.py": KernelsContext(
-            Header(KernelsContext.template, plan.backend),
+    models: dict[str, TemplateModel] = {
+        "ir.py": _ir_model(IrModel, plan, plan.nodes, hand),
+        "non_native_ir.py": _ir_model(NonNativeIrModel, plan, plan.non_native, hand),
+        "kernels.py": KernelsModel(
+            Header(KernelsModel.template, plan.backend),
             imports(
                 Import("lazygen.runtime", "kernel_support", "rt"),
                 Import("lazygen.runtime.kernel_support", "LazyTensor"),
@@ -179,18 +176,18 @@ def build_contexts(
             ),
             tuple(kernel_view(k) for k in plan.kernels),
         ),
-        "shape_inference.py": ShapeInferenceContext(
-            Header(ShapeInferenceContext.template, plan.backend),
+        "shape_inference.py": ShapeInferenceModel(
+            Header(ShapeInferenceModel.template, plan.backend),
             plan.shape_functions,
             plan.meta_ops,
             hand_written,
         ),
-        "registration.py": _registration_context(plan, hand, deferred),
+        "registration.py": _registration_model(plan, hand, deferred),
     }
-    contexts["__init__.py"] = InitContext(
-        Header(InitContext.template, plan.backend), tuple(sorted(n[:-3] for n in contexts))
+    models["__init__.py"] = InitModel(
+        Header(InitModel.template, plan.backend), tuple(sorted(n[:-3] for n in models))
     )
-    return contexts
+    return models
 
 
 def _hand_import(
@@ -200,8 +197,8 @@ def _hand_import(
     return Import(hand_written, module, alias, deferred) if needed else None
 
 
-def _ir_context(cls, plan: BackendPlan, nodes: tuple[LazyIrSchema, ...], hand):
-    """The context of ``ir.py`` or ``non_native_ir.py`` (``cls``) for ``nodes``."""
+def _ir_model(cls, plan: BackendPlan, nodes: tuple[LazyIrSchema, ...], hand):
+    """The model of ``ir.py`` or ``non_native_ir.py`` (``cls``) for ``nodes``."""
     return cls(
         Header(cls.template, plan.backend),
         _node_imports(
@@ -213,7 +210,7 @@ def _ir_context(cls, plan: BackendPlan, nodes: tuple[LazyIrSchema, ...], hand):
     )
 
 
-def _registration_context(plan: BackendPlan, hand, deferred: bool) -> RegistrationContext:
+def _registration_model(plan: BackendPlan, hand, deferred: bool) -> RegistrationModel:
     """The registration: every kernel, autograd kernel and node class by overload."""
 
     def needs(k: KernelPlan) -> str | None:
@@ -229,8 +226,8 @@ def _registration_context(plan: BackendPlan, hand, deferred: bool) -> Registrati
     autograd = (RegistrationEntry(_overload(a.op_name), "autograd", a.name) for a in plan.autograd)
     node_classes = [(n.op_name, f"ir.{n.node_name}") for n in plan.nodes]
     node_classes += [(n.op_name, f"non_native_ir.{n.node_name}") for n in plan.non_native]
-    return RegistrationContext(
-        Header(RegistrationContext.template, plan.backend),
+    return RegistrationModel(
+        Header(RegistrationModel.template, plan.backend),
         imports(
             hand("autograd", None, bool(plan.autograd)),
             hand("kernels", "hand_written", bool(plan.supported)),
