@@ -169,3 +169,30 @@ def _max_pool_on_lazy(x, args):
     got, indices = torch.nn.functional.max_pool2d(lazy, *args, return_indices=True)
     got.sum().backward()
     return got.detach().cpu(), indices.cpu(), lazy.grad.cpu()
+
+
+def test_float_to_narrow_integer_casts_wrap_as_eager():
+    # XLA's float -> uint8 saturates (-62.5 -> 0); torch's wraps through int32 (-> 194).
+    # The crash sweep's conversion cases found it (to.uint8.*: wrong).
+    host = torch.tensor([-62.5, 186.1, 300.7, -1.0, 255.9, -129.5])
+    lazy = host.to(JAX)
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.uint16):
+        torch.testing.assert_close(lazy.to(dtype).cpu(), host.to(dtype), rtol=0, atol=0)
+        torch.testing.assert_close(
+            (lazy * 2).to(dtype).cpu(), (host * 2).to(dtype), rtol=0, atol=0
+        )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(3, device=JAX).chalf(),
+        lambda: torch.randn(3).to(torch.chalf).to(JAX),
+        lambda: torch.zeros(3, dtype=torch.float8_e4m3fn, device=JAX),
+    ],
+    ids=["cast", "upload", "factory"],
+)
+def test_a_dtype_jax_lacks_raises_what_to_do(make):
+    with pytest.raises(lr.LazygenRuntimeError, match=r"cannot hold torch\.\w+ tensors.*CPU"):
+        make().cpu()
+    lr.mark_step()

@@ -27,7 +27,7 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...ir import Node, ScalarData, Value
 from .context import JaxLoweringContext, program_function
-from .dtypes import enable_x64, to_jax
+from .dtypes import check_supported, enable_x64, to_jax
 from .ops import JAX_OPS
 from .refusals import refused_ops
 
@@ -86,6 +86,7 @@ class JaxBackend(Backend):
 
     def to_data(self, tensor: torch.Tensor, device: torch.device) -> jax.Array:
         """A ``jax.Array`` of ``tensor`` (sharing its memory through DLPack where it can)."""
+        check_supported(tensor.dtype)
         if tensor.device.type != "cpu":
             tensor = tensor.cpu()
         tensor = tensor.resolve_conj().resolve_neg()  # DLPack carries neither bit

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .dtypes import to_jax
+from .dtypes import convert, to_jax
 
 JAX_OPS: dict[str, Callable] = {}
 
@@ -46,7 +46,7 @@ def sizes(shapes, index: int = 0) -> tuple[int, ...]:
 
 
 def _as(x, dtype):
-    return jnp.asarray(x).astype(dtype)
+    return convert(x, dtype)
 
 
 def _dims(dim, ndim: int):
