@@ -72,7 +72,8 @@ def _install_floor_kernels() -> None:
     value as the input), which functionalization then wraps. What remains is what every
     Python lazy backend pays: ``__torch_dispatch__`` through functionalization and a new
     wrapper tensor per op."""
-    from lazygen.runtime import state, tensor
+    from lazygen.runtime import state
+    from lazygen.runtime.tracing import tensor
 
     def kernel(self, other, *args, **kwargs):
         return tensor.new_lazy(self._value, self._device)

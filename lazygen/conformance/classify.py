@@ -44,7 +44,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from .entries import UNINITIALISED, entry_name
 
 #: The metrics counter of seeds a ``"seed"`` backend's random ops drew
-#: (``lazygen.runtime.random_inputs.SEED_DRAWS``).
+#: (``lazygen.runtime.tracing.random_inputs.SEED_DRAWS``).
 SEED_DRAWS = "RandomSeedDraw"
 
 #: Outcomes of a classified entry, best first.

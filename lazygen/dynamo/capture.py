@@ -28,13 +28,13 @@ from torch.utils._python_dispatch import _disable_current_modes
 from lazygen.runtime import metrics
 from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazygenRuntimeError
-from lazygen.runtime.fallback import HOST_READS
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, InputWrite, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
 from lazygen.runtime.lowering_context import MAY_ALIAS_OPS
 from lazygen.runtime.state import settings
-from lazygen.runtime.tensor import fixed_scalars, from_data, inner, to_functional
+from lazygen.runtime.tracing.fallback import HOST_READS
+from lazygen.runtime.tracing.tensor import fixed_scalars, from_data, inner, to_functional
 
 from . import asserts
 

@@ -18,13 +18,14 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import _disable_current_modes
 
-from lazygen.runtime import executor, metrics
+from lazygen.runtime import metrics
 from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazyGraphError
+from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import graph_key
 from lazygen.runtime.kernel_support import default_generator
 from lazygen.runtime.state import log, settings
-from lazygen.runtime.tensor import from_data, inner, to_functional
+from lazygen.runtime.tracing.tensor import from_data, inner, to_functional
 
 from . import asserts, partition
 from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, VIEW, Capture, capture, host_type_of

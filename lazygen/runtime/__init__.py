@@ -22,31 +22,20 @@ import threading
 import torch
 
 from . import backend_interface as _backend_registry
-from . import (
-    config,
-    debug,
-    devices,
-    dispatch,
-    distributed,
-    executor,
-    ir_cache,
-    metrics,
-    ops,
-    process,
-    state,
-    step_closures,
-)
+from . import config, debug, devices, distributed, ir_cache, metrics, ops, process, state
 from . import privateuse1 as _privateuse1
 from .backend_interface import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, DEFAULT
 from .devices import all_devices, device_from, is_lazy_device
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
+from .execution import executor, step_closures
 from .graph import dynamic as _dynamic
 from .graph.budget import RecompileLimitWarning
 from .lowering_context import LoweringContext
 from .privateuse1 import autograd_queue
 from .state import settings
-from .tensor import inner
+from .tracing import dispatch
+from .tracing.tensor import inner
 
 _privateuse1.reserve_autograd_queue()
 

@@ -169,7 +169,7 @@ class Backend(ABC):
     #: reads, printing) only through ``from_data(data, "cpu", copy=False)``, once per tensor
     #: per step (docs/backend-guide.md, "Device data that is not a torch tensor").
     torch_data: bool = True
-    #: How random ops reach its graphs (``lazygen.runtime.random_inputs``):
+    #: How random ops reach its graphs (``lazygen.runtime.tracing.random_inputs``):
     #: ``"torch_generator"``, a ``torch.Generator`` per random op holding the state eager's
     #: call would start from (the graph draws eager's exact numbers; needs torch's
     #: kernels), or ``"seed"``, a seed and an offset per random op as int64 0-dim inputs,
@@ -185,7 +185,7 @@ class Backend(ABC):
         """Ops this backend cannot run inside a graph, each mapped to None (always) or to a
         predicate ``(op, args, kwargs) -> bool`` (this call): on this backend's devices each
         such call cuts the graph and runs eagerly, counted and listed as refused in
-        ``metrics.fallback_report()`` (see ``lazygen.runtime.refusals`` for the keys). Read
+        ``metrics.fallback_report()`` (see ``lazygen.runtime.tracing.refusals`` for the keys). Read
         once, when the backend is installed; none by default."""
         return {}
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import torch
 
-from . import dispatch, executor, reuse_trie, shape_inference
 from .errors import LazygenRuntimeError
+from .execution import executor
 from .state import settings
+from .tracing import dispatch, reuse_trie, shape_inference
 
 __all__ = [
     "get_async_execution",

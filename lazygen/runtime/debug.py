@@ -18,7 +18,7 @@ from .errors import LazygenRuntimeError
 from .graph import post_order
 from .graph.eager import EagerGraph
 from .ir import Node, Value, is_internal_file
-from .tensor import inner
+from .tracing.tensor import inner
 
 
 def _graph(tensors) -> tuple[list[Node], dict[Node, int], list[Value]]:

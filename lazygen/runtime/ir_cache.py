@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from . import kernel_support, shape_inference
+from . import kernel_support
+from .tracing import shape_inference
 
 
 def reset() -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from . import dispatch, executor, random_inputs, reuse_trie, state
+from . import state
 from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
-from .fallback import eager_fallback
+from .execution import executor
 from .ir import (
     _SCALAR_DTYPES,
     DeviceData,
@@ -24,9 +24,11 @@ from .ir import (
     scalar_shapes,
 )
 from .metrics import count
-from .shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
 from .state import settings
-from .tensor import LazyTensor, device_data, new_lazy
+from .tracing import dispatch, random_inputs, reuse_trie
+from .tracing.fallback import eager_fallback
+from .tracing.shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
+from .tracing.tensor import LazyTensor, device_data, new_lazy
 
 __all__ = [
     "LazyTensor",

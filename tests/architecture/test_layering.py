@@ -87,7 +87,7 @@ def _edges() -> list[tuple[str, str, int]]:
 
 def test_the_scanner_sees_imports_inside_functions(tmp_path):
     """The scan must count function-level imports (they used to hide a cycle)."""
-    module = PACKAGE / "runtime" / "executor.py"
+    module = PACKAGE / "runtime" / "execution" / "executor.py"
     names = {target for target, _ in _imports(module)}
     assert "lazygen.runtime.devices" in names
     hidden = ast.parse("def f():\n    from .tensor import x\n")

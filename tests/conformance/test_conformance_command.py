@@ -327,7 +327,7 @@ def test_crash_reports_are_parsed():
         '  File "/x/other.py", line 1 in elsewhere\n\n'
         "Current thread 0x2 (most recent call first):\n"
         '  File "/t/torch/_utils.py", line 1014 in _functionalize_sync\n'
-        '  File "/l/lazygen/runtime/decompositions.py", line 226 in _from_functional\n'
+        '  File "/l/lazygen/runtime/tracing/decompositions.py", line 226 in _from_functional\n'
         '  File "/t/torch/utils/_pytree.py", line 1313 in unflatten\n'
         '  File "/t/torch/utils/_pytree.py", line 1578 in tree_map\n'
     )

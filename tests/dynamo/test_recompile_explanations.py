@@ -9,7 +9,7 @@ import torch
 
 import lazygen.dynamo  # noqa: F401  (registers the backend)
 import lazygen.runtime as lr
-from lazygen.runtime import executor
+from lazygen.runtime.execution import executor
 
 
 def _f(x, w):

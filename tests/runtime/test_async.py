@@ -9,11 +9,11 @@ import torch
 from support.ts_graphs import product_graph
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor
 from lazygen.runtime.backends.torchscript.backend import (
     TorchScriptBackend as TSBackend,
 )
 from lazygen.runtime.backends.torchscript.backend import TSExecutable, _launcher
+from lazygen.runtime.execution import executor
 from lazygen.runtime.ir import DeviceData
 
 
@@ -143,7 +143,7 @@ def test_a_finished_runs_handle_and_inputs_outlive_its_delivery(async_on):
     """The worker must not hold the last reference to tensors Python has seen (see
     launches._retired): the delivering thread keeps the run's handle and inputs until the
     next run is delivered."""
-    from lazygen.runtime import launches
+    from lazygen.runtime.execution import launches
 
     x = torch.ones(4, device="lazygen") * 3
     lr.mark_step()

@@ -3,7 +3,7 @@
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor
+from lazygen.runtime.execution import executor
 
 
 def _train(optimizer: str, steps: int) -> int:

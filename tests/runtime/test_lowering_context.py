@@ -29,7 +29,7 @@ from lazygen.runtime.lowering_context import (
     overload_of,
     view_of,
 )
-from lazygen.runtime.tensor import inner
+from lazygen.runtime.tracing.tensor import inner
 
 aten = torch.ops.aten
 

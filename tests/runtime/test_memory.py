@@ -7,8 +7,10 @@ import weakref
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import devices, executor, shape_inference
+from lazygen.runtime import devices
+from lazygen.runtime.execution import executor
 from lazygen.runtime.ir import Node
+from lazygen.runtime.tracing import shape_inference
 
 
 def _snapshot() -> dict:

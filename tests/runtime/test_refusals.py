@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import refusals
 from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
+from lazygen.runtime.tracing import refusals
 
 aten = torch.ops.aten
 INDEX = 5  # a device index no other test file runs on another backend

@@ -11,7 +11,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime.ir import Shape
-from lazygen.runtime.shape_inference import CPU_STATISTICS_OPS, compute_shapes
+from lazygen.runtime.tracing.shape_inference import CPU_STATISTICS_OPS, compute_shapes
 
 
 def compute_shape_twice(self):

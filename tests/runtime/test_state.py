@@ -4,7 +4,9 @@ it, and each module that keeps state has declared it."""
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import dispatch, executor, metrics, state
+from lazygen.runtime import metrics, state
+from lazygen.runtime.execution import executor
+from lazygen.runtime.tracing import dispatch
 
 aten = torch.ops.aten
 

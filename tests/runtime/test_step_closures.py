@@ -1,4 +1,4 @@
-"""Step closures (``lazygen.runtime.step_closures``): synchronous ones run inside
+"""Step closures (``lazygen.runtime.execution.step_closures``): synchronous ones run inside
 ``mark_step``; ``run_async=True`` ones run on the closure thread once the step's graphs
 ran, in order, while the program goes on; an exception of an asynchronous closure comes out
 of the next ``mark_step`` or ``wait_device_ops`` and the closures queued after it do not

@@ -8,7 +8,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime.builtin.kernels import _same_sizes
-from lazygen.runtime.tensor import inner
+from lazygen.runtime.tracing.tensor import inner
 
 LAZY = "lazygen"
 

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from .. import decompositions
 from .. import kernel_support as rt
-from ..dispatch import call, kernel_for
 from ..errors import LazygenRuntimeError
-from ..fallback import eager_fallback
 from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
     _copy_from,
     _copy_from_and_resize,
@@ -38,7 +35,10 @@ from ..ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` na
     _thnn_fused_lstm_cell,
     _thnn_fused_lstm_cell_backward_impl,
 )
-from ..tensor import LazyTensor, new_lazy
+from ..tracing import decompositions
+from ..tracing.dispatch import call, kernel_for
+from ..tracing.fallback import eager_fallback
+from ..tracing.tensor import LazyTensor, new_lazy
 
 aten = torch.ops.aten
 

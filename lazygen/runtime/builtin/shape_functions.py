@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import torch
 
-from .. import executor, shape_inference
 from ..errors import LazygenRuntimeError
+from ..execution import executor
 from ..ir import Shape
-from ..tensor import LazyTensor
+from ..tracing import shape_inference
+from ..tracing.tensor import LazyTensor
 
 __all__ = ["Shape"]
 

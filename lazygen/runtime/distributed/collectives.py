@@ -18,11 +18,11 @@ import importlib
 import torch
 import torch.distributed as dist
 
-from .. import executor
 from .. import kernel_support as rt
 from ..errors import LazygenRuntimeError
+from ..execution import executor
 from ..ir import Shape
-from ..tensor import LazyTensor, from_data, new_lazy
+from ..tracing.tensor import LazyTensor, from_data, new_lazy
 from .groups import data_group_name
 from .nodes import AllGatherIntoTensor, AllReduce, Broadcast, ReduceScatterTensor
 

@@ -29,7 +29,7 @@ import importlib
 import torch
 
 from .. import process
-from ..tensor import is_lazy
+from ..tracing.tensor import is_lazy
 
 _FSDP_PARAM = "torch.distributed.fsdp._fully_shard._fsdp_param"
 _FSDP_PARAM_GROUP = "torch.distributed.fsdp._fully_shard._fsdp_param_group"

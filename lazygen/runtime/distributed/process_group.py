@@ -23,11 +23,11 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .. import executor
 from ..devices import current_index, get_device
 from ..errors import LazygenRuntimeError
+from ..execution import executor
 from ..state import settings
-from ..tensor import inner, is_lazy
+from ..tracing.tensor import inner, is_lazy
 from . import fsdp, groups
 
 C = torch._C._distributed_c10d

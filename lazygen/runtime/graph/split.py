@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..ir import Node, Value
-from ..tensor import LazyTensor
+from ..tracing.tensor import LazyTensor
 
 
 class Split(NamedTuple):

@@ -31,12 +31,13 @@ import math
 import torch
 from torch.nn.attention import SDPBackend
 
-from .. import devices, refusals
+from .. import devices
 from .. import kernel_support as rt
-from ..dispatch import call
 from ..errors import LazygenRuntimeError
 from ..ir import Node
-from ..tensor import LazyTensor, from_data
+from ..tracing import refusals
+from ..tracing.dispatch import call
+from ..tracing.tensor import LazyTensor, from_data
 
 aten = torch.ops.aten
 _FLASH = int(SDPBackend.FLASH_ATTENTION.value)

@@ -17,7 +17,7 @@ import torch
 
 from .. import kernel_support as rt
 from ..ir import Node, Shape
-from ..tensor import LazyTensor
+from ..tracing.tensor import LazyTensor
 
 aten = torch.ops.aten
 

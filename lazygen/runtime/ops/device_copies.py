@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import torch
 
-from .. import executor
 from .. import kernel_support as rt
 from ..devices import device_from
-from ..dispatch import call
 from ..errors import LazygenRuntimeError
-from ..fallback import eager_fallback
+from ..execution import executor
 from ..ir import Node, Shape, user_source
 from ..metrics import record_fallback
 from ..state import settings
-from ..tensor import LazyTensor, from_data, new_lazy
+from ..tracing.dispatch import call
+from ..tracing.fallback import eager_fallback
+from ..tracing.tensor import LazyTensor, from_data, new_lazy
 
 aten = torch.ops.aten
 

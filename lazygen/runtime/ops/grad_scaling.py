@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dispatch import call
+from ..tracing.dispatch import call
 
 aten = torch.ops.aten
 

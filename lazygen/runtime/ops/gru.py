@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from ..ir import Node
-from ..tensor import is_lazy
+from ..tracing.tensor import is_lazy
 from .recurrent_lowering import (
     Emit,
     Layout,

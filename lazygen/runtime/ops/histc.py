@@ -27,9 +27,9 @@ from collections.abc import Callable
 import torch
 
 from .. import kernel_support as rt
-from ..dispatch import call
 from ..errors import LazygenRuntimeError
-from ..tensor import LazyTensor, from_data
+from ..tracing.dispatch import call
+from ..tracing.tensor import LazyTensor, from_data
 
 aten = torch.ops.aten
 _INT64 = torch.int64

@@ -23,10 +23,10 @@ from __future__ import annotations
 import torch
 
 from .. import kernel_support as rt
-from ..dispatch import call
 from ..errors import LazygenRuntimeError
-from ..fallback import eager_fallback
-from ..tensor import LazyTensor
+from ..tracing.dispatch import call
+from ..tracing.fallback import eager_fallback
+from ..tracing.tensor import LazyTensor
 
 aten = torch.ops.aten
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import torch
 
 from .. import kernel_support as rt
-from ..dispatch import call
 from ..ir import Node, Shape
+from ..tracing.dispatch import call
 
 aten = torch.ops.aten
 

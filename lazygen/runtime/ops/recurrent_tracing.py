@@ -15,7 +15,7 @@ import torch
 
 from .. import kernel_support as rt
 from ..ir import Node, Shape
-from ..tensor import inner, to_functional
+from ..tracing.tensor import inner, to_functional
 from .recurrent_lowering import Layout
 
 #: ATen's C++ composite, which the lazy device ran before (per cell, dropout from its own

@@ -35,8 +35,9 @@ import torch
 import torch.accelerator
 import torch.accelerator.memory
 
-from .. import devices, executor
+from .. import devices
 from ..errors import LazygenRuntimeError
+from ..execution import executor
 from ..state import settings
 from .device_module import device_index as _index_of
 

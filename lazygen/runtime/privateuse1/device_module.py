@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from .. import devices, executor
+from .. import devices
+from ..execution import executor
 from ..state import settings
 from . import rng, streams
 from .backward_errors import take_over_pending_error

@@ -23,7 +23,7 @@ import torch
 import torch.utils.dlpack
 
 from ..errors import LazygenRuntimeError
-from ..tensor import is_lazy
+from ..tracing.tensor import is_lazy
 
 _originals: dict = {}
 

@@ -11,10 +11,10 @@ import torch
 
 from ..devices import device_from
 from ..errors import LazygenRuntimeError
-from ..fallback import eager_fallback
 from ..ops import device_copies
 from ..state import settings
-from ..tensor import (
+from ..tracing.fallback import eager_fallback
+from ..tracing.tensor import (
     LazyTensor,
     from_data,
     inner,

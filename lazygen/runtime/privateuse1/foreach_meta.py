@@ -23,7 +23,7 @@ import functools
 
 import torch
 
-from ..overloads import COMPOSITE, library_name
+from ..tracing.overloads import COMPOSITE, library_name
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey

@@ -7,7 +7,7 @@ register: every op printed a C++ "PrivateUse1 used in profiler but not enabled" 
 the table reported times of about -1e17 us. Through Kineto (what ``torch.profiler.profile``
 uses) the same device works. ``install()`` wraps the profiler's ``__init__`` so that, for the
 lazy device only, it profiles through Kineto; the device's graphs appear as the ranges
-``runtime.profiling`` records.
+``runtime.execution.profiling`` records.
 """
 
 from __future__ import annotations

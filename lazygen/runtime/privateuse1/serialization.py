@@ -33,7 +33,7 @@ import torch.storage
 
 from ..errors import LazygenRuntimeError
 from ..state import settings
-from ..tensor import is_lazy
+from ..tracing.tensor import is_lazy
 
 _LOCATION = "_lazygen_location"  # on a host storage written for a lazy tensor: its device
 _BOUND = "_lazygen_device"  # on a host storage read for the lazy device: the target device

@@ -32,8 +32,9 @@ import time
 
 import torch
 
-from .. import devices, executor
+from .. import devices
 from ..errors import LazygenRuntimeError
+from ..execution import executor
 from ..state import settings
 
 _ids = itertools.count(1)  # stream id 0 is each device's default stream

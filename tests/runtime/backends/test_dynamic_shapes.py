@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor
 from lazygen.runtime.backends.inductor import compile as compile_module
+from lazygen.runtime.execution import executor
 from runtime.graph.test_dynamic_shapes import check_transformer_over_24_lengths
 from runtime.graph.test_recompile_budget import by_k, by_size, run_and_compare
 

@@ -13,7 +13,7 @@ from support.training import compare_training  # noqa: E402
 
 import lazygen.runtime as lr  # noqa: E402
 from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
-from lazygen.runtime.tensor import inner  # noqa: E402
+from lazygen.runtime.tracing.tensor import inner  # noqa: E402
 
 from .conftest import BACKENDS, index_zero_on  # noqa: E402
 

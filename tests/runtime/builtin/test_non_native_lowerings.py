@@ -8,8 +8,8 @@ import torch
 from lazygen.generated.ts_backend import non_native_ir as ir
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor
 from lazygen.runtime import kernel_support as rt
+from lazygen.runtime.execution import executor
 from lazygen.runtime.ir import Shape
 
 BASE = torch.arange(24, dtype=torch.float32).reshape(4, 6)

@@ -10,7 +10,8 @@ import torch
 from support.training import TinyEncoder, assert_as_accurate_as_eager
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor, graph
+from lazygen.runtime import graph
+from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import dynamic as dynamic_module
 
 

@@ -3,9 +3,10 @@
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import devices, executor
+from lazygen.runtime import devices
+from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import post_order
-from lazygen.runtime.tensor import inner
+from lazygen.runtime.tracing.tensor import inner
 
 
 def _lazy(t):

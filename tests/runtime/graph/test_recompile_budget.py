@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor
+from lazygen.runtime.execution import executor
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import executor, graph
+from lazygen.runtime import graph
+from lazygen.runtime.execution import executor
 from lazygen.runtime.graph.recompiles import ADVICE as REASONS
 
 DEVICE = "lazygen"

@@ -859,7 +859,7 @@ def _nll_loss_backward(shapes, grad, x, target, weight, reduction, ignore_index,
     return out + onehot * jnp.expand_dims(scale.astype(x.dtype), axis)
 
 
-# Random (seeds: ``lazygen.runtime.random_inputs``) ------------------------------------------
+# Random (seeds: ``lazygen.runtime.tracing.random_inputs``) ------------------------------------------
 
 
 def _key(seed):

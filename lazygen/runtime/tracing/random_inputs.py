@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from .ir import Node, Shape, Value
-from .metrics import count
+from ..ir import Node, Shape, Value
+from ..metrics import count
 
 #: The largest seed drawn (a non-negative int64).
 _SEED_HIGH = 2**63 - 1

@@ -22,12 +22,12 @@ import threading
 import torch
 from torch.utils._pytree import tree_map
 
-from .devices import get_device
-from .errors import LazygenRuntimeError
+from ..devices import get_device
+from ..errors import LazygenRuntimeError
+from ..metrics import count
+from ..state import settings
 from .fallback import eager_fallback
-from .metrics import count
 from .overloads import COMPOSITE
-from .state import settings
 from .tensor import LazyTensor, from_data, shared_scalars
 
 aten = torch.ops.aten

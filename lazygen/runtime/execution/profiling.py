@@ -16,7 +16,7 @@ import contextlib
 
 import torch.autograd.profiler as _profiler
 
-from .state import settings
+from ..state import settings
 
 _NOTHING = contextlib.nullcontext()
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import torch
 
-from . import executor
-from .devices import LazyDevice, device_from
-from .errors import LazygenRuntimeError
-from .ir import user_source
-from .metrics import count, record_fallback
-from .state import settings
+from ..devices import LazyDevice, device_from
+from ..errors import LazygenRuntimeError
+from ..execution import executor
+from ..ir import user_source
+from ..metrics import count, record_fallback
+from ..state import settings
 from .tensor import LazyTensor, from_data, inner, to_functional
 
 #: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs)

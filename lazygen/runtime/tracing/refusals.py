@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from .devices import device_from, is_lazy_device
-from .errors import LazygenRuntimeError
+from ..devices import device_from, is_lazy_device
+from ..errors import LazygenRuntimeError
 from .fallback import eager_fallback
 from .tensor import LazyTensor
 

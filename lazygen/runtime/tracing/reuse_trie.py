@@ -27,8 +27,8 @@ from __future__ import annotations
 import threading
 import weakref
 
-from .ir import DeviceData, Node, Value
-from .metrics import count
+from ..ir import DeviceData, Node, Value
+from ..metrics import count
 
 __all__ = ["ReusedData", "end_step", "lookup", "own_inputs", "reset"]
 

@@ -14,15 +14,17 @@ from collections.abc import Callable
 
 import torch
 
-from . import debug, metrics, profiling, reuse_trie, state, step_closures
-from .devices import LazyDevice, all_devices, caches
-from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
-from .graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
-from .graph.eager import EagerGraph, NoEagerOp
-from .ir import DeviceData, InputWrite, Node, ScalarData, Value
+from .. import debug, metrics, state
+from ..devices import LazyDevice, all_devices, caches
+from ..errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
+from ..graph import GraphCache, Plan, budget, dynamic, graph_key, post_order, recompiles, split
+from ..graph.eager import EagerGraph, NoEagerOp
+from ..ir import DeviceData, InputWrite, Node, ScalarData, Value
+from ..state import log, settings
+from ..tracing import reuse_trie
+from ..tracing.tensor import LazyTensor
+from . import profiling, step_closures
 from .launches import FailedRun, Launch, settle
-from .state import log, settings
-from .tensor import LazyTensor
 
 # Steps ---------------------------------------------------------------------------------
 

@@ -12,10 +12,10 @@ import weakref
 
 import torch
 
-from .devices import LazyDevice
-from .errors import LazygenRuntimeError
-from .ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
-from .state import active_kernels, settings
+from ..devices import LazyDevice
+from ..errors import LazygenRuntimeError
+from ..ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
+from ..state import active_kernels, settings
 
 
 class shared_scalars:

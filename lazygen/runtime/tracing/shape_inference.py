@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from . import state
-from .errors import LazygenRuntimeError
-from .ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
-from .state import settings
+from .. import state
+from ..errors import LazygenRuntimeError
+from ..ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
+from ..state import settings
 from .tensor import LazyTensor
 
 # Two generations approximate an LRU without bookkeeping on hits: a miss moves an entry

@@ -19,8 +19,8 @@ import time
 import weakref
 from collections.abc import Callable
 
-from .errors import frame_free
-from .ir import DeviceData
+from ..errors import frame_free
+from ..ir import DeviceData
 
 
 class Launch:

@@ -16,8 +16,8 @@ import collections
 import threading
 from collections.abc import Callable
 
-from . import state
-from .errors import LazygenRuntimeError
+from .. import state
+from ..errors import LazygenRuntimeError
 
 _pending: list[tuple[Callable, tuple, bool]] = []  # added, not run yet: (fn, args, async)
 _queue: collections.deque = collections.deque()  # (launches to wait for, fn, args)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import torch
 
-from . import decompositions, metrics, refusals, state
+from .. import metrics, state
+from ..errors import LazygenRuntimeError
+from ..ir import Node
+from ..state import active_kernels, settings
+from . import decompositions, refusals
 from . import tensor as _tensor
-from .errors import LazygenRuntimeError
 from .fallback import eager_fallback
-from .ir import Node
 from .overloads import library_name
-from .state import active_kernels, settings
 
 KERNELS: dict = {}
 AUTOGRAD_KERNELS: dict = {}
