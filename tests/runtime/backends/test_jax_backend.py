@@ -178,9 +178,7 @@ def test_float_to_narrow_integer_casts_wrap_as_eager():
     lazy = host.to(JAX)
     for dtype in (torch.uint8, torch.int8, torch.int16, torch.uint16):
         torch.testing.assert_close(lazy.to(dtype).cpu(), host.to(dtype), rtol=0, atol=0)
-        torch.testing.assert_close(
-            (lazy * 2).to(dtype).cpu(), (host * 2).to(dtype), rtol=0, atol=0
-        )
+        torch.testing.assert_close((lazy * 2).to(dtype).cpu(), (host * 2).to(dtype), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize(
