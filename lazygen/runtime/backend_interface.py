@@ -176,6 +176,11 @@ class Backend(ABC):
     #: the backend drawing with its own counter-based generator (numbers differ from
     #: eager's, distributions do not).
     random_numbers: str = "torch_generator"
+    #: True when a run may take over the memory of inputs nothing reads after it (an
+    #: updated parameter's or optimizer state's old value): the core then runs graphs
+    #: through ``execute_donating`` with those inputs' positions
+    #: (``execution/liveness.py`` decides them, conservatively; only non-torch data).
+    donates_inputs: bool = False
     # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
     # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
     # and as the Python numbers themselves on the others, which cast them where a lowering
@@ -245,6 +250,12 @@ class Backend(ABC):
         """Run it on its inputs (device data, 0-dim scalar tensors, generators or seeds, in
         the order of ``LoweringContext.parameters``); one result per output: a tensor, or
         with ``torch_data`` false the backend's data object (of the output's dtype)."""
+
+    def execute_donating(self, executable: Any, inputs: list, dead: frozenset[int]) -> list:
+        """``execute``, told that nothing reads ``inputs[i]`` for ``i`` in ``dead`` after
+        this run (only called when ``donates_inputs``): their memory may hold the results.
+        Inputs not in ``dead`` must stay readable."""
+        return self.execute(executable, inputs)
 
     def runner(self, executable: Any) -> Callable[[list], list]:
         """``run(inputs)``: what ``execute(executable, inputs)`` does, for callers that run

@@ -25,6 +25,7 @@ from ..tracing import reuse_trie
 from ..tracing.tensor import LazyTensor
 from . import profiling, step_closures
 from .launches import FailedRun, Launch, settle
+from .liveness import unreferenced_inputs
 
 # Steps ---------------------------------------------------------------------------------
 
@@ -143,8 +144,18 @@ def trim_compile_caches() -> None:
         cache.trim()
 
 
-def execute(device: LazyDevice, executable, order: list[Node], inputs: list) -> list:
-    """Run a compiled graph (``order``: its nodes, named by the error if the run fails)."""
+def execute(device: LazyDevice, executable, order: list[Node], inputs: list, dead=None) -> list:
+    """Run a compiled graph (``order``: its nodes, named by the error if the run fails).
+    ``dead``: positions of inputs nothing reads after the run, which a backend that
+    ``donates_inputs`` may take over (``liveness.unreferenced_inputs``)."""
+    if dead and type(executable) is not EagerGraph:
+        backend = device.backend
+        return run(
+            device,
+            functools.partial(backend.execute_donating, executable, dead=dead),
+            order,
+            inputs,
+        )
     return run(device, runner(device, executable), order, inputs)
 
 
@@ -287,8 +298,9 @@ def _sync_device(
                 metrics.count("GraphWalk")
                 order, position = post_order(outputs)
                 key = graph_key(order, position, outputs)
-                executable = compile_cached(device, key, order, outputs)
                 plan = Plan(key, order, position, outputs)
+                del position  # holds every node: no input would look unreferenced (liveness)
+                executable = compile_cached(device, key, order, outputs)
                 cache.remember_plan(plan, outputs)
             else:
                 key = plan.key
@@ -296,6 +308,9 @@ def _sync_device(
             debug.note_sync(device, executable, order, outputs)
             # waits for runs they come from
             inputs = _read_inputs(order, plan.inputs, device.backend.torch_data)
+            dead = (
+                unreferenced_inputs(order, plan.inputs) if device.backend.donates_inputs else None
+            )
         except LazyGraphError as error:
             _fail(device, tensors, values, error)
             raise
@@ -306,7 +321,7 @@ def _sync_device(
             or type(executable) is EagerGraph
         ):
             try:
-                ran = execute(device, executable, order, inputs)
+                ran = execute(device, executable, order, inputs, dead)
                 results = _finish(device, outputs, ran, "execute")
             except LazyGraphError as error:
                 cache.forget(key)  # a later, fixed lowering must not reuse it

@@ -194,3 +194,74 @@ def test_a_dtype_jax_lacks_raises_what_to_do(make):
     with pytest.raises(lr.LazygenRuntimeError, match=r"cannot hold torch\.\w+ tensors.*CPU"):
         make().cpu()
     lr.mark_step()
+
+
+def _arrays(tensors) -> list:
+    lr.mark_step()
+    return [inner(t)._value.node.native for t in tensors]
+
+
+def test_updated_parameters_are_donated_and_training_matches_eager():
+    with index_zero_on("jax"):
+        _train_checking_donation("lazygen:0")
+
+
+def _train_checking_donation(device: str) -> None:
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    model.load_state_dict(eager.state_dict())
+    model.to(device)
+    x, y = torch.randn(5, 8), torch.randn(5, 4)
+    lazy_x, lazy_y = x.to(device), y.to(device)
+    pairs = [
+        (model, torch.optim.Adam(model.parameters(), lr=1e-2), lazy_x, lazy_y),
+        (eager, torch.optim.Adam(eager.parameters(), lr=1e-2), x, y),
+    ]
+    for step in range(4):
+        old = _arrays(model.parameters())
+        state = [s for per in pairs[0][1].state.values() for s in per.values()]
+        old_state = _arrays([s for s in state if s.device.type != "cpu"])
+        batch = _arrays([lazy_x])[0]
+        for net, optimizer, a, b in pairs:
+            optimizer.zero_grad()
+            ((net(a) - b) ** 2).mean().backward()
+            optimizer.step()
+        lr.mark_step()
+        # the old values' buffers went to the step's results; the batch, still held, not
+        assert all(array.is_deleted() for array in old), step
+        assert len(old_state) == (0 if step == 0 else 2 * len(old))
+        assert all(array.is_deleted() for array in old_state), step
+        assert not batch.is_deleted()
+    for got, want in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(got.cpu(), want.detach())
+
+
+@pytest.mark.parametrize(
+    "hold",
+    [
+        lambda w: w.detach(),  # another tensor on the same data
+        lambda w: w[1:3],  # a view of it
+        lambda w: w * 3,  # a pending node reading it
+        lambda w: w.to("cpu", copy=True),  # read on the host before the step (DLPack)
+    ],
+    ids=["alias", "view", "pending", "host_read"],
+)
+@pytest.mark.parametrize("sync", ["mark_step", "read_w_alone"])
+def test_an_input_someone_still_reads_is_never_donated(hold, sync):
+    """``read_w_alone``: only ``w``'s graph runs (a host read), so what ``hold`` made is
+    still pending, outside that graph, and reads w's old data after it."""
+    host = torch.randn(4, 4)
+    w = host.to(JAX)
+    lr.mark_step()
+    held = hold(w)
+    eager_w = host.clone()
+    eager_held = hold(eager_w)
+    w.mul_(2)
+    eager_w.mul_(2)
+    if sync == "mark_step":
+        lr.mark_step()
+    torch.testing.assert_close(w.cpu(), eager_w)
+    # read after the graph that updated w: never a deleted array; eager's values
+    torch.testing.assert_close(held.cpu(), eager_held)
+    torch.testing.assert_close(w.cpu(), eager_w)

@@ -25,6 +25,7 @@ import torch
 from ... import metrics
 from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
+from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
 from .context import JaxLoweringContext, program_function
 from .dtypes import check_supported, enable_x64, to_jax
@@ -38,15 +39,20 @@ class JaxExecutable:
     Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
     each run checks them, and other numbers compile (once) a variant of their own."""
 
-    __slots__ = ("compiled", "static", "variants", "make")
+    __slots__ = ("compiled", "static", "variants", "make", "donated")
 
-    def __init__(self, compiled, static: dict[int, int], make) -> None:
+    def __init__(self, compiled, static: dict[int, int], make, donated=frozenset()) -> None:
         self.compiled = compiled
         self.static = tuple(static.items())
         self.variants = {tuple(v for _, v in self.static): compiled}
         self.make = make  # numbers by position -> compiled variant
+        #: Inputs the program donates (``jax.jit``'s ``donate_argnums``): XLA may write
+        #: results into their buffers, and deletes the arrays passed there.
+        self.donated = donated
 
-    def __call__(self, inputs: list) -> list:
+    def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
+        if self.donated:
+            inputs = _spare_live_inputs(inputs, self.donated, dead)
         if not self.static:
             return list(self.compiled(*inputs))
         numbers = tuple(inputs[i] for i, _ in self.static)
@@ -64,6 +70,7 @@ class JaxBackend(Backend):
     name = "jax"
     torch_data = False
     random_numbers = "seed"
+    donates_inputs = True
 
     def __init__(self) -> None:
         enable_x64()
@@ -115,23 +122,34 @@ class JaxBackend(Backend):
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         return JaxLoweringContext(device, self.ops)
 
-    def _lowered(self, order, outputs, device, static_values=None):
+    def _lowered(self, order, outputs, device, static_values=None, donated=frozenset()):
         ctx = self.lowering_context(device)
         ctx.static_values = dict(static_values or {})
         ctx.lower_graph(order, outputs)
         function = program_function(ctx)
-        return ctx, jax.jit(function).lower(*[_abstract(n) for n in ctx.parameters])
+        donate = tuple(sorted(i for i in donated if i not in ctx.static_inputs))
+        jitted = jax.jit(function, donate_argnums=donate)
+        return ctx, jitted.lower(*[_abstract(n) for n in ctx.parameters])
 
     def compile(self, order: list[Node], outputs: list[Value], device) -> JaxExecutable:
-        ctx, lowered = self._lowered(order, outputs, device)
+        # Inputs nothing outside the graph reads (the old values of what the graph updates,
+        # parameters and optimizer state in a training step) are donated: the graph's first
+        # run decides, before lowering holds the nodes (later runs copy a donated input
+        # that is still referenced: ``_spare_live_inputs``).
+        donated = unreferenced_inputs(order, [i for i, n in enumerate(order) if n.is_input])
+        ctx, lowered = self._lowered(order, outputs, device, donated=donated)
 
         def variant(values: dict[int, int]):
-            return self._lowered(order, outputs, device, values)[1].compile()
+            return self._lowered(order, outputs, device, values, donated)[1].compile()
 
-        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant)
+        donated = frozenset(i for i in donated if i not in ctx.static_inputs)
+        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated)
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
         return executable(inputs)
+
+    def execute_donating(self, executable: JaxExecutable, inputs: list, dead) -> list:
+        return executable(inputs, dead)
 
     def runner(self, executable: JaxExecutable):
         return executable
@@ -141,6 +159,21 @@ class JaxBackend(Backend):
 
     def describe(self, executable: JaxExecutable) -> str:
         return executable.compiled.as_text()
+
+
+def _spare_live_inputs(inputs: list, donated: frozenset[int], dead) -> list:
+    """``inputs`` with a copy in place of each donated input someone still reads (not in
+    ``dead``): donation deletes the array passed, never one that lazygen hands out again."""
+    live = donated - dead if dead else donated
+    if not live:
+        return inputs
+    inputs = list(inputs)
+    for i in live:
+        data = inputs[i]
+        if isinstance(data, jax.Array):
+            inputs[i] = jnp.copy(data)
+    metrics.count("JaxDonationCopies", len(live))
+    return inputs
 
 
 def _contiguous_strides(shape) -> tuple[int, ...]:
