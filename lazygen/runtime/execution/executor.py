@@ -308,9 +308,9 @@ def _sync_device(
             debug.note_sync(device, executable, order, outputs)
             # waits for runs they come from
             inputs = _read_inputs(order, plan.inputs, device.backend.torch_data)
-            dead = (
-                unreferenced_inputs(order, plan.inputs) if device.backend.donates_inputs else None
-            )
+            dead = None
+            if device.backend.donates_inputs and _all_pending_synced(device, tensors):
+                dead = unreferenced_inputs(order, plan.inputs)
         except LazyGraphError as error:
             _fail(device, tensors, values, error)
             raise
@@ -341,6 +341,14 @@ def _sync_device(
                 t._value = data_of[value]
         metrics.count("SyncedTensors", len(tensors))
         return data_of
+
+
+def _all_pending_synced(device: LazyDevice, tensors: list[LazyTensor]) -> bool:
+    """Whether every pending tensor of ``device`` is in this graph (``mark_step``): only then
+    does no node outside it read its inner nodes, which a later graph would recompute from
+    its inputs (the condition of ``liveness.unreferenced_inputs``)."""
+    synced = {id(t) for t in tensors}
+    return all(t._value.node.is_input or id(t) in synced for t in device.live_tensors())
 
 
 def _as_device_data(device: LazyDevice, outputs: list[Value], results: list) -> dict:

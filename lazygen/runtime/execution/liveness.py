@@ -7,7 +7,10 @@ input's memory (XLA's buffer donation, ``Backend.donates_inputs``) saves an allo
 a copy per updated tensor, but only if nothing can read that input again: a deleted JAX
 array raises on every read, and lazygen must never hand one out.
 
-"Nothing reads it again" is decided from reference counts, conservatively: an input is
+The caller asks only when every pending tensor of the device is in the graph (a
+``mark_step``): a node of the graph that a pending tensor outside it still reads would be
+recomputed by a later graph, from these same inputs.
+"Nothing reads it again" is then decided from reference counts, conservatively: an input is
 unreferenced when every reference to its ``DeviceData`` is a ``Value`` held by the graph's
 own nodes (their operands) or the graph's node list. A tensor pointing at it, a pending node
 outside the graph, a host view (``DeviceData._host``: torch memory shared through DLPack),
