@@ -17,11 +17,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def regenerate() -> None:
-    """`lazygen gen` for the repository's TS backend (skipped when inputs are unchanged)."""
+    """`lazygen gen` for the repository's built-in op list (skipped when inputs are unchanged)."""
     from lazygen.cli import main as cli_main
 
-    yaml_path = REPO_ROOT / "yaml" / "ts_backend.yaml"
-    output = REPO_ROOT / "generated" / "ts_backend"
+    yaml_path = REPO_ROOT / "yaml" / "builtin.yaml"
+    output = REPO_ROOT / "generated" / "builtin"
     code = cli_main(["gen", str(yaml_path), "--output-dir", str(output)])
     if code != 0:
         raise SystemExit(code)

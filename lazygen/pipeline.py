@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import lazygen
+from lazygen import renamed
 from lazygen.diagnostics import Diagnostic, LazygenError, Location
 
 if TYPE_CHECKING:
     from lazygen.lazy.worker import TorchWorker
 
 STAMP = ".lazygen-stamp.json"
-DEFAULT_HAND_WRITTEN = "lazygen.runtime.builtin"
+DEFAULT_HAND_WRITTEN = "lazygen.runtime.builtin.hand_written"
 _GENERATOR_PACKAGES = ("lazy", "render", "model", "loaders")
 
 
@@ -168,6 +169,7 @@ def generate(
     if not config.backend_yaml.is_file():
         if child is not None:
             child.close()
+        renamed.check_op_list_path(config.backend_yaml)
         raise LazygenError.at(
             Location(str(config.backend_yaml)),
             "backend op list not found",

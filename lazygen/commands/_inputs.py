@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lazygen import renamed
 from lazygen.pipeline import DEFAULT_HAND_WRITTEN
 
 if TYPE_CHECKING:  # imported lazily: `lazygen --version` and stamp-skipped gens stay fast
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # imported lazily: `lazygen --version` and stamp-skipped gens
     from lazygen.model.native_function import Catalogue
     from lazygen.pipeline import GenConfig
 
-DEFAULT_BACKEND_YAML = Path("yaml/ts_backend.yaml")
+DEFAULT_BACKEND_YAML = Path("yaml/builtin.yaml")
 
 
 def add_catalogue_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +83,7 @@ def config_from_args(args: argparse.Namespace, output_dir: Path | None = None) -
     from lazygen.pipeline import GenConfig
 
     _working_directory_importable()
+    renamed.check_hand_written_package(args.hand_written)
     default_output = Path("generated") / args.backend_yaml.name.removesuffix(".yaml")
     return GenConfig(
         backend_yaml=args.backend_yaml,

@@ -1,7 +1,7 @@
 """Generate a lazy backend's Python modules from its op list.
 
-Run without arguments in the repository root, regenerates generated/ts_backend/ from
-yaml/ts_backend.yaml. Output is black-formatted, deterministic, and written only when it
+Run without arguments in the repository root, regenerates generated/builtin/ from
+yaml/builtin.yaml. Output is black-formatted, deterministic, and written only when it
 changed; an unchanged rerun is skipped by a content hash of every input.
 """
 

@@ -27,7 +27,7 @@ import warnings
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import devices, metrics
+from lazygen.runtime import devices, metrics, state
 from lazygen.runtime.backends import BUILTIN
 from lazygen.runtime.devices import LazyDevice
 
@@ -144,3 +144,11 @@ def register() -> None:
 
     if NAME not in _COMPILER_FNS:
         register_backend(lazygen_backend, name=NAME)
+
+
+state.once_per_process(
+    __name__,
+    ("_index_of_backend", "_graph_ids"),
+    "the lazy device index each backend runs on (fixed as devices are) and graph ids, "
+    "unique for the process",
+)

@@ -19,6 +19,7 @@ import contextlib
 import math
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 import torch.fx
@@ -31,9 +32,8 @@ from lazygen.runtime.errors import LazygenRuntimeError
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, InputWrite, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
-from lazygen.runtime.lowering_context import MAY_ALIAS_OPS
+from lazygen.runtime.ops.facts import HOST_READS, MAY_ALIAS_OPS
 from lazygen.runtime.state import settings
-from lazygen.runtime.tracing.fallback import HOST_READS
 from lazygen.runtime.tracing.tensor import fixed_scalars, from_data, inner, to_functional
 
 from . import asserts
@@ -94,11 +94,13 @@ RNG_STATE_OPS = frozenset(
 )
 
 #: aten-level ops that aot_autograd's graphs contain but lazygen's op list names otherwise.
-SUBSTITUTES = {
-    torch.ops.prims.convert_element_type.default: lambda x, dtype: torch.ops.aten._to_copy(
-        x, dtype=dtype
-    ),
-}
+SUBSTITUTES = MappingProxyType(
+    {
+        torch.ops.prims.convert_element_type.default: lambda x, dtype: torch.ops.aten._to_copy(
+            x, dtype=dtype
+        ),
+    }
+)
 
 
 _EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")

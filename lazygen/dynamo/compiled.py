@@ -18,7 +18,7 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import _disable_current_modes
 
-from lazygen.runtime import metrics
+from lazygen.runtime import metrics, state
 from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazyGraphError
 from lazygen.runtime.execution import executor
@@ -438,3 +438,6 @@ def report() -> str:
     """One line per FX graph compiled in this process: captured or run eagerly, and why."""
     lines = [g.describe() for g in sorted(_graphs, key=lambda g: g.name)]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+state.register(__name__, _graphs.clear, owns=("_graphs",))

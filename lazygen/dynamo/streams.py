@@ -29,7 +29,7 @@ from collections.abc import Callable
 import torch
 import torch.fx
 
-from lazygen.runtime import devices
+from lazygen.runtime import devices, state
 
 #: Each lazy device index's one stream, as torch answered it the first time.
 _streams: dict[int, torch.Stream] = {}
@@ -125,3 +125,10 @@ def _reads_streams(node: torch.fx.Node) -> bool:
         return True
     custom = node.meta.get("custom")
     return isinstance(custom, dict) and "stream" in custom
+
+
+state.once_per_process(
+    __name__,
+    ("_streams", "_by_device", "_torch_lookup"),
+    "the streams torch handed out (Dynamo's guards and bytecode hold them)",
+)

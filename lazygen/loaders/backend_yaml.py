@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from lazygen import renamed
 from lazygen.diagnostics import Diagnostic, LazygenError, Location, SchemaParseError
 from lazygen.loaders.located_yaml import LocatedDocument, load_located
 from lazygen.loaders.native_yaml import NativeSources
@@ -86,6 +87,7 @@ def load_backend(
     `skip_unknown`: operators the catalogue lacks (a list written for another torch) are
     left out and reported in one notice instead of one error each.
     """
+    renamed.check_op_list_path(path)
     doc = load_located(path, "backend op list")
     out = _Collector(doc, skip_unknown)
     data = doc.data

@@ -253,3 +253,6 @@ def add_step_closure(closure, args=(), run_async: bool = False) -> None:
     once the step's graphs ran, while the program goes on (an exception it raises comes out
     of the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``."""
     step_closures.add(closure, args, run_async)
+
+
+state.once_per_process(__name__, ("_default",), "the backend init() chose for the process")

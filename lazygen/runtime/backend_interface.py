@@ -25,11 +25,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
+from . import state
 from .errors import LazygenRuntimeError
 from .ir import Node, Value
 from .lowering_context import LoweringContext
@@ -102,10 +104,16 @@ class KernelTables:
     counter_aliases: dict = field(default_factory=dict)
 
     @classmethod
-    def from_module(cls, module_name: str, wrappers: dict | None = None) -> KernelTables:
+    def from_module(
+        cls, module_name: str | ModuleType, wrappers: dict | None = None
+    ) -> KernelTables:
         """The tables of a generated ``registration`` module (``KERNELS``,
-        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``). A module that is
-        not one is an error: read as empty tables, every op would silently run eagerly."""
+        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``), given by name or
+        imported (``from .generated import registration``, which the import graph sees). A
+        module that is not one is an error: read as empty tables, every op would silently
+        run eagerly."""
+        if isinstance(module_name, ModuleType):
+            return cls._from_registration(module_name.__name__, module_name, wrappers)
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
@@ -116,7 +124,14 @@ class KernelTables:
                 f"{error.name!r}. It takes the generated registration module "
                 "(`<package>.generated.registration`), which `lazygen gen` or the "
                 "package's build writes: check the name, and that the package is built"
+                + _renamed_hint(module_name)
             ) from error
+        return cls._from_registration(module_name, module, wrappers)
+
+    @classmethod
+    def _from_registration(
+        cls, module_name: str, module: ModuleType, wrappers: dict | None
+    ) -> KernelTables:
         if not hasattr(module, "KERNELS") and not hasattr(module, "NODE_CLASSES"):
             raise LazygenRuntimeError(
                 f"lazygen: KernelTables.from_module({module_name!r}): {module_name} holds "
@@ -130,6 +145,21 @@ class KernelTables:
             dict(wrappers or {}),
             dict(getattr(module, "COUNTER_ALIASES", {})),
         )
+
+
+#: The built-in op list's generated package before it was named ``builtin`` everywhere.
+_OLD_BUILTIN_GENERATED = "lazygen.generated."
+_BUILTIN_REGISTRATION = "lazygen.runtime.builtin.generated.registration"
+
+
+def _renamed_hint(module_name: str) -> str:
+    if not module_name.startswith(_OLD_BUILTIN_GENERATED):
+        return ""
+    return (
+        f". The built-in op list's generated package moved: its registration is now "
+        f"{_BUILTIN_REGISTRATION!r} (`lazygen.runtime.builtin.tables.kernel_tables()` "
+        "gives its tables)"
+    )
 
 
 class Backend(ABC):
@@ -377,3 +407,11 @@ def _load_entry_point(point: importlib.metadata.EntryPoint) -> Callable[[], Back
             "(fix the entry point, in the package's pyproject.toml or setup.py, or the module "
             "it names, then reinstall the package)"
         ) from error
+
+
+state.once_per_process(
+    __name__,
+    ("_registered",),
+    "backends registered by name (register_backend, entry points): a program registers "
+    "them once, as it imports once",
+)

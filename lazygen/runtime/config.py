@@ -11,6 +11,7 @@ import torch
 
 from .errors import LazygenRuntimeError
 from .execution import executor
+from .graph import dynamic
 from .state import settings
 from .tracing import dispatch, reuse_trie, shape_inference
 
@@ -59,12 +60,17 @@ def get_explain_recompiles() -> bool:
 def set_dynamic_shapes(enabled: bool) -> None:
     """Trace sizes as graph inputs, so that a graph seen with a second set of sizes compiles
     once for all of them (``LAZYGEN_DYNAMIC_SHAPES=1``; see ``graph/dynamic.py``). Takes
-    effect for ops traced from now on."""
+    effect for ops traced from now on. Switching it off also undoes the recompile budget's
+    switch (``graph/policy.py``)."""
     settings.dynamic_shapes = bool(enabled)
+    if not enabled:
+        dynamic.switch_off()
 
 
 def get_dynamic_shapes() -> bool:
-    return settings.dynamic_shapes
+    """Whether sizes are traced as graph inputs: set so, or switched on by the recompile
+    budget (``config.set_recompile_limit``)."""
+    return dynamic.on()
 
 
 def set_recompile_limit(limit: int) -> None:

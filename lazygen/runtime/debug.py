@@ -174,4 +174,9 @@ def _reset() -> None:
     _latest.clear()
 
 
-state.register("debug", _reset)
+state.register(__name__, _reset, owns=("_latest",))
+state.once_per_process(
+    __name__,
+    ("_saved",),
+    "numbers the graphs appended to LAZYGEN_SAVE_TENSORS_FILE: no two may share a number",
+)

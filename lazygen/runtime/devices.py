@@ -251,9 +251,17 @@ def device_from(device) -> LazyDevice:
 
 
 def _reset() -> None:
-    """Empty every backend's compile cache (devices and their backends stay)."""
+    """Empty every backend's compile cache and make index 0 current again (devices and
+    their backends stay)."""
+    global _current_index
+    _current_index = 0
     for cache in caches():
         cache.clear()
 
 
-state.register("devices", _reset)
+state.register(__name__, _reset, owns=("_caches", "_current_index"))
+state.once_per_process(
+    __name__,
+    ("_devices", "_backend_of_index", "_count", "_default_backend"),
+    "the devices and their backends, fixed by init(): live tensors hold them",
+)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import traceback
+from types import MappingProxyType
 
 
 class LazygenRuntimeError(RuntimeError):
@@ -21,14 +22,16 @@ class LazygenRuntimeError(RuntimeError):
 #: hand-written ``lower_<name>`` that raises), whatever the program: say where that is
 #: fixed. Compilation and execution errors may be the program's own (a wrong size that
 #: eager would refuse too), so they keep the cause's text alone.
-_HINTS = {
-    "lowering": (
-        " (lowering runs before anything does, so this is the backend's error, not the "
-        "program's: fix the lowering of this op — the backend's LoweringContext.call, or "
-        "the op's hand-written lower_<name> — or declare the op in the backend's "
-        "refused_ops() so that it runs eagerly; docs/backend-guide.md, sections 6 and 7)"
-    ),
-}
+_HINTS = MappingProxyType(
+    {
+        "lowering": (
+            " (lowering runs before anything does, so this is the backend's error, not the "
+            "program's: fix the lowering of this op — the backend's LoweringContext.call, or "
+            "the op's hand-written lower_<name> — or declare the op in the backend's "
+            "refused_ops() so that it runs eagerly; docs/backend-guide.md, sections 6 and 7)"
+        ),
+    }
+)
 
 
 class LazyGraphError(LazygenRuntimeError):

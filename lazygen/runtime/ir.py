@@ -12,10 +12,12 @@ import copy
 import os
 import sys
 import threading
+from types import MappingProxyType
 from typing import NamedTuple
 
 import torch
 
+from . import op_facts, state
 from .state import settings
 
 
@@ -273,12 +275,14 @@ class DeviceData(Node):
         return self.data
 
 
-_SCALAR_DTYPES = {
-    float: torch.float64,
-    int: torch.int64,
-    bool: torch.bool,
-    complex: torch.complex128,
-}
+_SCALAR_DTYPES = MappingProxyType(
+    {
+        float: torch.float64,
+        int: torch.int64,
+        bool: torch.bool,
+        complex: torch.complex128,
+    }
+)
 
 
 _SCALAR_SHAPES: dict = {}  # dtype -> (Shape(dtype, ()),)
@@ -367,7 +371,10 @@ class InputWrite(Node):
     def lower(self, ctx) -> list:
         target, value = self.operands
         return ctx.call(
-            "aten::copy_", [ctx.tensor(target), ctx.tensor(value), ctx.constant(False)], {}, 1
+            op_facts.get("input_write"),
+            [ctx.tensor(target), ctx.tensor(value), ctx.constant(False)],
+            {},
+            1,
         )
 
 
@@ -450,3 +457,11 @@ def wrapped_number_dtype(number: torch.dtype, others) -> torch.dtype:
     if any(dim for _, dim in others):
         return number  # a 0-dim tensor of the same category loses to dimensioned tensors
     return common  # among 0-dim tensors only: take theirs
+
+
+state.register(__name__, _SCALAR_TENSORS.clear, owns=("_SCALAR_TENSORS",))
+state.once_per_process(
+    __name__,
+    ("_PLAIN", "_SCALAR_SHAPES"),
+    "memo of a pure function: the same answers whatever ran before",
+)

@@ -5,12 +5,15 @@ Every function here is on the per-op hot path: keep them short.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
-from . import state
+from . import op_facts, state
 from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
 from .execution import executor
+from .graph import dynamic
 from .ir import (
     _SCALAR_DTYPES,
     DeviceData,
@@ -154,7 +157,9 @@ def _index(t, device: LazyDevice) -> Value:
 
 _new_object = object.__new__
 _node_init = Node.__init__
-_SCALAR_SHAPES_OF = {kind: scalar_shapes(dtype) for kind, dtype in _SCALAR_DTYPES.items()}
+_SCALAR_SHAPES_OF = MappingProxyType(
+    {kind: scalar_shapes(dtype) for kind, dtype in _SCALAR_DTYPES.items()}
+)
 
 
 def scalar(value, device: LazyDevice) -> Value:
@@ -208,10 +213,10 @@ def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
     seen before). A single ``SymInt`` (``symint``) stays a graph input: starts and
     offsets change from step to step (``data[i : i + n]``) where sizes do not.
 
-    With dynamic shapes on (``config.set_dynamic_shapes``), each int is a graph input of
+    With dynamic shapes on (``config.set_dynamic_shapes``, ``graph.dynamic.on()``), each int is a graph input of
     its own instead, never shared: a graph's structure then does not depend on which sizes
     happen to be equal, and one compiled graph serves every size (``graph/dynamic.py``)."""
-    if settings.dynamic_shapes:
+    if dynamic.on():
         backing = device.backing
         return tuple([Value(ScalarData(int(v), torch.int64, backing), 0) for v in values])
     key = tuple([int(v) for v in values])
@@ -259,24 +264,6 @@ def default_generator(device: torch.device) -> torch.Generator:
     return torch.get_device_module(device.type).default_generators[device.index or 0]
 
 
-#: Random ops whose random-number consumption depends only on their inputs' dtypes and
-#: sizes and on their non-tensor arguments (checked by tests/runtime/test_random.py):
-#: their eager call is replayed at trace time on zero-filled stand-ins.
-VALUE_INDEPENDENT = frozenset(
-    {
-        "aten::bernoulli",
-        "aten::cauchy",
-        "aten::exponential",
-        "aten::geometric",
-        "aten::log_normal",
-        "aten::normal",
-        "aten::normal_functional",
-        "aten::random",
-        "aten::uniform",
-    }
-)
-
-
 def generator(gen, device: LazyDevice, op, args, kwargs) -> Value:
     """The ``Generator?`` operand of random op ``op``: a copy of the generator's state, after
     which the real generator (``gen``, else the backing device's default one) is advanced
@@ -294,7 +281,7 @@ def generator(gen, device: LazyDevice, op, args, kwargs) -> Value:
 def _advance(gen: torch.Generator, op, args, kwargs) -> None:
     """Run ``op`` eagerly with generator ``gen``: on zero-filled stand-ins of the lazy inputs
     when its consumption is value-independent, else on their values (a sync)."""
-    value_independent = op._schema.name in VALUE_INDEPENDENT
+    value_independent = op._schema.name in op_facts.get("value_independent_random")
     if not value_independent:
         count(f"RandomSync::{op._schema.name}")
         lazy = [a for a in (*args, *kwargs.values()) if type(a) is LazyTensor]
@@ -433,9 +420,4 @@ def _traced(device: LazyDevice) -> None:
         executor.cut(device)
 
 
-def _reset() -> None:
-    reuse_trie.reset()
-    _SIZE_LISTS.clear()
-
-
-state.register("kernel_support", _reset)
+state.register(__name__, _SIZE_LISTS.clear, owns=("_SIZE_LISTS",))

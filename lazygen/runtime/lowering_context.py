@@ -46,13 +46,13 @@ Two rules every lowering and every ``call`` can rely on:
 * **Views may alias.** Functionalization traces views as their ``*_copy`` ops
   (``t_copy``, ``transpose_copy.int``, ``permute_copy``, ``view_copy``, ``expand_copy``,
   ``slice_copy.Tensor``, ``select_copy.int``, ``diagonal_copy``, ``squeeze_copy*``,
-  ``unsqueeze_copy``, ``alias_copy``, ``detach_copy``; ``VIEW_COPY_OPS``). A backend may
+  ``unsqueeze_copy``, ``alias_copy``, ``detach_copy``; the op fact ``view_copies``). A backend may
   lower them as the views they copy, returning a value that shares its input's storage:
   nothing writes in place inside a graph (mutation is functionalized) or to device data
   afterwards (the eager fallback copies what it mutates), so no one can tell a view from a
   copy by value. (The one write, ``ir.InputWrite``, lowered as ``aten::copy_`` into a graph
   input, is made only for backends that set ``Backend.writes_inputs``, runs after every
-  other node, and only into an input that no op which may alias reads: ``MAY_ALIAS_OPS``.) It should, where its kernels read strides: eager runs the view, and the
+  other node, and only into an input that no op which may alias reads: the op fact ``may_alias``.) It should, where its kernels read strides: eager runs the view, and the
   next kernel picks its path from the layout it gets (lowering ``t_copy`` as a contiguous
   copy sends the next ``mm`` down another BLAS path, and ``multi_head_attention_forward``
   came out 9e-6 relative from eager). Graph results need not be contiguous: they are
@@ -60,11 +60,11 @@ Two rules every lowering and every ``call`` can rely on:
   their eager meaning, but may alias too for the same reason. The one duty aliasing
   brings: ops whose result depends on their input's strides, not only its values
   (``as_strided_copy``, ``as_strided_scatter``, ``_reshape_alias_copy``;
-  ``STRIDE_READING_OPS``), read a lazy tensor as contiguous, so a backend that aliases
+  the op fact ``stride_reading``), read a lazy tensor as contiguous, so a backend that aliases
   hands them a contiguous input (``as_strided_copy(t_copy(x))`` run on the view ``t(x)``
   reads the untransposed storage). Likewise ops whose kernels require contiguous inputs,
   which eager's composites make so with ``.contiguous()`` (a no-op on a lazy tensor:
-  ``native_group_norm``, ``_embedding_bag*``, ``_pdist*``; ``CONTIGUOUS_INPUT_OPS``), get
+  ``native_group_norm``, ``_embedding_bag*``, ``_pdist*``; the op fact ``contiguous_inputs``), get
   every tensor input contiguous.
 * **Masked-off outputs.** An op with an ``output_mask`` (``native_layer_norm_backward``,
   ``convolution_backward``, ``native_group_norm_backward``...) whose mask leaves an output
@@ -80,6 +80,7 @@ from typing import Any
 
 import torch
 
+from . import op_facts, state
 from .devices import is_lazy_device
 from .errors import LazygenRuntimeError, LazyGraphError
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
@@ -87,45 +88,6 @@ from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtyp
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
 #: string (the only form a non-native ``opkind`` has).
 Op = torch._ops.OpOverload | str
-
-#: Functionalization's copies of view ops, which a lowering may run as the views they copy
-#: (see the module docstring, "Views may alias"): aten names without overload.
-VIEW_COPY_OPS = frozenset(
-    {
-        "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
-        "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
-        "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
-        "unsqueeze_copy", "view_copy", "view_as_real_copy",
-        "_reshape_alias_copy",
-    }
-)  # fmt: skip
-
-#: Ops whose result a lowering may make share its input's storage ("Views may alias"): the
-#: view copies, and ``clone``, ``_to_copy`` and ``copy``.
-MAY_ALIAS_OPS = VIEW_COPY_OPS | frozenset({"clone", "_to_copy", "copy"})
-
-#: Ops whose first argument must be contiguous where views alias: their result depends on
-#: its strides (see "Views may alias").
-STRIDE_READING_OPS = frozenset({"as_strided_copy", "as_strided_scatter", "_reshape_alias_copy"})
-
-#: Ops whose CPU kernels require contiguous tensor inputs: eager reaches them through a
-#: composite that calls ``.contiguous()`` first (``group_norm``, ``embedding_bag``,
-#: ``pdist``), a no-op on a lazy tensor, which is contiguous by definition. Where views
-#: alias, their tensor inputs may be strided views: a backend that aliases makes them
-#: contiguous (native_group_norm raised "Expected X.is_contiguous(memory_format)" on a
-#: transposed input in diffusers' attention; _embedding_bag_forward_only read strided indices
-#: as contiguous and returned other bags' sums). Found by running every OpInfo entry on
-#: strided views made inside the graph (tests/conformance/test_strided_inputs.py).
-CONTIGUOUS_INPUT_OPS = frozenset(
-    {
-        "native_group_norm", "native_group_norm_backward",
-        "_embedding_bag", "_embedding_bag_forward_only", "_embedding_bag_backward",
-        "_embedding_bag_dense_backward", "_embedding_bag_per_sample_weights_backward",
-        "_pdist_forward", "_pdist_backward",
-        # a complex view of the pairs in the last dimension: needs it at stride 1
-        "view_as_complex_copy",
-    }
-)  # fmt: skip
 
 
 class LoweringContext(ABC):
@@ -370,26 +332,25 @@ def _is_packet(op) -> bool:
 
 def takes_contiguous_inputs(op: Op) -> bool:
     """Whether a backend whose views alias must make ``op``'s tensor inputs contiguous
-    first: ``STRIDE_READING_OPS`` read strides, ``CONTIGUOUS_INPUT_OPS``' kernels require
+    first: the op fact ``stride_reading`` read strides, the op fact ``contiguous_inputs``' kernels require
     them (see "Views may alias"). The one rule every aliasing ``call`` applies."""
     name = op_string(op).partition("::")[2].partition(".")[0]
-    return name in STRIDE_READING_OPS or name in CONTIGUOUS_INPUT_OPS
+    return name in op_facts.get("stride_reading") or name in op_facts.get("contiguous_inputs")
 
 
 def view_of(op: Op):
-    """The view overload a ``*_copy`` op of ``VIEW_COPY_OPS`` copies (``t_copy`` ->
+    """The view overload a ``*_copy`` op of the op fact ``view_copies`` copies (``t_copy`` ->
     ``torch.ops.aten.t.default``; ``view_copy`` -> ``reshape``, which takes any layout),
     for a lowering that runs them as views (see "Views may alias"); None for every other
-    op, and for ``STRIDE_READING_OPS``, whose inputs must be contiguous."""
+    op, and for the op fact ``stride_reading``, whose inputs must be contiguous."""
     overload = overload_of(op)
     if overload is None:
         return None
     namespace, _, name = overload._schema.name.partition("::")
-    if name not in VIEW_COPY_OPS or name in STRIDE_READING_OPS:
+    if name not in op_facts.get("view_copies") or name in op_facts.get("stride_reading"):
         return None
-    if name == "view_copy":
-        return torch.ops.aten.reshape.default if overload._overloadname == "default" else None
-    packet = getattr(getattr(torch.ops, namespace), name.removesuffix("_copy"), None)
+    view = op_facts.get("view_copy_views").get(name, name.removesuffix("_copy"))
+    packet = getattr(getattr(torch.ops, namespace), view, None)
     return getattr(packet, overload._overloadname, None) if packet is not None else None
 
 
@@ -414,3 +375,8 @@ def overload_of(op: Op):
             found = None
         _overloads[op] = found
     return found
+
+
+state.once_per_process(
+    __name__, ("_overloads",), "memo of a pure function: the same answers whatever ran before"
+)

@@ -16,6 +16,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from . import state
 
@@ -102,7 +103,7 @@ def add_counter_aliases(aliases: dict[str, str]) -> None:
 
 #: The runtime's own counters under LTC's names: ``SyncedTensorsWithIR`` (tensors with
 #: pending IR a sync materialised) is lazygen's ``SyncedTensors``.
-_CORE_ALIASES = {"SyncedTensorsWithIR": "SyncedTensors"}
+_CORE_ALIASES = MappingProxyType({"SyncedTensorsWithIR": "SyncedTensors"})
 
 #: LTC names a reused node's counter after its C++ class (``IrNodeReused_torch::lazy::
 #: AddTensor``); lazygen after its Python class (``IrNodeReused_AddTensor``).
@@ -295,4 +296,16 @@ def fallback_report() -> FallbackReport:
         )
 
 
-state.register("metrics", reset)
+state.register(
+    __name__,
+    reset,
+    owns=("_fallbacks", "_host_reads", "_refused", "_step_cuts"),
+)
+state.once_per_process(
+    __name__,
+    ("_all_counters", "_all_timers"),
+    "one table per thread that counted, which the thread holds: reset() empties each",
+)
+state.once_per_process(
+    __name__, ("_aliases",), "the counter aliases the installed backends' tables bring (init)"
+)

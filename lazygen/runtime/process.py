@@ -14,6 +14,7 @@ import contextlib
 import gc
 import os
 from dataclasses import dataclass
+from types import MappingProxyType
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,7 @@ EFFECTS: tuple[Effect, ...] = (
     ),
 )
 
-_BY_NAME = {effect.name: effect for effect in EFFECTS}
+_BY_NAME = MappingProxyType({effect.name: effect for effect in EFFECTS})
 
 
 def enabled(name: str) -> bool:

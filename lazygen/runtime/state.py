@@ -6,9 +6,16 @@
   filled in place by ``dispatch``;
 * every other piece of mutable state (kernel tables, shape and IR caches, compile caches,
   counters, pending step closures) is owned by one module, which declares it here with
-  ``register(name, reset)``; ``owners()`` lists them. Memo tables of pure functions
-  (overload lookups, scalar shapes, an op's mutated arguments) are not state: they hold
-  the same answers whatever happened before, so ``reset()`` leaves them.
+  ``register(module, reset, owns=(names...))``; ``owners()`` lists them;
+* what must outlive a reset is declared with ``once_per_process(module, names, reason)``:
+  what torch holds references into (patched originals, ``torch.library`` objects, streams
+  handed out), what ``init()`` or an import fills once (the devices, the installed tables,
+  registered backends), and memo tables of pure functions (overload lookups, scalar shapes,
+  an op's mutated arguments: the same answers whatever happened before).
+
+Every module-level mutable global of ``lazygen/runtime`` and ``lazygen/dynamo`` is named in
+one of the two (``tests/architecture/test_state_ownership.py`` fails on one that is not);
+constants are tuples, frozensets or ``MappingProxyType``s.
 
 ``reset()`` puts all of it back as ``init()`` left it: settings to their environment
 defaults (the device name and backing device stay: they are fixed once tensors exist),
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 def _env_int(name: str, default: int) -> int:
@@ -102,12 +109,37 @@ settings = _Settings()
 #: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).
 active_kernels: dict = {}
 
-_resets: dict[str, Callable[[], None]] = {}
+_resets: dict[str, list[Callable[[], None]]] = {}
+_owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
+_kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
 
 
-def register(owner: str, reset_fn: Callable[[], None]) -> None:
-    """Declare that module ``owner`` keeps mutable state, and how to put it back."""
-    _resets[owner] = reset_fn
+def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ()) -> None:
+    """Declare that module ``owner`` (its ``__name__``) keeps mutable state in its globals
+    ``owns``, and how to put them back (``reset_fn``, called by ``reset()``). A module may
+    register several pieces of state: each call adds its reset and its globals, so a
+    second registration never silently drops the first one's."""
+    resets = _resets.setdefault(owner, [])
+    if reset_fn not in resets:
+        resets.append(reset_fn)
+    _owned[owner] = tuple(dict.fromkeys(_owned.get(owner, ()) + tuple(owns)))
+
+
+def once_per_process(owner: str, names: Iterable[str], reason: str) -> None:
+    """Declare that module ``owner``'s globals ``names`` hold what must outlive ``reset()``
+    (``reason`` says why: torch holds references into it, ``init()`` fills it once, or it
+    memoises a pure function)."""
+    _kept.setdefault(owner, {}).update(dict.fromkeys(names, reason))
+
+
+def owned_globals() -> dict[str, tuple[str, ...]]:
+    """Module -> the globals ``reset()`` puts back (as ``register`` declared them)."""
+    return dict(_owned)
+
+
+def kept_globals() -> dict[str, dict[str, str]]:
+    """Module -> {global: reason} of the globals declared once per process."""
+    return {owner: dict(names) for owner, names in _kept.items()}
 
 
 def owners() -> list[str]:
@@ -120,8 +152,19 @@ def reset() -> None:
     Pending IR is not synced first: call ``mark_step()`` before, if tensors should keep
     their values."""
     settings.restore()
-    for reset_fn in list(_resets.values()):
-        reset_fn()
+    for resets in list(_resets.values()):
+        for reset_fn in list(resets):
+            reset_fn()
+
+
+once_per_process(
+    __name__,
+    ("_resets", "_owned", "_kept"),
+    "the registry of owners itself, filled as modules are imported",
+)
+# Emptied first (in place: readers hold a reference); ``dispatch``'s reset, registered
+# after this one, fills it again from the installed tables.
+register(__name__, active_kernels.clear, owns=("active_kernels",))
 
 
 def log(level: int, message: str) -> None:

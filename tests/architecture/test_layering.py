@@ -5,7 +5,10 @@ level and inside functions alike; an import inside a function is still a depende
 * In the runtime, imports go one way: ``backends/<name>`` -> ``backend``/``lowering`` ->
   the core. Nothing outside ``backends/`` imports a concrete backend, and no backend
   imports another: the op list they share is the backend-neutral ``builtin`` package.
-* Generated code imports the runtime, never a concrete backend.
+* Generated code imports the runtime, never a concrete backend. It is scanned under the
+  name it is installed as (``generated/builtin/`` is ``lazygen.runtime.builtin.generated``,
+  see ``setup.py``), and the built-in op list's tables import it as a module, so the
+  import graph sees op list -> generated code -> hand-written pieces -> core.
 * The composition root (``lazygen/runtime/__init__.py``) may import the whole core, and
   finds backends by name only (``lazygen.runtime.backends.BUILTIN`` holds strings).
 * The core has no import cycle, and no module imports itself back through a function.
@@ -26,10 +29,17 @@ RUNTIME = "lazygen.runtime"
 BACKENDS = "lazygen.runtime.backends"
 GENERATOR = ("lazygen.model", "lazygen.loaders", "lazygen.lazy", "lazygen.render")
 GENERATED = ROOT / "generated"
+#: Generated source folders and the package each is installed as (``setup.py``).
+GENERATED_PACKAGES = {"lazygen.runtime.builtin.generated": GENERATED / "builtin"}
 
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    for package, folder in GENERATED_PACKAGES.items():
+        if path.is_relative_to(folder):
+            parts = (package, *path.relative_to(folder).with_suffix("").parts)
+            break
+    else:
+        parts = path.relative_to(ROOT).with_suffix("").parts
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
@@ -62,6 +72,9 @@ def _imports(path: Path) -> list[tuple[str, int]]:
 
 def _exists(module: str) -> bool:
     path = ROOT.joinpath(*module.split("."))
+    for package, folder in GENERATED_PACKAGES.items():
+        if module == package or module.startswith(package + "."):
+            path = folder.joinpath(*module[len(package) :].split(".")[1:])
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -75,9 +88,15 @@ def _backend_of(module: str) -> str | None:
     return None
 
 
+def _scanned_files() -> list[Path]:
+    """``lazygen/`` and the generated folders installed inside it."""
+    generated = [p for folder in GENERATED_PACKAGES.values() for p in folder.rglob("*.py")]
+    return sorted(PACKAGE.rglob("*.py")) + sorted(generated)
+
+
 def _edges() -> list[tuple[str, str, int]]:
     edges = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in _scanned_files():
         source = _module_name(path)
         for target, line in _imports(path):
             if target == "lazygen" or target.startswith("lazygen."):
@@ -92,6 +111,25 @@ def test_the_scanner_sees_imports_inside_functions(tmp_path):
     assert "lazygen.runtime.devices" in names
     hidden = ast.parse("def f():\n    from .tensor import x\n")
     assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(hidden))
+
+
+def test_the_builtin_op_list_is_a_module_import():
+    """The built-in tables reach their generated registration by an import the graph
+    sees (not a string handed to importlib), and the registration reaches the
+    hand-written package the same way: the op list's path is in the graph."""
+    edges = {(s, t) for s, t, _ in _edges()}
+    builtin = "lazygen.runtime.builtin"
+    assert (f"{builtin}.tables", f"{builtin}.generated.registration") in edges
+    assert (f"{builtin}.generated.registration", f"{builtin}.hand_written.kernels") in edges
+
+
+def test_generated_folders_are_installed_where_they_are_scanned():
+    """The scan's name of each generated folder is the one the installed package has."""
+    import importlib
+
+    for package, folder in GENERATED_PACKAGES.items():
+        module = importlib.import_module(package)
+        assert Path(module.__file__).resolve().parent == folder.resolve(), package
 
 
 def test_generator_and_runtime_never_import_each_other():
@@ -129,7 +167,8 @@ def test_only_backends_import_a_backend():
 
 def test_generated_code_imports_no_backend():
     """Generated kernels, nodes and registrations speak the core and the hand-written
-    package (``lazygen.runtime.builtin``), so every backend can trace with them."""
+    package (``lazygen.runtime.builtin.hand_written``), so every backend can trace with
+    them."""
     wrong = []
     for path in sorted(GENERATED.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

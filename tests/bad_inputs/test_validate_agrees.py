@@ -73,7 +73,7 @@ def test_validate_agrees_with_gen(case_path: Path, tmp_path, monkeypatch, capsys
 
 
 FIXTURE_LISTS = [
-    (REPO / "yaml" / "ts_backend.yaml", []),
+    (REPO / "yaml" / "builtin.yaml", []),
     # lazygen's own TS package builds these non-native nodes with their shapes (its op list
     # says ShapePrecompute); PyTorch's list says ShapeCompute/ShapeCache, which would need
     # compute_shape_<node> functions the package does not have.

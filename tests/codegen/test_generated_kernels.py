@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 lr = pytest.importorskip("lazygen.runtime")
-registration = pytest.importorskip("lazygen.generated.ts_backend.registration")
+registration = pytest.importorskip("lazygen.runtime.builtin.generated.registration")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -121,7 +121,7 @@ def test_missing_pieces_name_the_users_package_and_the_def_to_write(tmp_path, pl
 
 def test_builtin_package_is_never_offered_as_the_place_to_edit(plan_for):
     plan, _ = plan_for("backend: L\nsupported:\n  - silu\n")
-    errors, warnings = check_hand_written(plan, "lazygen.runtime.builtin")
+    errors, warnings = check_hand_written(plan, "lazygen.runtime.builtin.hand_written")
     (error,) = errors
     assert "your own package" in error.hint and "--hand-written" in error.hint
     assert ".py" not in error.hint and not warnings

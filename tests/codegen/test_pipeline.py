@@ -127,5 +127,8 @@ def test_an_unchecked_package_is_reached_as_a_deferred_one(tmp_path):
     op_list.write_text("backend: Lazy\nsupported:\n  - gelu\n")
     result = generate(GenConfig(op_list, tmp_path / "out", check_hand_written=False))
     registration = result.files["registration.py"]
-    assert 'handwritten = deferred_module("lazygen.runtime.builtin.kernels")' in registration
+    assert (
+        'handwritten = deferred_module("lazygen.runtime.builtin.hand_written.kernels")'
+        in registration
+    )
     assert "KERNELS = present(" in registration

@@ -54,7 +54,7 @@ def test_dead_child_falls_back_to_in_process(config, monkeypatch):
 
 def test_child_answers_as_torch_facts_on_the_ts_op_list():
     catalogue = load_catalogue(NativeSources.default())
-    ops = load_backend(REPO / "yaml" / "ts_backend.yaml", catalogue)
+    ops = load_backend(REPO / "yaml" / "builtin.yaml", catalogue)
     recording = RecordingFacts()
     build_plan(ops, catalogue, recording)
     child = TorchWorker.start(None)

@@ -27,7 +27,7 @@ from lazygen.conformance.runner import RunConfig, Runner, crash_site, last_op
 from lazygen.conformance.select import SelectionError, select
 
 REPO = Path(__file__).resolve().parents[2]
-OP_LIST = REPO / "yaml" / "ts_backend.yaml"
+OP_LIST = REPO / "yaml" / "builtin.yaml"
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def _op_list(name: str, tmp_path: Path) -> Path:
         path = tmp_path / "four_ops.yaml"
         path.write_text(FOUR_OP_LIST)
         return path
-    return REPO / "yaml" / "ts_backend.yaml"
+    return REPO / "yaml" / "builtin.yaml"
 
 
 def _report(backend: str, op_list: Path, site: Path, runner: Runner, results) -> str:

@@ -6,7 +6,7 @@ backend may run views as views inside a graph (``lowering_context``, "Views may 
 then a kernel whose eager caller made its input contiguous first sees a strided one. Such
 kernels raised (``native_group_norm`` in diffusers' attention blocks, ``_pdist_forward``) or
 read the view as contiguous without a word (``native_group_norm_backward``,
-``_embedding_bag_forward_only``): ``CONTIGUOUS_INPUT_OPS`` lists them. This sweep finds any
+``_embedding_bag_forward_only``): ``CONTIGUOUS_INPUT_OPS`` (runtime/ops/facts.py) lists them. This sweep finds any
 other, forward and backward: nothing may be wrong or fail but the entries below.
 
 About a minute of CPU each (``slow``: CI runs it).

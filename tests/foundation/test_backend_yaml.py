@@ -13,7 +13,7 @@ from lazygen.loaders.native_yaml import load_catalogue
 from lazygen.model.schema import OperatorName
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "pytorch_ts_op_list.yaml"
-REPO_OP_LIST = Path(__file__).resolve().parents[2] / "yaml" / "ts_backend.yaml"
+REPO_OP_LIST = Path(__file__).resolve().parents[2] / "yaml" / "builtin.yaml"
 
 
 @pytest.fixture(scope="module")

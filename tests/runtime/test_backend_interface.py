@@ -29,12 +29,13 @@ def test_kernel_tables_from_a_module_that_is_not_a_registration_module_is_an_err
     from lazygen.runtime import KernelTables
 
     with pytest.raises(
-        lr.LazygenRuntimeError, match=r"no module .lazygen\.generated\.ts_backend\.registraton."
+        lr.LazygenRuntimeError,
+        match=r"no module .lazygen\.runtime\.builtin\.generated\.registraton.",
     ):
-        KernelTables.from_module("lazygen.generated.ts_backend.registraton")
+        KernelTables.from_module("lazygen.runtime.builtin.generated.registraton")
     with pytest.raises(lr.LazygenRuntimeError, match="holds no KERNELS nor NODE_CLASSES"):
         KernelTables.from_module("lazygen.runtime.lowering_context")
-    tables = KernelTables.from_module("lazygen.generated.ts_backend.registration")
+    tables = KernelTables.from_module("lazygen.runtime.builtin.generated.registration")
     assert torch.ops.aten.addmm.default in tables.kernels and "addmm" in tables.node_classes
 
 

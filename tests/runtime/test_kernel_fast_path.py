@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from lazygen.generated.ts_backend import kernels as generated_kernels
+from lazygen.runtime.builtin.generated import kernels as generated_kernels
 
 import lazygen.runtime as lr
 from lazygen.runtime import debug, kernel_support

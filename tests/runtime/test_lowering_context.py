@@ -22,13 +22,11 @@ from lazygen.runtime.backends.torchscript.context import TSLoweringContext
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, Shape
 from lazygen.runtime.lowering_context import (
-    CONTIGUOUS_INPUT_OPS,
-    STRIDE_READING_OPS,
-    VIEW_COPY_OPS,
     op_string,
     overload_of,
     view_of,
 )
+from lazygen.runtime.ops.facts import CONTIGUOUS_INPUT_OPS, STRIDE_READING_OPS, VIEW_COPY_OPS
 from lazygen.runtime.tracing.tensor import inner
 
 aten = torch.ops.aten

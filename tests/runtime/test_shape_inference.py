@@ -11,7 +11,8 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime.ir import Shape
-from lazygen.runtime.tracing.shape_inference import CPU_STATISTICS_OPS, compute_shapes
+from lazygen.runtime.ops.facts import CPU_STATISTICS_OPS
+from lazygen.runtime.tracing.shape_inference import compute_shapes
 
 
 def compute_shape_twice(self):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime.builtin.kernels import _same_sizes
+from lazygen.runtime.builtin.hand_written.kernels import _same_sizes
 from lazygen.runtime.tracing.tensor import inner
 
 LAZY = "lazygen"

@@ -9,12 +9,16 @@ only when chosen (``init(backend=...)``), so the runtime's core never imports on
 Third-party backends register an entry point in the ``lazygen.backends`` group instead.
 """
 
-BUILTIN = {
-    "torchscript": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
-    "ts": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
-    "inductor": "lazygen.runtime.backends.inductor.backend:InductorBackend",
-    "fx": "lazygen.runtime.backends.inductor.backend:FxBackend",
-    "jax": "lazygen.runtime.backends.jax.backend:JaxBackend",
-}
+from types import MappingProxyType
+
+BUILTIN = MappingProxyType(
+    {
+        "torchscript": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
+        "ts": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
+        "inductor": "lazygen.runtime.backends.inductor.backend:InductorBackend",
+        "fx": "lazygen.runtime.backends.inductor.backend:FxBackend",
+        "jax": "lazygen.runtime.backends.jax.backend:JaxBackend",
+    }
+)
 
 DEFAULT = "torchscript"

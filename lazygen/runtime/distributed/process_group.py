@@ -20,6 +20,8 @@ functional collectives.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 import torch.distributed as dist
 
@@ -33,16 +35,18 @@ from . import fsdp, groups
 C = torch._C._distributed_c10d
 funcol = torch.ops._c10d_functional
 
-_REDUCE_OPS = {
-    dist.ReduceOp.RedOpType.SUM: "sum",
-    dist.ReduceOp.RedOpType.AVG: "sum",  # then divided: gloo has no average
-    dist.ReduceOp.RedOpType.PRODUCT: "product",
-    dist.ReduceOp.RedOpType.MIN: "min",
-    dist.ReduceOp.RedOpType.MAX: "max",
-    dist.ReduceOp.RedOpType.BAND: "band",
-    dist.ReduceOp.RedOpType.BOR: "bor",
-    dist.ReduceOp.RedOpType.BXOR: "bxor",
-}
+_REDUCE_OPS = MappingProxyType(
+    {
+        dist.ReduceOp.RedOpType.SUM: "sum",
+        dist.ReduceOp.RedOpType.AVG: "sum",  # then divided: gloo has no average
+        dist.ReduceOp.RedOpType.PRODUCT: "product",
+        dist.ReduceOp.RedOpType.MIN: "min",
+        dist.ReduceOp.RedOpType.MAX: "max",
+        dist.ReduceOp.RedOpType.BAND: "band",
+        dist.ReduceOp.RedOpType.BOR: "bor",
+        dist.ReduceOp.RedOpType.BXOR: "bxor",
+    }
+)
 
 
 def _reduce_op(op) -> tuple[str, bool]:

@@ -112,4 +112,9 @@ def _reset() -> None:
         _error.clear()
 
 
-state.register("step_closures", _reset)
+state.register(__name__, _reset, owns=("_pending", "_queue", "_error"))
+state.once_per_process(
+    __name__,
+    ("_worker", "_running"),
+    "the closure thread and the count of closures it is running: a reset keeps it going",
+)

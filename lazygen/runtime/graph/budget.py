@@ -1,4 +1,5 @@
-"""The recompile budget: how many graphs one step structure may compile.
+"""The recompile budget: how many graphs one step structure may compile (its record; what
+happens past it is decided by ``policy.decide``).
 
 A step structure is the sequence of computed ops of a graph (inputs and constants left
 out), whatever its sizes and attributes: a training step over changing sequence lengths,
@@ -8,8 +9,8 @@ Dynamo's limit; 0: no limit). Past it, a warning (once per structure), then a bo
 behaviour, never silent unbounded compiling:
 
 * when the graph differs from one compiled before in sizes only, on a backend whose
-  graphs can serve every size (``Backend.size_generic``): dynamic shapes are turned on
-  (sizes become graph inputs from the next traced op on), and the structure may compile
+  graphs can serve every size (``Backend.size_generic``): dynamic shapes are switched on
+  (``dynamic.switch_on``; sizes become graph inputs from the next traced op on), and the structure may compile
   one more graph, one for all sizes (``graph/dynamic.py``);
 * every other graph of the structure runs op by op, uncompiled (``graph/eager.py``),
   counted as ``EagerGraphRun`` (a changing int attribute, a lowering that reads sizes, a

@@ -4,7 +4,8 @@ Tracing stays concrete: every lazy tensor has its sizes, shape inference is unch
 data-dependent sizes keep working. Only the compiled artifact is made size-generic:
 
 * With dynamic shapes on (``LAZYGEN_DYNAMIC_SHAPES=1``, ``init(dynamic_shapes=True)``,
-  ``config.set_dynamic_shapes``, or implied by ``mark_dynamic``), every int of a size list
+  ``config.set_dynamic_shapes``, implied by ``mark_dynamic``, or switched on by the
+  recompile budget: ``on()``), every int of a size list
   (``view_copy``'s size, ``expand_copy``'s...) is a graph input of its own
   (``kernel_support.symint_list``), as a ``SymInt`` already is. Sizes then reach a graph
   only as inputs, as node shapes, and as int attributes.
@@ -31,9 +32,37 @@ import weakref
 
 import torch
 
+from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, Node, ScalarData, Shape, Value
+from ..state import settings
 from . import GraphKey
+
+# On or off ------------------------------------------------------------------------------
+
+#: Set when the recompile budget (``graph/policy.py``) turned dynamic shapes on for the
+#: rest of the process (until ``lr.reset()`` or ``config.set_dynamic_shapes``). Held here,
+#: not in ``settings``: settings are what the user set, written by the user-facing API only.
+_switched_on: list[bool] = []
+
+
+def on() -> bool:
+    """Whether sizes are traced as graph inputs: the user's setting, or the budget's switch."""
+    return settings.dynamic_shapes or bool(_switched_on)
+
+
+def switch_on() -> None:
+    """Trace sizes as graph inputs from the next traced op on (the budget's decision)."""
+    if not _switched_on:
+        _switched_on.append(True)
+
+
+def switch_off() -> None:
+    """Forget the budget's switch (``config.set_dynamic_shapes`` and ``lr.reset()``)."""
+    _switched_on.clear()
+
+
+state.register(__name__, switch_off, owns=("_switched_on",))
 
 # Keys -------------------------------------------------------------------------------------
 
@@ -172,3 +201,6 @@ def check_dim(tensor: torch.Tensor, dim: int) -> int:
             f"{rank} dimension(s) (sizes {list(tensor.shape)})"
         )
     return dim % rank
+
+
+state.register(__name__, _marked.clear, owns=("_marked",))

@@ -24,45 +24,48 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .. import metrics
 from ..ir import Node
 from . import GraphKey
 
 #: What to do, by reason.
-ADVICE = {
-    "shape": (
-        "a tensor's size changed. Set LAZYGEN_DYNAMIC_SHAPES=1 (or call "
-        "lazygen.runtime.mark_dynamic(tensor, dim)) to compile one graph for all sizes, or "
-        "pad inputs to a few fixed sizes (bucketing)."
-    ),
-    "attribute": (
-        "a Python value passed to an op (an int, a bool, a list of sizes) changed; it is "
-        "a constant of the graph. Pass numbers that change every step as tensors."
-    ),
-    "op": "the program traced other ops here (a branch on data or on a Python value).",
-    "structure": "the same ops read other inputs here (tensors aliased, or in another order).",
-    "outputs": (
-        "the step has other live results (a tensor kept from an earlier step, or one "
-        "dropped): the same ops, another set of outputs."
-    ),
-    "new": (
-        "no cached graph is a variant of it: the program's first steps (an optimizer's "
-        "first step also creates its state), or another phase of it (evaluation, a branch). "
-        "Expected once per kind of step; one every step means the program traces something "
-        "new every step."
-    ),
-    "value": (
-        "the backend compiled this number into its code (its lowering needs the value), "
-        "so each new value compiles another variant. A value that changes every step "
-        "recompiles every step: report it, naming the op."
-    ),
-    "guard": (
-        "the backend compiled the graph for all sizes, under conditions on them (a size "
-        "of 1, two sizes equal) that these sizes break; it compiles another variant. Pad "
-        "inputs to avoid the condition (a size of 1) if it recurs."
-    ),
-}
+ADVICE = MappingProxyType(
+    {
+        "shape": (
+            "a tensor's size changed. Set LAZYGEN_DYNAMIC_SHAPES=1 (or call "
+            "lazygen.runtime.mark_dynamic(tensor, dim)) to compile one graph for all sizes, or "
+            "pad inputs to a few fixed sizes (bucketing)."
+        ),
+        "attribute": (
+            "a Python value passed to an op (an int, a bool, a list of sizes) changed; it is "
+            "a constant of the graph. Pass numbers that change every step as tensors."
+        ),
+        "op": "the program traced other ops here (a branch on data or on a Python value).",
+        "structure": "the same ops read other inputs here (tensors aliased, or in another order).",
+        "outputs": (
+            "the step has other live results (a tensor kept from an earlier step, or one "
+            "dropped): the same ops, another set of outputs."
+        ),
+        "new": (
+            "no cached graph is a variant of it: the program's first steps (an optimizer's "
+            "first step also creates its state), or another phase of it (evaluation, a branch). "
+            "Expected once per kind of step; one every step means the program traces something "
+            "new every step."
+        ),
+        "value": (
+            "the backend compiled this number into its code (its lowering needs the value), "
+            "so each new value compiles another variant. A value that changes every step "
+            "recompiles every step: report it, naming the op."
+        ),
+        "guard": (
+            "the backend compiled the graph for all sizes, under conditions on them (a size "
+            "of 1, two sizes equal) that these sizes break; it compiles another variant. Pad "
+            "inputs to avoid the condition (a size of 1) if it recurs."
+        ),
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ in the tables: an op list wraps its own ``histc`` kernel with it (``builtin`` do
 from __future__ import annotations
 
 import functools
+from types import MappingProxyType
 
 from ..backend_interface import KernelTables
+from . import facts  # noqa: F401  (declares the op facts the core reads)
 from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
 from .batch_norm import KERNEL_WRAPPERS
 from .device_copies import DEVICE_KERNELS
@@ -35,25 +37,26 @@ __all__ = ["CORE_LOWERED_OPS", "kernel_tables"]
 #: each of these or declines it; ``tests/runtime/ops/test_core_lowered_ops.py`` keeps the
 #: list complete. The built-in op list's hand-written lowerings (``builtin/lowerings.py``)
 #: are the op list's, not the core's.
-CORE_LOWERED_OPS: dict[str, str] = {
-    "aten::_to_copy": "dtype casts of lazy tensors (device_copies.ToCopy); refusing "
-    "_to_copy runs the cast eagerly",
-    "aten::conj_physical": "a conjugate view of a complex tensor materialised "
-    "(device_copies); refusing conj_physical runs it eagerly",
-    "aten::_scaled_dot_product_flash_attention_for_cpu": "attention's forward node "
-    "(attention.FusedAttention: output and float32 logsumexp); refusing it, its backward, "
-    "scaled_dot_product_attention or _scaled_dot_product_fused_attention_overrideable takes "
-    "ATen's math path (plain ops)",
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "attention's backward "
-    "node (attention.FusedAttentionBackward); declined as the forward",
-    "aten::_native_batch_norm_legit_functional": "native_batch_norm in training mode with "
-    "its running statistics' update (batch_norm.NativeBatchNormUpdate); lower it where "
-    "native_batch_norm is in the op list",
-    # The recurrent layers' nodes (lstm, gru, recurrent_cells, recurrent_lowering): a
-    # layer's whole recurrence as one node, lowered as these plain ops; declined by
-    # refusing the layer's fused kernels' ops (_thnn_fused_lstm_cell...) or leaving them
-    # out of the op list.
-    **{
+CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
+    {
+        "aten::_to_copy": "dtype casts of lazy tensors (device_copies.ToCopy); refusing "
+        "_to_copy runs the cast eagerly",
+        "aten::conj_physical": "a conjugate view of a complex tensor materialised "
+        "(device_copies); refusing conj_physical runs it eagerly",
+        "aten::_scaled_dot_product_flash_attention_for_cpu": "attention's forward node "
+        "(attention.FusedAttention: output and float32 logsumexp); refusing it, its backward, "
+        "scaled_dot_product_attention or _scaled_dot_product_fused_attention_overrideable takes "
+        "ATen's math path (plain ops)",
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "attention's backward "
+        "node (attention.FusedAttentionBackward); declined as the forward",
+        "aten::_native_batch_norm_legit_functional": "native_batch_norm in training mode with "
+        "its running statistics' update (batch_norm.NativeBatchNormUpdate); lower it where "
+        "native_batch_norm is in the op list",
+        # The recurrent layers' nodes (lstm, gru, recurrent_cells, recurrent_lowering): a
+        # layer's whole recurrence as one node, lowered as these plain ops; declined by
+        # refusing the layer's fused kernels' ops (_thnn_fused_lstm_cell...) or leaving them
+        # out of the op list.
+        **{
         f"aten::{name}": "a recurrent layer's lowering (recurrent_lowering, recurrent_cells)"
         for name in (
             "add.Tensor", "addcmul", "addmm", "cat", "chunk", "linear", "matmul", "mm",
@@ -62,15 +65,16 @@ CORE_LOWERED_OPS: dict[str, str] = {
             "transpose.int", "unbind.int", "unsqueeze", "zeros_like",
         )
     },  # fmt: skip
-    "aten::copy_": "ir.InputWrite: a torch.compile replay writing an optimizer's "
-    "parameters in place; only made for backends with writes_inputs = True",
-    "_c10d_functional::all_reduce": "a collective in the graph; only made for backends "
-    "with collectives_in_graph = True (the others run collectives eagerly)",
-    "_c10d_functional::all_gather_into_tensor": "as all_reduce",
-    "_c10d_functional::reduce_scatter_tensor": "as all_reduce",
-    "_c10d_functional::broadcast": "as all_reduce",
-    "_c10d_functional::wait_tensor": "as all_reduce",
-}
+        "aten::copy_": "ir.InputWrite: a torch.compile replay writing an optimizer's "
+        "parameters in place; only made for backends with writes_inputs = True",
+        "_c10d_functional::all_reduce": "a collective in the graph; only made for backends "
+        "with collectives_in_graph = True (the others run collectives eagerly)",
+        "_c10d_functional::all_gather_into_tensor": "as all_reduce",
+        "_c10d_functional::reduce_scatter_tensor": "as all_reduce",
+        "_c10d_functional::broadcast": "as all_reduce",
+        "_c10d_functional::wait_tensor": "as all_reduce",
+    }
+)
 
 
 @functools.cache

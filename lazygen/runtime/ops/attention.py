@@ -27,11 +27,12 @@ that are traced, and refused, one by one; nothing runs torch's private CPU kerne
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import torch
 from torch.nn.attention import SDPBackend
 
-from .. import devices
+from .. import devices, state
 from .. import kernel_support as rt
 from ..errors import LazygenRuntimeError
 from ..ir import Node
@@ -305,14 +306,19 @@ def _bias_gradient(grad_out, query, key, value, bias, out, logsumexp, scale):
 
 
 #: Below functionalization, on inner lazy tensors.
-ATTENTION_KERNELS = {
-    aten._scaled_dot_product_fused_attention_overrideable.default: fused_attention,
-    aten._scaled_dot_product_fused_attention_overrideable_backward.default: (
-        fused_attention_backward
-    ),
-    _CPU_FLASH: cpu_flash_attention,
-    _CPU_FLASH_BACKWARD: cpu_flash_attention_backward,
-}
+ATTENTION_KERNELS = MappingProxyType(
+    {
+        aten._scaled_dot_product_fused_attention_overrideable.default: fused_attention,
+        aten._scaled_dot_product_fused_attention_overrideable_backward.default: (
+            fused_attention_backward
+        ),
+        _CPU_FLASH: cpu_flash_attention,
+        _CPU_FLASH_BACKWARD: cpu_flash_attention_backward,
+    }
+)
 
 #: At the lazy device's autograd key, on the user's tensors.
-ATTENTION_AUTOGRAD_KERNELS = {_SDPA: scaled_dot_product_attention}
+ATTENTION_AUTOGRAD_KERNELS = MappingProxyType({_SDPA: scaled_dot_product_attention})
+
+
+state.register(__name__, _choices.clear, owns=("_choices",))

@@ -13,6 +13,8 @@ are the new statistics, and points the statistics' lazy tensors at them.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from .. import kernel_support as rt
@@ -83,4 +85,4 @@ def with_running_stats_update(kernel):
 
 
 #: Wrappers ``dispatch`` puts around the kernel any backend's tables bring for the op.
-KERNEL_WRAPPERS = {aten.native_batch_norm.default: with_running_stats_update}
+KERNEL_WRAPPERS = MappingProxyType({aten.native_batch_norm.default: with_running_stats_update})

@@ -9,6 +9,8 @@ backend-neutral ``LoweringContext`` interface.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from .. import kernel_support as rt
@@ -272,23 +274,25 @@ def _unsafe_view(self, size):
     return call(aten.view_copy.default, self, size)
 
 
-DEVICE_KERNELS = {
-    aten._to_copy.default: _to_copy,
-    aten._copy_from.default: _copy_from,
-    aten._copy_from_and_resize.default: _copy_from_and_resize,
-    aten.empty.memory_format: empty_memory_format,
-    aten.empty_strided.default: empty_strided,
-    aten.new_empty_strided.default: new_empty_strided,
-    aten.clone.default: clone,
-    aten._pin_memory.default: _pin_memory,
-    aten.copy.default: copy,
-    aten._conj.default: _conj,
-    aten._conj_copy.default: _conj_copy,
-    aten.conj_physical.default: _conj_copy,
-    aten._neg_view.default: _neg_view,
-    aten.lift.default: lift,
-    aten.lift_fresh.default: lift_fresh,
-    aten.detach_copy.default: detach_copy,
-    aten.alias_copy.default: alias_copy,
-    aten._unsafe_view.default: _unsafe_view,
-}
+DEVICE_KERNELS = MappingProxyType(
+    {
+        aten._to_copy.default: _to_copy,
+        aten._copy_from.default: _copy_from,
+        aten._copy_from_and_resize.default: _copy_from_and_resize,
+        aten.empty.memory_format: empty_memory_format,
+        aten.empty_strided.default: empty_strided,
+        aten.new_empty_strided.default: new_empty_strided,
+        aten.clone.default: clone,
+        aten._pin_memory.default: _pin_memory,
+        aten.copy.default: copy,
+        aten._conj.default: _conj,
+        aten._conj_copy.default: _conj_copy,
+        aten.conj_physical.default: _conj_copy,
+        aten._neg_view.default: _neg_view,
+        aten.lift.default: lift,
+        aten.lift_fresh.default: lift_fresh,
+        aten.detach_copy.default: detach_copy,
+        aten.alias_copy.default: alias_copy,
+        aten._unsafe_view.default: _unsafe_view,
+    }
+)

@@ -31,6 +31,8 @@ Semantics kept from the CPU kernels:
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..errors import LazygenRuntimeError
@@ -249,13 +251,15 @@ def _fused_adagrad_(
 
 
 #: Registered at the lazy device's autograd key (``ops.kernel_tables()``).
-FUSED_OPTIMIZER_AUTOGRAD_KERNELS = {
-    aten._fused_adam_.default: _fused_adam_,
-    aten._fused_adam_.tensor_lr: _fused_adam_,
-    aten._fused_adamw_.default: _fused_adamw_,
-    aten._fused_adamw_.tensor_lr: _fused_adamw_,
-    aten._fused_sgd_.default: _fused_sgd_,
-    aten._fused_sgd_.tensor_lr: _fused_sgd_,
-    aten._fused_adagrad_.default: _fused_adagrad_,
-    aten._fused_adagrad_.tensor_lr: _fused_adagrad_,
-}
+FUSED_OPTIMIZER_AUTOGRAD_KERNELS = MappingProxyType(
+    {
+        aten._fused_adam_.default: _fused_adam_,
+        aten._fused_adam_.tensor_lr: _fused_adam_,
+        aten._fused_adamw_.default: _fused_adamw_,
+        aten._fused_adamw_.tensor_lr: _fused_adamw_,
+        aten._fused_sgd_.default: _fused_sgd_,
+        aten._fused_sgd_.tensor_lr: _fused_sgd_,
+        aten._fused_adagrad_.default: _fused_adagrad_,
+        aten._fused_adagrad_.tensor_lr: _fused_adagrad_,
+    }
+)

@@ -23,6 +23,8 @@ the graph once, as on CUDA.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..tracing.dispatch import call
@@ -68,7 +70,9 @@ def update_scale(
 
 
 #: Below functionalization, on the inner lazy tensors.
-GRAD_SCALING_KERNELS = {
-    aten._amp_foreach_non_finite_check_and_unscale.default: non_finite_check_and_unscale,
-    aten._amp_update_scale.default: update_scale,
-}
+GRAD_SCALING_KERNELS = MappingProxyType(
+    {
+        aten._amp_foreach_non_finite_check_and_unscale.default: non_finite_check_and_unscale,
+        aten._amp_update_scale.default: update_scale,
+    }
+)

@@ -18,6 +18,8 @@ Scope as ``lstm.py``'s: dropout between layers in training, packed sequences
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..ir import Node
@@ -218,4 +220,4 @@ def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional
 
 
 #: At the lazy device's autograd key, on the user's tensors.
-GRU_AUTOGRAD_KERNELS = {_GRU: gru}
+GRU_AUTOGRAD_KERNELS = MappingProxyType({_GRU: gru})

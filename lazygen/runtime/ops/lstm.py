@@ -30,6 +30,8 @@ instead of recording the backward node, whose gradients autograd cannot differen
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..ir import Node
@@ -229,4 +231,4 @@ def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectiona
 
 
 #: At the lazy device's autograd key, on the user's tensors.
-LSTM_AUTOGRAD_KERNELS = {_LSTM: lstm}
+LSTM_AUTOGRAD_KERNELS = MappingProxyType({_LSTM: lstm})

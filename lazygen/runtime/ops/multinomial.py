@@ -20,6 +20,8 @@ and empty inputs still run eagerly through the fallback.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from .. import kernel_support as rt
@@ -88,4 +90,4 @@ def multinomial(self, num_samples: int, replacement: bool = False, *, generator=
 
 
 #: Below functionalization, on the inner lazy tensors.
-MULTINOMIAL_KERNELS = {aten.multinomial.default: multinomial}
+MULTINOMIAL_KERNELS = MappingProxyType({aten.multinomial.default: multinomial})

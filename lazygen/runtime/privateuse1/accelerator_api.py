@@ -30,28 +30,31 @@ A process-wide effect (``accelerator_api`` in ``process.EFFECTS``;
 from __future__ import annotations
 
 import functools
+from types import MappingProxyType
 
 import torch
 import torch.accelerator
 import torch.accelerator.memory
 
-from .. import devices
+from .. import devices, state
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..state import settings
 from .device_module import device_index as _index_of
 
 #: Functions that read or reset allocator statistics, and CUDA's counterpart of each.
-_STATISTICS = {
-    "memory_stats": "memory_stats",
-    "memory_allocated": "memory_allocated",
-    "max_memory_allocated": "max_memory_allocated",
-    "memory_reserved": "memory_reserved",
-    "max_memory_reserved": "max_memory_reserved",
-    "reset_accumulated_memory_stats": "reset_accumulated_memory_stats",
-    "reset_peak_memory_stats": "reset_peak_memory_stats",
-    "get_memory_info": "mem_get_info",
-}
+_STATISTICS = MappingProxyType(
+    {
+        "memory_stats": "memory_stats",
+        "memory_allocated": "memory_allocated",
+        "max_memory_allocated": "max_memory_allocated",
+        "memory_reserved": "memory_reserved",
+        "max_memory_reserved": "max_memory_reserved",
+        "reset_accumulated_memory_stats": "reset_accumulated_memory_stats",
+        "reset_peak_memory_stats": "reset_peak_memory_stats",
+        "get_memory_info": "mem_get_info",
+    }
+)
 
 _originals: dict = {}
 
@@ -130,27 +133,29 @@ def supported_dtypes() -> list[torch.dtype]:
     return sorted(_CPU_DTYPES, key=str)
 
 
-_CPU_DTYPES = {
-    getattr(torch, name)
-    for name in [
-        "bool",
-        "uint8",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "bfloat16",
-        "float32",
-        "float64",
-        "complex32",
-        "complex64",
-        "complex128",
-    ]
-}
+_CPU_DTYPES = frozenset(
+    {
+        getattr(torch, name)
+        for name in [
+            "bool",
+            "uint8",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "uint16",
+            "uint32",
+            "uint64",
+            "float16",
+            "bfloat16",
+            "float32",
+            "float64",
+            "complex32",
+            "complex64",
+            "complex128",
+        ]
+    }
+)
 
 
 def _empty_cache() -> None:
@@ -215,3 +220,10 @@ def install() -> None:
     ):
         _originals[name] = getattr(torch.accelerator, name)
         setattr(torch.accelerator, name, wrapper)
+
+
+state.once_per_process(
+    __name__,
+    ("_originals",),
+    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
+)

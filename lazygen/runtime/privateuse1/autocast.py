@@ -18,6 +18,8 @@ traces its own cast node (the values are identical; the compiled graph merges no
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ..errors import LazygenRuntimeError
@@ -140,10 +142,12 @@ FP32_SET_OPT_DTYPE = (
 )
 
 # registered overload -> the overload called with ``dtype`` appended
-FP32_APPEND_DTYPE = {
-    "norm.Scalar": "norm.ScalarOpt_dtype",
-    "norm.ScalarOpt_dim": "norm.ScalarOpt_dim_dtype",
-}
+FP32_APPEND_DTYPE = MappingProxyType(
+    {
+        "norm.Scalar": "norm.ScalarOpt_dtype",
+        "norm.ScalarOpt_dim": "norm.ScalarOpt_dim_dtype",
+    }
+)
 
 PROMOTE = (
     "addcdiv",
@@ -159,15 +163,17 @@ PROMOTE = (
     "scatter_add",
 )
 
-BANNED = {
-    "binary_cross_entropy": (
-        "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
-        "autocast.\nMany models use a sigmoid layer right before the binary cross entropy "
-        "layer.\nIn this case, combine the two layers using "
-        "torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss."
-        "  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast."
-    ),
-}
+BANNED = MappingProxyType(
+    {
+        "binary_cross_entropy": (
+            "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
+            "autocast.\nMany models use a sigmoid layer right before the binary cross entropy "
+            "layer.\nIn this case, combine the two layers using "
+            "torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss."
+            "  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast."
+        ),
+    }
+)
 
 _EXCLUDE = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
 

@@ -28,6 +28,8 @@ from collections.abc import Callable
 import torch.autograd
 import torch.autograd.graph
 
+from .. import state
+
 Translator = Callable[[BaseException], "BaseException | None"]
 
 _lock = threading.Lock()
@@ -87,3 +89,11 @@ def install() -> None:
     # torch.autograd binds the function by name at import, so both names are replaced.
     torch.autograd.graph._engine_run_backward = run_backward
     torch.autograd._engine_run_backward = run_backward
+
+
+state.once_per_process(
+    __name__,
+    ("_kept", "_translators"),
+    "errors taken over on autograd's threads until backward() raises them, and the "
+    "translators modules install at import",
+)

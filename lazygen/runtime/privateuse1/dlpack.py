@@ -22,6 +22,7 @@ import functools
 import torch
 import torch.utils.dlpack
 
+from .. import state
 from ..errors import LazygenRuntimeError
 from ..tracing.tensor import is_lazy
 
@@ -60,3 +61,10 @@ def install() -> None:
     for name in ("__dlpack__", "__dlpack_device__"):
         _originals[name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, _guarded(_originals[name]))
+
+
+state.once_per_process(
+    __name__,
+    ("_originals",),
+    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
+)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 import torch._tensor_str as tensor_str
 
+from .. import state
 from ..state import settings
 
 _original_str = None
@@ -47,3 +48,10 @@ def install() -> None:
     if _original_str is None:
         _original_str = tensor_str._str
         tensor_str._str = _str
+
+
+state.once_per_process(
+    __name__,
+    ("_original_str",),
+    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
+)

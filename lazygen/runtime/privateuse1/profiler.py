@@ -16,7 +16,7 @@ import functools
 
 import torch.autograd.profiler
 
-from .. import devices
+from .. import devices, state
 
 _originals: dict = {}
 
@@ -36,3 +36,10 @@ def install() -> None:
         original(self, *args, **kwargs)
 
     profile.__init__ = __init__
+
+
+state.once_per_process(
+    __name__,
+    ("_originals",),
+    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
+)

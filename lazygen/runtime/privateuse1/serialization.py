@@ -31,6 +31,7 @@ import torch
 import torch.serialization
 import torch.storage
 
+from .. import state
 from ..errors import LazygenRuntimeError
 from ..state import settings
 from ..tracing.tensor import is_lazy
@@ -135,3 +136,10 @@ def _device_type(device) -> str | None:
         return torch.device(device).type
     except (RuntimeError, TypeError):
         return None
+
+
+state.once_per_process(
+    __name__,
+    ("_originals",),
+    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
+)

@@ -29,10 +29,11 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from types import MappingProxyType
 
 import torch
 
-from .. import devices
+from .. import devices, state
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..state import settings
@@ -123,7 +124,7 @@ class Stream:
 
 #: torch's own types, accepted where ours are: code mixes ``torch.accelerator.current_stream()``
 #: (a ``torch.Stream`` of the lazy device, index 0) with the device module's streams.
-_TORCH_KIND = {"Stream": torch.Stream, "Event": torch.Event}
+_TORCH_KIND = MappingProxyType({"Stream": torch.Stream, "Event": torch.Event})
 
 
 def _check_same_kind(value, kind) -> None:
@@ -239,3 +240,8 @@ class StreamContext:
 
 def stream(stream: Stream | None) -> StreamContext:
     return StreamContext(stream)
+
+
+state.once_per_process(
+    __name__, ("_ids",), "stream ids: unique for the process (torch holds the streams)"
+)

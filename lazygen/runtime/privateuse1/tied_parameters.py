@@ -19,6 +19,7 @@ import warnings
 
 import torch
 
+from .. import state
 from ..state import settings
 
 _originals: dict = {}
@@ -89,3 +90,10 @@ def _warn_untied(module: torch.nn.Module, groups: list[list[str]]) -> None:
             "`model.b.weight = model.a.weight`",
             stacklevel=3,
         )
+
+
+state.once_per_process(
+    __name__,
+    ("_originals",),
+    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
+)

@@ -22,6 +22,7 @@ import threading
 import torch
 from torch.utils._pytree import tree_map
 
+from .. import op_facts
 from ..devices import get_device
 from ..errors import LazygenRuntimeError
 from ..metrics import count
@@ -35,26 +36,6 @@ _KEY = torch._C.DispatchKey
 
 _FOREACH = "aten::_foreach_"
 
-#: Element op of a ``_foreach_`` op when the names differ.
-_ELEMENT_NAMES = {"norm": "linalg_vector_norm"}
-
-#: Ops whose result depends on their (first) tensor argument's dtype and sizes only.
-METADATA_ONLY = frozenset(
-    {
-        "empty_like",
-        "full_like",
-        "new_empty",
-        "new_full",
-        "new_ones",
-        "new_zeros",
-        "ones_like",
-        "rand_like",
-        "randint_like",
-        "randn_like",
-        "zeros_like",
-    }
-)
-
 
 def lookup(op, kernel_for):
     """A kernel for ``op`` built from lazy kernels, or None. ``kernel_for(op)`` finds the
@@ -63,7 +44,7 @@ def lookup(op, kernel_for):
     kernel = None
     if name.startswith(_FOREACH):
         kernel = _foreach_kernel(op, kernel_for)
-    elif name.startswith("aten::") and name[6:] in METADATA_ONLY:
+    elif name.startswith("aten::") and name[6:] in op_facts.get("metadata_only"):
         kernel = _metadata_only_kernel(op)
     if kernel is None:
         kernel = composite_kernel(op)
@@ -102,7 +83,7 @@ def _element_kernel(op, kernel_for):
     if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
         return None  # in-place and out= variants: functionalization gives us functional ones
     base = schema.name[len(_FOREACH) :]
-    packet = getattr(aten, _ELEMENT_NAMES.get(base, base), None)
+    packet = getattr(aten, op_facts.get("foreach_element").get(base, base), None)
     if packet is None:
         return None
     for overload in packet.overloads():

@@ -179,4 +179,16 @@ def install() -> None:
     refresh()
 
 
-state.register("dispatch", _reset)
+state.register(
+    __name__, _reset, owns=("KERNELS", "AUTOGRAD_KERNELS", "NODE_CLASSES", "_no_decomposition")
+)
+state.once_per_process(
+    __name__,
+    ("_runtime_tables", "_runtime_wrappers", "_tables", "_installed"),
+    "the tables init() installed, which a reset goes back to",
+)
+state.once_per_process(
+    __name__,
+    ("_autograd_library",),
+    "the torch.library of the autograd kernels: torch dispatches through it",
+)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import op_facts, state
 from ..devices import LazyDevice, device_from
 from ..errors import LazygenRuntimeError
 from ..execution import executor
@@ -26,17 +27,6 @@ from .tensor import LazyTensor, from_data, inner, to_functional
 
 #: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs)
 _info: dict = {}
-
-#: Ops whose eager run is a read of device data by the host, not a missing kernel.
-HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::is_nonzero"})
-
-#: Results that stay host tensors, by position, as the CUDA kernels return them: packed
-#: sequences' batch sizes and padded lengths are CPU tensors by contract (PackedSequence
-#: refuses device ones), and moving them to the device broke ``pack_padded_sequence``.
-HOST_RESULTS = {
-    "aten::_pack_padded_sequence": frozenset({1}),
-    "aten::_pad_packed_sequence": frozenset({1}),
-}
 
 
 def listed_name(name: str, overload: str) -> str:
@@ -131,7 +121,7 @@ def eager_fallback(
     if lazy:
         device = lazy[0]._device
         cut = any(not t._value.node.is_input for t in lazy)
-        record_fallback(name, cut, user_source, name in HOST_READS, refused, listed)
+        record_fallback(name, cut, user_source, name in op_facts.get("host_reads"), refused, listed)
         executor.sync(lazy)
     else:
         record_fallback(name, False, user_source, refused=refused, listed=listed)
@@ -162,7 +152,7 @@ def eager_fallback(
     target_device = kwargs.get("device")
     if target_device is not None and torch.device(target_device).type != settings.device_type:
         return result  # an explicit non-lazy device: results stay where the op put them
-    host = HOST_RESULTS.get(name)
+    host = op_facts.get("host_results").get(name)
     if host is not None and type(result) is tuple:
         return tuple(
             r.cpu() if i in host else _wrap(r, device, aliases, functional)
@@ -181,3 +171,8 @@ def _wrap(obj, device: LazyDevice, aliases: dict, functional: bool):
     if type(obj) in (list, tuple):
         return type(obj)(_wrap(o, device, aliases, functional) for o in obj)
     return obj
+
+
+state.once_per_process(
+    __name__, ("_info",), "memo of a pure function: the same answers whatever ran before"
+)

@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from .. import state
 from ..devices import device_from, is_lazy_device
 from ..errors import LazygenRuntimeError
 from .fallback import eager_fallback
@@ -140,3 +141,8 @@ def _backend_of_call(args, kwargs):
     if device is not None and is_lazy_device(device):
         return device_from(device).backend  # a factory's
     return None
+
+
+state.once_per_process(
+    __name__, ("_rules", "_installed"), "the refusals of the backends init() installed"
+)

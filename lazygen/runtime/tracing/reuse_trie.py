@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 import weakref
 
+from .. import state
 from ..ir import DeviceData, Node, Value
 from ..metrics import count
 
@@ -223,3 +224,19 @@ def reset() -> None:
         _previous, _current, _position = [], [], 0
         _step += 1
         _step_slots = {}
+        _copied_slots.clear()
+
+
+state.register(
+    __name__,
+    reset,
+    owns=("_previous", "_current", "_position", "_copied_slots", "_step_slots"),
+)
+state.once_per_process(
+    __name__, ("_step",), "numbers steps for the process: a slot bound in one is bound for good"
+)
+state.once_per_process(
+    __name__,
+    ("_state_names", "_counter_names"),
+    "memo of a pure function: the same answers whatever ran before",
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import state
+from .. import op_facts, state
 from ..errors import LazygenRuntimeError
 from ..ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
 from ..state import settings
@@ -116,38 +116,14 @@ def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     meta_args = list(_to_meta(tuple(args)))
     meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
     _numbers_to_tensors(op, meta_args, meta_kwargs)
-    if op._schema.name in SAME_DTYPE_OPS:
+    if op._schema.name in op_facts.get("same_dtype"):
         _check_same_dtype(op, meta_args, meta_kwargs)
     with torch.utils._python_dispatch._disable_current_modes():
         result = op(*meta_args, **meta_kwargs)
     shapes = _shapes_of(result)
-    if op._schema.name in CPU_STATISTICS_OPS and _backing_is_cpu():
+    if op._schema.name in op_facts.get("cpu_statistics") and _backing_is_cpu():
         shapes = _cpu_statistics(shapes, meta_args, meta_kwargs)
     return shapes
-
-
-#: Normalisations whose saved statistics (and updated running statistics) eager's CPU
-#: kernels give in another dtype than their meta kernels, which follow CUDA's: for a
-#: float16 or bfloat16 input, CPU keeps the input's dtype unless a parameter is of another
-#: (a "mixed" call: then the parameter's), where CUDA always accumulates in float32 (and
-#: ``native_group_norm``'s meta kernel keeps the input's dtype even when mixed). The graph
-#: runs the CPU kernels, so shape inference must declare their dtypes: a statistic declared
-#: float32 was made float32 when a graph returned it, and the next graph's backward
-#: (``native_layer_norm_backward`` of a bfloat16 ``LayerNorm`` whose forward ran in an
-#: earlier graph) failed on CPU with "expected scalar type BFloat16 but found Float".
-CPU_STATISTICS_OPS = frozenset(
-    {
-        "aten::native_layer_norm",
-        "aten::native_group_norm",
-        "aten::native_batch_norm",
-        "aten::_native_batch_norm_legit",
-        "aten::_native_batch_norm_legit_functional",
-        "aten::_native_batch_norm_legit_no_training",
-        "aten::_batch_norm_with_update",
-        "aten::_batch_norm_with_update_functional",
-        "aten::_batch_norm_no_update",
-    }
-)
 
 
 def _backing_is_cpu() -> bool:
@@ -166,24 +142,6 @@ def _cpu_statistics(shapes: tuple, args: list, kwargs: dict) -> tuple:
         Shape(dtype, s.sizes) if s is not None and s.dtype.is_floating_point else s
         for s in shapes[1:]
     )
-
-
-#: Ops whose eager kernels require all their tensor operands to have one dtype, which
-#: torch's meta kernels do not check: without this a mismatch (a float16 input through a
-#: float32 ``Linear``) would trace, and fail only inside the graph, away from the user's line.
-SAME_DTYPE_OPS = frozenset(
-    {
-        "aten::addbmm",
-        "aten::addmm",
-        "aten::addmv",
-        "aten::baddbmm",
-        "aten::bmm",
-        "aten::dot",
-        "aten::mm",
-        "aten::mv",
-        "aten::vdot",
-    }
-)
 
 
 def _check_same_dtype(op, args, kwargs) -> None:
@@ -257,4 +215,7 @@ def cache_size() -> int:
     return len(_recent) + len(_old)
 
 
-state.register("shape_inference", clear_cache)
+state.register(__name__, clear_cache, owns=("_recent", "_old"))
+state.once_per_process(
+    __name__, ("_tensor_slots",), "memo of a pure function: the same answers whatever ran before"
+)

@@ -12,6 +12,7 @@ import weakref
 
 import torch
 
+from .. import state
 from ..devices import LazyDevice
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
@@ -204,3 +205,6 @@ def inner(tensor: torch.Tensor) -> LazyTensor:
 
 def is_lazy(tensor) -> bool:
     return isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type
+
+
+state.once_per_process(__name__, ("_fallback",), "the eager fallback init() installs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from lazygen.generated.ts_backend import non_native_ir
+from lazygen.runtime.builtin.generated import non_native_ir
 from support.training import OPTIMIZERS, WORKLOADS, compare_training
 
 import lazygen.runtime as lr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from lazygen.generated.ts_backend import non_native_ir as ir
+from lazygen.runtime.builtin.generated import non_native_ir as ir
 
 import lazygen.runtime as lr
 from lazygen.runtime import kernel_support as rt

@@ -14,6 +14,8 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime.execution import executor
+from lazygen.runtime.graph import dynamic
+from lazygen.runtime.state import settings
 
 
 @pytest.fixture
@@ -63,6 +65,25 @@ def test_past_the_limit_sizes_become_inputs(limit):
     assert metrics.counter_value("EagerGraphRun") == 1
     assert metrics.counter_value("DynamicCompile") == 1
     assert lr.config.get_dynamic_shapes()
+
+
+def test_past_the_limit_the_switch_is_the_graph_layers_not_the_users_setting(limit):
+    """The budget switches dynamic shapes on in the graph layer's own state: the user's
+    setting is untouched, and ``set_dynamic_shapes(False)`` or ``lr.reset()`` undo it."""
+    limit(2)
+    before = {name: getattr(settings, name) for name in type(settings).__slots__}
+    run_and_compare(by_size, range(4, 8))
+    assert lr.config.get_dynamic_shapes() and dynamic.on()
+    assert {
+        name: getattr(settings, name) for name in type(settings).__slots__
+    } == before  # nothing in the compile path wrote a setting
+    lr.config.set_dynamic_shapes(False)
+    assert not dynamic.on()
+    executor.clear_compile_cache()  # a fresh budget: the switch comes again
+    run_and_compare(by_size, range(8, 12))
+    assert dynamic.on()
+    lr.state.reset()
+    assert not dynamic.on() and not lr.config.get_dynamic_shapes()
 
 
 def test_past_the_limit_a_changing_attribute_runs_uncompiled(limit):

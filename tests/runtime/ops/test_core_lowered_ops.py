@@ -9,6 +9,7 @@ import pathlib
 import re
 
 import lazygen.runtime as runtime
+from lazygen.runtime import op_facts
 from lazygen.runtime.ops import CORE_LOWERED_OPS
 
 RUNTIME = pathlib.Path(runtime.__file__).parent
@@ -18,6 +19,19 @@ SOURCES += [RUNTIME / "distributed" / "nodes.py"]
 OP = re.compile(r"^(aten|_c10d_functional)::[A-Za-z_0-9.]+$")
 #: Calls that hand an op to the lowering context (``ctx.call`` and the helpers around it).
 CALLERS = {"call", "op", "keywords", "_g"}
+
+
+def _is_fact_lookup(node: ast.AST) -> bool:
+    """``op_facts.get("<fact>")`` of a fact that names one op (``input_write``)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and getattr(node.func.value, "id", "") == "op_facts"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(op_facts.get(node.args[0].value), str)
+    )
 
 
 def _called_ops(path: pathlib.Path) -> set[str]:
@@ -35,6 +49,8 @@ def _called_ops(path: pathlib.Path) -> set[str]:
             for part in ast.walk(arg):
                 if isinstance(part, ast.Constant) and OP.match(str(part.value)):
                     found.add(part.value)
+                elif _is_fact_lookup(part):  # an op the core reads from the op facts
+                    found.add(op_facts.get(part.args[0].value))
     return found
 
 

@@ -67,6 +67,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
+from types import MappingProxyType
 
 import torch
 import torch.fx
@@ -94,9 +95,9 @@ _LOWERING_TARGET = re.compile(r"^\s*target: \w+\.(\w+)\.\w+$", re.MULTILINE)
 #: Inductor settings lazygen's graphs are compiled with (see "Per-call costs" above). Part of
 #: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
 #: shared with lazygen's.
-LAZY_GRAPH_CONFIG = {"size_asserts": False, "cpp_wrapper": True}
+LAZY_GRAPH_CONFIG = MappingProxyType({"size_asserts": False, "cpp_wrapper": True})
 #: The same, but Inductor's Python wrapper (when the C++ one fails to compile).
-PYTHON_WRAPPER_CONFIG = {**LAZY_GRAPH_CONFIG, "cpp_wrapper": False}
+PYTHON_WRAPPER_CONFIG = MappingProxyType({**LAZY_GRAPH_CONFIG, "cpp_wrapper": False})
 #: Variants of one graph kept (for other values of its fixed scalars, or for sizes its
 #: guards rejected).
 MAX_VARIANTS = 16
@@ -397,7 +398,7 @@ def _compile_fx(
         compiles = InnerCompiles(compile_fx_inner)
         context = torch._guards.TracingContext(fake_mode)
         cache_off = aot_cache_off() if direct else contextlib.nullcontext()
-        settings = inductor_config.patch(config)
+        settings = inductor_config.patch(dict(config))
         tracing = torch._guards.tracing(context)
         with outside_dispatch(), tracing, torch.no_grad(), cache_off, settings:
             # (a copy: compile_fx takes ownership of the module it is given)

@@ -14,15 +14,16 @@ from __future__ import annotations
 import keyword
 import operator
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import torch
 import torch.fx
 
+from ... import op_facts, state
 from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
 from ...lowering_context import (
-    VIEW_COPY_OPS,
     LoweringContext,
     fixed_number,
     op_string,
@@ -325,9 +326,9 @@ def lower_alpha(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_o
 
 
 def _view_copy_overloads() -> list[str]:
-    """Every functional overload of ``VIEW_COPY_OPS`` that has a view (``view_of``)."""
+    """Every functional overload of the view copies (op fact ``view_copies``) that has a view (``view_of``)."""
     names = []
-    for name in sorted(VIEW_COPY_OPS):
+    for name in sorted(op_facts.get("view_copies")):
         packet = getattr(torch.ops.aten, name, None)
         for overload in packet.overloads() if packet is not None else ():
             op = getattr(packet, overload)
@@ -352,10 +353,17 @@ def lower_as_view(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num
 
 
 #: Ops Inductor needs lowered differently from their eager form.
-INDUCTOR_LOWERINGS: dict[str, OpLowering] = {
-    **dict.fromkeys(_view_copy_overloads(), lower_as_view),
-    "aten::add.Scalar": lower_alpha,
-    "aten::sub.Scalar": lower_alpha,
-    "aten::add.Tensor": lower_alpha,
-    "aten::sub.Tensor": lower_alpha,
-}
+INDUCTOR_LOWERINGS: dict[str, OpLowering] = MappingProxyType(
+    {
+        **dict.fromkeys(_view_copy_overloads(), lower_as_view),
+        "aten::add.Scalar": lower_alpha,
+        "aten::sub.Scalar": lower_alpha,
+        "aten::add.Tensor": lower_alpha,
+        "aten::sub.Tensor": lower_alpha,
+    }
+)
+
+
+state.once_per_process(
+    __name__, ("_by_name",), "memo of a pure function: the same answers whatever ran before"
+)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 import torch.fx
@@ -35,18 +36,20 @@ aten = torch.ops.aten
 #: or ``empty_like`` of ``self``), the same numbers from the same generator state, one
 #: allocation and dispatch more (a dropout per layer draws once a step; a 512-element
 #: draw: 9.0 us of CPU as the functional op, 6.7 us as ``Draw`` makes it).
-FRESH_DRAWS: dict[torch._ops.OpOverload, torch._ops.OpOverload] = {
-    aten.bernoulli.p: aten.bernoulli_.float,
-    aten.uniform.default: aten.uniform_.default,
-    aten.normal_functional.default: aten.normal_.default,
-    aten.random.default: aten.random_.default,
-    aten.random.to: aten.random_.to,
-    getattr(aten.random, "from"): getattr(aten.random_, "from"),  # a Python keyword
-    aten.exponential.default: aten.exponential_.default,
-    aten.cauchy.default: aten.cauchy_.default,
-    aten.log_normal.default: aten.log_normal_.default,
-    aten.geometric.default: aten.geometric_.default,
-}
+FRESH_DRAWS: dict[torch._ops.OpOverload, torch._ops.OpOverload] = MappingProxyType(
+    {
+        aten.bernoulli.p: aten.bernoulli_.float,
+        aten.uniform.default: aten.uniform_.default,
+        aten.normal_functional.default: aten.normal_.default,
+        aten.random.default: aten.random_.default,
+        aten.random.to: aten.random_.to,
+        getattr(aten.random, "from"): getattr(aten.random_, "from"),  # a Python keyword
+        aten.exponential.default: aten.exponential_.default,
+        aten.cauchy.default: aten.cauchy_.default,
+        aten.log_normal.default: aten.log_normal_.default,
+        aten.geometric.default: aten.geometric_.default,
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -11,29 +11,33 @@ x64) never decide a result's dtype.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import jax
 import jax.numpy as jnp
 import torch
 
 from ...errors import LazygenRuntimeError
 
-_TO_JAX = {
-    torch.float32: jnp.float32,
-    torch.float64: jnp.float64,
-    torch.float16: jnp.float16,
-    torch.bfloat16: jnp.bfloat16,
-    torch.int8: jnp.int8,
-    torch.int16: jnp.int16,
-    torch.int32: jnp.int32,
-    torch.int64: jnp.int64,
-    torch.uint8: jnp.uint8,
-    torch.uint16: jnp.uint16,
-    torch.uint32: jnp.uint32,
-    torch.uint64: jnp.uint64,
-    torch.bool: jnp.bool_,
-    torch.complex64: jnp.complex64,
-    torch.complex128: jnp.complex128,
-}
+_TO_JAX = MappingProxyType(
+    {
+        torch.float32: jnp.float32,
+        torch.float64: jnp.float64,
+        torch.float16: jnp.float16,
+        torch.bfloat16: jnp.bfloat16,
+        torch.int8: jnp.int8,
+        torch.int16: jnp.int16,
+        torch.int32: jnp.int32,
+        torch.int64: jnp.int64,
+        torch.uint8: jnp.uint8,
+        torch.uint16: jnp.uint16,
+        torch.uint32: jnp.uint32,
+        torch.uint64: jnp.uint64,
+        torch.bool: jnp.bool_,
+        torch.complex64: jnp.complex64,
+        torch.complex128: jnp.complex128,
+    }
+)
 
 #: torch dtypes a graph on this backend can hold (others are refused: see ``refusals.py``).
 SUPPORTED = frozenset(_TO_JAX)

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from types import MappingProxyType
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ... import state
 from .dtypes import convert, to_jax
 
 JAX_OPS: dict[str, Callable] = {}
@@ -74,46 +76,48 @@ def _along(fn):
 
 # Elementwise ---------------------------------------------------------------------------
 
-_UNARY = {
-    "abs": jnp.abs,
-    "neg": jnp.negative,
-    "exp": jnp.exp,
-    "exp2": jnp.exp2,
-    "expm1": jnp.expm1,
-    "log": jnp.log,
-    "log2": jnp.log2,
-    "log10": jnp.log10,
-    "log1p": jnp.log1p,
-    "sqrt": jnp.sqrt,
-    "rsqrt": lax.rsqrt,
-    "reciprocal": jnp.reciprocal,
-    "sin": jnp.sin,
-    "cos": jnp.cos,
-    "tan": jnp.tan,
-    "asin": jnp.arcsin,
-    "acos": jnp.arccos,
-    "atan": jnp.arctan,
-    "sinh": jnp.sinh,
-    "cosh": jnp.cosh,
-    "tanh": jnp.tanh,
-    "asinh": jnp.arcsinh,
-    "acosh": jnp.arccosh,
-    "atanh": jnp.arctanh,
-    "sigmoid": jax.nn.sigmoid,
-    "erf": jax.scipy.special.erf,
-    "erfc": jax.scipy.special.erfc,
-    "floor": jnp.floor,
-    "ceil": jnp.ceil,
-    "trunc": jnp.trunc,
-    "frac": lambda x: x - jnp.trunc(x),
-    "sign": jnp.sign,
-    "sgn": jnp.sign,
-    "relu": jax.nn.relu,
-    "silu": jax.nn.silu,
-    "square": jnp.square,
-    "deg2rad": jnp.deg2rad,
-    "rad2deg": jnp.rad2deg,
-}
+_UNARY = MappingProxyType(
+    {
+        "abs": jnp.abs,
+        "neg": jnp.negative,
+        "exp": jnp.exp,
+        "exp2": jnp.exp2,
+        "expm1": jnp.expm1,
+        "log": jnp.log,
+        "log2": jnp.log2,
+        "log10": jnp.log10,
+        "log1p": jnp.log1p,
+        "sqrt": jnp.sqrt,
+        "rsqrt": lax.rsqrt,
+        "reciprocal": jnp.reciprocal,
+        "sin": jnp.sin,
+        "cos": jnp.cos,
+        "tan": jnp.tan,
+        "asin": jnp.arcsin,
+        "acos": jnp.arccos,
+        "atan": jnp.arctan,
+        "sinh": jnp.sinh,
+        "cosh": jnp.cosh,
+        "tanh": jnp.tanh,
+        "asinh": jnp.arcsinh,
+        "acosh": jnp.arccosh,
+        "atanh": jnp.arctanh,
+        "sigmoid": jax.nn.sigmoid,
+        "erf": jax.scipy.special.erf,
+        "erfc": jax.scipy.special.erfc,
+        "floor": jnp.floor,
+        "ceil": jnp.ceil,
+        "trunc": jnp.trunc,
+        "frac": lambda x: x - jnp.trunc(x),
+        "sign": jnp.sign,
+        "sgn": jnp.sign,
+        "relu": jax.nn.relu,
+        "silu": jax.nn.silu,
+        "square": jnp.square,
+        "deg2rad": jnp.deg2rad,
+        "rad2deg": jnp.rad2deg,
+    }
+)
 
 
 def _unary(fn):
@@ -1360,3 +1364,6 @@ def _index_fill(shapes, x, dim, index, value):
     where = [slice(None)] * x.ndim
     where[dim] = jnp.reshape(index, (-1,)) % x.shape[dim]
     return x.at[tuple(where)].set(_as(value, d))
+
+
+state.once_per_process(__name__, ("JAX_OPS",), "filled at import by this module's registrations")

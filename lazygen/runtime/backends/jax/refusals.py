@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 
 import torch
 
@@ -55,7 +56,9 @@ def _transposed(op, args, kwargs) -> bool:
 
 
 #: Calls refused by a predicate of their own: the table lowers the op's other calls.
-PREDICATES = {"convolution": _transposed, "convolution_backward": lambda op, a, k: bool(a[7])}
+PREDICATES = MappingProxyType(
+    {"convolution": _transposed, "convolution_backward": lambda op, a, k: bool(a[7])}
+)
 
 
 def node_op_key(cls) -> str | None:

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from ... import process
+from ... import process, state
 from ...backend_interface import Backend, KernelTables, without_autograd
 from ...builtin import tables as op_list
 from ...ir import InputWrite, Node, Value
@@ -256,3 +256,10 @@ def _type_of(result) -> torch._C.JitType:
         return _TENSOR_TYPE
     inferred = torch._C._jit_try_infer_type(result)
     return inferred.type() if inferred.success() else _TENSOR_TYPE
+
+
+state.once_per_process(
+    __name__,
+    ("_executor_configured",),
+    "TorchScript's executor is configured once per process (process effect jit_executor)",
+)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
+from ... import state
 from ...ir import ScalarData, SizeConstant, Value
 from ...lowering_context import (
     LoweringContext,
@@ -180,32 +183,36 @@ class TSLoweringContext(LoweringContext):
 # copies what it mutates), so aliasing is invisible, and it saves a copy per op (each
 # linear layer's backward has two transposed weight copies). Results that are not
 # contiguous are made so when they become device data.
-_VIEWS = {
-    "aten::t_copy": "aten::t",
-    "aten::detach_copy": "aten::detach",
-    "aten::alias_copy": "aten::alias",
-    "aten::transpose_copy": "aten::transpose",
-    "aten::permute_copy": "aten::permute",
-    "aten::unsqueeze_copy": "aten::unsqueeze",
-    "aten::squeeze_copy": "aten::squeeze",
-    "aten::expand_copy": "aten::expand",
-    "aten::slice_copy": "aten::slice",
-    "aten::select_copy": "aten::select",
-    "aten::diagonal_copy": "aten::diagonal",
-    "aten::view_copy": "aten::reshape",  # view needs compatible strides; reshape copies if not
-}
+_VIEWS = MappingProxyType(
+    {
+        "aten::t_copy": "aten::t",
+        "aten::detach_copy": "aten::detach",
+        "aten::alias_copy": "aten::alias",
+        "aten::transpose_copy": "aten::transpose",
+        "aten::permute_copy": "aten::permute",
+        "aten::unsqueeze_copy": "aten::unsqueeze",
+        "aten::squeeze_copy": "aten::squeeze",
+        "aten::expand_copy": "aten::expand",
+        "aten::slice_copy": "aten::slice",
+        "aten::select_copy": "aten::select",
+        "aten::diagonal_copy": "aten::diagonal",
+        "aten::view_copy": "aten::reshape",  # view needs compatible strides; reshape copies if not
+    }
+)
 
 
 def _is_int_list(value) -> bool:
     return value.type().kind() == "ListType"  # view_copy(self, int[] size), not (self, dtype)
 
 
-_MEMORY_FORMATS = {
-    torch.contiguous_format: 0,
-    torch.preserve_format: 1,
-    torch.channels_last: 2,
-    torch.channels_last_3d: 3,
-}
+_MEMORY_FORMATS = MappingProxyType(
+    {
+        torch.contiguous_format: 0,
+        torch.preserve_format: 1,
+        torch.channels_last: 2,
+        torch.channels_last_3d: 3,
+    }
+)
 _ENUM_INTS: dict = {}  # torch.dtype / torch.layout -> the int TorchScript stores
 
 
@@ -228,3 +235,8 @@ def _plain(value):
     if kind is torch.memory_format:
         return _MEMORY_FORMATS[value]
     return value
+
+
+state.once_per_process(
+    __name__, ("_ENUM_INTS",), "memo of a pure function: the same answers whatever ran before"
+)

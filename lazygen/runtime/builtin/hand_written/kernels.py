@@ -1,7 +1,7 @@
-"""Hand-written (``supported``) kernels of the TorchScript backend's op list, named as the
+"""Hand-written (``supported``) kernels of the built-in op list (``yaml/builtin.yaml``), named as the
 generator expects (``name`` + ``_`` + ``overload`` in snake case). They run on inner
 ``LazyTensor``s and record nodes that lower through any ``LoweringContext``, so the inductor
-backend, which shares this op list, uses them too.
+backend and every other built-in one, which share this op list, use them too.
 
 Kernels without a lazy implementation yet run eagerly through the fallback; they exist by
 name so the generated registration can refer to them. The device kernels every backend
@@ -11,11 +11,13 @@ them in ``supported``, so they are re-exported here.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
-from .. import kernel_support as rt
-from ..errors import LazygenRuntimeError
-from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
+from ... import kernel_support as rt
+from ...errors import LazygenRuntimeError
+from ...ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
     _copy_from,
     _copy_from_and_resize,
     _to_copy,
@@ -27,18 +29,18 @@ from ..ops.device_copies import (  # noqa: F401  (the op list's `supported` name
     lift_fresh,
     new_empty_strided,
 )
-from ..ops.device_copies import detach_copy as device_detach_copy
-from ..ops.histc import integer_histc_first
-from ..ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` names them)
+from ...ops.device_copies import detach_copy as device_detach_copy
+from ...ops.histc import integer_histc_first
+from ...ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` names them)
     _thnn_fused_gru_cell,
     _thnn_fused_gru_cell_backward,
     _thnn_fused_lstm_cell,
     _thnn_fused_lstm_cell_backward_impl,
 )
-from ..tracing import decompositions
-from ..tracing.dispatch import call, kernel_for
-from ..tracing.fallback import eager_fallback
-from ..tracing.tensor import LazyTensor, new_lazy
+from ...tracing import decompositions
+from ...tracing.dispatch import call, kernel_for
+from ...tracing.fallback import eager_fallback
+from ...tracing.tensor import LazyTensor, new_lazy
 
 aten = torch.ops.aten
 
@@ -105,13 +107,15 @@ def slice_scatter_checks_the_source(kernel):
 
 
 #: Kernels the runtime wraps around whatever kernel is registered for the op.
-WRAPPERS = {
-    aten.detach_copy.default: detach_shares_the_value,
-    aten.view_copy.default: identity_view_shares_the_value,
-    aten.slice_scatter.default: slice_scatter_checks_the_source,
-    # CPU kernels have no integer histc; CUDA's has (see ops.histc).
-    aten.histc.default: integer_histc_first,
-}
+WRAPPERS = MappingProxyType(
+    {
+        aten.detach_copy.default: detach_shares_the_value,
+        aten.view_copy.default: identity_view_shares_the_value,
+        aten.slice_scatter.default: slice_scatter_checks_the_source,
+        # CPU kernels have no integer histc; CUDA's has (see ops.histc).
+        aten.histc.default: integer_histc_first,
+    }
+)
 
 
 def _eager(op):

@@ -9,7 +9,7 @@ A single-output kernel first tries its fast path: when its tensor arguments are 
 import torch
 
 from lazygen.runtime import kernel_support as rt
-from lazygen.runtime.builtin import shape_functions
+from lazygen.runtime.builtin.hand_written import shape_functions
 from lazygen.runtime.kernel_support import LazyTensor
 
 from . import ir

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import LazygenRuntimeError
-from ..execution import executor
-from ..ir import Shape
-from ..tracing import shape_inference
-from ..tracing.tensor import LazyTensor
+from ...errors import LazygenRuntimeError
+from ...execution import executor
+from ...ir import Shape
+from ...tracing import shape_inference
+from ...tracing.tensor import LazyTensor
 
 __all__ = ["Shape"]
 

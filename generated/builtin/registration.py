@@ -5,8 +5,8 @@
 
 import torch
 
-from lazygen.runtime.builtin import autograd
-from lazygen.runtime.builtin import kernels as handwritten
+from lazygen.runtime.builtin.hand_written import autograd
+from lazygen.runtime.builtin.hand_written import kernels as handwritten
 
 from . import ir, kernels, non_native_ir
 

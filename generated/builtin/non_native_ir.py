@@ -3,7 +3,7 @@
 
 """IR node classes of the backend's own (non-native) operators."""
 
-from lazygen.runtime.builtin import lowerings as hand_written
+from lazygen.runtime.builtin.hand_written import lowerings as hand_written
 from lazygen.runtime.ir import Node
 
 __all__ = [

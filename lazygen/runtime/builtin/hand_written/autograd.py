@@ -1,7 +1,10 @@
-"""Autograd kernels of the TS backend (the backend yaml's ``autograd`` section), registered for
-``AutogradPrivateUse1``. They run the forward below autograd and use aten's backward ops."""
+"""Autograd kernels of the built-in op list (``yaml/builtin.yaml``'s ``autograd`` section),
+registered for ``AutogradPrivateUse1``. They run the forward below autograd and use aten's backward ops.
+"""
 
 from __future__ import annotations
+
+from types import MappingProxyType
 
 import torch
 
@@ -74,7 +77,9 @@ def _pack_padded_sequence(input, lengths, batch_first):
     return _PackPaddedSequence.apply(input, lengths, batch_first)
 
 
-AUTOGRAD = {
-    aten.max_pool3d.default: max_pool3d,
-    aten._pack_padded_sequence.default: _pack_padded_sequence,
-}
+AUTOGRAD = MappingProxyType(
+    {
+        aten.max_pool3d.default: max_pool3d,
+        aten._pack_padded_sequence.default: _pack_padded_sequence,
+    }
+)

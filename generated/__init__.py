@@ -1,1 +1,0 @@
-"""Generated backends (``lazygen.generated.<backend>``); produced by ``lazygen gen``."""

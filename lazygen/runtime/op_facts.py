@@ -1,0 +1,104 @@
+"""The one registry through which the core reads facts about particular ops.
+
+The core (IR, shape inference, fallback, executor, lowering context) knows no op: where it
+must treat some ops apart (normalisations whose CPU kernels keep another dtype, random ops
+it may replay on stand-ins, reads of device data by the host), it asks this registry for
+the fact by name. The ops package declares each fact where the op lives
+(``runtime/ops/facts.py`` and the ``ops/`` module of the op), at import, before the first
+op runs: ``import lazygen.runtime`` imports it. ``tests/architecture/test_op_names.py``
+keeps op names out of the core's modules.
+
+A fact is immutable (a ``frozenset`` of op names, a read-only mapping from an op name, or
+one op name) and declared once per process: what it says never depends on what ran, so the
+registry is not state that ``reset()`` puts back.
+
+Near the bottom of the runtime: it imports only ``state``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from . import state
+
+#: Every fact the core reads: its name -> what the core does with it (and who reads it).
+FACTS: Mapping[str, str] = MappingProxyType(
+    {
+        "cpu_statistics": "schema names of normalisations whose CPU kernels give their "
+        "statistics in the input's dtype (shape_inference declares the CPU dtypes)",
+        "same_dtype": "schema names of ops whose eager kernels need one dtype across their "
+        "tensors (shape_inference raises the user's error at trace time)",
+        "value_independent_random": "schema names of random ops whose draws depend on "
+        "their inputs' metadata only (kernel_support replays them on zero stand-ins)",
+        "host_reads": "schema names of ops whose eager run is the host reading device data, "
+        "not a missing kernel (fallback, metrics' report, dynamo's capture)",
+        "host_results": "schema name -> positions of results that stay host tensors "
+        "(fallback leaves them on the CPU)",
+        "metadata_only": "aten names of ops reading only their tensor argument's dtype and "
+        "sizes (decompositions run them on a stand-in)",
+        "foreach_element": "a _foreach_ op's name suffix -> its element op's aten name, "
+        "where the names differ (decompositions)",
+        "view_copies": "aten names of functionalization's view copies, which a lowering may "
+        "run as views (lowering_context)",
+        "view_copy_views": "a view copy's aten name -> the view it runs as, where that is "
+        "not the name without '_copy' (lowering_context.view_of)",
+        "may_alias": "aten names of ops whose lowered result may share its input's storage "
+        "(lowering_context, dynamo's capture)",
+        "stride_reading": "aten names of ops whose result depends on their input's strides "
+        "(lowering_context)",
+        "contiguous_inputs": "aten names of ops whose CPU kernels need contiguous inputs "
+        "(lowering_context)",
+        "input_write": "the op an in-place write of a graph input lowers as (ir.InputWrite)",
+    }
+)
+
+Fact = frozenset[str] | Mapping[str, Any] | str
+
+_declared: dict[str, Fact] = {}
+_where: dict[str, str] = {}
+
+
+def declare(fact: str, value: Fact, where: str) -> None:
+    """Declare ``fact`` (a name of ``FACTS``) as ``value``, from module ``where``. A fact has
+    one home: declaring it again from another module is an error."""
+    if fact not in FACTS:
+        raise ValueError(
+            f"lazygen: op fact {fact!r} (declared by {where}) is not one the core reads; "
+            f"add it to op_facts.FACTS with what the core does with it, or use one of "
+            f"{sorted(FACTS)}"
+        )
+    if fact in _where and _where[fact] != where:
+        raise ValueError(
+            f"lazygen: op fact {fact!r} is declared by {_where[fact]} and again by {where}; "
+            f"declare it in one place"
+        )
+    if isinstance(value, Mapping):
+        value = MappingProxyType(dict(value))
+    elif not isinstance(value, str):
+        value = frozenset(value)
+    _declared[fact] = value
+    _where[fact] = where
+
+
+def get(fact: str) -> Any:
+    """The value of ``fact``; a clear error if the ops package has not declared it."""
+    try:
+        return _declared[fact]
+    except KeyError:
+        raise LookupError(
+            f"lazygen: op fact {fact!r} was never declared; the ops package declares it when "
+            f"lazygen.runtime is imported (runtime/ops/facts.py), so import lazygen.runtime "
+            f"rather than one core module alone"
+        ) from None
+
+
+def declared_by(fact: str) -> str | None:
+    """The module that declared ``fact``, or None."""
+    return _where.get(fact)
+
+
+state.once_per_process(
+    __name__, ("_declared", "_where"), "the facts, declared once at import by the ops package"
+)
