@@ -279,3 +279,13 @@ def test_a_host_read_never_donates_what_a_pending_tensor_recomputes_from():
     del inner_node
     torch.testing.assert_close(first.cpu(), host * 2 + 1)  # runs [w, w * 2, + 1] alone
     torch.testing.assert_close(second.cpu(), host * 2 - 1)  # reads w's data again
+
+
+def test_gather_with_an_index_smaller_than_the_input_as_eager():
+    # scatter's backward gathers so (gradient conformance: scatter, scatter_reduce.sum)
+    x = torch.randn(5, 5)
+    index = torch.tensor([[0], [4], [2], [1], [3], [0], [1], [2], [3], [4]])
+    for dim in (0, 1, -1):
+        got = torch.gather(x.to(JAX), dim, index.to(JAX) if dim == 0 else index[:5].T.to(JAX))
+        want = torch.gather(x, dim, index if dim == 0 else index[:5].T)
+        torch.testing.assert_close(got.cpu(), want)
