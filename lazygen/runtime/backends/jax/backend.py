@@ -136,7 +136,9 @@ class JaxBackend(Backend):
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
         # that is still referenced: ``_spare_live_inputs``).
-        donated = unreferenced_inputs(order, [i for i, n in enumerate(order) if n.is_input])
+        dead = _reusable(unreferenced_inputs(order, range(len(order))), order, outputs)
+        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
+        donated = frozenset(parameter[i] for i in dead)
         ctx, lowered = self._lowered(order, outputs, device, donated=donated)
 
         def variant(values: dict[int, int]):
@@ -159,6 +161,22 @@ class JaxBackend(Backend):
 
     def describe(self, executable: JaxExecutable) -> str:
         return executable.compiled.as_text()
+
+
+def _reusable(positions, order: list[Node], outputs: list[Value]) -> frozenset[int]:
+    """Of the input ``positions`` (in ``order``), those whose buffer a result of the same
+    shape and dtype can take over (XLA warns of a donated buffer no result fits)."""
+    free: dict = {}
+    for v in outputs:
+        shape = v.node.shapes[v.index]
+        free[shape] = free.get(shape, 0) + 1
+    chosen = []
+    for i in sorted(positions):
+        shape = order[i].shapes[0]
+        if free.get(shape, 0) > 0:
+            free[shape] -= 1
+            chosen.append(i)
+    return frozenset(chosen)
 
 
 def _spare_live_inputs(inputs: list, donated: frozenset[int], dead) -> list:
