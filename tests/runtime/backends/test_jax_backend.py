@@ -4,6 +4,9 @@ autograd run on ``lazygen:3``; training on ``lazygen:0`` switched to jax (see co
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -301,3 +304,20 @@ def test_an_input_no_result_fits_is_not_donated(recwarn):
     lr.mark_step()
     assert total.cpu().shape == ()
     assert not [w for w in recwarn if "donated buffers" in str(w.message)]
+
+
+def test_host_view_of_a_broadcast_constant_result_does_not_crash():
+    # torch.from_dlpack of this XLA result died with SIGSEGV (gradient conformance: sgn,
+    # whose gradient is such a constant); in a fresh interpreter, so a crash fails the test
+    code = (
+        "import jax, jax.numpy as jnp\n"
+        "from lazygen.runtime.backends.jax.backend import JaxBackend\n"
+        "b = JaxBackend()\n"
+        "x = jnp.ones((20, 20), jnp.float32)\n"
+        "f = jax.jit(lambda x: jnp.broadcast_to(jnp.float32(0), (20, 20)))\n"
+        "r = f.lower(x).compile()(x)\n"
+        "print(float(b.from_data(r, 'cpu', copy=False).sum()), float(b.from_data(r).sum()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0.0", "0.0"]

@@ -15,6 +15,7 @@ It runs on whatever JAX runs on: the CPU here; GPUs and TPUs with JAX's wheels f
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -108,6 +109,16 @@ class JaxBackend(Backend):
     def from_data(self, data: Any, device: torch.device | str = "cpu", copy: bool = True):
         """A torch tensor of ``data``: DLPack's view of the same memory with ``copy=False``
         (the core only reads it), a copy otherwise."""
+        if data.dtype in _NUMPY_SHARED:
+            # numpy's view of the buffer: torch.from_dlpack of some XLA results (a constant
+            # broadcast, sgn's gradient) dies with SIGSEGV (gradient conformance: sgn)
+            if copy:
+                tensor = torch.from_numpy(np.array(data))
+            else:
+                with warnings.catch_warnings():  # read-only: the core only reads it
+                    warnings.simplefilter("ignore", UserWarning)
+                    tensor = torch.from_numpy(np.asarray(data))
+            return tensor if torch.device(device).type == "cpu" else tensor.to(device)
         try:
             tensor = torch.from_dlpack(data)
         except Exception:
@@ -161,6 +172,16 @@ class JaxBackend(Backend):
 
     def describe(self, executable: JaxExecutable) -> str:
         return executable.compiled.as_text()
+
+
+#: JAX dtypes numpy holds natively (``from_data`` shares their buffers through numpy).
+_NUMPY_SHARED = frozenset(
+    jnp.dtype(t)
+    for t in (
+        jnp.float32, jnp.float64, jnp.float16, jnp.int8, jnp.int16, jnp.int32, jnp.int64,
+        jnp.uint8, jnp.uint16, jnp.uint32, jnp.uint64, jnp.bool_, jnp.complex64, jnp.complex128,
+    )
+)  # fmt: skip
 
 
 def _reusable(positions, order: list[Node], outputs: list[Value]) -> frozenset[int]:
