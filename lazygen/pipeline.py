@@ -20,7 +20,7 @@ from lazygen import renamed
 from lazygen.diagnostics import Diagnostic, LazygenError, Location
 
 if TYPE_CHECKING:
-    from lazygen.lazy.worker import TorchWorker
+    from lazygen.lazy.torch_child import TorchChild
 
 STAMP = ".lazygen-stamp.json"
 DEFAULT_HAND_WRITTEN = "lazygen.runtime.builtin.hand_written"
@@ -157,14 +157,14 @@ class Generated:
 
 
 def generate(
-    config: GenConfig, *, worker: bool | None = None, child: TorchWorker | None = None
+    config: GenConfig, *, torch_child: bool | None = None, child: TorchChild | None = None
 ) -> Generated:
     """Render every output file in memory. Raises `LazygenError` for bad inputs.
 
-    Torch is asked in a child process started first (`lazygen.lazy.worker`), so its import
-    overlaps loading the catalogue; `worker=False` asks in-process, `None` (the default)
+    Torch is asked in a child process started first (`lazygen.lazy.torch_child`), so its import
+    overlaps loading the catalogue; `torch_child=False` asks in-process, `None` (the default)
     uses the child unless torch is already imported here or `config.jobs` is 1. `child`:
-    one already started by `start_worker` (taken over and closed here).
+    one already started by `start_torch_child` (taken over and closed here).
     """
     if not config.backend_yaml.is_file():
         if child is not None:
@@ -175,8 +175,8 @@ def generate(
             "backend op list not found",
             "check the path or pass another one",
         )
-    if child is None and (worker if worker is not None else _worker_helps(config)):
-        child = start_worker(config)
+    if child is None and (torch_child if torch_child is not None else _torch_child_helps(config)):
+        child = start_torch_child(config)
     try:
         return _generate(config, child)
     finally:
@@ -184,15 +184,15 @@ def generate(
             child.close()
 
 
-def _worker_helps(config: GenConfig) -> bool:
+def _torch_child_helps(config: GenConfig) -> bool:
     return config.jobs > 1 and "torch" not in sys.modules
 
 
-def start_worker(config: GenConfig) -> TorchWorker | None:
+def start_torch_child(config: GenConfig) -> TorchChild | None:
     """The child process that imports torch and answers the planner's questions."""
-    from lazygen.lazy.worker import TorchWorker
+    from lazygen.lazy.torch_child import TorchChild
 
-    return TorchWorker.start(config.hand_written if config.check_hand_written else None)
+    return TorchChild.start(config.hand_written if config.check_hand_written else None)
 
 
 def _generate(config: GenConfig, child) -> Generated:
@@ -244,7 +244,7 @@ def _prefetch(child, ops, catalogue, env, config: GenConfig):
     from typing import get_args
 
     from lazygen.lazy.plan import build_plan
-    from lazygen.lazy.worker import RecordingFacts
+    from lazygen.lazy.torch_child import RecordingFacts
     from lazygen.render.contexts import Context
 
     recording = RecordingFacts()
@@ -296,8 +296,8 @@ def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> Gen
 
     check_output_dir(config.output_dir)
     child = None
-    if _worker_helps(config) and not (config.output_dir / STAMP).exists():
-        child = start_worker(config)  # cannot be skipped: start torch's import at once
+    if _torch_child_helps(config) and not (config.output_dir / STAMP).exists():
+        child = start_torch_child(config)  # cannot be skipped: start torch's import at once
     try:
         inputs = input_hash(config)
         skipped = stamp_current(config, inputs)

@@ -5,13 +5,16 @@ lazygen.runtime.builtin``) fails with the new name instead of a bare "not found"
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 
 from lazygen.diagnostics import LazygenError, Location
 
 #: Op list file names that were renamed: old name -> new name (same folder).
-OP_LIST_FILES = {"ts_backend.yaml": "builtin.yaml"}
+OP_LIST_FILES = MappingProxyType({"ts_backend.yaml": "builtin.yaml"})
 #: Hand-written packages that were renamed: old name -> new name.
-HAND_WRITTEN_PACKAGES = {"lazygen.runtime.builtin": "lazygen.runtime.builtin.hand_written"}
+HAND_WRITTEN_PACKAGES = MappingProxyType(
+    {"lazygen.runtime.builtin": "lazygen.runtime.builtin.hand_written"}
+)
 
 
 def check_op_list_path(path: str | Path) -> None:

@@ -685,7 +685,7 @@ def _linalg_slogdet(A):
 
 def _linalg_solve_ex(A, B, *, left=True, check_errors=False):
     if check_errors:
-        return rt.eager(
+        return rt.eager_fallback(
             aten._linalg_solve_ex.default, (A, B), {"left": left, "check_errors": check_errors}
         )
     rt.count("lazy::_linalg_solve_ex")
@@ -4105,7 +4105,7 @@ def embedding_renorm(self, indices, max_norm, norm_type):
 
 def empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.empty_like.default,
             (self,),
             {
@@ -4621,7 +4621,7 @@ def full_like(
     self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None
 ):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.full_like.default,
             (self, fill_value),
             {
@@ -6097,7 +6097,7 @@ def lgamma(self):
 
 def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
     if check_errors:
-        return rt.eager(
+        return rt.eager_fallback(
             aten.linalg_cholesky_ex.default, (self,), {"upper": upper, "check_errors": check_errors}
         )
     rt.count("lazy::linalg_cholesky_ex")
@@ -6165,7 +6165,7 @@ def linalg_householder_product(input, tau):
 
 def linalg_inv_ex(A, *, check_errors=False):
     if check_errors:
-        return rt.eager(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
+        return rt.eager_fallback(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
     rt.count("lazy::linalg_inv_ex")
     device = rt.device_of(A)
     operands = (rt.tensor(A, device),)
@@ -6177,7 +6177,7 @@ def linalg_inv_ex(A, *, check_errors=False):
 
 def linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False):
     if check_errors:
-        return rt.eager(
+        return rt.eager_fallback(
             aten.linalg_ldl_factor_ex.default,
             (self,),
             {"hermitian": hermitian, "check_errors": check_errors},
@@ -6235,7 +6235,7 @@ def linalg_lu(A, *, pivot=True):
 
 def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
     if check_errors:
-        return rt.eager(
+        return rt.eager_fallback(
             aten.linalg_lu_factor_ex.default, (A,), {"pivot": pivot, "check_errors": check_errors}
         )
     rt.count("lazy::linalg_lu_factor_ex")
@@ -7821,7 +7821,7 @@ def neg_(self):
 
 def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.new_empty.default,
             (self, size),
             {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
@@ -7841,7 +7841,7 @@ def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=No
 
 def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.new_full.default,
             (self, size, fill_value),
             {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
@@ -7865,7 +7865,7 @@ def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pi
 
 def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.new_ones.default,
             (self, size),
             {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
@@ -7885,7 +7885,7 @@ def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=Non
 
 def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.new_zeros.default,
             (self, size),
             {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
@@ -8206,7 +8206,7 @@ def normal_float_float(
     mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None
 ):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.normal.float_float,
             (mean, std, size),
             {
@@ -8273,7 +8273,7 @@ def normal_functional(self, mean=0.0, std=1.0, *, generator=None):
 
 def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.ones_like.default,
             (self,),
             {
@@ -11643,7 +11643,7 @@ def tril_indices(
     row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None
 ):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.tril_indices.default,
             (row, col, offset),
             {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
@@ -11689,7 +11689,7 @@ def triu_indices(
     row, col, offset=0, *, dtype=torch.int64, layout=None, device=None, pin_memory=None
 ):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.triu_indices.default,
             (row, col, offset),
             {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
@@ -12595,7 +12595,7 @@ def zero(self):
 
 def zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten.zeros_like.default,
             (self,),
             {

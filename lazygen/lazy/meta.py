@@ -7,7 +7,7 @@ which decompose into ops that do; and the op is not tagged `dynamic_output_shape
 output size depends on tensor values, which meta tensors do not have). Every other op
 needs a hand-written `compute_shape_<op>`.
 
-The questions take plain strings (`*_named`, `*_of_text`) so that `lazygen.lazy.worker`
+The questions take plain strings (`*_named`, `*_of_text`) so that `lazygen.lazy.torch_child`
 can ask them in a child process; the `NativeFunction` forms are what the planner uses.
 """
 

@@ -447,7 +447,7 @@ def build_contexts(
             RegistrationEntry(_overload(k.op_name), "kernels", k.name, needs(k))
             for k in plan.kernels
         ),
-        *(RegistrationEntry(_overload(s.op_name), "handwritten", s.name) for s in plan.supported),
+        *(RegistrationEntry(_overload(s.op_name), "hand_written", s.name) for s in plan.supported),
     )
     contexts: dict[str, Context] = {
         "ir.py": IrContext(
@@ -487,7 +487,7 @@ def build_contexts(
             header(RegistrationContext.template),
             imports(
                 hand("autograd", None, bool(plan.autograd)),
-                hand("kernels", "handwritten", bool(plan.supported)),
+                hand("kernels", "hand_written", bool(plan.supported)),
                 hand("shape_functions", None, any(e.needs for e in kernels)),
                 Import("lazygen.runtime.deferred", "present") if deferred else None,
                 (

@@ -25,7 +25,7 @@ from . import backend_interface as _backend_registry
 from . import config, debug, devices, distributed, ir_cache, metrics, ops, process, state
 from . import privateuse1 as _privateuse1
 from .backend_interface import Backend, KernelTables, make_backend, register_backend
-from .backends import BUILTIN, DEFAULT
+from .backends import BUILTIN, default_backend
 from .devices import all_devices, device_from, is_lazy_device
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
 from .execution import executor, step_closures
@@ -84,7 +84,8 @@ def init(
     ones, do nothing).
 
     ``backend``: a registered name (``"torchscript"``, the default; ``"inductor"``; ``"fx"``;
-    a third-party one), or a ``Backend`` instance; else ``LAZYGEN_BACKEND``.
+    a third-party one), or a ``Backend`` instance; else ``LAZYGEN_BACKEND``. With neither,
+    a torch where TorchScript does not work gets ``"fx"``, with one warning.
     ``device_name``: the torch device type of the lazy device (else ``LAZYGEN_DEVICE_NAME``,
     else the backend's ``device_name``, else ``"lazygen"``); torch allows one such device
     per process.
@@ -102,7 +103,8 @@ def init(
         if _default is not None:
             _check_same(backend, device_name or settings.device_type)
             return
-        chosen = make_backend(backend or os.environ.get("LAZYGEN_BACKEND") or DEFAULT, BUILTIN)
+        requested = backend or os.environ.get("LAZYGEN_BACKEND")
+        chosen = make_backend(requested, BUILTIN) if requested else default_backend()
         name = device_name or _env_device_name() or chosen.device_name or settings.device_type
         if not _NAME.match(name):
             raise ValueError(

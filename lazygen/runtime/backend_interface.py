@@ -364,7 +364,7 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
         return spec
     factory = _registered.get(spec)
     if factory is None and spec in builtin:
-        factory = _load(builtin[spec])
+        factory = _load_builtin(spec, builtin)
     if factory is None:
         points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=spec)
         for point in points:
@@ -384,6 +384,20 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
             "instance of one)"
         )
     return backend
+
+
+def _load_builtin(name: str, builtin: dict[str, str]) -> Callable[[], Backend]:
+    """A built-in backend's class. One that does not import in this environment (its
+    library missing, a torch built without what it needs) is named with the reason and
+    the other choices, instead of a bare ImportError from deep inside it."""
+    try:
+        return _load(builtin[name])
+    except (ImportError, AttributeError) as error:
+        others = [n for n in available_backends(builtin) if builtin.get(n) != builtin[name]]
+        raise LazygenRuntimeError(
+            f"lazygen: the built-in backend {name!r} does not import here "
+            f"({type(error).__name__}: {error}); choose another: {', '.join(others)}"
+        ) from error
 
 
 def _load_entry_point(point: importlib.metadata.EntryPoint) -> Callable[[], Backend]:

@@ -13,7 +13,7 @@ from .errors import LazygenRuntimeError
 from .execution import executor
 from .graph import dynamic
 from .state import settings
-from .tracing import dispatch, reuse_trie, shape_inference
+from .tracing import dispatch, ir_reuse, shape_inference
 
 __all__ = [
     "get_async_execution",
@@ -91,10 +91,10 @@ def get_recompile_limit() -> int:
 def set_reuse_ir(enabled: bool) -> None:
     """Reuse the last step's IR nodes where this step traces equal ones (LTC's trie: same
     class, attrs, shapes and operands, inputs of the same kind and shape); see
-    ``reuse_trie``. Switching it off forgets the remembered nodes."""
+    ``ir_reuse``. Switching it off forgets the remembered nodes."""
     settings.reuse_ir = bool(enabled)
     if not settings.reuse_ir:
-        reuse_trie.reset()
+        ir_reuse.reset()
 
 
 def get_reuse_ir() -> bool:

@@ -16,7 +16,7 @@ import traceback
 from . import state
 from .errors import LazygenRuntimeError
 from .graph import post_order
-from .graph.eager import EagerGraph
+from .graph.uncompiled import UncompiledGraph
 from .ir import Node, Value, is_internal_file
 from .tracing.tensor import inner
 
@@ -124,7 +124,7 @@ _saved = [0]  # graphs written to LAZYGEN_SAVE_TENSORS_FILE by this process
 def note_sync(device, executable, order: list[Node], outputs) -> None:
     """The executor's hook for each graph it runs: remember it for ``last_graph()``, and
     append its IR to ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else)."""
-    if type(executable) is EagerGraph:  # its text now: it holds the step's IR and data
+    if type(executable) is UncompiledGraph:  # its text now: it holds the step's IR and data
         executable = executable.describe()
     _latest[:] = [(device.backend, executable)]
     path = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get("LTC_SAVE_TENSORS_FILE")

@@ -1,11 +1,13 @@
-"""``ir_cache.reset()``: forget the nodes kept for reuse (``config.set_reuse_ir``) and cached shapes."""
+"""``ir_cache.reset()``: forget the nodes kept by IR reuse (``tracing.ir_reuse``, switched
+on by ``config.set_reuse_ir``) and cached shapes. The module and setting keep
+``torch._lazy``'s names (``torch._lazy.ir_cache.reset``, ``config.set_reuse_ir``) so LTC
+code runs unchanged; inside lazygen the feature is "IR reuse" (``ir_reuse``)."""
 
 from __future__ import annotations
 
-from . import kernel_support
-from .tracing import shape_inference
+from .tracing import ir_reuse, shape_inference
 
 
 def reset() -> None:
-    kernel_support.reset_ir_cache()
+    ir_reuse.reset()
     shape_inference.clear_cache()

@@ -5,6 +5,7 @@ Every function here is on the per-op hot path: keep them short.
 
 from __future__ import annotations
 
+import warnings
 from types import MappingProxyType
 
 import torch
@@ -28,7 +29,7 @@ from .ir import (
 )
 from .metrics import count
 from .state import settings
-from .tracing import dispatch, random_inputs, reuse_trie
+from .tracing import dispatch, ir_reuse, random_inputs
 from .tracing.fallback import eager_fallback
 from .tracing.shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
 from .tracing.tensor import LazyTensor, device_data, new_lazy
@@ -39,6 +40,7 @@ __all__ = [
     "Value",
     "count",
     "device_of",
+    "eager_fallback",
     "generator",
     "infer_shapes",
     "inplace",
@@ -70,7 +72,15 @@ def elsewhere(device) -> bool:
 
 
 def eager(op, args, kwargs):
-    """Run `op` through the eager fallback (counted as `aten::<op>`); used for `elsewhere`."""
+    """The old name of ``eager_fallback`` (``tracing.fallback.eager_fallback``), which code
+    generated before the rename calls: it still runs, with a deprecation warning saying to
+    regenerate (``lazygen gen``)."""
+    warnings.warn(
+        "lazygen: kernel_support.eager is now kernel_support.eager_fallback; regenerate "
+        "this backend's code with `lazygen gen` (or reinstall it) to use the new name",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return eager_fallback(op, args, kwargs)
 
 
@@ -79,7 +89,7 @@ def node_class(op_name: str) -> type[Node]:
     kernel reaches a generated (e.g. non-native) node class without importing generated
     code, which does not exist yet when the generator checks the hand-written package."""
     try:
-        return dispatch.NODE_CLASSES[op_name]
+        return dispatch.INSTALLED_NODE_CLASSES[op_name]
     except KeyError:
         raise LookupError(
             f"lazygen: no IR node class {op_name!r} in the kernel tables of this process's "
@@ -325,17 +335,13 @@ def make_node(cls, operands, attrs, shapes) -> Node:
 
 
 def _reuse_or_make(cls, operands, attrs, shapes) -> Node:
-    """The last step's equal node (see ``reuse_trie``), else a new one reading its inputs
+    """The last step's equal node (see ``ir_reuse``), else a new one reading its inputs
     through slots the next step can rebind."""
-    node = reuse_trie.lookup(cls, operands, attrs, shapes)
+    node = ir_reuse.lookup(cls, operands, attrs, shapes)
     if node is None:
-        node = cls(reuse_trie.own_inputs(operands), attrs, shapes)
-        reuse_trie.remember(node)
+        node = cls(ir_reuse.own_inputs(operands), attrs, shapes)
+        ir_reuse.remember(node)
     return node
-
-
-def reset_ir_cache() -> None:
-    reuse_trie.reset()
 
 
 class TracedOp:

@@ -17,7 +17,7 @@ TREES = [ROOT / "generated", ROOT / "tests" / "golden" / "basic" / "expected"]
 
 #: Modules whose attributes are named after ops (``kernels._softmax``, the hand-written
 #: package's ``kernels._to_copy``): op names may start with an underscore.
-OP_NAMED = {"aten", "kernels", "handwritten", "autograd", "hand_written", "shape_functions"}
+OP_NAMED = {"aten", "kernels", "autograd", "hand_written", "shape_functions"}
 
 
 def _is_op_namespace(node: ast.expr) -> bool:

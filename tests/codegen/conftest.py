@@ -21,5 +21,5 @@ def config(tmp_path, monkeypatch) -> GenConfig:
         output_dir=tmp_path / "out",
         native_functions=BASIC_CASE / "native_functions.yaml",
         tags=BASIC_CASE / "tags.yaml",
-        hand_written="golden_basic_handwritten",
+        hand_written="golden_basic_hand_written",
     )

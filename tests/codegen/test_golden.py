@@ -26,7 +26,7 @@ def _config(case: Path, out: Path) -> GenConfig:
         native_functions=case / "native_functions.yaml",
         tags=case / "tags.yaml",
         templates=case / "templates" if (case / "templates").is_dir() else None,
-        hand_written=f"golden_{case.name}_handwritten",
+        hand_written=f"golden_{case.name}_hand_written",
     )
 
 

@@ -175,7 +175,7 @@ def test_create_fn_properties_are_honoured(tmp_path, monkeypatch):
     try:
         result = generate(
             GenConfig(tmp_path / "backend.yaml", tmp_path / "out", hand_written="hw_create"),
-            worker=False,
+            torch_child=False,
         )
     finally:
         sys.modules.pop("hw_create", None)
@@ -203,7 +203,7 @@ def test_skip_unknown_ops_of_the_running_torch(tmp_path):
         check_hand_written=False,
         skip_unknown_ops=True,
     )
-    result = generate(config, worker=False)
+    result = generate(config, torch_child=False)
     assert result.counts["kernels"] == 1
     (warning,) = [w for w in result.warnings if "skipped" in w.message]
     assert "frobnicate (line 3)" in warning.message

@@ -61,7 +61,7 @@ def test_deterministic(config, tmp_path):
 
 def test_missing_shape_function_names_signature(config, tmp_path, monkeypatch):
     pkg = tmp_path / "hw_missing"
-    shutil.copytree(CASE / "golden_basic_handwritten", pkg)
+    shutil.copytree(CASE / "golden_basic_hand_written", pkg)
     (pkg / "shape_functions.py").write_text(
         "def compute_shape_glu_jvp(glu, x, dx, dim=1):\n    return []\n\n"
         "def compute_shape_topk(self):\n    return []\n"
@@ -128,7 +128,7 @@ def test_an_unchecked_package_is_reached_as_a_deferred_one(tmp_path):
     result = generate(GenConfig(op_list, tmp_path / "out", check_hand_written=False))
     registration = result.files["registration.py"]
     assert (
-        'handwritten = deferred_module("lazygen.runtime.builtin.hand_written.kernels")'
+        'hand_written = deferred_module("lazygen.runtime.builtin.hand_written.kernels")'
         in registration
     )
     assert "KERNELS = present(" in registration

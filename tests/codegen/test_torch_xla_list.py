@@ -39,7 +39,7 @@ def torchgen_names(tmp_path_factory, xla_list) -> tuple[set[str], Counter]:
 def lazygen_result(tmp_path_factory, xla_list):
     out = tmp_path_factory.mktemp("lazygen_xla")
     config = GenConfig(xla_list, out, defer_hand_written=True)
-    return generate(config, worker=False)
+    return generate(config, torch_child=False)
 
 
 def test_torchgen_baseline(torchgen_names, xla_list):
@@ -65,6 +65,6 @@ def test_missing_hand_written_pieces_are_reported_not_fatal(lazygen_result, xla_
 
 def test_ir_gen_with_supported_means_generated_node_hand_written_kernel(lazygen_result):
     registration = lazygen_result.files["registration.py"]
-    assert "aten._adaptive_avg_pool2d.default: handwritten._adaptive_avg_pool2d" in registration
+    assert "aten._adaptive_avg_pool2d.default: hand_written._adaptive_avg_pool2d" in registration
     assert '"_adaptive_avg_pool2d": ir.AdaptiveAvgPool2d' in registration
     assert "def _adaptive_avg_pool2d(" not in lazygen_result.files["kernels.py"]

@@ -1,6 +1,6 @@
 import pytest
 import torch
-from support import handwritten_nodes
+from support import hand_written_nodes
 
 import lazygen.runtime as lr
 from lazygen.runtime.tracing import dispatch as registry
@@ -26,13 +26,13 @@ def _seed():
 
 
 @pytest.fixture
-def handwritten():
+def hand_written():
     """Register the hand-written nodes for one test (as a generated registration would)."""
     lr.mark_step()
     registry.register_kernels(  # the hand-written nodes replace generated kernels
-        handwritten_nodes.KERNELS, node_classes=handwritten_nodes.NODE_CLASSES
+        hand_written_nodes.KERNELS, node_classes=hand_written_nodes.NODE_CLASSES
     )
     lr.metrics.reset()
-    yield handwritten_nodes
+    yield hand_written_nodes
     lr.mark_step()
     lr.state.reset()  # the installed kernels again, default settings, empty caches

@@ -54,7 +54,7 @@ def test_metrics_report_and_mark_step_counter(fresh_metrics):
     assert fresh_metrics.counter_names() == []
 
 
-def test_auto_graph_cut(handwritten):
+def test_auto_graph_cut(hand_written):
     lr.config.set_max_pending_nodes(50)
     try:
         x = torch.zeros(4, device="lazygen")
@@ -67,7 +67,7 @@ def test_auto_graph_cut(handwritten):
     assert x.cpu().tolist() == [120.0] * 4
 
 
-def test_reuse_ir_and_reset(handwritten):
+def test_reuse_ir_and_reset(hand_written):
     """Reuse is across steps (LTC's trie), not within one; ``ir_cache.reset`` forgets."""
     lr.config.set_reuse_ir(True)
     try:
@@ -111,7 +111,7 @@ def test_dump_ir_rejects_unknown_format():
         lr.debug.dump_ir([torch.ones(1, device="lazygen")], "xml")
 
 
-def test_device_mismatch_is_an_error(handwritten):
+def test_device_mismatch_is_an_error(hand_written):
     with pytest.raises(RuntimeError, match="same device"):
         torch.ones(3, device="lazygen") + torch.ones(3)
     assert (torch.ones(3, device="lazygen") + torch.tensor(2.0)).cpu().tolist() == [3.0] * 3

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime.backends.torchscript.context import TSLoweringContext as LoweringContext
+from lazygen.runtime.backends.torchscript.lowering import TSLoweringContext as LoweringContext
 
 
 def _fallbacks():

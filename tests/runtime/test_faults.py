@@ -10,7 +10,7 @@ import gc
 
 import pytest
 import torch
-from support.handwritten_nodes import FaultyNeg, faulty_neg
+from support.hand_written_nodes import FaultyNeg, faulty_neg
 
 import lazygen.runtime as lr
 from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend

@@ -8,7 +8,7 @@ def _lazy(t):
     return t.to("lazygen")
 
 
-def test_results_equal_eager(handwritten):
+def test_results_equal_eager(hand_written):
     a, b = torch.randn(4, 3), torch.randn(3, 5)
     la, lb = _lazy(a), _lazy(b)
     out = torch.relu(la @ lb) * 2.5 + la.sum()
@@ -36,7 +36,7 @@ def _step(x, w, scale):
     return y.add(x @ w, alpha=scale)
 
 
-def test_second_step_is_cached_and_scalars_do_not_recompile(handwritten):
+def test_second_step_is_cached_and_scalars_do_not_recompile(hand_written):
     x, w = _lazy(torch.randn(2, 3)), _lazy(torch.randn(3, 3))
     results = []
     for step in range(4):
@@ -49,7 +49,7 @@ def test_second_step_is_cached_and_scalars_do_not_recompile(handwritten):
         torch.testing.assert_close(result.cpu(), want)
 
 
-def test_graph_key_distinguishes_shared_inputs(handwritten):
+def test_graph_key_distinguishes_shared_inputs(hand_written):
     x, y = _lazy(torch.ones(3)), _lazy(torch.full((3,), 2.0))
     first = (x + x).cpu()
     second = (x + y).cpu()
@@ -58,7 +58,7 @@ def test_graph_key_distinguishes_shared_inputs(handwritten):
     assert lr.metrics.counter_value("UncachedCompile") == 2
 
 
-def test_forced_fallback_counts_aten(handwritten):
+def test_forced_fallback_counts_aten(hand_written):
     lr.config.set_force_fallback(["add.Tensor"])
     x = _lazy(torch.ones(3))
     assert (x + x).cpu().tolist() == [2.0] * 3
@@ -69,7 +69,7 @@ def test_forced_fallback_counts_aten(handwritten):
     assert lr.metrics.counter_value("lazy::add.Tensor") == 1
 
 
-def test_mark_step_preserves_aliasing_with_ir(handwritten):
+def test_mark_step_preserves_aliasing_with_ir(hand_written):
     x = _lazy(torch.zeros(4))
     view = x.view(2, 2)
     view.add_(torch.ones(2, 2, device="lazygen"))
@@ -79,7 +79,7 @@ def test_mark_step_preserves_aliasing_with_ir(handwritten):
     assert x.cpu().tolist() == [2.0] * 4
 
 
-def test_dump_ir_formats(handwritten):
+def test_dump_ir_formats(hand_written):
     x = _lazy(torch.ones(2, 2))
     y = torch.relu(x @ x) + x
     text = lr.debug.dump_ir([y], "text")
@@ -88,7 +88,7 @@ def test_dump_ir_formats(handwritten):
     assert "aten::mm" in lr.debug.dump_ir([y], "backend")
 
 
-def test_source_location_when_debugging(handwritten):
+def test_source_location_when_debugging(hand_written):
     lr.config.set_debug(1)
     try:
         x = _lazy(torch.ones(2))
@@ -98,7 +98,7 @@ def test_source_location_when_debugging(handwritten):
     assert "test_lowering.py" in lr.debug.dump_ir([y], "text")
 
 
-def test_training_with_lazy_kernels(handwritten):
+def test_training_with_lazy_kernels(hand_written):
     for optimizer in sorted(OPTIMIZERS):
         compare_training(optimizer, steps=5)
     assert lr.metrics.counter_value("lazy::mm")

@@ -36,7 +36,7 @@ def test_every_stateful_module_declares_its_reset():
 
 def test_reset_restores_kernels_settings_and_empties_counters():
     lr.mark_step()
-    installed = dict(dispatch.KERNELS)
+    installed = dict(dispatch.INSTALLED_KERNELS)
     name = lr.device_name()
     dispatch.register_kernels({aten.neg.default: _kernel})
     lr.config.set_force_fallback("add.Tensor")
@@ -48,7 +48,7 @@ def test_reset_restores_kernels_settings_and_empties_counters():
 
     state.reset()
 
-    assert installed == dispatch.KERNELS
+    assert installed == dispatch.INSTALLED_KERNELS
     assert state.active_kernels[aten.add.Tensor] is installed[aten.add.Tensor]
     assert state.active_kernels.get(aten.neg.default) is installed.get(aten.neg.default)
     assert lr.config.get_force_fallback() == frozenset()

@@ -15,10 +15,10 @@ import lazygen.runtime as lr
 def measure(ops: int = 2000, repeats: int = 5) -> dict[str, float]:
     from lazygen.runtime.tracing import dispatch as registry
 
-    from . import handwritten_nodes
+    from . import hand_written_nodes
 
     lr.init()
-    registry.register_kernels(handwritten_nodes.KERNELS)
+    registry.register_kernels(hand_written_nodes.KERNELS)
     results = {}
     for name, device in (("eager", "cpu"), ("lazy", "lazygen")):
         best = float("inf")
@@ -38,7 +38,7 @@ def measure(ops: int = 2000, repeats: int = 5) -> dict[str, float]:
         x = x + y
     lr.mark_step()
     results["lazy_trace_and_run_cached"] = (time.perf_counter() - start) / ops * 1e6
-    registry.unregister_kernels(handwritten_nodes.KERNELS)
+    registry.unregister_kernels(hand_written_nodes.KERNELS)
     return results
 
 

@@ -13,8 +13,8 @@ from .. import metrics
 from ..devices import LazyDevice, caches
 from ..errors import LazyGraphError
 from ..graph import GraphCache, dynamic, policy, recompiles
-from ..graph.eager import EagerGraph
 from ..graph.policy import Action
+from ..graph.uncompiled import UncompiledGraph
 from ..ir import Node, Value
 from ..state import log, settings
 from . import profiling
@@ -23,7 +23,7 @@ from . import profiling
 def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
     """The executable of ``key``'s graph, as the graph layer's policy decides
     (``graph/policy.py``): cached, or one serving every size of it (``graph/dynamic.py``),
-    or compiled now, or, past the structure's recompile budget, an ``EagerGraph`` that runs
+    or compiled now, or, past the structure's recompile budget, an ``UncompiledGraph`` that runs
     it uncompiled (``graph/budget.py``). Here the decision is carried out and counted."""
     cache = device.cache
     backend = device.backend
@@ -37,7 +37,7 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
     if decision.action is Action.UNCOMPILED:
         metrics.count("EagerGraphRun")
         _explain(cache, key, order, decision.outcome)
-        return EagerGraph(order, outputs, device.backing)
+        return UncompiledGraph(order, outputs, device.backing)
     _explain(cache, key, order, decision.outcome)
     metrics.count("UncachedCompile")
     executable = None

@@ -14,11 +14,11 @@ import warnings
 from .. import debug, metrics, state
 from ..devices import LazyDevice, all_devices
 from ..errors import GraphCutWarning, LazyGraphError
-from ..graph import GraphCache, Plan, graph_key, post_order, split
-from ..graph.eager import EagerGraph
+from ..graph import GraphCache, GraphTemplate, graph_key, post_order, split
+from ..graph.uncompiled import UncompiledGraph
 from ..ir import Node, Value
 from ..state import settings
-from ..tracing import reuse_trie
+from ..tracing import ir_reuse
 from ..tracing.tensor import LazyTensor
 from . import failures, running, step_closures
 from .compiling import (
@@ -131,13 +131,13 @@ def _sync_device(
         values = [t._value for t in tensors]
         outputs = list(dict.fromkeys(values + list(extra_outputs)))
         try:
-            plan, order, executable = _compiled(device, outputs)
+            template, order, executable = _compiled(device, outputs)
             debug.note_sync(device, executable, order, outputs)
             # waits for runs they come from
-            inputs = running.read_inputs(order, plan.inputs, device.backend.torch_data)
+            inputs = running.read_inputs(order, template.inputs, device.backend.torch_data)
             dead = None
             if device.backend.donates_inputs and _all_pending_synced(device, tensors):
-                dead = unreferenced_inputs(order, plan.inputs)
+                dead = unreferenced_inputs(order, template.inputs)
         except LazyGraphError as error:
             failures.fail(device, tensors, values, error)
             raise
@@ -145,19 +145,19 @@ def _sync_device(
             wait
             or not settings.async_execution
             or not device.backend.asynchronous
-            or type(executable) is EagerGraph
+            or type(executable) is UncompiledGraph
         ):
             try:
                 ran = running.execute(device, executable, order, inputs, dead)
                 results = running.finish(device, outputs, ran, "execute")
             except LazyGraphError as error:
-                device.cache.forget(plan.key)  # a later, fixed lowering must not reuse it
+                device.cache.forget(template.key)  # a later, fixed lowering must not reuse it
                 failures.fail(device, tensors, values, error)
                 raise
             data_of = running.as_device_data(device, outputs, results)
         else:
             launch = running.launch(
-                device, executable, plan.key, order, inputs, outputs, tensors, values
+                device, executable, template.key, order, inputs, outputs, tensors, values
             )
             data_of = _pending_outputs(device, launch, outputs)
         for t, value in zip(tensors, values, strict=True):
@@ -189,21 +189,21 @@ def _with_must_run(device: LazyDevice, tensors: list[LazyTensor]) -> list[LazyTe
     return must_run + list(tensors)
 
 
-def _compiled(device: LazyDevice, outputs: list[Value]) -> tuple[Plan, list[Node], object]:
-    """The graph of ``outputs``: its plan (replayed from an earlier step with the same
+def _compiled(device: LazyDevice, outputs: list[Value]) -> tuple[GraphTemplate, list[Node], object]:
+    """The graph of ``outputs``: its template (replayed from an earlier step with the same
     structure, or walked and keyed now), its post-order and its executable."""
     cache: GraphCache = device.cache
-    plan, order = cache.find_plan(outputs)
-    if plan is not None:
-        return plan, order, compile_cached(device, plan.key, order, outputs)
+    template, order = cache.find_template(outputs)
+    if template is not None:
+        return template, order, compile_cached(device, template.key, order, outputs)
     metrics.count("GraphWalk")
     order, position = post_order(outputs)
     key = graph_key(order, position, outputs)
-    plan = Plan(key, order, position, outputs)
+    template = GraphTemplate(key, order, position, outputs)
     del position  # holds every node: no input would look unreferenced (liveness)
     executable = compile_cached(device, key, order, outputs)
-    cache.remember_plan(plan, outputs)
-    return plan, order, executable
+    cache.remember_template(template, outputs)
+    return template, order, executable
 
 
 def _pending_outputs(device: LazyDevice, launch, outputs: list[Value]) -> dict:
@@ -235,9 +235,9 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
         sync(dev.live_tensors(), wait, early_results=early)
         settle(dev.in_flight, dev.lock, None if wait else previous)
     if len(synced) == len(all_devices()):
-        reuse_trie.end_step()  # every lazy tensor is materialised: the next step may reuse
+        ir_reuse.end_step()  # every lazy tensor is materialised: the next step may reuse
     else:
-        reuse_trie.reset()  # another device's tensors may still read this step's nodes
+        ir_reuse.reset()  # another device's tensors may still read this step's nodes
     _warn_about_graph_cuts(metrics.take_step_cuts())
     step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
 

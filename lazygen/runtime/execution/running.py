@@ -17,7 +17,7 @@ import torch
 from .. import metrics
 from ..devices import LazyDevice
 from ..errors import LazyGraphError
-from ..graph.eager import EagerGraph, NoEagerOp
+from ..graph.uncompiled import NoTorchOverload, UncompiledGraph
 from ..ir import DeviceData, Node, ScalarData, Value
 from . import profiling
 from .failures import broken_contract, carry_error, execution_error
@@ -28,7 +28,7 @@ def execute(device: LazyDevice, executable, order: list[Node], inputs: list, dea
     """Run a compiled graph (``order``: its nodes, named by the error if the run fails).
     ``dead``: positions of inputs nothing reads after the run, which a backend that
     ``donates_inputs`` may take over (``liveness.unreferenced_inputs``)."""
-    if dead and type(executable) is not EagerGraph:
+    if dead and type(executable) is not UncompiledGraph:
         backend = device.backend
         donating = functools.partial(backend.execute_donating, executable, dead=dead)
         return run(device, donating, order, inputs)
@@ -38,7 +38,7 @@ def execute(device: LazyDevice, executable, order: list[Node], inputs: list, dea
 def runner(device: LazyDevice, executable) -> Callable[[list], list]:
     """``run(inputs)`` for an executable run many times (``lazygen.dynamo``'s replay): the
     backend's shortest path (``Backend.runner``), or op by op for an uncompiled graph."""
-    if type(executable) is EagerGraph:
+    if type(executable) is UncompiledGraph:
         return functools.partial(_run_uncompiled, device, executable)
     return device.backend.runner(executable)
 
@@ -55,7 +55,7 @@ def run(device: LazyDevice, run_inputs: Callable[[list], list], order: list[Node
     return results
 
 
-def _run_uncompiled(device: LazyDevice, graph: EagerGraph, inputs: list) -> list:
+def _run_uncompiled(device: LazyDevice, graph: UncompiledGraph, inputs: list) -> list:
     """Run a graph op by op; one with an op torch cannot run so is compiled after all
     (uncached, counted as ``EagerGraphCompiled``)."""
     try:
@@ -63,7 +63,7 @@ def _run_uncompiled(device: LazyDevice, graph: EagerGraph, inputs: list) -> list
             return graph.run_on_host(device.backend, inputs)
         return graph.run(inputs)
     except LazyGraphError as error:
-        if not isinstance(error.__cause__, NoEagerOp):
+        if not isinstance(error.__cause__, NoTorchOverload):
             raise
     metrics.count("EagerGraphCompiled")
     executable = device.backend.compile(graph.order, graph.outputs, device.backing)

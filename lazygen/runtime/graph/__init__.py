@@ -1,5 +1,5 @@
-"""A lazy graph's structure: post-order, structural key, replayable plans, and the cache of
-compiled graphs (one per backend) that maps keys to executables and remembers plans."""
+"""A lazy graph's structure: post-order, structural key, replayable templates, and the cache of
+compiled graphs (one per backend) that maps keys to executables and remembers templates."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _operand_key(operand, position):
 
 class GraphKey:
     """A graph's structure as a tuple, with its hash computed once: a step that replays a
-    plan looks its executable up without rehashing (or re-comparing) the whole graph."""
+    template looks its executable up without rehashing (or re-comparing) the whole graph."""
 
     __slots__ = ("entries", "_hash")
 
@@ -70,10 +70,10 @@ def graph_key(order: list[Node], position: dict[Node, int], outputs: list[Value]
     return GraphKey((entries, tuple((position[v.node], v.index) for v in outputs)))
 
 
-# Plans: a graph's post-order and inputs, replayed on the next step of the same structure --
+# Templates: a graph's post-order and inputs, replayed on the next step of the same structure --
 
 
-class Plan:
+class GraphTemplate:
     """What ``post_order`` + ``graph_key`` found for one graph, per post-order position:
     node class, attrs, shapes and operand references ``(position, index)`` (``None`` for an
     absent optional, a list of them for a list operand). ``replay`` matches a new step's
@@ -102,13 +102,13 @@ def _ref(operand, position):
     return [None if o is None else (position[o.node], o.index) for o in operand]
 
 
-def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
-    """The post-order of ``outputs``' graph if it has ``plan``'s structure, else None.
+def replay(template: GraphTemplate, outputs: list[Value]) -> list[Node] | None:
+    """The post-order of ``outputs``' graph if it has ``template``'s structure, else None.
 
-    Each value is claimed for its plan slot: it fails when another node already holds the
+    Each value is claimed for its template slot: it fails when another node already holds the
     slot or this node already holds another one. The common case, an operand that is one
     ``Value``, is claimed inline (this loop runs for every node of every step)."""
-    slots: list = [None] * plan.size
+    slots: list = [None] * template.size
     seen: dict = {}
 
     def claim(value: Value, ref: tuple[int, int]) -> bool:
@@ -125,11 +125,11 @@ def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
             return True
         return q == p
 
-    for value, ref in zip(outputs, plan.outputs, strict=True):
+    for value, ref in zip(outputs, template.outputs, strict=True):
         if not claim(value, ref):
             return None
-    types, attrs, shapes, refs = plan.types, plan.attrs, plan.shapes, plan.refs
-    for i in range(plan.size - 1, -1, -1):
+    types, attrs, shapes, refs = template.types, template.attrs, template.shapes, template.refs
+    for i in range(template.size - 1, -1, -1):
         node = slots[i]
         if (
             node is None
@@ -173,7 +173,7 @@ def replay(plan: Plan, outputs: list[Value]) -> list[Node] | None:
     return slots
 
 
-_PLANS_PER_SIGNATURE = 4
+_TEMPLATES_PER_SIGNATURE = 4
 
 
 def _signature(outputs: list[Value]) -> tuple:
@@ -182,15 +182,15 @@ def _signature(outputs: list[Value]) -> tuple:
 
 class GraphCache:
     """One backend's compiled graphs by ``GraphKey`` (least recently used evicted first,
-    bounded by ``config.set_compile_cache_size``) and the plans that replay them. Every
+    bounded by ``config.set_compile_cache_size``) and the templates that replay them. Every
     backend has its own: a graph compiled by one backend is never run by another, and a
     fault in one backend's compile leaves the others' caches untouched."""
 
-    __slots__ = ("executables", "plans", "structures")
+    __slots__ = ("executables", "templates", "structures")
 
     def __init__(self) -> None:
         self.executables: OrderedDict = OrderedDict()
-        self.plans: dict = {}  # output signature -> [Plan], most recently used first
+        self.templates: dict = {}  # output signature -> [GraphTemplate], most recently used first
         #: Per step structure, what its compiles were (``budget.Structure``).
         self.structures: dict = {}
 
@@ -217,31 +217,31 @@ class GraphCache:
 
     def clear(self) -> None:
         self.executables.clear()
-        self.plans.clear()
+        self.templates.clear()
         self.structures.clear()
 
-    def find_plan(self, outputs: list[Value]) -> tuple[Plan | None, list[Node] | None]:
-        candidates = self.plans.get(_signature(outputs))
+    def find_template(self, outputs: list[Value]) -> tuple[GraphTemplate | None, list[Node] | None]:
+        candidates = self.templates.get(_signature(outputs))
         if candidates:
             executables = self.executables
-            for i, plan in enumerate(candidates):
-                if plan.key not in executables:  # evicted: its graph is compiled no more
+            for i, template in enumerate(candidates):
+                if template.key not in executables:  # evicted: its graph is compiled no more
                     continue
-                order = replay(plan, outputs)
+                order = replay(template, outputs)
                 if order is not None:
                     if i:
                         candidates.insert(0, candidates.pop(i))
-                    return plan, order
+                    return template, order
         return None, None
 
-    def remember_plan(self, plan: Plan, outputs: list[Value]) -> None:
-        plans, executables = self.plans, self.executables
-        candidates = plans.setdefault(_signature(outputs), [])
-        candidates[:] = [p for p in candidates if p.key in executables and p.key != plan.key]
-        candidates.insert(0, plan)
-        del candidates[_PLANS_PER_SIGNATURE:]
-        if len(plans) > 2 * settings.compile_cache_size + 16:  # signatures of evicted graphs
-            for signature in [s for s, ps in plans.items() if ps is not candidates]:
-                plans[signature] = [p for p in plans[signature] if p.key in executables]
-                if not plans[signature]:
-                    del plans[signature]
+    def remember_template(self, template: GraphTemplate, outputs: list[Value]) -> None:
+        templates, executables = self.templates, self.executables
+        candidates = templates.setdefault(_signature(outputs), [])
+        candidates[:] = [p for p in candidates if p.key in executables and p.key != template.key]
+        candidates.insert(0, template)
+        del candidates[_TEMPLATES_PER_SIGNATURE:]
+        if len(templates) > 2 * settings.compile_cache_size + 16:  # signatures of evicted graphs
+            for signature in [s for s, ps in templates.items() if ps is not candidates]:
+                templates[signature] = [p for p in templates[signature] if p.key in executables]
+                if not templates[signature]:
+                    del templates[signature]

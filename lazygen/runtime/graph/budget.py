@@ -12,7 +12,7 @@ behaviour, never silent unbounded compiling:
   graphs can serve every size (``Backend.size_generic``): dynamic shapes are switched on
   (``dynamic.switch_on``; sizes become graph inputs from the next traced op on), and the structure may compile
   one more graph, one for all sizes (``graph/dynamic.py``);
-* every other graph of the structure runs op by op, uncompiled (``graph/eager.py``),
+* every other graph of the structure runs op by op, uncompiled (``graph/uncompiled.py``),
   counted as ``EagerGraphRun`` (a changing int attribute, a lowering that reads sizes, a
   backend that is not size-generic).
 

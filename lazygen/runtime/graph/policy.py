@@ -9,7 +9,7 @@ returns a ``Decision`` the executor acts on:
   every size of it (``via_generic``: the executor caches it under this key too);
 * ``COMPILE``: compile now, first for all sizes when ``for_all_sizes`` (automatic dynamic
   shapes, ``mark_dynamic``, or the budget's one extra compile), else for its own sizes;
-* ``UNCOMPILED``: past the structure's budget, run the graph op by op (``eager.py``).
+* ``UNCOMPILED``: past the structure's budget, run the graph op by op (``uncompiled.py``).
 
 Deciding spends the budget (the structure's record counts the compile) and, past it, may
 switch dynamic shapes on (``dynamic.switch_on``): state of the graph layer, never the

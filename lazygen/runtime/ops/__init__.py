@@ -35,7 +35,7 @@ __all__ = ["CORE_LOWERED_OPS", "kernel_tables"]
 #: says (the nodes above, and the core's own in ``ir.py`` and ``distributed/``), with where
 #: it comes from and how a backend declines it (``Backend.refused_ops``). A backend lowers
 #: each of these or declines it; ``tests/runtime/ops/test_core_lowered_ops.py`` keeps the
-#: list complete. The built-in op list's hand-written lowerings (``builtin/lowerings.py``)
+#: list complete. The built-in op list's hand-written lowerings (``builtin/hand_written/lowerings.py``)
 #: are the op list's, not the core's.
 CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
     {

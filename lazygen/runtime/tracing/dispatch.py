@@ -22,9 +22,12 @@ from . import tensor as _tensor
 from .fallback import eager_fallback
 from .overloads import library_name
 
-KERNELS: dict = {}
-AUTOGRAD_KERNELS: dict = {}
-NODE_CLASSES: dict[str, type[Node]] = {}
+#: The union of every installed ``KernelTables`` (a generated registration's ``KERNELS``,
+#: ``AUTOGRAD_KERNELS`` and ``NODE_CLASSES``, the runtime's own, wrappers applied): what
+#: the dispatcher runs. Named apart from a registration's tables, which are one source.
+INSTALLED_KERNELS: dict = {}
+INSTALLED_AUTOGRAD_KERNELS: dict = {}
+INSTALLED_NODE_CLASSES: dict[str, type[Node]] = {}
 _no_decomposition: set = set()
 _autograd_library = None
 _runtime_tables: list = []  # the runtime's own KernelTables (``register_tables``)
@@ -41,7 +44,7 @@ def install_tables(tables) -> None:
     if any(existing is tables for existing in _tables):
         return
     for op, kernel in tables.kernels.items():
-        current = KERNELS.get(op)
+        current = INSTALLED_KERNELS.get(op)
         if current is not None and current is not kernel and _tables:
             raise LazygenRuntimeError(
                 f"lazygen: two backends in this process trace {op} with different kernels; "
@@ -54,22 +57,32 @@ def install_tables(tables) -> None:
 def _add(tables) -> None:
     """Add ``tables`` and remember the result as what ``state.reset()`` goes back to."""
     global _installed
-    KERNELS.update(tables.kernels)
-    NODE_CLASSES.update(tables.node_classes)
+    INSTALLED_KERNELS.update(tables.kernels)
+    INSTALLED_NODE_CLASSES.update(tables.node_classes)
     if tables.autograd_kernels:
-        AUTOGRAD_KERNELS.update(tables.autograd_kernels)
+        INSTALLED_AUTOGRAD_KERNELS.update(tables.autograd_kernels)
         _register_autograd(tables.autograd_kernels)
     if not any(existing is tables for existing in _runtime_tables):
-        KERNELS.update(
+        INSTALLED_KERNELS.update(
             {
                 op: wrap(tables.kernels[op])
                 for op, wrap in _runtime_wrappers.items()
                 if op in tables.kernels
             }
         )
-    KERNELS.update({op: wrap(KERNELS[op]) for op, wrap in tables.wrappers.items() if op in KERNELS})
+    INSTALLED_KERNELS.update(
+        {
+            op: wrap(INSTALLED_KERNELS[op])
+            for op, wrap in tables.wrappers.items()
+            if op in INSTALLED_KERNELS
+        }
+    )
     metrics.add_counter_aliases(tables.counter_aliases)
-    _installed = (dict(KERNELS), dict(AUTOGRAD_KERNELS), dict(NODE_CLASSES))
+    _installed = (
+        dict(INSTALLED_KERNELS),
+        dict(INSTALLED_AUTOGRAD_KERNELS),
+        dict(INSTALLED_NODE_CLASSES),
+    )
     refresh()
 
 
@@ -88,12 +101,19 @@ def _reset() -> None:
     autograd kernel registered with torch stays registered (a ``torch.library`` cannot drop
     one impl); where the tables have one for that op, it is registered again."""
     kernels, autograd_kernels, node_classes = _installed
-    changed = {op: fn for op, fn in autograd_kernels.items() if AUTOGRAD_KERNELS.get(op) is not fn}
-    for table, saved in ((KERNELS, kernels), (AUTOGRAD_KERNELS, autograd_kernels)):
+    changed = {
+        op: fn
+        for op, fn in autograd_kernels.items()
+        if INSTALLED_AUTOGRAD_KERNELS.get(op) is not fn
+    }
+    for table, saved in (
+        (INSTALLED_KERNELS, kernels),
+        (INSTALLED_AUTOGRAD_KERNELS, autograd_kernels),
+    ):
         table.clear()
         table.update(saved)
-    NODE_CLASSES.clear()
-    NODE_CLASSES.update(node_classes)
+    INSTALLED_NODE_CLASSES.clear()
+    INSTALLED_NODE_CLASSES.update(node_classes)
     if changed:
         _register_autograd(changed)
     refresh()
@@ -101,18 +121,18 @@ def _reset() -> None:
 
 def register_kernels(kernels: dict, autograd_kernels=None, node_classes=None) -> None:
     """Add (or replace) kernels keyed by ``torch.ops`` overload; refreshes dispatch."""
-    KERNELS.update(kernels)
+    INSTALLED_KERNELS.update(kernels)
     if autograd_kernels:
-        AUTOGRAD_KERNELS.update(autograd_kernels)
+        INSTALLED_AUTOGRAD_KERNELS.update(autograd_kernels)
         _register_autograd(autograd_kernels)
     if node_classes:
-        NODE_CLASSES.update(node_classes)
+        INSTALLED_NODE_CLASSES.update(node_classes)
     refresh()
 
 
 def unregister_kernels(ops) -> None:
     for op in ops:
-        KERNELS.pop(op, None)
+        INSTALLED_KERNELS.pop(op, None)
     refresh()
 
 
@@ -134,7 +154,7 @@ def forced(op) -> bool:
 
 def refresh() -> None:
     """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference)."""
-    active = {op: refusals.guard(op, fn) for op, fn in KERNELS.items() if not forced(op)}
+    active = {op: refusals.guard(op, fn) for op, fn in INSTALLED_KERNELS.items() if not forced(op)}
     active_kernels.clear()
     active_kernels.update(active)
     _no_decomposition.clear()
@@ -180,7 +200,14 @@ def install() -> None:
 
 
 state.register(
-    __name__, _reset, owns=("KERNELS", "AUTOGRAD_KERNELS", "NODE_CLASSES", "_no_decomposition")
+    __name__,
+    _reset,
+    owns=(
+        "INSTALLED_KERNELS",
+        "INSTALLED_AUTOGRAD_KERNELS",
+        "INSTALLED_NODE_CLASSES",
+        "_no_decomposition",
+    ),
 )
 state.once_per_process(
     __name__,

@@ -24,7 +24,7 @@ from lazygen.runtime.backend_interface import outside_dispatch
 from lazygen.runtime.backends.inductor import backend as inductor_backend
 from lazygen.runtime.backends.inductor import compile as inductor_compile
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
-from lazygen.runtime.backends.inductor.context import (
+from lazygen.runtime.backends.inductor.lowering import (
     INDUCTOR_LOWERINGS,
     FXLoweringContext,
 )

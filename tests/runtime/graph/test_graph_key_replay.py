@@ -70,7 +70,7 @@ def test_replayed_order_matches_walk(fresh_metrics):
         outs = [x @ w, (x @ w).relu(), x.t()]
         values = [inner(o)._value for o in outs]
         values = list(dict.fromkeys(values))
-        plan, order = devices.get_device(0).cache.find_plan(values)
+        plan, order = devices.get_device(0).cache.find_template(values)
         walked, _ = post_order(values)
         if plan is not None:
             assert order == walked

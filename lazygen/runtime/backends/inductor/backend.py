@@ -26,7 +26,7 @@ from ...builtin import tables as op_list
 from ...graph.dynamic import HiddenSizes
 from ...ir import Node, Value
 from .compile import CompiledGraph
-from .context import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
+from .lowering import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
 from .random_draws import WithDraws, arranged, hoist_draws
 
 

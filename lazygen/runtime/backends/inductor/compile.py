@@ -1,7 +1,7 @@
 """Compiling a lazy graph's ``torch.fx.GraphModule`` with Inductor, scalars kept as inputs.
 
 Scalars. A wrapped scalar is a 0-dim tensor input that the graph reads with
-``aten._local_scalar_dense`` (see ``context.py``). Inductor traces the graph under a
+``aten._local_scalar_dense`` (see ``lowering.py``). Inductor traces the graph under a
 fake-tensor mode with a ``ShapeEnv``, so each read is an *unbacked* symbol (``zuf0`` for a
 float, ``u0`` for an int): the compiled kernel takes the number as a runtime argument, and
 the op keeps its ``Scalar`` overload, so type promotion stays eager's (an int tensor times a
@@ -84,9 +84,9 @@ from ...backend_interface import outside_dispatch
 from ...graph import recompiles
 from ...state import log, settings
 from . import variants
-from .context import READ_AS_SIZE
 from .decompose import decompositions_for
 from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
+from .lowering import READ_AS_SIZE
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")

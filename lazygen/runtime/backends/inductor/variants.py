@@ -19,7 +19,7 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from ...graph.recompiles import Explanation
-from .context import IR_NODE
+from .lowering import IR_NODE
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _INPUT = re.compile(r"L\['t(\d+)'\]")

@@ -3,7 +3,7 @@
 Device data are ``jax.Array``s on JAX's default device (``Backend.torch_data`` false): they
 stay there between steps; the core reads one only through ``from_data`` (DLPack, zero-copy
 on the CPU) for the eager fallback, host reads and printing. Each lazy graph becomes one
-program function (``context.py``) compiled ahead of time with ``jax.jit(...).lower(...)
+program function (``lowering.py``) compiled ahead of time with ``jax.jit(...).lower(...)
 .compile()`` and kept in lazygen's graph cache under the graph's key, so one XLA compile
 serves every step with that graph. Random ops draw from seeds (``random_numbers =
 "seed"``) with ``jax.random``. Ops the table lacks, or whose torch semantics JAX does not
@@ -28,8 +28,8 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
-from .context import JaxLoweringContext, program_function
 from .dtypes import check_supported, enable_x64, to_jax
+from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
 from .refusals import refused_ops
 

@@ -4,7 +4,7 @@
 Every implementation is called as ``impl(shapes, *args, **kwargs)`` with the aten schema's
 arguments (tensors as JAX values, numbers as Python numbers or traced scalars, attributes
 as Python values) and ``shapes``, the node's outputs as shape inference gave them. Results
-are cast to those dtypes by the caller (``context.program_function``), so an
+are cast to those dtypes by the caller (``lowering.program_function``), so an
 implementation computes in ``dt(shapes)``, the result's dtype, instead of re-implementing
 torch's type promotion. Ops whose torch semantics JAX does not give (integer division by
 zero raises in torch; the table has no entry, or ``refusals.py`` refuses the call) run

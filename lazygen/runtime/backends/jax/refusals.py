@@ -18,8 +18,8 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
-from .context import op_key
 from .dtypes import SUPPORTED
+from .lowering import op_key
 
 #: Ops whose integer form differs from torch's on invalid input (see the docstring).
 INTEGER_REFUSED = ("div.Tensor_mode", "div.Scalar_mode", "remainder", "fmod", "pow")

@@ -6,6 +6,7 @@ thread pool (``launch``)."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 
 import torch
@@ -13,9 +14,10 @@ import torch
 from ... import process, state
 from ...backend_interface import Backend, KernelTables, without_autograd
 from ...builtin import tables as op_list
+from ...errors import LazygenRuntimeError
 from ...ir import InputWrite, Node, Value
 from ...state import settings
-from .context import TSLoweringContext
+from .lowering import TSLoweringContext
 from .passes import fold_double_transposes, transpose_products, write_in_place
 
 _executor_configured = False
@@ -141,6 +143,28 @@ def _per_output(result, num_outputs: int) -> list:
     return list(result) if num_outputs else []
 
 
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why TorchScript does not work in this torch, or None when it does: a one-op graph
+    is compiled and run, as every lazy graph would be. Torch deprecates TorchScript and
+    plans builds without it; there this backend cannot run a graph, and the failure
+    belongs at ``init``, named, rather than at the user's first ``mark_step``. Cached: the
+    answer does not change within a process."""
+    try:
+        graph = torch._C.Graph()
+        value = graph.addInput()
+        value.setType(_TENSOR_TYPE)
+        node = graph.create("aten::neg", [value], 1)
+        graph.insertNode(node)
+        graph.registerOutput(node.output())
+        function = torch._C._create_function_from_graph("lazygen_probe", graph)
+        if not torch.equal(function(torch.ones(1)), -torch.ones(1)):
+            return "a TorchScript graph computed a wrong result"
+    except Exception as error:  # noqa: BLE001 - whatever a build without TorchScript raises
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
 class TorchScriptBackend(Backend):
     """Graphs as TorchScript functions: the default backend."""
 
@@ -152,6 +176,14 @@ class TorchScriptBackend(Backend):
     writes_inputs = True
 
     def __init__(self) -> None:
+        reason = unavailable_reason()
+        if reason is not None:
+            raise LazygenRuntimeError(
+                f"lazygen: the torchscript backend needs TorchScript, which does not work "
+                f"in this torch ({reason}). Choose another built-in backend: "
+                "init(backend='fx') (no compiler needed) or init(backend='inductor'), or "
+                "LAZYGEN_BACKEND=fx"
+            )
         self._counter = 0
 
     def kernel_tables(self) -> KernelTables:

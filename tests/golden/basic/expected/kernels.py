@@ -8,7 +8,7 @@ A single-output kernel first tries its fast path: when its tensor arguments are 
 
 import torch
 
-from golden_basic_handwritten import shape_functions
+from golden_basic_hand_written import shape_functions
 from lazygen.runtime import kernel_support as rt
 from lazygen.runtime.kernel_support import LazyTensor
 
@@ -54,7 +54,7 @@ def _to_copy(
     memory_format=None,
 ):
     if rt.elsewhere(device):
-        return rt.eager(
+        return rt.eager_fallback(
             aten._to_copy.default,
             (self,),
             {
@@ -282,7 +282,7 @@ def index_tensor(self, indices):
 
 def linalg_inv_ex(A, *, check_errors=False):
     if check_errors:
-        return rt.eager(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
+        return rt.eager_fallback(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
     rt.count("lazy::linalg_inv_ex")
     device = rt.device_of(A)
     operands = (rt.tensor(A, device),)

@@ -3,8 +3,8 @@
 
 """IR node classes of the backend's own (non-native) operators."""
 
-from golden_basic_handwritten import lowerings as hand_written
-from golden_basic_handwritten import shape_functions as hand_shapes
+from golden_basic_hand_written import lowerings as hand_written
+from golden_basic_hand_written import shape_functions as hand_shapes
 from lazygen.runtime.ir import Node
 from lazygen.runtime.ir import call_shape_function
 from lazygen.runtime.kernel_support import make_node

@@ -5,8 +5,8 @@
 
 import torch
 
-from golden_basic_handwritten import autograd
-from golden_basic_handwritten import kernels as handwritten
+from golden_basic_hand_written import autograd
+from golden_basic_hand_written import kernels as hand_written
 
 from . import ir, kernels, non_native_ir
 
@@ -21,7 +21,7 @@ KERNELS = {
     aten.bernoulli.p: kernels.bernoulli_p,
     aten.cat.default: kernels.cat,
     aten.clamp.default: kernels.clamp,
-    aten.clone.default: handwritten.clone,
+    aten.clone.default: hand_written.clone,
     aten.div.Tensor_mode: kernels.div_tensor_mode,
     aten.glu_jvp.default: kernels.glu_jvp,
     aten.index.Tensor: kernels.index_tensor,

@@ -4,7 +4,7 @@
 """Shape inference of the generated kernels.
 
 `META_OPS` get their output shapes from the installed torch's meta kernels. Every other
-op needs a hand-written shape function in `golden_basic_handwritten.shape_functions`,
+op needs a hand-written shape function in `golden_basic_hand_written.shape_functions`,
 declared below: the hand-written function must have exactly this signature and return a
 list of `Shape`, one per output.
 """
@@ -41,7 +41,7 @@ SHAPE_FUNCTIONS = {
 
 
 class ShapeFunctions(Protocol):
-    """The declarations: what `golden_basic_handwritten.shape_functions` must define."""
+    """The declarations: what `golden_basic_hand_written.shape_functions` must define."""
 
     @staticmethod
     def compute_shape_glu_jvp(glu, x, dx, dim) -> list[Shape]: ...

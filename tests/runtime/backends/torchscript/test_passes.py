@@ -109,7 +109,7 @@ def test_a_product_with_other_uses_is_left_alone():
 def test_equal_constants_share_one_node_and_distinct_ones_stay_apart():
     """Constants are pooled per graph (TorchScript's first run slows with many equal
     constants); 1, 1.0, True, 0.0 and -0.0 are different constants."""
-    from lazygen.runtime.backends.torchscript.context import TSLoweringContext as LoweringContext
+    from lazygen.runtime.backends.torchscript.lowering import TSLoweringContext as LoweringContext
 
     ctx = LoweringContext()
     values = [1, 1.0, True, 0.0, -0.0, [1, 2], (1, 2), None, torch.float32]

@@ -1,6 +1,6 @@
 """Ask the installed torch in a child process, while the parent loads the catalogue.
 
-`import torch` is most of a cold `lazygen gen`. `TorchWorker.start()` launches a child
+`import torch` is most of a cold `lazygen gen`. `TorchChild.start()` launches a child
 that imports torch at once; meanwhile the parent loads the catalogue and the op list, and
 records which questions the planner will ask (`RecordingFacts`: a planning pass with
 optimistic answers, which asks every question the real pass can ask). The child answers
@@ -31,7 +31,7 @@ from lazygen.lazy.hand_written import Needs
 from lazygen.lazy.plan import BackendPlan, HandWritten, Param, ShapeFunction
 from lazygen.model.native_function import NativeFunction
 
-#: The child's program: torch first (the long part), the worker module after.
+#: The child's program: torch first (the long part), this module after.
 _BOOT = """\
 import json, os, sys
 out = os.fdopen(int(sys.argv[1]), "w")
@@ -40,7 +40,7 @@ if setup is not None:
     sys.path[:] = setup["path"]
     try:
         import torch
-        from lazygen.lazy.worker import serve
+        from lazygen.lazy.torch_child import serve
     except BaseException:
         out.write('{"failed": true}\\n')
         out.flush()
@@ -138,7 +138,7 @@ class PrefetchedFacts:
         return has_torchscript_builtin(kind, argument_types)
 
 
-class TorchWorker:
+class TorchChild:
     """The parent's handle on the child; every method returns None when the child cannot
     answer, and the caller then asks in-process."""
 
@@ -147,7 +147,7 @@ class TorchWorker:
         self._answers = answers
 
     @classmethod
-    def start(cls, hand_written: str | None) -> TorchWorker | None:
+    def start(cls, hand_written: str | None) -> TorchChild | None:
         """Launch the child (it starts importing torch at once), or None where unsupported."""
         if os.name != "posix":
             return None
@@ -164,9 +164,9 @@ class TorchWorker:
             return None
         finally:
             os.close(write_fd)
-        worker = cls(proc, os.fdopen(read_fd, "r"))
-        worker._send({"path": list(sys.path), "hand_written": hand_written})
-        return worker
+        child = cls(proc, os.fdopen(read_fd, "r"))
+        child._send({"path": list(sys.path), "hand_written": hand_written})
+        return child
 
     def _send(self, message: object) -> bool:
         try:

@@ -1,4 +1,4 @@
-"""The torch child process (`lazygen.lazy.worker`) gives exactly the in-process results."""
+"""The torch child process (`lazygen.lazy.torch_child`) gives exactly the in-process results."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import lazygen.lazy.worker as worker_module
+import lazygen.lazy.torch_child as torch_child
 from lazygen.lazy.meta import TorchFacts
 from lazygen.lazy.plan import build_plan
-from lazygen.lazy.worker import RecordingFacts, TorchWorker
+from lazygen.lazy.torch_child import RecordingFacts, TorchChild
 from lazygen.loaders.backend_yaml import load_backend
 from lazygen.loaders.native_yaml import NativeSources, load_catalogue
 from lazygen.pipeline import generate
@@ -27,20 +27,20 @@ def _same(a, b) -> None:
 
 
 def test_child_matches_in_process(config):
-    _same(generate(config, worker=True), generate(config, worker=False))
+    _same(generate(config, torch_child=True), generate(config, torch_child=False))
 
 
 def test_child_reports_hand_written_errors_like_in_process(config, tmp_path, monkeypatch):
     pkg = tmp_path / "hw_child"
-    shutil.copytree(CASE / "golden_basic_handwritten", pkg)
+    shutil.copytree(CASE / "golden_basic_hand_written", pkg)
     (pkg / "shape_functions.py").write_text("def compute_shape_topk(self):\n    return []\n")
     (pkg / "kernels.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path))
     bad = replace(config, hand_written="hw_child")
     try:
-        child = generate(bad, worker=True)
+        child = generate(bad, torch_child=True)
         assert child.errors and child.warnings
-        _same(child, generate(bad, worker=False))
+        _same(child, generate(bad, torch_child=False))
     finally:
         for name in list(sys.modules):
             if name.startswith("hw_child"):
@@ -48,8 +48,8 @@ def test_child_reports_hand_written_errors_like_in_process(config, tmp_path, mon
 
 
 def test_dead_child_falls_back_to_in_process(config, monkeypatch):
-    monkeypatch.setattr(worker_module, "_BOOT", "import sys")  # exits at once
-    _same(generate(config, worker=True), generate(config, worker=False))
+    monkeypatch.setattr(torch_child, "_BOOT", "import sys")  # exits at once
+    _same(generate(config, torch_child=True), generate(config, torch_child=False))
 
 
 def test_child_answers_as_torch_facts_on_the_ts_op_list():
@@ -57,7 +57,7 @@ def test_child_answers_as_torch_facts_on_the_ts_op_list():
     ops = load_backend(REPO / "yaml" / "builtin.yaml", catalogue)
     recording = RecordingFacts()
     build_plan(ops, catalogue, recording)
-    child = TorchWorker.start(None)
+    child = TorchChild.start(None)
     assert child is not None
     try:
         facts = child.facts(recording.request())

@@ -1,4 +1,4 @@
-"""``graph/eager.py``: a graph run op by op through ``torch.ops`` (what a step structure
+"""``graph/uncompiled.py``: a graph run op by op through ``torch.ops`` (what a step structure
 past its recompile budget runs), and the error that sends a graph it cannot run back to
 the compiler."""
 
@@ -10,7 +10,7 @@ import torch
 import lazygen.runtime as lr
 from lazygen.runtime import graph
 from lazygen.runtime.errors import LazyGraphError
-from lazygen.runtime.graph.eager import EagerGraph, NoEagerOp
+from lazygen.runtime.graph.uncompiled import NoTorchOverload, UncompiledGraph
 from lazygen.runtime.ir import DeviceData, Node, Shape, Value
 
 
@@ -27,7 +27,7 @@ def test_a_graph_runs_op_by_op_as_eager():
     y = (lazy.view(4, 3) * 2 + 1).relu().sum(dim=0)
     order, outputs = _graph_of(y)
     inputs = [node.materialize() for node in order if node.is_input]
-    (got,) = EagerGraph(order, outputs, torch.device("cpu")).run(inputs)
+    (got,) = UncompiledGraph(order, outputs, torch.device("cpu")).run(inputs)
     torch.testing.assert_close(got, (x.view(4, 3) * 2 + 1).relu().sum(dim=0))
     lr.mark_step()
 
@@ -45,8 +45,8 @@ class _Unknown(Node):
 def test_an_op_torch_does_not_know_is_named():
     data = DeviceData(torch.ones(2))
     node = _Unknown((Value(data, 0),), (), (Shape(torch.float32, (2,)),))
-    eager = EagerGraph([data, node], [Value(node, 0)], torch.device("cpu"))
+    eager = UncompiledGraph([data, node], [Value(node, 0)], torch.device("cpu"))
     with pytest.raises(LazyGraphError) as caught:
         eager.run([data.materialize()])
-    assert isinstance(caught.value.__cause__, NoEagerOp)
+    assert isinstance(caught.value.__cause__, NoTorchOverload)
     assert "mybackend::fused" in str(caught.value)

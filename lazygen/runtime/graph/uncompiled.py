@@ -1,10 +1,10 @@
 """Running a lazy graph op by op, uncompiled: what a step structure that exhausted its
 recompile budget does (``budget.py``) instead of compiling once more.
 
-``EagerContext`` is a ``LoweringContext`` whose values are tensors: every generated
+``UncompiledLoweringContext`` is a ``LoweringContext`` whose values are tensors: every generated
 ``lower()`` calls ``ctx.call(op, ...)``, which here runs ``torch.ops`` at once on the
 device data (torch tensors, as the eager fallback assumes too). An op torch does not know
-(a backend's non-native op) cannot run so: ``NoEagerOp``, and the graph is compiled after
+(a backend's non-native op) cannot run so: ``NoTorchOverload``, and the graph is compiled after
 all.
 """
 
@@ -20,11 +20,11 @@ from ..lowering_context import LoweringContext, overload_of
 from ..state import settings
 
 
-class NoEagerOp(LazygenRuntimeError):
+class NoTorchOverload(LazygenRuntimeError):
     """An op of the graph has no ``torch.ops`` overload to run uncompiled."""
 
 
-class EagerContext(LoweringContext):
+class UncompiledLoweringContext(LoweringContext):
     """Lowers a graph by running it: ``parameter`` takes the next input given."""
 
     def __init__(self, device: torch.device, inputs: list) -> None:
@@ -70,7 +70,7 @@ class EagerContext(LoweringContext):
     def call(self, op: str, args: list, kwargs: dict, num_outputs: int) -> list:
         overload = overload_of(op)
         if overload is None:
-            raise NoEagerOp(f"{op} has no torch.ops overload to run uncompiled")
+            raise NoTorchOverload(f"{op} has no torch.ops overload to run uncompiled")
         result = overload(*args, **kwargs)
         if num_outputs == 1 and not isinstance(result, tuple):
             return [result]
@@ -80,7 +80,7 @@ class EagerContext(LoweringContext):
         return list(value)[:count]
 
 
-class EagerGraph:
+class UncompiledGraph:
     """A graph run op by op each time (never cached: it holds the step's nodes)."""
 
     __slots__ = ("order", "outputs", "device")
@@ -91,7 +91,7 @@ class EagerGraph:
         self.device = device
 
     def run(self, inputs: list) -> list[torch.Tensor]:
-        ctx = EagerContext(self.device, inputs)
+        ctx = UncompiledLoweringContext(self.device, inputs)
         with torch.no_grad():
             ctx.lower_graph(self.order, self.outputs)
         return ctx.results

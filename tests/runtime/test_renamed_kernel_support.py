@@ -1,0 +1,29 @@
+"""``kernel_support.eager`` was renamed ``eager_fallback`` (one name for the eager
+fallback); code generated before the rename still runs, warning to regenerate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import lazygen.runtime as lr
+from lazygen.runtime import kernel_support as rt
+
+
+def test_the_old_name_runs_the_fallback_and_says_to_regenerate():
+    lr.init()
+    x = torch.arange(4.0).to("lazygen")
+    with pytest.warns(DeprecationWarning, match="regenerate"):
+        got = rt.eager(torch.ops.aten.ones_like.default, (x,), {"device": "cpu"})
+    assert got.device.type == "cpu"
+    assert torch.equal(got, torch.ones(4))
+
+
+def test_generated_code_uses_the_new_name():
+    from lazygen.runtime.builtin.generated import kernels
+
+    source = Path(kernels.__file__).read_text()
+    assert "rt.eager_fallback(" in source
+    assert "rt.eager(" not in source
