@@ -1,5 +1,7 @@
 """Run every benchmark and write docs/benchmarks.md with the tables and the command.
 
+The page's earlier runs move to bench/history/*.json first (``history.archive``).
+
     python bench/run_all.py [--repeats 3]
 
 Each benchmark prints its own table too; anchors (torchgen, torch._lazy, eager,
@@ -25,6 +27,7 @@ sys.path.insert(0, str(HERE))
 import trace  # noqa: E402
 
 import codegen  # noqa: E402
+import history  # noqa: E402
 import memory  # noqa: E402
 import optimizers  # noqa: E402
 import parse  # noqa: E402
@@ -75,14 +78,16 @@ def main() -> None:
         # Last: it initialises lazygen in this process (the others run it in children).
         capture(optimizers.main, ["--steps", "200"]),
     ]
+    if args.output.exists():  # its runs go to bench/history/ before the page is replaced
+        history.archive(args.output)
     header = (
-        "# Benchmarks\n\n"
-        f"Produced by `python bench/run_all.py --repeats {args.repeats}` on "
+        history.INTRO + f"Produced by `python bench/run_all.py --repeats {args.repeats}` on "
         f"{datetime.date.today().isoformat()} ({platform.machine()}, "
         f"{torch.get_num_threads()} threads available, torch {torch.__version__}, "
         f"Python {platform.python_version()}). Every anchor was measured in the same run.\n"
     )
     args.output.write_text(header + "".join(as_markdown(s) for s in sections))
+    history.archive(args.output)  # the new runs join the history; the page names them
     print(f"\nwrote {args.output}")
 
 

@@ -48,15 +48,18 @@ class LazygenGen(Command):
     defaults: dict[str, str | None] = {}
 
     def initialize_options(self) -> None:
+        """Start from the defaults ``lazygen_cmdclass`` was given (setuptools' hook)."""
         for option, _, _ in self.user_options:
             name = option.rstrip("=").replace("-", "_")
             setattr(self, name, self.defaults.get(name))
 
     def finalize_options(self) -> None:
+        """Check that the op list and the output directory are set (setuptools' hook)."""
         if not self.backend_yaml or not self.output_dir:
             raise ValueError("lazygen_gen needs backend_yaml and output_dir")
 
     def run(self) -> None:
+        """Generate the backend's sources from its op list (the ``lazygen_gen`` command)."""
         import importlib.util
 
         missing = [m for m in self.REQUIREMENTS if importlib.util.find_spec(m) is None]
@@ -106,8 +109,11 @@ class LazygenGen(Command):
         self.announce(f"lazygen: {config.output_dir}: {result.status}", level=2)
 
     def _flags_in_setup(self, text: str) -> str:
-        """Diagnostics name `lazygen gen`'s switches (`--skip-unknown-ops`); in a build
-        they are `"yes"` keywords of `lazygen_cmdclass` in setup.py, so say which."""
+        """Name the setup.py keywords behind the `lazygen gen` switches diagnostics mention.
+
+        Diagnostics name `lazygen gen`'s switches (`--skip-unknown-ops`); in a build they
+        are `"yes"` keywords of `lazygen_cmdclass` in setup.py, so say which.
+        """
         keywords = []
         for option, _, help_text in self.user_options:
             flag = "--" + option.rstrip("=")
@@ -125,6 +131,7 @@ class BuildPyWithLazygen(build_py):
     """`build_py` that regenerates the lazy sources first."""
 
     def run(self) -> None:
+        """Generate the backend's sources first, then do setuptools' step."""
         self.run_command("lazygen_gen")
         super().run()
 
@@ -133,6 +140,7 @@ class EggInfoWithLazygen(egg_info):
     """`egg_info` lists package files, so the generated package must exist by then."""
 
     def run(self) -> None:
+        """Generate the backend's sources first, then do setuptools' step."""
         self.run_command("lazygen_gen")
         super().run()
 

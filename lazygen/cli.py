@@ -29,6 +29,10 @@ EXIT_OK, EXIT_STALE, EXIT_USER_ERROR = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``lazygen`` argument parser: one sub-command per module of ``COMMANDS``.
+
+    The documentation's CLI reference is rendered from it.
+    """
     parser = argparse.ArgumentParser(
         prog="lazygen",
         description="Generate and check lazy-tensor backends from PyTorch's operator catalogue.",
@@ -46,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0, 1 (stale, for ``gen --check``), 2 (a user mistake, printed
+        one diagnostic per line) or 130 (interrupted).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):

@@ -18,12 +18,12 @@ if ! "$VPY" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "
   echo "[bootstrap] installing torch==2.13.0"
   pip_q torch==2.13.0
 fi
-# The project itself, editable, with its test extras and JAX (the jax backend's tests). Re-run only when pyproject changes.
+# The project itself, editable, with its test, docs (the site's strict build is a test) and JAX (the jax backend's tests). Re-run only when pyproject changes.
 stamp="$VENV/.lazygen-installed"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/setup.py" -nt "$stamp" ] \
    || ! "$VPY" -c 'import lazygen' 2>/dev/null; then
-  echo "[bootstrap] installing lazygen (editable) and its test and jax extras"
-  pip_q -e "$ROOT[test,jax]"
-  "$VPY" -c 'import lazygen, pytest, yaml, jinja2, black' && touch "$stamp"
+  echo "[bootstrap] installing lazygen (editable) and its test, docs and jax extras"
+  pip_q -e "$ROOT[test,docs,jax]"
+  "$VPY" -c 'import lazygen, pytest, yaml, jinja2, black, sphinx, myst_parser, matplotlib' && touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

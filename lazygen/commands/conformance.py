@@ -58,6 +58,15 @@ def _positive_float(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_target_arguments(parser)
+    _add_entry_arguments(parser)
+    add_catalogue_arguments(parser)
+    add_skip_unknown_argument(parser)
+
+
+def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to test and how: the op list, the backend, gradients or outputs, the dtype,
+    where the matrix goes, how many workers."""
     from lazygen.conformance.entries import DTYPES
 
     parser.add_argument(
@@ -82,6 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=_positive_int, default=1, metavar="N", help="worker processes at a time"
     )
+
+
+def _add_entry_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which entries run, how many samples each, how long each may take, how strict
+    the exit status is."""
     parser.add_argument(
         "--only",
         nargs="+",
@@ -128,8 +142,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="entries per worker process (default: balanced over --jobs, at most 40)",
     )
-    add_catalogue_arguments(parser)
-    add_skip_unknown_argument(parser)
 
 
 def _error(message: str, hint: str = "") -> LazygenError:
@@ -193,7 +205,6 @@ def _selection(args: argparse.Namespace, ops: list[str], opinfos, cases: list[st
 
 def run(args: argparse.Namespace) -> int:
     from lazygen.conformance import report
-    from lazygen.conformance.entries import DTYPES, cpu_entries
     from lazygen.conformance.runner import (
         DEFAULT_TIMEOUT,
         ConformanceSetupError,
@@ -210,35 +221,12 @@ def run(args: argparse.Namespace) -> int:
     )
     print_warnings(op_list.notices)
     ops = [str(e.name) for section in TESTED_SECTIONS for e in op_list.section(section)]
-    dtype = DTYPES[args.dtype]
-    opinfos = cpu_entries(dtype, args.grad)
-    cases: list[str] = []
-    if args.conversions:
-        from lazygen.conformance.conversions import conversion_cases
-
-        cases = [case.name for case in conversion_cases(args.grad)]
-    selection = _selection(args, ops, opinfos, cases, dtype)
-    if not selection.entries:
-        raise _error(
-            f"no OpInfo entry exercises the ops of {args.backend_yaml} in {args.dtype}",
-            "run them all with --all",
-        )
+    selection = _selected(args, ops)
     if args.list_only:
         _print_selection(selection)
         return 0
     total = len(selection.entries)
-    print(
-        f"conformance: {args.backend_yaml} (backend {op_list.backend}, {len(ops)} ops), "
-        f"{total} entries, {args.dtype}{' gradients' if args.grad else ''}, "
-        f"backend {_backend_name(args.backend)}, {args.jobs} job(s)",
-        flush=True,
-    )
-    if selection.unreached and not args.only:
-        print(
-            f"  no OpInfo entry exercises {len(selection.unreached)} op(s): "
-            + ", ".join(selection.unreached),
-            flush=True,
-        )
+    _announce(args, op_list.backend, ops, selection)
     done = 0
 
     def on_result(result) -> None:
@@ -265,19 +253,61 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     _print_summary(results, runner, elapsed, report, args)
     if args.json is not None:
-        data = report.matrix(
-            results,
-            backend=runner.backend_name or args.backend,
-            op_list=str(args.backend_yaml),
-            dtype=args.dtype,
-            grad=args.grad,
-            samples=config.samples,
-            ops={op: names for op, names in selection.ops.items()},
-            failures=runner.failures,
-        )
-        report.write_matrix(args.json, data)
-        print(f"wrote {args.json}")
+        _write_matrix(args, results, runner, config.samples, selection, report)
     return exit_status(results, bool(runner.failures), args.strict)
+
+
+def _selected(args: argparse.Namespace, ops: list[str]):
+    """The entries to run for the list's ``ops`` (``--only``, ``--all``, conversions), or
+    a clear error when none exercises them."""
+    from lazygen.conformance.entries import DTYPES, cpu_entries
+
+    dtype = DTYPES[args.dtype]
+    opinfos = cpu_entries(dtype, args.grad)
+    cases: list[str] = []
+    if args.conversions:
+        from lazygen.conformance.conversions import conversion_cases
+
+        cases = [case.name for case in conversion_cases(args.grad)]
+    selection = _selection(args, ops, opinfos, cases, dtype)
+    if not selection.entries:
+        raise _error(
+            f"no OpInfo entry exercises the ops of {args.backend_yaml} in {args.dtype}",
+            "run them all with --all",
+        )
+    return selection
+
+
+def _announce(args: argparse.Namespace, list_backend: str, ops: list[str], selection) -> None:
+    """The run's first lines: what runs where, and the list's ops no entry exercises."""
+    print(
+        f"conformance: {args.backend_yaml} (backend {list_backend}, {len(ops)} ops), "
+        f"{len(selection.entries)} entries, {args.dtype}{' gradients' if args.grad else ''}, "
+        f"backend {_backend_name(args.backend)}, {args.jobs} job(s)",
+        flush=True,
+    )
+    if selection.unreached and not args.only:
+        print(
+            f"  no OpInfo entry exercises {len(selection.unreached)} op(s): "
+            + ", ".join(selection.unreached),
+            flush=True,
+        )
+
+
+def _write_matrix(args, results, runner, samples: int, selection, report) -> None:
+    """``--json``: the result matrix, with what the run compared."""
+    data = report.matrix(
+        results,
+        backend=runner.backend_name or args.backend,
+        op_list=str(args.backend_yaml),
+        dtype=args.dtype,
+        grad=args.grad,
+        samples=samples,
+        ops={op: names for op, names in selection.ops.items()},
+        failures=runner.failures,
+    )
+    report.write_matrix(args.json, data)
+    print(f"wrote {args.json}")
 
 
 def exit_status(results, worker_failed: bool, strict: bool) -> int:

@@ -33,6 +33,7 @@ wider reference: they must pass `assert_close` (exact for integers and bools).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -253,9 +254,8 @@ def run_entry(
     dtype: torch.dtype = torch.float32,
     grad: bool = False,
 ) -> EntryResult:
-    """Classify ``opinfo`` (an OpInfo or anything shaped like one: ``name``,
-    ``variant_test_name``, ``sample_inputs``, ``__call__``, ``gradcheck_wrapper``) on the
-    lazy ``device`` whose fallbacks ``metrics`` counts."""
+    """Classify ``opinfo`` (an OpInfo or alike: ``name``, ``variant_test_name``, ``sample_inputs``,
+    ``__call__``, ``gradcheck_wrapper``) on lazy ``device``, whose fallbacks ``metrics`` counts."""
     name = entry_name(opinfo)
     outcomes: list[str] = []
     details: list[str] = []
@@ -266,18 +266,12 @@ def run_entry(
         samples = list(opinfo.sample_inputs("cpu", dtype, requires_grad=grad))
     except Exception as exc:  # the OpInfo itself cannot build samples here
         return EntryResult(name, "no_sample", 0, f"sample_inputs failed: {exc}")
-    ran = 0
-    random_only = False
+    ran, random_only = 0, False
     for sample in samples:
         if ran >= max_samples:
             break
         args = (sample.input, *sample.args)
-
-        def compute(args, kwargs, sample=sample):
-            if grad:
-                return gradients(opinfo, sample, args, kwargs, dtype)
-            return opinfo(*args, **kwargs)
-
+        compute = functools.partial(_compute, opinfo, sample, dtype if grad else None)
         try:
             torch.manual_seed(0)
             eager = compute(args, sample.kwargs)
@@ -285,18 +279,12 @@ def run_entry(
             continue
         ran += 1
         try:
-            lazy_args, lazy_kwargs = to_device((args, sample.kwargs), device)
-            metrics.reset()
-            torch.manual_seed(0)
-            lazy = to_cpu(compute(lazy_args, lazy_kwargs))
-            used = [n for n in metrics.counter_names() if n.startswith("aten::")]
+            lazy, used = _run_lazily(compute, args, sample.kwargs, device, metrics)
         except Exception as exc:
             outcomes.append("error")
             details.append(_message(exc))
             continue
-        difference = compare(lazy, eager, opinfo.name in UNINITIALISED)
-        if difference and _as_accurate_as_eager(compute, args, sample.kwargs, lazy, eager, dtype):
-            difference = ""
+        difference = _difference(opinfo.name, compute, args, sample.kwargs, lazy, eager, dtype)
         if difference and metrics.counter_value(SEED_DRAWS):
             # The backend draws its own random numbers (``Backend.random_numbers = "seed"``):
             # nothing to compare with eager's, so the sample does not count as run.
@@ -317,6 +305,38 @@ def run_entry(
             else "no sample ran eagerly"
         )
         return EntryResult(name, "no_sample", 0, why)
+    return _entry_result(name, outcomes, details, differences, fallbacks, ran)
+
+
+def _compute(opinfo, sample, grad_dtype, args, kwargs):
+    """The sample's outputs (``grad_dtype`` None), or its gradients in ``grad_dtype``."""
+    if grad_dtype is not None:
+        return gradients(opinfo, sample, args, kwargs, grad_dtype)
+    return opinfo(*args, **kwargs)
+
+
+def _difference(name: str, compute, args, kwargs, lazy, eager, dtype) -> str:
+    """How the lazy results differ from eager's ('' when they agree, or when eager's own
+    numerics would differ as much)."""
+    difference = compare(lazy, eager, name in UNINITIALISED)
+    if difference and _as_accurate_as_eager(compute, args, kwargs, lazy, eager, dtype):
+        return ""
+    return difference
+
+
+def _run_lazily(compute, args, kwargs, device, metrics) -> tuple[Any, list[str]]:
+    """The sample computed on the lazy ``device`` (its results back on the CPU), and the
+    ops that went through the eager fallback meanwhile."""
+    lazy_args, lazy_kwargs = to_device((args, kwargs), device)
+    metrics.reset()
+    torch.manual_seed(0)
+    lazy = to_cpu(compute(lazy_args, lazy_kwargs))
+    return lazy, [n for n in metrics.counter_names() if n.startswith("aten::")]
+
+
+def _entry_result(name, outcomes, details, differences, fallbacks, ran: int) -> EntryResult:
+    """The entry's outcome: its worst sample's, with the first detail and the largest
+    differences."""
     outcome = next(o for o in _WORST_FIRST if o in outcomes)
     detail = details[0] if details else ""
     max_abs = max_rel = None

@@ -7,13 +7,12 @@ a predicate, so this module never imports torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
 from lazygen.diagnostics import Diagnostic, Location
-from lazygen.lazy.arguments import ArgKind, UnsupportedArgument, python_name
-from lazygen.lazy.defaults import UnsupportedDefault, python_default
+from lazygen.lazy.arguments import ArgKind, UnsupportedArgument
+from lazygen.lazy.defaults import UnsupportedDefault
 from lazygen.lazy.ir_schema import (
     NATIVE_DEFAULTS,
     NON_NATIVE_DEFAULTS,
@@ -21,6 +20,7 @@ from lazygen.lazy.ir_schema import (
     resolve_properties,
     snake_name,
 )
+from lazygen.lazy.kernel_plan import Problems, check_returns, kernel_arguments, kernel_plan, param
 from lazygen.lazy.plan_model import (
     BackendPlan,
     HandWritten,
@@ -30,17 +30,7 @@ from lazygen.lazy.plan_model import (
 )
 from lazygen.model.native_function import Catalogue, NativeFunction
 from lazygen.model.op_list import BackendOpList
-from lazygen.model.schema import OperatorName, SchemaKind
-from lazygen.model.types import BaseTy, ListType, OptionalType
-
-#: Ops whose meta kernel cannot know the output shape (it depends on tensor values).
-DYNAMIC_SHAPE_TAG = "dynamic_output_shape"
-#: Base names whose output size depends on the *values* of Scalar/float arguments.
-_VALUE_SIZED = frozenset({"arange", "range", "linspace", "logspace"})
-
-
-class _Problems(Exception):
-    pass
+from lazygen.model.schema import OperatorName
 
 
 class Facts(Protocol):
@@ -167,9 +157,9 @@ def _native_nodes_and_kernels(
         if f.name in foreign:
             continue
         try:
-            _check_returns(f)
+            check_returns(f)
             node_for(f)
-        except (UnsupportedArgument, _Problems) as exc:
+        except (UnsupportedArgument, Problems) as exc:
             problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}", _UNSUPPORTED_HINT))
     for entry in ops.full_codegen:
         f = catalogue[entry.name]
@@ -179,8 +169,8 @@ def _native_nodes_and_kernels(
             warnings.append(_view_left_out(entry.name, entry.location, catalogue))
             continue
         try:
-            kernels.append(_kernel(f, catalogue, node_for, facts.has_meta))
-        except (UnsupportedArgument, UnsupportedDefault, _Problems) as exc:
+            kernels.append(kernel_plan(f, catalogue, node_for, facts.has_meta))
+        except (UnsupportedArgument, UnsupportedDefault, Problems) as exc:
             problems.append(Diagnostic(entry.location, f"{entry.name}: {exc}", _UNSUPPORTED_HINT))
     return list(nodes.values()), kernels
 
@@ -322,7 +312,7 @@ def _kernels_by_hand(entries, catalogue: Catalogue, foreign: set[OperatorName]):
         if e.name in foreign:
             continue
         try:
-            params = tuple(_param(a) for a in _kernel_arguments(catalogue[e.name]))
+            params = tuple(param(a) for a in kernel_arguments(catalogue[e.name]))
         except UnsupportedDefault:
             params = None  # a default lazygen cannot spell: the signature goes unchecked
         kernels.append(HandWritten(snake_name(e.name), str(e.name), e.location, None, params))
@@ -347,75 +337,6 @@ def _dedupe(items: list[ShapeFunction]) -> list[ShapeFunction]:
     for item in items:
         seen.setdefault(item.name, item)
     return sorted(seen.values(), key=lambda s: s.name)
-
-
-def _kernel(
-    f: NativeFunction,
-    catalogue: Catalogue,
-    node_for: Callable[[NativeFunction], LazyIrSchema],
-    has_meta: Callable[[NativeFunction], bool],
-) -> KernelPlan:
-    _check_returns(f)
-    kind = f.kind()
-    target: str | None = None
-    computed = f
-    if kind is SchemaKind.inplace:
-        target = _written(f)
-        functional = catalogue.group_of(f).functional
-        mode = "inplace"
-        if functional is not None:
-            computed = functional
-    elif kind is SchemaKind.out:
-        if len(f.func.arguments.out) != 1:
-            raise _Problems("out= ops with several outputs are not supported")
-        target, mode = f.func.arguments.out[0].name, "out"
-    elif kind is SchemaKind.functional:
-        mode = "functional"
-    else:
-        raise _Problems(f"{kind.value} ops (mutating inputs they do not return) are not supported")
-    node = node_for(computed)
-    params = tuple(_param(a) for a in _kernel_arguments(f))
-    base = computed.name.name.removeprefix("_")
-    value_dependent = base in _VALUE_SIZED or any(
-        str(a.type) in ("float[]", "float[]?") for a in computed.func.arguments.all
-    )
-    meta = DYNAMIC_SHAPE_TAG not in computed.tags and has_meta(computed)
-    return KernelPlan(f, node, params, mode, target, computed.name, meta, value_dependent)
-
-
-def _written(f: NativeFunction) -> str:
-    written = [a.name for a in f.func.arguments.all if a.is_write]
-    if len(written) != 1:
-        raise _Problems("in-place ops must write exactly one argument")
-    return written[0]
-
-
-def _kernel_arguments(f: NativeFunction):
-    args = f.func.arguments
-    return [(a, False) for a in args.positional] + [(a, True) for a in args.kwarg_only + args.out]
-
-
-def _param(item) -> Param:
-    arg, keyword_only = item
-    default = None if arg.default is None else python_default(arg.type, arg.default)
-    return Param(python_name(arg.name), keyword_only, default)
-
-
-def _check_returns(f: NativeFunction) -> None:
-    returns = f.func.returns
-    if not returns:
-        raise _Problems("returns nothing; lazy kernels need tensor results")
-    for r in returns:
-        t = r.type
-        if isinstance(t, OptionalType) or (
-            isinstance(t, ListType) and (len(returns) > 1 or str(t.elem) != "Tensor")
-        ):
-            raise _Problems(f"return type {t} is not supported (Tensor, tuple of Tensor, Tensor[])")
-        if not isinstance(t, ListType) and t.base().name is not BaseTy.Tensor:
-            raise _Problems(f"return type {t} is not a tensor")
-    for a in f.func.arguments.all:
-        if a.type.is_tensor_like() and isinstance(a.type, ListType) and a.is_write:
-            raise _Problems("writes a tensor list")
 
 
 def _check_names(nodes: list[LazyIrSchema], ops: BackendOpList, problems: list[Diagnostic]) -> None:

@@ -8,7 +8,6 @@ template.
 
 from __future__ import annotations
 
-import ast
 import difflib
 import re
 from importlib.metadata import PackageNotFoundError, version
@@ -17,8 +16,9 @@ from typing import Any
 
 from lazygen import renamed
 from lazygen.diagnostics import Diagnostic, LazygenError, Location, SchemaParseError
-from lazygen.loaders.located_yaml import LocatedDocument, load_located
+from lazygen.loaders.located_yaml import Collector, load_located
 from lazygen.loaders.native_yaml import NativeSources
+from lazygen.loaders.non_native_yaml import IDENTIFIER, non_native_section
 from lazygen.model.native_function import Catalogue
 from lazygen.model.op_list import (
     AUTOGRAD_CONFLICT_HINT,
@@ -27,8 +27,6 @@ from lazygen.model.op_list import (
     EXCLUSIVE_SECTIONS,
     GENERATOR_KEYS,
     IGNORED_KEYS,
-    NODE_PROPERTIES,
-    OLD_NON_NATIVE_KEYS,
     OP_SECTIONS,
     SHARED_SECTIONS,
     SYMINT_HOSTS,
@@ -37,46 +35,9 @@ from lazygen.model.op_list import (
     NonNativeEntry,
     OpEntry,
 )
-from lazygen.model.schema import FunctionSchema, OperatorName
+from lazygen.model.schema import OperatorName
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_OPKIND = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*$")
 _NAMESPACE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*$")
-_NON_NATIVE_KEYS = frozenset({"func", "opkind", "properties"})
-#: C++ spellings of schema types, as torchgen's early (2022) `non_native` entries wrote
-#: them (PyTorch's own ts_native_functions.yaml did), with the schema type to write.
-_CPP_TYPES = (
-    ("std::shared_ptr<BackendData>", None),
-    ("std::vector<int64_t>", "int[]"),
-    ("optional<at::ScalarType>", "ScalarType?"),
-    ("at::ScalarType", "ScalarType"),
-    ("at::Scalar", "Scalar"),
-    ("int64_t", "int"),
-)
-
-
-class _Collector:
-    """Accumulates diagnostics for one file, and the operators skipped as unknown."""
-
-    def __init__(self, doc: LocatedDocument, skip_unknown: bool = False):
-        self.doc = doc
-        self.skip_unknown = skip_unknown
-        self.problems: list[Diagnostic] = []
-        self.notices: list[Diagnostic] = []
-        self.skipped: list[tuple[str, int]] = []
-
-    def error(self, line: int, message: str, hint: str = "") -> None:
-        self.problems.append(Diagnostic(self.doc.location(line), message, hint))
-
-    def notice(self, line: int, message: str, hint: str = "") -> None:
-        self.notices.append(Diagnostic(self.doc.location(line), message, hint))
-
-    def unknown(self, line: int, op: OperatorName, message: str, hint: str) -> None:
-        """An operator this catalogue lacks: an error, or skipped with `skip_unknown`."""
-        if self.skip_unknown:
-            self.skipped.append((str(op), line))
-        else:
-            self.error(line, message, hint)
 
 
 def load_backend(
@@ -89,7 +50,7 @@ def load_backend(
     """
     renamed.check_op_list_path(path)
     doc = load_located(path, "backend op list")
-    out = _Collector(doc, skip_unknown)
+    out = Collector(doc, skip_unknown)
     data = doc.data
     if data is None:
         raise LazygenError.at(
@@ -120,7 +81,7 @@ def load_backend(
     sections = {name: _op_section(name, data, catalogue, out) for name in OP_SECTIONS}
     _check_membership(sections, out)
     sections["symint"] = _hosted_symint(sections, out)
-    non_native = _non_native_section(data, out)
+    non_native = non_native_section(data, out)
     if out.problems:
         raise LazygenError(out.problems)
     if out.skipped:
@@ -135,7 +96,7 @@ def load_backend(
     )
 
 
-def _generator_key(key: str, out: _Collector) -> None:
+def _generator_key(key: str, out: Collector) -> None:
     """A key of torch-mlir's op-list generator input, not of an op list."""
     out.error(
         out.doc.key_lines.get(key, 0),
@@ -169,7 +130,7 @@ def catalogue_name(source: str) -> str:
     return path.name
 
 
-def _ignored_keys(data: dict, out: _Collector) -> None:
+def _ignored_keys(data: dict, out: Collector) -> None:
     """torchgen's C++-only keys: type-checked as torchgen does, then noted as ignored."""
     for key, why in IGNORED_KEYS.items():
         if key not in data:
@@ -179,7 +140,7 @@ def _ignored_keys(data: dict, out: _Collector) -> None:
         if key in BOOLEAN_KEYS and not isinstance(value, bool):
             out.error(line, f"'{key}' must be true or false, not {value!r}", f"write '{key}: true'")
             continue
-        if key == "class_name" and not (isinstance(value, str) and _IDENTIFIER.match(value)):
+        if key == "class_name" and not (isinstance(value, str) and IDENTIFIER.match(value)):
             out.error(line, f"class_name {value!r} is not an identifier", "use letters, digits, _")
             continue
         if key == "extra_headers" and not (
@@ -195,21 +156,19 @@ def _known_keys() -> str:
     return ", ".join(sorted(TOP_LEVEL_KEYS))
 
 
-def _backend_name(data: dict, out: _Collector) -> str:
+def _backend_name(data: dict, out: Collector) -> str:
     backend = data.get("backend")
     line = out.doc.key_lines.get("backend", 1)
     if backend is None:
         out.error(1, "missing 'backend: <Name>'", "name the backend, e.g. 'backend: Lazy'")
         return ""
-    if not isinstance(backend, str) or not _IDENTIFIER.match(backend):
+    if not isinstance(backend, str) or not IDENTIFIER.match(backend):
         out.error(line, f"backend name {backend!r} is not an identifier", "use letters, digits, _")
         return ""
     return backend
 
 
-def _op_section(
-    name: str, data: dict, catalogue: Catalogue, out: _Collector
-) -> tuple[OpEntry, ...]:
+def _op_section(name: str, data: dict, catalogue: Catalogue, out: Collector) -> tuple[OpEntry, ...]:
     raw = data.get(name)
     if raw is None:
         return ()
@@ -239,7 +198,7 @@ def _op_section(
 
 
 def _resolve(
-    item: Any, catalogue: Catalogue, out: _Collector, line: int, section: str
+    item: Any, catalogue: Catalogue, out: Collector, line: int, section: str
 ) -> OperatorName | None:
     if not isinstance(item, str):
         out.error(
@@ -298,7 +257,7 @@ def _unknown_operator(op: OperatorName, catalogue: Catalogue) -> tuple[str, str]
     return f"unknown operator '{op}' (not in {where}: misspelt, or renamed or removed)", hint
 
 
-def _check_membership(sections: dict[str, tuple[OpEntry, ...]], out: _Collector) -> None:
+def _check_membership(sections: dict[str, tuple[OpEntry, ...]], out: Collector) -> None:
     """Each pair of sections one operator is in must be a pair torchgen gives a meaning to."""
     homes: dict[OperatorName, list[str]] = {}
     for section in EXCLUSIVE_SECTIONS:
@@ -317,9 +276,7 @@ def _check_membership(sections: dict[str, tuple[OpEntry, ...]], out: _Collector)
             earlier.append(section)
 
 
-def _hosted_symint(
-    sections: dict[str, tuple[OpEntry, ...]], out: _Collector
-) -> tuple[OpEntry, ...]:
+def _hosted_symint(sections: dict[str, tuple[OpEntry, ...]], out: Collector) -> tuple[OpEntry, ...]:
     """The `symint` entries some kernel section names; the others have no effect, and are
     noted (torchgen only looks a `symint` name up among the kernels it generates, so it
     accepts them silently: torch-mlir's list names `view`, which none of its sections do)."""
@@ -336,132 +293,6 @@ def _hosted_symint(
             "add it to one of them, or remove it from symint",
         )
     return tuple(kept)
-
-
-def _non_native_section(data: dict, out: _Collector) -> tuple[NonNativeEntry, ...]:
-    raw = data.get("non_native")
-    if raw is None:
-        return ()
-    key_line = out.doc.key_lines.get("non_native", 0)
-    if not isinstance(raw, list):
-        out.error(
-            key_line,
-            "section 'non_native' must be a list",
-            "write one '- func: <schema>' entry per operator",
-        )
-        return ()
-    lines = out.doc.nested_item_lines.get("non_native", ())
-    entries: list[NonNativeEntry] = []
-    seen: dict[OperatorName, int] = {}
-    for index, item in enumerate(raw):
-        line = lines[index] if index < len(lines) else key_line
-        entry = _non_native_entry(item, out, line)
-        if entry is None:
-            continue
-        if entry.func.name in seen:
-            out.error(
-                line,
-                f"non_native {entry.func.name} declared twice (first at line {seen[entry.func.name]})",
-                "delete or rename one of them",
-            )
-            continue
-        seen[entry.func.name] = line
-        entries.append(entry)
-    return tuple(entries)
-
-
-def _non_native_entry(item: Any, out: _Collector, line: int) -> NonNativeEntry | None:
-    if not isinstance(item, dict):
-        out.error(line, "non_native entry is not a mapping", "write '- func: <schema>'")
-        return None
-    for key in sorted(str(k) for k in item if k in OLD_NON_NATIVE_KEYS):
-        out.error(
-            line,
-            f"'{key}' is a key of torchgen's early (2022) non_native entries, since "
-            "replaced by 'properties'",
-            OLD_NON_NATIVE_KEYS[key],
-        )
-    unknown = sorted(str(k) for k in item if k not in _NON_NATIVE_KEYS | OLD_NON_NATIVE_KEYS.keys())
-    if unknown:
-        out.error(
-            line,
-            f"unknown key(s) in non_native entry: {', '.join(unknown)}",
-            "allowed: func, opkind, properties",
-        )
-    func_text = item.get("func")
-    if not isinstance(func_text, str):
-        out.error(line, "non_native entry has no schema", "add 'func: <schema>'")
-        return None
-    try:
-        func = FunctionSchema.parse(func_text.strip())
-    except SchemaParseError as exc:
-        out.error(line, f"non_native schema does not parse: {exc}", _schema_hint(func_text))
-        return None
-    for arg in func.arguments.all:
-        if arg.default is not None and not _is_plain_default(arg.default):
-            out.error(
-                line,
-                f"default {arg.default!r} of {func.name}'s argument {arg.name} is not a literal",
-                "defaults must be literals (1, 0.5, [0, 1], 'mean') or names such as None, Mean",
-            )
-            return None
-    opkind = item.get("opkind")
-    if opkind is not None and not (isinstance(opkind, str) and _OPKIND.match(opkind)):
-        out.error(
-            line,
-            f"opkind {opkind!r} is not a symbol",
-            "use a name like 'ltc_cast' or 'aten::expand'",
-        )
-        return None
-    raw_props = item.get("properties") or []
-    if not isinstance(raw_props, list):
-        out.error(line, "'properties' is not a list", "write one '- PropertyName' per line")
-        return None
-    props = []
-    for prop in raw_props:
-        if not isinstance(prop, str) or prop not in NODE_PROPERTIES:
-            near = difflib.get_close_matches(str(prop), sorted(NODE_PROPERTIES), n=1)
-            hint = (
-                f"did you mean '{near[0]}'?"
-                if near
-                else "known: " + ", ".join(sorted(NODE_PROPERTIES))
-            )
-            out.error(line, f"unknown property {prop!r} on {func.name}", hint)
-            continue
-        props.append(prop)
-    return NonNativeEntry(func, out.doc.location(line), opkind, frozenset(props))
-
-
-def _schema_hint(text: str) -> str:
-    """What to write instead of the C++ types early torchgen lists used in schemas."""
-    found = []
-    for cpp, schema in _CPP_TYPES:  # longest spellings first: each part of the text once
-        if cpp in text:
-            found.append((cpp, schema))
-            text = text.replace(cpp, " ")
-    if not found:
-        return "fix the schema text"
-    fixes = [f"{cpp} -> {schema}" for cpp, schema in found if schema]
-    parts = [f"write schema types, as torchgen has read since 2022: {', '.join(fixes)}"] * bool(
-        fixes
-    )
-    if any(schema is None for _, schema in found):
-        parts.append(
-            "a node holding BackendData is the runtime's own device data node: leave the "
-            "entry out"
-        )
-    return "; ".join(parts)
-
-
-def _is_plain_default(text: str) -> bool:
-    """A literal or a bare named constant: nothing that could run when generated code loads."""
-    if _IDENTIFIER.match(text):
-        return True
-    try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
 
 
 def location_of(entry: OpEntry | NonNativeEntry) -> Location:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lazygen.diagnostics import LazygenError, Location
+from lazygen.diagnostics import Diagnostic, LazygenError, Location
+from lazygen.model.schema import OperatorName
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -118,3 +119,27 @@ def load_located(path: str | Path, what: str, text: str | None = None) -> Locate
             if isinstance(value_node, yaml.SequenceNode):
                 nested[key] = tuple(item.start_mark.line + 1 for item in value_node.value)
     return LocatedDocument(source, data, item_lines, key_lines, nested)
+
+
+class Collector:
+    """Accumulates diagnostics for one file, and the operators skipped as unknown."""
+
+    def __init__(self, doc: LocatedDocument, skip_unknown: bool = False):
+        self.doc = doc
+        self.skip_unknown = skip_unknown
+        self.problems: list[Diagnostic] = []
+        self.notices: list[Diagnostic] = []
+        self.skipped: list[tuple[str, int]] = []
+
+    def error(self, line: int, message: str, hint: str = "") -> None:
+        self.problems.append(Diagnostic(self.doc.location(line), message, hint))
+
+    def notice(self, line: int, message: str, hint: str = "") -> None:
+        self.notices.append(Diagnostic(self.doc.location(line), message, hint))
+
+    def unknown(self, line: int, op: OperatorName, message: str, hint: str) -> None:
+        """An operator this catalogue lacks: an error, or skipped with `skip_unknown`."""
+        if self.skip_unknown:
+            self.skipped.append((str(op), line))
+        else:
+            self.error(line, message, hint)

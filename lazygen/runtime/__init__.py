@@ -62,6 +62,7 @@ __all__ = [
     "mark_step",
     "metrics",
     "register_backend",
+    "reset",
     "set_device_backend",
     "state",
     "sync",
@@ -80,8 +81,9 @@ def init(
     dynamic_shapes: bool | None = None,
     device_count: int | None = None,
 ) -> None:
-    """Set the lazy device up once per process (later calls with no arguments, or the same
-    ones, do nothing).
+    """Set the lazy device up once per process.
+
+    Later calls with no arguments, or the same ones, do nothing.
 
     ``backend``: a registered name (``"torchscript"``, the default; ``"inductor"``; ``"fx"``;
     a third-party one), or a ``Backend`` instance; else ``LAZYGEN_BACKEND``. With neither,
@@ -148,9 +150,11 @@ def _check_same(backend, name: str) -> None:
 
 
 def set_device_backend(index: int, backend: str | Backend) -> Backend:
-    """Run ``<device>:<index>`` on another backend (before that index holds tensors): e.g.
-    ``lazygen:0`` on TorchScript and ``lazygen:1`` on inductor. The two backends must trace
-    with the same kernel tables (the built-in ones do). Returns the backend."""
+    """Run ``<device>:<index>`` on another backend (before that index holds tensors).
+
+    E.g. ``lazygen:0`` on TorchScript and ``lazygen:1`` on inductor. The two backends must
+    trace with the same kernel tables (the built-in ones do). Returns the backend.
+    """
     init()
     chosen = make_backend(backend, BUILTIN)
     dispatch.install_tables(_backend_registry.kernel_tables_of(chosen))
@@ -182,10 +186,32 @@ def device(index: int = 0) -> torch.device:
 
 
 def mark_step(device: str = "", wait: bool = False) -> None:
-    """Cut the trace: launch a graph materialising every live lazy tensor with pending IR,
-    then run step closures. The graph runs while the program goes on tracing (reads of its
-    results wait for it); ``wait=True`` returns only once it ran, raising any failure."""
+    """Cut the trace: launch a graph materialising every live lazy tensor with pending IR.
+
+    Then run step closures. The graph runs while the program goes on tracing (reads of its
+    results wait for it); ``wait=True`` returns only once it ran, raising any failure.
+    """
     executor.mark_step(device_from(device) if device else None, wait=wait)
+
+
+def reset(sync: bool = True) -> None:
+    """Put the runtime back as ``init()`` left it, keeping the device and its backend.
+
+    Compiled graphs, IR caches, counters, step closures and settings changed through
+    ``config`` go back to their start (each module's state is declared with
+    ``state.register``; ``tests/architecture/test_state_ownership.py`` keeps it so).
+    Lazy tensors that exist keep their values: with ``sync=True`` (the default) the
+    pending IR of every device is run first and waited for, so no tensor is left
+    pointing at a graph the reset forgot. ``sync=False`` skips that, for a process that
+    holds no lazy tensor it still needs (the tests' isolation).
+
+    Args:
+        sync: Run and wait for pending IR before resetting.
+    """
+    if sync:
+        for lazy_device in all_devices():
+            executor.mark_step(lazy_device, wait=True)
+    state.reset()
 
 
 def wait_device_ops(devices=None) -> None:
@@ -208,10 +234,11 @@ def sync(tensors) -> None:
 def to_cpu(tensors, devices=None) -> list[torch.Tensor]:
     """CPU copies of lazy tensors; other objects pass through.
 
-    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device``s or
+    ``devices`` (as in ``torch._lazy``): the lazy devices (names, ``torch.device`` objects or
     indices) whose tensors are synced together first, one graph per device, and whose
     graphs in flight are waited for; by default every device of the given tensors. A
-    tensor on another lazy device is synced on its own when it is copied."""
+    tensor on another lazy device is synced on its own when it is copied.
+    """
     tensors = list(tensors)
     if devices is None:
         sync(tensors)
@@ -234,11 +261,14 @@ def _lazy(tensors) -> list[torch.Tensor]:
 
 
 def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
-    """Compile every graph reading ``tensor`` (as it is now) for all sizes at once, rather
-    than for its sizes first: ``dim`` changes from step to step (Dynamo's
-    ``torch._dynamo.mark_dynamic``). Turns dynamic shapes on (``config.set_dynamic_shapes``).
-    A graph is compiled for all sizes as a whole, so marking one dimension makes all of its
-    sizes inputs; int attributes (a ``dim``, a ``topk``'s ``k``) stay compiled in."""
+    """Compile every graph reading ``tensor`` (as it is now) for all sizes at once.
+
+    Use it when ``dim`` changes from step to step (Dynamo's ``torch._dynamo.mark_dynamic``),
+    rather than compiling for its sizes first. Turns dynamic shapes on
+    (``config.set_dynamic_shapes``). A graph is compiled for all sizes as a whole, so
+    marking one dimension makes all of its sizes inputs; int attributes (a ``dim``, a
+    ``topk``'s ``k``) stay compiled in.
+    """
     if not (isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type):
         where = tensor.device if isinstance(tensor, torch.Tensor) else type(tensor).__name__
         raise TypeError(
@@ -250,10 +280,12 @@ def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
 
 
 def add_step_closure(closure, args=(), run_async: bool = False) -> None:
-    """Run ``closure(*args)`` after the next ``mark_step``, once the step's tensors are
-    materialised: in ``mark_step`` itself, or with ``run_async`` on lazygen's closure thread
-    once the step's graphs ran, while the program goes on (an exception it raises comes out
-    of the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``."""
+    """Run ``closure(*args)`` once the next ``mark_step``'s tensors are materialised.
+
+    It runs in ``mark_step`` itself, or with ``run_async`` on lazygen's closure thread once
+    the step's graphs ran, while the program goes on (an exception it raises comes out of
+    the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``.
+    """
     step_closures.add(closure, args, run_async)
 
 

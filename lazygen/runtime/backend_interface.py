@@ -1,5 +1,4 @@
-"""The interface between lazygen's backend-neutral core and a backend, and how backends are
-found by name.
+"""The interface between lazygen's backend-neutral core and its backends, found by name.
 
 A backend decides where device data lives, turns a post-ordered IR graph into something it
 can run (through a ``LoweringContext`` that every generated ``lower()`` speaks), runs it,
@@ -39,25 +38,31 @@ from .state import settings
 
 
 class without_autograd:
-    """``torch.no_grad()`` for a backend's ``execute``, set with the C switch directly: a
-    graph runs on device data that no autograd graph records, and ``torch.no_grad()``, a
-    Python context manager with a decorator's machinery, costs about 2 us a call, a tenth
-    of a tiny graph's run (a replayed ``torch.compile`` step runs two)."""
+    """``torch.no_grad()`` for a backend's ``execute``, set with the C switch directly.
+
+    A graph runs on device data that no autograd graph records, and ``torch.no_grad()``, a
+    Python context manager with a decorator's machinery, costs about 2 us a call, a tenth of
+    a tiny graph's run (a replayed ``torch.compile`` step runs two).
+    """
 
     __slots__ = ("previous",)
 
     def __enter__(self) -> None:
+        """Turn autograd off, remembering its state."""
         self.previous = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
 
     def __exit__(self, *exc_info) -> None:
+        """Put autograd's state back."""
         torch._C._set_grad_enabled(self.previous)
 
 
 @functools.cache
 def _plain_dispatch_keys() -> tuple[torch._C.DispatchKeySet, torch._C.DispatchKeySet]:
-    """The dispatcher's thread-local included and excluded keys of a thread that is in no
-    kernel: read once on a new thread (a thread's keys start at their defaults)."""
+    """The dispatcher's thread-local included and excluded keys of a thread in no kernel.
+
+    Read once on a new thread (a thread's keys start at their defaults).
+    """
     found: list = []
     reader = threading.Thread(
         target=lambda: found.extend(
@@ -71,16 +76,18 @@ def _plain_dispatch_keys() -> tuple[torch._C.DispatchKeySet, torch._C.DispatchKe
 
 @contextlib.contextmanager
 def outside_dispatch() -> Iterator[None]:
-    """Inside the block, torch dispatches as it does from plain Python: the thread's
-    included and excluded dispatch keys at their defaults and no ``TorchDispatchMode``
-    active.
+    """Inside the block, torch dispatches as it does from plain Python.
+
+    The thread's included and excluded dispatch keys are at their defaults and no
+    ``TorchDispatchMode`` is active.
 
     A backend that traces with torch while compiling (Inductor: aot_autograd's trace) needs
     it: the core compiles a graph wherever the program first needs its results, and a host
     read (``.cpu()``, ``.item()``) does so inside the lazy tensor's ``__torch_dispatch__``,
     where autograd and functionalization are excluded. There, aot's trace skipped the
     decompositions torch registers at the autograd key (``upsample_bilinear2d``'s), so one
-    graph compiled differently when read than after ``mark_step()``."""
+    graph compiled differently when read than after ``mark_step()``.
+    """
     include, exclude = _plain_dispatch_keys()
     with torch._C._ForceDispatchKeyGuard(include, exclude), _disable_current_modes():
         yield
@@ -91,10 +98,13 @@ ENTRY_POINT_GROUP = "lazygen.backends"
 
 @dataclass(frozen=True)
 class KernelTables:
-    """What traces ops for a backend: kernels by ``torch.ops`` overload (generated and
-    hand-written ``supported`` ones), autograd kernels (the op list's ``autograd``
-    section), IR node classes by ``op_name``, and wrappers the runtime puts around
-    whichever kernel an op ends up with (``op -> (kernel -> kernel)``)."""
+    """What traces ops for a backend.
+
+    Kernels by ``torch.ops`` overload (generated and hand-written ``supported`` ones),
+    autograd kernels (the op list's ``autograd`` section), IR node classes by ``op_name``,
+    and wrappers the runtime puts around whichever kernel an op ends up with (``op ->
+    (kernel -> kernel)``).
+    """
 
     kernels: dict = field(default_factory=dict)
     autograd_kernels: dict = field(default_factory=dict)
@@ -107,11 +117,13 @@ class KernelTables:
     def from_module(
         cls, module_name: str | ModuleType, wrappers: dict | None = None
     ) -> KernelTables:
-        """The tables of a generated ``registration`` module (``KERNELS``,
-        ``AUTOGRAD_KERNELS``, ``NODE_CLASSES``, ``COUNTER_ALIASES``), given by name or
-        imported (``from .generated import registration``, which the import graph sees). A
-        module that is not one is an error: read as empty tables, every op would silently
-        run eagerly."""
+        """The tables of a generated ``registration`` module, given by name or imported.
+
+        The tables are ``KERNELS``, ``AUTOGRAD_KERNELS``, ``NODE_CLASSES`` and
+        ``COUNTER_ALIASES``; an imported module (``from .generated import registration``) is
+        one the import graph sees. A module that is not one is an error: read as empty
+        tables, every op would silently run eagerly.
+        """
         if isinstance(module_name, ModuleType):
             return cls._from_registration(module_name.__name__, module_name, wrappers)
         try:
@@ -163,9 +175,12 @@ def _renamed_hint(module_name: str) -> str:
 
 
 class Backend(ABC):
-    """A lazy backend. Subclasses implement the abstract methods; the others have defaults
-    that suit backends whose device data are torch tensors eager ops can run on (the eager
-    fallback runs ops on device data as it is)."""
+    """A lazy backend.
+
+    Subclasses implement the abstract methods; the others have defaults that suit backends
+    whose device data are torch tensors eager ops can run on (the eager fallback runs ops on
+    device data as it is).
+    """
 
     #: The name it is registered under (``init(backend=name)``).
     name: str = ""
@@ -175,8 +190,8 @@ class Backend(ABC):
     #: True when ``launch`` starts a run and returns at once (``mark_step`` then returns
     #: while the graph runs); False: every graph runs synchronously through ``execute``.
     asynchronous: bool = False
-    #: True when graphs may hold torch's functional collectives (``_c10d_functional::
-    #: all_reduce`` ... then ``wait_tensor``, lowered through ``ctx.call`` like any op) and
+    #: True when graphs may hold torch's functional collectives
+    #: (``_c10d_functional::all_reduce`` ... then ``wait_tensor``, lowered through ``ctx.call`` like any op) and
     #: run them; False: each collective on a lazy tensor cuts the graph and runs eagerly
     #: on the device data (see ``lazygen.runtime.distributed``).
     collectives_in_graph: bool = False
@@ -217,11 +232,14 @@ class Backend(ABC):
     # needs a dtype (``ctx.output_dtype()``, ``ctx.number_dtype(v)``).
 
     def refused_ops(self) -> dict:
-        """Ops this backend cannot run inside a graph, each mapped to None (always) or to a
-        predicate ``(op, args, kwargs) -> bool`` (this call): on this backend's devices each
-        such call cuts the graph and runs eagerly, counted and listed as refused in
-        ``metrics.fallback_report()`` (see ``lazygen.runtime.tracing.refusals`` for the keys). Read
-        once, when the backend is installed; none by default."""
+        """Ops this backend cannot run inside a graph.
+
+        Each is mapped to None (always) or to a predicate ``(op, args, kwargs) -> bool``
+        (this call): on this backend's devices each such call cuts the graph and runs
+        eagerly, counted and listed as refused in ``metrics.fallback_report()`` (see
+        ``lazygen.runtime.tracing.refusals`` for the keys). Read once, when the backend is
+        installed; none by default.
+        """
         return {}
 
     # Kernel tables ------------------------------------------------------------------------
@@ -237,9 +255,12 @@ class Backend(ABC):
         return torch.device(settings.backing_device)
 
     def to_data(self, tensor: torch.Tensor, device: torch.device) -> Any:
-        """Device data for ``tensor`` on ``device`` (this backend's data device): contiguous;
-        may be ``tensor`` itself, or share its memory, when it already is (callers copy what
-        they must not share). With ``torch_data`` false, the backend's own data object."""
+        """Device data for ``tensor`` on ``device`` (this backend's data device).
+
+        The data are contiguous; they may be ``tensor`` itself, or share its memory, when it
+        already is contiguous (callers copy what they must not share). With ``torch_data``
+        false, they are the backend's own data object.
+        """
         if tensor.device != device:
             tensor = tensor.to(device)
         return tensor if tensor.is_contiguous() else tensor.contiguous()
@@ -247,9 +268,12 @@ class Backend(ABC):
     def from_data(
         self, data: Any, device: torch.device | str = "cpu", copy: bool = True
     ) -> torch.Tensor:
-        """Device data as a torch tensor on ``device`` (the host by default): a copy, or with
-        ``copy=False`` a tensor that may share the data's memory (DLPack), which the core
-        only reads (it asks so only of backends whose ``torch_data`` is false)."""
+        """Device data as a torch tensor on ``device`` (the host by default).
+
+        A copy, or with ``copy=False`` a tensor that may share the data's memory (DLPack),
+        which the core only reads (it asks so only of backends whose ``torch_data`` is
+        false).
+        """
         if not copy and data.device == torch.device(device):
             return data
         return data.to(device, copy=True)
@@ -261,8 +285,11 @@ class Backend(ABC):
         """A fresh context for one graph whose data lives on ``device``."""
 
     def lower(self, order: list[Node], outputs: list[Value], device: torch.device):
-        """Lower a post-ordered graph: its inputs become parameters in order, every other
-        node goes through its ``lower()``, ``outputs`` become the results."""
+        """Lower a post-ordered graph.
+
+        Its inputs become parameters in order, every other node goes through its
+        ``lower()``, ``outputs`` become the results.
+        """
         ctx = self.lowering_context(device)
         ctx.lower_graph(order, outputs)
         return ctx
@@ -273,31 +300,42 @@ class Backend(ABC):
 
         Called wherever the program first needs the graph's results, which may be inside a
         lazy tensor's ``__torch_dispatch__`` (a host read): a backend that traces with torch
-        while compiling does so under ``outside_dispatch()``."""
+        while compiling does so under ``outside_dispatch()``.
+        """
 
     @abstractmethod
     def execute(self, executable: Any, inputs: list) -> list:
-        """Run it on its inputs (device data, 0-dim scalar tensors, generators or seeds, in
-        the order of ``LoweringContext.parameters``); one result per output: a tensor, or
-        with ``torch_data`` false the backend's data object (of the output's dtype)."""
+        """Run ``executable`` on its inputs; one result per output.
+
+        The inputs are device data, 0-dim scalar tensors, generators or seeds, in the order
+        of ``LoweringContext.parameters``. Each result is a tensor, or with ``torch_data``
+        false the backend's data object (of the output's dtype).
+        """
 
     def execute_donating(self, executable: Any, inputs: list, dead: frozenset[int]) -> list:
-        """``execute``, told that nothing reads ``inputs[i]`` for ``i`` in ``dead`` after
-        this run (only called when ``donates_inputs``): their memory may hold the results.
-        Inputs not in ``dead`` must stay readable."""
+        """``execute``, told that nothing reads ``inputs[i]`` after this run.
+
+        For ``i`` in ``dead`` (only called when ``donates_inputs``) the inputs' memory may
+        hold the results; inputs not in ``dead`` must stay readable.
+        """
         return self.execute(executable, inputs)
 
     def runner(self, executable: Any) -> Callable[[list], list]:
-        """``run(inputs)``: what ``execute(executable, inputs)`` does, for callers that run
-        one executable many times (the ``torch.compile`` replay asks once per graph). A
-        backend whose executable has a shorter path than ``execute`` returns that: each
-        layer of Python calls costs about a microsecond, which a tiny graph's run feels."""
+        """``run(inputs)``: what ``execute(executable, inputs)`` does.
+
+        It serves callers that run one executable many times (the ``torch.compile`` replay
+        asks once per graph). A backend whose executable has a shorter path than ``execute``
+        returns that: each layer of Python calls costs about a microsecond, which a tiny
+        graph's run feels.
+        """
         return functools.partial(self.execute, executable)
 
     def launch(self, executable: Any, inputs: list) -> Any:
-        """Start a run and return a handle whose ``wait()`` returns what ``execute`` would
-        (only called when ``asynchronous``). Never let the worker drop the last reference to
-        a tensor that has a Python object (see ``launches.py``)."""
+        """Start a run and return a handle whose ``wait()`` returns what ``execute`` would.
+
+        Only called when ``asynchronous``. Never let the worker drop the last reference to a
+        tensor that has a Python object (see ``launches.py``).
+        """
         raise NotImplementedError(f"backend {self.name!r} runs graphs synchronously")
 
     def dump(self, order: list[Node], outputs: list[Value], device: torch.device) -> str:
@@ -339,8 +377,11 @@ _registered: dict[str, Callable[[], Backend]] = {}
 
 
 def register_backend(name: str, factory: Callable[[], Backend]) -> None:
-    """Make ``name`` usable in ``init(backend=name)`` and ``LAZYGEN_BACKEND`` in this process
-    (ahead of built-in and entry-point backends of the same name)."""
+    """Make ``name`` usable in ``init(backend=name)`` and ``LAZYGEN_BACKEND``.
+
+    The registration holds in this process, ahead of built-in and entry-point backends of the
+    same name.
+    """
     _registered[name] = factory
 
 
@@ -353,6 +394,7 @@ def _load(target: str) -> Callable[[], Backend]:
 
 
 def available_backends(builtin: dict[str, str]) -> list[str]:
+    """Names of every backend ``init`` can take: registered, built in or installed."""
     names = set(_registered) | set(builtin)
     names |= {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
     return sorted(names)
@@ -387,9 +429,12 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
 
 
 def _load_builtin(name: str, builtin: dict[str, str]) -> Callable[[], Backend]:
-    """A built-in backend's class. One that does not import in this environment (its
-    library missing, a torch built without what it needs) is named with the reason and
-    the other choices, instead of a bare ImportError from deep inside it."""
+    """A built-in backend's class.
+
+    One that does not import in this environment (its library missing, a torch built without
+    what it needs) is named with the reason and the other choices, instead of a bare
+    ImportError from deep inside it.
+    """
     try:
         return _load(builtin[name])
     except (ImportError, AttributeError) as error:
@@ -401,10 +446,12 @@ def _load_builtin(name: str, builtin: dict[str, str]) -> Callable[[], Backend]:
 
 
 def _load_entry_point(point: importlib.metadata.EntryPoint) -> Callable[[], Backend]:
-    """What an installed backend's entry point names. A target that does not import (a
-    misspelt class, a module that fails to import) is the backend package's mistake: say
-    which entry point of which distribution, and where it is fixed, not only importlib's
-    bare AttributeError."""
+    """What an installed backend's entry point names.
+
+    A target that does not import (a misspelt class, a module that fails to import) is the
+    backend package's mistake: say which entry point of which distribution, and where it is
+    fixed, not only importlib's bare AttributeError.
+    """
     try:
         return point.load()
     except Exception as error:

@@ -54,30 +54,39 @@ def set_explain_recompiles(enabled: bool) -> None:
 
 
 def get_explain_recompiles() -> bool:
+    """The current value ``set_explain_recompiles`` sets."""
     return settings.explain_recompiles
 
 
 def set_dynamic_shapes(enabled: bool) -> None:
-    """Trace sizes as graph inputs, so that a graph seen with a second set of sizes compiles
-    once for all of them (``LAZYGEN_DYNAMIC_SHAPES=1``; see ``graph/dynamic.py``). Takes
-    effect for ops traced from now on. Switching it off also undoes the recompile budget's
-    switch (``graph/policy.py``)."""
+    """Trace sizes as graph inputs (``LAZYGEN_DYNAMIC_SHAPES=1``; see ``graph/dynamic.py``).
+
+    A graph seen with a second set of sizes then compiles once for all of them. Takes effect
+    for ops traced from now on. Switching it off also undoes the recompile budget's switch
+    (``graph/policy.py``).
+    """
     settings.dynamic_shapes = bool(enabled)
     if not enabled:
         dynamic.switch_off()
 
 
 def get_dynamic_shapes() -> bool:
-    """Whether sizes are traced as graph inputs: set so, or switched on by the recompile
-    budget (``config.set_recompile_limit``)."""
+    """Whether sizes are traced as graph inputs.
+
+    True when set so, or when the recompile budget switched them on
+    (``config.set_recompile_limit``).
+    """
     return dynamic.on()
 
 
 def set_recompile_limit(limit: int) -> None:
-    """Compiles allowed per step structure (graphs with the same ops, whatever their sizes
-    and attributes) before a warning and a bounded behaviour (``LAZYGEN_RECOMPILE_LIMIT``,
-    default 8; 0 means no limit): sizes become graph inputs, or the graph runs op by op
-    uncompiled (see ``graph/budget.py``)."""
+    """Compiles allowed per step structure before a warning and a bounded behaviour.
+
+    A step structure is graphs with the same ops, whatever their sizes and attributes. The
+    bounded behaviour: sizes become graph inputs, or the graph runs op by op uncompiled (see
+    ``graph/budget.py``). ``LAZYGEN_RECOMPILE_LIMIT`` sets it too; default 8, 0 means no
+    limit.
+    """
     limit = int(limit)
     if limit < 0:
         raise ValueError(f"lazygen: the recompile limit must be 0 (none) or positive, not {limit}")
@@ -85,19 +94,23 @@ def set_recompile_limit(limit: int) -> None:
 
 
 def get_recompile_limit() -> int:
+    """The current value ``set_recompile_limit`` sets."""
     return settings.recompile_limit
 
 
 def set_reuse_ir(enabled: bool) -> None:
-    """Reuse the last step's IR nodes where this step traces equal ones (LTC's trie: same
-    class, attrs, shapes and operands, inputs of the same kind and shape); see
-    ``ir_reuse``. Switching it off forgets the remembered nodes."""
+    """Reuse the last step's IR nodes where this step traces equal ones.
+
+    Equal as in LTC's trie: same class, attrs, shapes and operands, inputs of the same kind
+    and shape; see ``ir_reuse``. Switching it off forgets the remembered nodes.
+    """
     settings.reuse_ir = bool(enabled)
     if not settings.reuse_ir:
         ir_reuse.reset()
 
 
 def get_reuse_ir() -> bool:
+    """The current value ``set_reuse_ir`` sets."""
     return settings.reuse_ir
 
 
@@ -118,6 +131,7 @@ def set_force_fallback(op_names) -> None:
 
 
 def get_force_fallback() -> frozenset[str]:
+    """The current value ``set_force_fallback`` sets."""
     return settings.force_fallback
 
 
@@ -133,6 +147,7 @@ def set_compile_cache_size(entries: int) -> None:
 
 
 def get_compile_cache_size() -> int:
+    """The current value ``set_compile_cache_size`` sets."""
     return settings.compile_cache_size
 
 
@@ -143,12 +158,16 @@ def set_shape_cache_size(entries: int) -> None:
 
 
 def get_shape_cache_size() -> int:
+    """The current value ``set_shape_cache_size`` sets."""
     return settings.shape_cache_size
 
 
 def set_backing_device(device: str) -> None:
-    """Where the built-in backends keep device data: ``"cpu"`` or ``"cuda"``; only before
-    the first lazy tensor (``LAZYGEN_BACKING_DEVICE``). A backend may decide otherwise."""
+    """Where the built-in backends keep device data: ``"cpu"`` or ``"cuda"``.
+
+    It can be set only before the first lazy tensor (``LAZYGEN_BACKING_DEVICE``). A backend
+    may decide otherwise.
+    """
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise LazygenRuntimeError(
             "lazygen: CUDA backing device requested but CUDA is not available"
@@ -157,23 +176,30 @@ def set_backing_device(device: str) -> None:
 
 
 def set_async_execution(enabled: bool) -> None:
-    """Let ``mark_step`` return while its graph runs (the default; ``LAZYGEN_ASYNC=0`` turns
-    it off). Reads of the results wait for the run; a failed run raises on the first read
-    or at the next ``mark_step``. ``mark_step(wait=True)`` runs synchronously either way."""
+    """Let ``mark_step`` return while its graph runs.
+
+    This is the default; ``LAZYGEN_ASYNC=0`` turns it off. Reads of the results wait for the
+    run; a failed run raises on the first read or at the next ``mark_step``.
+    ``mark_step(wait=True)`` runs synchronously either way.
+    """
     settings.async_execution = bool(enabled)
 
 
 def get_async_execution() -> bool:
+    """The current value ``set_async_execution`` sets."""
     return settings.async_execution
 
 
 def set_early_results(enabled: bool) -> None:
-    """Let ``mark_step`` run a step's single-element results (the loss) in a graph of their
-    own, ahead of the rest, so that reading them does not wait for the whole step (the
-    default; ``LAZYGEN_EARLY_RESULTS=0`` turns it off). Costs a second compile per step
-    structure."""
+    """Let ``mark_step`` run a step's single-element results (the loss) in their own graph.
+
+    That graph runs ahead of the rest, so that reading them does not wait for the whole step
+    (the default; ``LAZYGEN_EARLY_RESULTS=0`` turns it off). Costs a second compile per step
+    structure.
+    """
     settings.early_results = bool(enabled)
 
 
 def get_early_results() -> bool:
+    """The current value ``set_early_results`` sets."""
     return settings.early_results

@@ -1,9 +1,12 @@
-"""IR dumps: ``dump_ir(tensors, "text" | "dot" | "backend")``, ``render_ir`` (Graphviz),
-``last_graph()`` (what the backend ran last), and ``LAZYGEN_SAVE_TENSORS_FILE``: every synced
-graph's IR appended to that file (``LAZYGEN_SAVE_TENSORS_FMT``: ``text`` or ``dot``), after
-the Python frames that synced it and with the user's line of each node, as LTC's
-``LTC_SAVE_TENSORS_FILE`` does (that name is read too). Both are read at each sync, so a
-program may set them at any time."""
+"""IR dumps: ``dump_ir``, ``render_ir``, ``last_graph()`` and ``LAZYGEN_SAVE_TENSORS_FILE``.
+
+``dump_ir(tensors, "text" | "dot" | "backend")``; ``render_ir`` draws with Graphviz;
+``last_graph()`` is what the backend ran last; with ``LAZYGEN_SAVE_TENSORS_FILE`` every
+synced graph's IR is appended to that file (``LAZYGEN_SAVE_TENSORS_FMT``: ``text`` or
+``dot``), after the Python frames that synced it and with the user's line of each node, as
+LTC's ``LTC_SAVE_TENSORS_FILE`` does (that name is read too). Both are read at each sync, so
+a program may set them at any time.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from . import state
 from .errors import LazygenRuntimeError
 from .graph import post_order
 from .graph.uncompiled import UncompiledGraph
-from .ir import Node, Value, is_internal_file
+from .ir import Node, Value
+from .sources import is_internal_file
 from .tracing.tensor import inner
 
 
@@ -49,6 +53,7 @@ def _shapes_text(node: Node) -> str:
 
 
 def to_text(order, position, outputs) -> str:
+    """The text form of a graph (``dump_ir(..., "text")``): one line per node."""
     lines = ["IR {"]
     for node in order:
         operands = ", ".join(_operand_text(o, position) for o in node.operands)
@@ -66,6 +71,7 @@ def to_text(order, position, outputs) -> str:
 
 
 def to_dot(order, position, outputs) -> str:
+    """The Graphviz form of a graph (``dump_ir(..., "dot")``)."""
     lines = ["digraph G {", "  node [shape=box];"]
     roots = {v.node for v in outputs}
     for node in order:
@@ -82,6 +88,16 @@ def to_dot(order, position, outputs) -> str:
 
 
 def dump_ir(tensors, ir_format: str = "text") -> str:
+    """The pending graph that computes ``tensors``, as text (as ``torch._lazy.debug``).
+
+    Args:
+        tensors: Lazy tensors whose pending IR to dump.
+        ir_format: ``"text"`` (lazygen's IR), ``"dot"`` (Graphviz) or ``"backend"`` (the
+            device's backend's lowering of it; empty once the tensors are synced).
+
+    Returns:
+        The dump.
+    """
     order, position, outputs = _graph(tensors)
     if ir_format == "text":
         return to_text(order, position, outputs)
@@ -122,8 +138,11 @@ _saved = [0]  # graphs written to LAZYGEN_SAVE_TENSORS_FILE by this process
 
 
 def note_sync(device, executable, order: list[Node], outputs) -> None:
-    """The executor's hook for each graph it runs: remember it for ``last_graph()``, and
-    append its IR to ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else)."""
+    """The executor's hook for each graph it runs.
+
+    It remembers the graph for ``last_graph()``, and appends its IR to
+    ``LAZYGEN_SAVE_TENSORS_FILE`` when that is set (nothing else).
+    """
     if type(executable) is UncompiledGraph:  # its text now: it holds the step's IR and data
         executable = executable.describe()
     _latest[:] = [(device.backend, executable)]
@@ -133,9 +152,11 @@ def note_sync(device, executable, order: list[Node], outputs) -> None:
 
 
 def last_graph() -> str:
-    """The backend's text of the latest graph a sync ran (TorchScript: its graph; fx and
-    inductor: the GraphModule's code), as LTC's ``_get_latest_computation_graph``; ``""``
-    before the first."""
+    """The backend's text of the latest graph a sync ran; ``""`` before the first.
+
+    For TorchScript its graph, for fx and inductor the GraphModule's code; as LTC's
+    ``_get_latest_computation_graph``.
+    """
     if not _latest:
         return ""
     backend, executable = _latest[0]
@@ -157,8 +178,11 @@ def _save(path: str, device, order, outputs) -> None:
 
 
 def python_stacktrace() -> str:
-    """The frames that led here, innermost first, from lazygen's API entry point (e.g.
-    ``mark_step``) outwards through the user's code: LTC's "Python Stacktrace" block."""
+    """The frames that led here, innermost first: LTC's "Python Stacktrace" block.
+
+    They go from lazygen's API entry point (e.g. ``mark_step``) outwards through the user's
+    code.
+    """
     frames = traceback.extract_stack()
     lines = []
     for frame in reversed(frames):

@@ -9,15 +9,13 @@ changing value never changes the graph).
 from __future__ import annotations
 
 import copy
-import os
-import sys
-import threading
 from types import MappingProxyType
 from typing import NamedTuple
 
 import torch
 
 from . import op_facts, state
+from .sources import user_source
 from .state import settings
 
 
@@ -69,53 +67,6 @@ def _note_author_code(error: Exception, name: str) -> None:
         "are invalid, fix that function (`lazygen validate --hand-written` checks its "
         "signature only)"
     )
-
-
-_SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
-
-
-def is_internal_file(filename: str) -> bool:
-    """Whether code in ``filename`` is torch's or lazygen's (not the user's)."""
-    return filename.startswith(_SKIP_DIRS) or filename.startswith("<frozen")
-
-
-def _is_internal(frame) -> bool:
-    module = frame.f_globals.get("__name__", "")
-    if module.startswith(("torch.", "lazygen.")) or module in ("torch", "lazygen"):
-        return True
-    if is_internal_file(frame.f_code.co_filename):
-        return True
-    # Kernel modules (generated or hand-written) import the kernel support as ``rt``.
-    rt = frame.f_globals.get("rt")
-    return getattr(rt, "__name__", None) == "lazygen.runtime.kernel_support"
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` for ``warnings.warn`` called here that names the first frame of
-    the user's code (not torch's or lazygen's) among the callers; 1 when there is none."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and _is_internal(frame):
-        frame, level = frame.f_back, level + 1
-    return level if frame is not None else 1
-
-
-#: The source of what autograd's device thread traces: a backward, with no user frame on
-#: that thread's stack.
-BACKWARD_SOURCE = "backward (autograd's device thread)"
-
-
-def user_source() -> str | None:
-    """``file:line`` of the innermost frame outside torch, lazygen and kernel modules;
-    ``BACKWARD_SOURCE`` on another thread with no such frame (autograd's device thread
-    runs the backward); None on the main thread with none."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if not _is_internal(frame):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    if threading.current_thread() is not threading.main_thread():
-        return BACKWARD_SOURCE
-    return None
 
 
 class Node:

@@ -1,7 +1,10 @@
-"""``ir_cache.reset()``: forget the nodes kept by IR reuse (``tracing.ir_reuse``, switched
-on by ``config.set_reuse_ir``) and cached shapes. The module and setting keep
-``torch._lazy``'s names (``torch._lazy.ir_cache.reset``, ``config.set_reuse_ir``) so LTC
-code runs unchanged; inside lazygen the feature is "IR reuse" (``ir_reuse``)."""
+"""``ir_cache.reset()``: forget the nodes kept by IR reuse and cached shapes.
+
+IR reuse is ``tracing.ir_reuse``, switched on by ``config.set_reuse_ir``. The module and
+setting keep ``torch._lazy``'s names (``torch._lazy.ir_cache.reset``,
+``config.set_reuse_ir``) so LTC code runs unchanged; inside lazygen the feature is "IR
+reuse" (``ir_reuse``).
+"""
 
 from __future__ import annotations
 
@@ -9,5 +12,6 @@ from .tracing import ir_reuse, shape_inference
 
 
 def reset() -> None:
+    """Forget cached IR nodes and shape inferences (as ``torch._lazy.ir_cache.reset``)."""
     ir_reuse.reset()
     shape_inference.clear_cache()

@@ -95,7 +95,8 @@ class LoweringContext(ABC):
 
     A backend subclasses it and implements the abstract methods; the graph executor feeds
     nodes in post-order: ``add_parameter`` for every graph input (``node.is_input``),
-    ``lower_node`` for every other node, then ``set_graph_outputs``."""
+    ``lower_node`` for every other node, then ``set_graph_outputs``.
+    """
 
     def __init__(self, device: torch.device | str | None = None) -> None:
         """An empty graph whose data lives on ``device`` (the CPU by default)."""
@@ -110,13 +111,18 @@ class LoweringContext(ABC):
 
     @abstractmethod
     def parameter(self, node: Node) -> Any:
-        """A new graph input for ``node`` (``DeviceData``, ``ScalarData``, or a generator
-        input when ``getattr(node, "is_generator", False)``); the executor feeds them in
-        this order."""
+        """A new graph input for ``node``; the executor feeds them in this order.
+
+        ``node`` is a ``DeviceData``, a ``ScalarData``, or a generator input when
+        ``getattr(node, "is_generator", False)``.
+        """
 
     def add_parameter(self, node: Node) -> Any:
-        """Make ``node`` the next graph input (through ``parameter``), record it in
-        ``parameters`` and map its value; the executor calls it for every input node."""
+        """Make ``node`` the next graph input (through ``parameter``).
+
+        Record it in ``parameters`` and map its value; the executor calls it for every input
+        node.
+        """
         value = self.parameter(node)
         self.parameters.append(node)
         self.values[Value(node, 0)] = value
@@ -134,8 +140,11 @@ class LoweringContext(ABC):
         self.set_outputs(node, outputs)
 
     def lower_nodes(self, order: list[Node]) -> None:
-        """Lower a post-ordered graph's nodes: an input node becomes the next parameter
-        (``add_parameter``), every other node goes through ``lower_node``."""
+        """Lower a post-ordered graph's nodes.
+
+        An input node becomes the next parameter (``add_parameter``), every other node goes
+        through ``lower_node``.
+        """
         for node in order:
             if node.is_input:
                 self.add_parameter(node)
@@ -143,14 +152,19 @@ class LoweringContext(ABC):
                 self.lower_node(node)
 
     def lower_graph(self, order: list[Node], outputs: list[Value]) -> None:
-        """Lower a whole post-ordered graph (``lower_nodes``) and make ``outputs`` its
-        results (``set_graph_outputs``)."""
+        """Lower a whole post-ordered graph and make ``outputs`` its results.
+
+        It uses ``lower_nodes``, then ``set_graph_outputs``.
+        """
         self.lower_nodes(order)
         self.set_graph_outputs(outputs)
 
     def set_outputs(self, node: Node, outputs) -> None:
-        """Map ``node``'s outputs to the backend values its ``lower()`` returned, one per
-        output; anything else (a bare value, another count) is a lowering error."""
+        """Map ``node``'s outputs to the backend values its ``lower()`` returned.
+
+        One value per output; anything else (a bare value, another count) is a lowering
+        error.
+        """
         expected = len(node.shapes)
         if isinstance(outputs, torch.Tensor) or not isinstance(outputs, (list, tuple)):
             # A newcomer's `call` returning its one value (a register, a tensor) bare: a
@@ -184,9 +198,11 @@ class LoweringContext(ABC):
 
     @abstractmethod
     def tensor(self, v: Value) -> Any:
-        """A ``Tensor`` argument: the backend value already mapped to ``v``; a wrapped
-        Python number (``is_wrapped_number(v)``) becomes a 0-dim tensor of
-        ``number_dtype(v)``."""
+        """A ``Tensor`` argument: the backend value already mapped to ``v``.
+
+        A wrapped Python number (``is_wrapped_number(v)``) becomes a 0-dim tensor of
+        ``number_dtype(v)``.
+        """
 
     def optional_tensor(self, v: Value | None) -> Any:
         """A ``Tensor?`` argument: ``tensor(v)``, or the constant None when absent."""
@@ -198,16 +214,20 @@ class LoweringContext(ABC):
 
     @abstractmethod
     def optional_tensor_list(self, vs) -> Any:
-        """A ``Tensor?[]`` argument (``index``'s indices): a backend list whose entries are
-        ``tensor(v)`` or None."""
+        """A ``Tensor?[]`` argument (``index``'s indices).
+
+        A backend list whose entries are ``tensor(v)`` or None.
+        """
 
     @abstractmethod
     def scalar(self, v: Value) -> Any:
-        """A ``Scalar`` argument: ``v`` is a graph input holding a 0-dim tensor; the result
-        is read as a Python number inside the graph (a ``ScalarData`` never baked in as a
-        constant, so changing values do not recompile). A ``FixedScalar``'s number is part
-        of the graph key: a backend may return ``fixed_number(v)`` as a constant instead,
-        and should where reading an input costs per run (it is fed either way)."""
+        """A ``Scalar`` argument: ``v`` is a graph input holding a 0-dim tensor.
+
+        The result is read as a Python number inside the graph (a ``ScalarData`` never baked
+        in as a constant, so changing values do not recompile). A ``FixedScalar``'s number
+        is part of the graph key: a backend may return ``fixed_number(v)`` as a constant
+        instead, and should where reading an input costs per run (it is fed either way).
+        """
 
     def optional_scalar(self, v: Value | None) -> Any:
         """A ``Scalar?`` argument: ``scalar(v)``, or the constant None when absent."""
@@ -219,8 +239,11 @@ class LoweringContext(ABC):
 
     @abstractmethod
     def symint_list(self, vs) -> Any:
-        """A ``SymInt[]`` argument in symint mode: a backend list of ints, each the value
-        of its ``SizeConstant`` node (lowered as ``constant(int)`` before its users)."""
+        """A ``SymInt[]`` argument in symint mode: a backend list of ints.
+
+        Each is the value of its ``SizeConstant`` node (lowered as ``constant(int)`` before
+        its users).
+        """
 
     def generator(self, v: Value) -> Any:
         """A random op's generator: its graph input (see ``rt.generator``)."""
@@ -228,30 +251,40 @@ class LoweringContext(ABC):
 
     @abstractmethod
     def constant(self, value) -> Any:
-        """An attribute: None, bool, int, float, complex, str, ``torch.dtype`` / ``layout``
-        / ``memory_format`` / ``device``, or lists and tuples of them."""
+        """An attribute.
+
+        It is None, bool, int, float, complex, str, ``torch.dtype`` / ``layout`` /
+        ``memory_format`` / ``device``, or lists and tuples of them.
+        """
 
     @abstractmethod
     def call(self, op: Op, args: list, kwargs: dict, num_outputs: int) -> list:
-        """Apply ``op`` (an ``OpOverload`` or its string: see the module docstring) to
-        ``args``/``kwargs`` made by the methods above; one backend value per output, masked-
-        off outputs included. Normalise ``op`` with ``op_string``/``overload_of``."""
+        """Apply ``op`` to ``args``/``kwargs`` made by the methods above.
+
+        ``op`` is an ``OpOverload`` or its string (see the module docstring); normalise it
+        with ``op_string``/``overload_of``. Returns one backend value per output, masked-off
+        outputs included.
+        """
 
     @abstractmethod
     def unpack_list(self, value: Any, count: int) -> list:
         """The ``count`` tensors of a ``Tensor[]`` result."""
 
     def value_list(self, items: list) -> Any:
-        """A ``Tensor[]`` argument made of backend values this context handed out (a
-        hand-written lowering stacking per-step results); a Python list by default."""
+        """A ``Tensor[]`` argument made of backend values this context handed out.
+
+        Used by a hand-written lowering stacking per-step results; a Python list by default.
+        """
         return list(items)
 
     # What a lowering may ask about the node being lowered --------------------------------
 
     def output_shapes(self) -> tuple[Shape | None, ...]:
-        """The node's outputs as shape inference gave them: one ``Shape(dtype, sizes)`` per
-        output, None for an output a mask left undefined. A lowering needing the result's
-        dtype (a cast) or sizes (a reshape) reads them here."""
+        """The node's outputs as shape inference gave them.
+
+        One ``Shape(dtype, sizes)`` per output, None for an output a mask left undefined. A
+        lowering needing the result's dtype (a cast) or sizes (a reshape) reads them here.
+        """
         if self.node is None:
             raise LazygenRuntimeError(
                 "lazygen: output_shapes() is for a node's lower(): no node is being lowered"
@@ -277,16 +310,20 @@ class LoweringContext(ABC):
         return shapes[index]
 
     def is_lazy_device(self, device) -> bool:
-        """Whether ``device`` (a ``torch.device`` or its string, as a device attribute
-        carries it) is the lazy device, which in a graph means ``self.device``."""
+        """Whether ``device`` is the lazy device, which in a graph means ``self.device``.
+
+        ``device`` is a ``torch.device`` or its string, as a device attribute carries it.
+        """
         return is_lazy_device(device)
 
     # Helpers for implementations ------------------------------------------------------------
 
     def number_dtype(self, v: Value) -> torch.dtype:
-        """The dtype a wrapped Python number (a ``ScalarData`` used as a ``Tensor``
-        argument of the node being lowered) must have so that type promotion treats it as
-        eager treats a wrapped number."""
+        """The dtype a wrapped Python number must have for eager's type promotion.
+
+        The number is a ``ScalarData`` used as a ``Tensor`` argument of the node being
+        lowered; with this dtype, type promotion treats it as eager treats a wrapped number.
+        """
         natural = v.node.shapes[0].dtype
         others = []
         if self.node is not None:
@@ -298,8 +335,11 @@ class LoweringContext(ABC):
 
 
 def fixed_number(v: Value) -> bool | int | float | complex | None:
-    """The number of a ``FixedScalar`` input (a constant of the graph: the graph key holds
-    it), as its 0-dim tensor holds it; None for any other value."""
+    """The number of a ``FixedScalar`` input, as its 0-dim tensor holds it.
+
+    A ``FixedScalar`` is a constant of the graph: the graph key holds it. None for any other
+    value.
+    """
     node = v.node
     if type(node) is not FixedScalar:
         return None
@@ -312,9 +352,11 @@ def is_wrapped_number(v: Value) -> bool:
 
 
 def op_string(op: Op) -> str:
-    """The string of an op as ``ctx.call`` got it: ``"aten::add.Tensor"`` for
-    ``torch.ops.aten.add.Tensor``, ``"aten::relu"`` for a default overload; a string is
-    returned as it is."""
+    """The string of an op as ``ctx.call`` got it; a string is returned as it is.
+
+    E.g. ``"aten::add.Tensor"`` for ``torch.ops.aten.add.Tensor``, ``"aten::relu"`` for a
+    default overload.
+    """
     if type(op) is str:
         return op
     if isinstance(op, torch._ops.OpOverload):
@@ -331,18 +373,24 @@ def _is_packet(op) -> bool:
 
 
 def takes_contiguous_inputs(op: Op) -> bool:
-    """Whether a backend whose views alias must make ``op``'s tensor inputs contiguous
-    first: the op fact ``stride_reading`` read strides, the op fact ``contiguous_inputs``' kernels require
-    them (see "Views may alias"). The one rule every aliasing ``call`` applies."""
+    """Whether a backend whose views alias must make ``op``'s tensor inputs contiguous.
+
+    It must, before running it, when ``op`` has the op fact ``stride_reading`` (it reads
+    strides) or ``contiguous_inputs`` (its kernels require them); see "Views may alias".
+    This is the one rule every aliasing ``call`` applies.
+    """
     name = op_string(op).partition("::")[2].partition(".")[0]
     return name in op_facts.get("stride_reading") or name in op_facts.get("contiguous_inputs")
 
 
 def view_of(op: Op):
-    """The view overload a ``*_copy`` op of the op fact ``view_copies`` copies (``t_copy`` ->
-    ``torch.ops.aten.t.default``; ``view_copy`` -> ``reshape``, which takes any layout),
-    for a lowering that runs them as views (see "Views may alias"); None for every other
-    op, and for the op fact ``stride_reading``, whose inputs must be contiguous."""
+    """The view overload a ``*_copy`` op of the op fact ``view_copies`` copies.
+
+    It serves a lowering that runs such ops as views (see "Views may alias"): ``t_copy`` ->
+    ``torch.ops.aten.t.default``; ``view_copy`` -> ``reshape``, which takes any layout. None
+    for every other op, and for ops of the op fact ``stride_reading``, whose inputs must be
+    contiguous.
+    """
     overload = overload_of(op)
     if overload is None:
         return None
@@ -358,9 +406,11 @@ _overloads: dict[str, Any] = {}
 
 
 def overload_of(op: Op):
-    """``torch.ops.<ns>.<name>.<overload>`` for ``"ns::name.overload"`` (``"ns::name"``: the
-    default overload), or None when torch has no such op (a non-native ``opkind``); an
-    ``OpOverload`` is returned as it is."""
+    """``torch.ops.<ns>.<name>.<overload>`` for ``"ns::name.overload"``.
+
+    ``"ns::name"`` gives the default overload. None when torch has no such op (a non-native
+    ``opkind``); an ``OpOverload`` is returned as it is.
+    """
     if type(op) is not str:
         op_string(op)  # a clear error for anything that is not an overload
         return op

@@ -1,5 +1,7 @@
-"""Counters and timers (names as torch._lazy reports them: ``lazy::add.Tensor``, ``aten::nonzero``,
-``CachedCompile``, ``UncachedCompile``, ``MarkStep``, ``CompileTime``, ``ExecuteTime``).
+"""Counters and timers, named as torch._lazy reports them.
+
+E.g. ``lazy::add.Tensor``, ``aten::nonzero``, ``CachedCompile``, ``UncachedCompile``,
+``MarkStep``, ``CompileTime``, ``ExecuteTime``.
 
 Graphs launched by ``mark_step`` count ``AsyncLaunch`` and time ``LaunchTime`` (starting the
 run); they run on another thread, so no ``ExecuteTime`` is recorded for them.
@@ -8,7 +10,8 @@ run); they run on another thread, so no ``ExecuteTime`` is recorded for them.
 ``file:line`` of the first call, and how often each cut a graph (it read tensors with
 pending IR, so the graph traced so far had to run first); host reads (``.item()``,
 ``.cpu()``) and ops the backend refused to run in a graph (``Backend.refused_ops``) are
-listed apart."""
+listed apart.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ def _register():
 
 
 def count(name: str, delta: int = 1) -> None:
+    """Add ``delta`` to counter ``name`` (per thread, merged when read)."""
     try:
         counters = _local.counters
     except AttributeError:
@@ -48,6 +52,7 @@ def count(name: str, delta: int = 1) -> None:
 
 
 def reset() -> None:
+    """Zero every counter and timer, and forget the fallbacks recorded so far."""
     with _registry_lock:
         for d in _all_counters:
             d.clear()
@@ -139,6 +144,7 @@ def counter_value(name: str) -> int | None:
 
 
 def metric_names() -> list[str]:
+    """Names of the timers with samples (``CompileTime``, ``LaunchTime`` ...)."""
     return sorted(_merged_timers())
 
 
@@ -149,6 +155,7 @@ def metric_data(name: str) -> tuple[int, float, float] | None:
 
 
 def add_time(name: str, seconds: float) -> None:
+    """Record one sample of ``seconds`` in timer ``name``."""
     try:
         timers = _local.timers
     except AttributeError:
@@ -166,6 +173,7 @@ def add_time(name: str, seconds: float) -> None:
 
 @contextmanager
 def timed(name: str):
+    """A context manager that records the time its block takes in timer ``name``."""
     start = time.perf_counter()
     try:
         yield
@@ -174,6 +182,7 @@ def timed(name: str):
 
 
 def report() -> str:
+    """Every timer and counter, in ``torch._lazy.metrics``' report format."""
     lines = []
     for name in metric_names():
         samples, total, longest = metric_data(name)
@@ -218,11 +227,13 @@ def record_fallback(
     refused: bool = False,
     listed: str | None = None,
 ) -> None:
-    """Note one eager run of ``op`` (``source``: a callable giving the user's ``file:line``,
-    called for an op's first occurrence only: it walks the stack; ``listed``: the overload
-    as an op list names it). Host reads and refused ops go to their own tables, and their
-    graph cuts are not warned about (a read must cut; a refusal is the backend's declared
-    choice)."""
+    """Note one eager run of ``op``.
+
+    ``source`` is a callable giving the user's ``file:line``, called for an op's first
+    occurrence only (it walks the stack); ``listed`` is the overload as an op list names it.
+    Host reads and refused ops go to their own tables, and their graph cuts are not warned
+    about (a read must cut; a refusal is the backend's declared choice).
+    """
     table = _host_reads if host_read else _refused if refused else _fallbacks
     with _registry_lock:
         entry = table.get(op)
@@ -255,6 +266,7 @@ class FallbackReport:
     refused: tuple[FallbackEntry, ...] = ()
 
     def __str__(self) -> str:
+        """The report as tables, one section per kind of eager run."""
         lines = []
         for title, entries in (
             ("Ops run eagerly (not in the op list)", self.fallbacks),
@@ -281,8 +293,10 @@ class FallbackReport:
 
 
 def fallback_report() -> FallbackReport:
-    """Ops that ran eagerly, most graph cuts first; host reads and refused ops apart (see
-    the module doc)."""
+    """Ops that ran eagerly, most graph cuts first.
+
+    Host reads and refused ops are listed apart (see the module doc).
+    """
 
     def order(table):
         entries = [

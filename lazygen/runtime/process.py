@@ -78,6 +78,15 @@ EFFECTS: tuple[Effect, ...] = (
         "`init()` (`privateuse1.accelerator_api`)",
     ),
     Effect(
+        "compile_inputs",
+        "LAZYGEN_COMPILE_INPUTS",
+        "torch's meta converter (`MetaConverter.__call__`) wrapped, so a lazy tensor that "
+        "requires grad given to `torch.compile` (a model moved to the lazy device, then "
+        "compiled) raises lazygen's `CompileInputError` naming what to do instead of torch's "
+        "bare `AssertionError: True != False`",
+        "`init()` (`privateuse1.compile_inputs`)",
+    ),
+    Effect(
         "device_generators",
         "LAZYGEN_DEVICE_GENERATORS",
         "`torch.Generator` replaced by a class that makes a generator of the backing device for "

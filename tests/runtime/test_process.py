@@ -1,8 +1,8 @@
-"""Every process-wide effect is listed once, with an opt-out the README documents, and the
-opt-outs are honoured."""
+"""Every process-wide effect is listed once, with an opt-out the documentation's settings
+table shows (rendered from ``process.EFFECTS``: ``tests/docs/test_docs_build.py`` checks
+the built page), and the opt-outs are honoured."""
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +11,14 @@ import pytest
 
 from lazygen.runtime import process
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ENVIRONMENT_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "environment.md"
 
 
-def test_readme_lists_every_effect_with_its_opt_out():
-    text = README.read_text()
-    rows = re.findall(r"^\| `(\w+)` \|.*\| `(LAZYGEN_\w+)=0` \|$", text, re.M)
-    assert rows == [(e.name, e.variable) for e in process.EFFECTS]
+def test_the_settings_page_renders_the_effects_table():
+    assert "```{lazygen-env-table}" in ENVIRONMENT_PAGE.read_text()
+    names = [e.name for e in process.EFFECTS]
+    assert len(set(names)) == len(names)
+    assert all(e.variable.startswith("LAZYGEN_") and e.what for e in process.EFFECTS)
 
 
 @pytest.mark.parametrize("effect", [e.name for e in process.EFFECTS])

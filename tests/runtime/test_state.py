@@ -164,3 +164,20 @@ def test_a_module_registering_twice_keeps_both_resets():
     finally:
         state._resets.pop(owner)
         state._owned.pop(owner)
+
+
+def test_lr_reset_keeps_tensor_values_and_empties_counters():
+    """The public reset runs pending IR first, so a tensor traced before it keeps its value;
+    counters empty and a setting changed through ``config`` goes back."""
+    lr.init()
+    default = lr.config.get_async_execution()
+    lr.config.set_async_execution(not default)
+    x = torch.arange(6.0).to(lr.device())
+    lr.mark_step()
+    y = (x * 2 + 1).sum()  # pending IR at the reset
+    assert metrics.counters()
+    lr.reset()
+    assert metrics.counters() == {}
+    assert lr.config.get_async_execution() == default
+    assert y.item() == 31.0
+    torch.testing.assert_close((x * 3).cpu(), torch.arange(6.0) * 3)

@@ -125,9 +125,8 @@ def replay(template: GraphTemplate, outputs: list[Value]) -> list[Node] | None:
             return True
         return q == p
 
-    for value, ref in zip(outputs, template.outputs, strict=True):
-        if not claim(value, ref):
-            return None
+    if not all(claim(value, ref) for value, ref in zip(outputs, template.outputs, strict=True)):
+        return None
     types, attrs, shapes, refs = template.types, template.attrs, template.shapes, template.refs
     for i in range(template.size - 1, -1, -1):
         node = slots[i]
@@ -141,8 +140,7 @@ def replay(template: GraphTemplate, outputs: list[Value]) -> list[Node] | None:
         node_refs = refs[i]
         if not node_refs:
             continue
-        operands = node.operands
-        if len(operands) != len(node_refs):
+        if len(operands := node.operands) != len(node_refs):
             return None
         for operand, ref in zip(operands, node_refs, strict=False):  # lengths checked above
             if type(operand) is Value:
@@ -161,16 +159,23 @@ def replay(template: GraphTemplate, outputs: list[Value]) -> list[Node] | None:
             elif operand is None:
                 if ref is not None:
                     return None
-            else:
-                if type(ref) is not list or len(ref) != len(operand):
-                    return None
-                for value, r in zip(operand, ref, strict=True):
-                    if value is None or r is None:
-                        if value is not r:
-                            return None
-                    elif not claim(value, r):
-                        return None
+            elif not _claim_list(operand, ref, claim):
+                return None
     return slots
+
+
+def _claim_list(operand, ref, claim) -> bool:
+    """Claim each entry of a list operand (``Tensor[]``, ``Tensor?[]``) for its slot; a
+    None entry matches a None ref only."""
+    if type(ref) is not list or len(ref) != len(operand):
+        return False
+    for value, r in zip(operand, ref, strict=True):
+        if value is None or r is None:
+            if value is not r:
+                return False
+        elif not claim(value, r):
+            return False
+    return True
 
 
 _TEMPLATES_PER_SIGNATURE = 4

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import warnings
 
-from ..ir import Node, Value, user_stacklevel
+from ..ir import Node, Value
+from ..sources import user_stacklevel
 from ..state import settings
 
 

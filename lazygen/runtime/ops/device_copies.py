@@ -17,8 +17,9 @@ from .. import kernel_support as rt
 from ..devices import device_from
 from ..errors import LazygenRuntimeError
 from ..execution import executor
-from ..ir import Node, Shape, user_source
+from ..ir import Node, Shape
 from ..metrics import record_fallback
+from ..sources import user_source
 from ..state import settings
 from ..tracing.dispatch import call
 from ..tracing.fallback import eager_fallback

@@ -18,6 +18,7 @@ from . import (
     accelerator_api,
     autocast,
     backward_errors,
+    compile_inputs,
     dlpack,
     dynamo_interface,
     factories,
@@ -83,6 +84,7 @@ def install(name: str) -> None:
         _libraries.extend(autocast.register())
         for name, module in (
             ("accelerator_api", accelerator_api),
+            ("compile_inputs", compile_inputs),
             ("device_generators", rng),
             ("dlpack", dlpack),
             ("printing", printing),

@@ -20,8 +20,8 @@ from .. import op_facts, state
 from ..devices import LazyDevice, device_from
 from ..errors import LazygenRuntimeError
 from ..execution import executor
-from ..ir import user_source
 from ..metrics import count, record_fallback
+from ..sources import user_source
 from ..state import settings
 from .tensor import LazyTensor, from_data, inner, to_functional
 

@@ -22,7 +22,8 @@ import lazygen.runtime as lr
 from lazygen.runtime import devices
 from lazygen.runtime.backend_interface import outside_dispatch
 from lazygen.runtime.backends.inductor import backend as inductor_backend
-from lazygen.runtime.backends.inductor import compile as inductor_compile
+from lazygen.runtime.backends.inductor import culprits as inductor_culprits
+from lazygen.runtime.backends.inductor import trace as inductor_trace
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
 from lazygen.runtime.backends.inductor.lowering import (
     INDUCTOR_LOWERINGS,
@@ -286,10 +287,10 @@ def test_an_error_naming_only_a_symbol_fixes_the_input_read_as_it():
     try:
         rewrite(scatter)
     except RuntimeError as error:
-        nodes = inductor_compile._frame_nodes(error)
+        nodes = inductor_culprits.frame_nodes(error)
         assert nodes == [scatter]
-        assert inductor_compile._symbol_reads(str(error), nodes) == {1}
-        assert inductor_compile._symbol_reads("no symbol here", nodes) == set()
+        assert inductor_culprits.symbol_reads(str(error), nodes) == {1}
+        assert inductor_culprits.symbol_reads("no symbol here", nodes) == set()
 
 
 def test_a_scalar_a_lowering_hands_to_a_fallback_kernel_is_compiled_in(
@@ -313,7 +314,7 @@ def test_fake_tensor_meta_failures_are_not_logged_while_lazygen_compiles(caplog)
     (Llama's backward showed one per compile for a slice step it then compiled in)."""
     logger = logging.getLogger("torch._subclasses.fake_tensor")
     with caplog.at_level(logging.ERROR, logger=logger.name):
-        with inductor_compile._fake_tensor_errors_unlogged():
+        with inductor_trace.fake_tensor_errors_unlogged():
             logger.error("failed while attempting to run meta for %s", "aten.slice_copy.Tensor")
             logger.error("another error")
         logger.error("failed while attempting to run meta for %s", "outside lazygen")

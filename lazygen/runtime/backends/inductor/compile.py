@@ -62,42 +62,30 @@ import contextlib
 import functools
 import hashlib
 import json
-import logging
 import os
-import re
 import tempfile
 from collections.abc import Callable
-from types import MappingProxyType
 
 import torch
 import torch.fx
-from torch._subclasses import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import (
-    SYMPY_INTERP,
-    DimDynamic,
-    ShapeEnv,
-    StatelessSymbolicContext,
-)
 
 from ... import metrics
-from ...backend_interface import outside_dispatch
 from ...graph import recompiles
 from ...state import log, settings
-from . import variants
-from .decompose import decompositions_for
-from .direct import DirectCall, InnerCompiles, aot_cache_off, direct_call
+from . import culprits
+from .culprits import first_line, needs_value
+from .direct import DirectCall
 from .lowering import READ_AS_SIZE
+from .trace import (
+    compile_for_all_sizes,
+    compile_graph_module,
+    fake_tensor_errors_unlogged,
+    with_constants,
+)
 
 _READ = torch.ops.aten._local_scalar_dense.default
-_EXECUTING = re.compile(r"While executing %(\w+)")
-#: The op a ``LoweringException`` names (Inductor's lowering of it refused the value).
-_LOWERING_TARGET = re.compile(r"^\s*target: \w+\.(\w+)\.\w+$", re.MULTILINE)
-#: Inductor settings lazygen's graphs are compiled with (see "Per-call costs" above). Part of
-#: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
-#: shared with lazygen's.
-LAZY_GRAPH_CONFIG = MappingProxyType({"size_asserts": False, "cpp_wrapper": True})
-#: The same, but Inductor's Python wrapper (when the C++ one fails to compile).
-PYTHON_WRAPPER_CONFIG = MappingProxyType({**LAZY_GRAPH_CONFIG, "cpp_wrapper": False})
+
+
 #: Variants of one graph kept (for other values of its fixed scalars, or for sizes its
 #: guards rejected).
 MAX_VARIANTS = 16
@@ -156,15 +144,15 @@ class CompiledGraph:
         return self._compile_fixing(inputs)(*inputs)
 
     def _explain(self, key: tuple, inputs: list) -> None:
-        """Report why no variant runs ``inputs`` (``variants.py``); best effort, as
+        """Report why no variant runs ``inputs`` (``culprits.py``); best effort, as
         lazygen's own explanations."""
         try:
             if key in self.variants:  # their size guards rejected these sizes
                 guard = next(g for g, _ in self.variants[key] if g is not None)
                 parts = getattr(guard, "parts", [])  # none: compiled for its own sizes only
-                explanation = variants.rejected_guard(self.module, parts, inputs)
+                explanation = culprits.rejected_guard(self.module, parts, inputs)
             else:
-                explanation = variants.changed_value(
+                explanation = culprits.changed_value(
                     self.module, self.fixed, key, list(self.variants)
                 )
         except Exception as error:
@@ -190,37 +178,38 @@ class CompiledGraph:
         while True:
             key = tuple([inputs[i].item() for i in self.fixed])
             try:
-                with _fake_tensor_errors_unlogged():
+                with fake_tensor_errors_unlogged():
                     compiled = self._compile(inputs, key)
                 break
             except Exception as error:
-                if not _is_data_dependent(error):
+                if not needs_value(error):
                     raise
-                culprits = self._culprits(error) - set(self.fixed)
-                if not culprits:  # the error named no scalar: fix them all, once
-                    culprits = set(self._scalar_inputs.values()) - set(self.fixed)
-                if not culprits:
+                blamed = culprits.scalars_to_fix(self.module, self._scalar_inputs, error)
+                blamed -= set(self.fixed)
+                if not blamed:  # the error named no scalar: fix them all, once
+                    blamed = set(self._scalar_inputs.values()) - set(self.fixed)
+                if not blamed:
                     raise
-                metrics.count("InductorFixedScalar", len(culprits))
-                log(2, f"inductor: fixing scalar inputs {sorted(culprits)}: {_first_line(error)}")
-                self.fixed = tuple(sorted(set(self.fixed) | culprits))
+                metrics.count("InductorFixedScalar", len(blamed))
+                log(2, f"inductor: fixing scalar inputs {sorted(blamed)}: {first_line(error)}")
+                self.fixed = tuple(sorted(set(self.fixed) | blamed))
         if self.fixed:
             _remember_fixed(self._key, self.fixed)
         return compiled
 
     def _compile(self, inputs: list, key: tuple) -> Callable:
-        module = _with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
+        module = with_constants(self.module, dict(zip(self.fixed, key, strict=True)))
         if not self.dynamic:
             compiled, guard = compile_graph_module(module, list(inputs), self.direct), None
         else:
             try:
                 compiled, guard = compile_for_all_sizes(module, list(inputs), self.direct)
             except Exception as error:
-                if _is_data_dependent(error):
+                if needs_value(error):
                     raise
                 # Inductor could not compile it for all sizes: these sizes only, guarded so.
                 metrics.count("InductorStaticFallback")
-                log(1, f"inductor: graph compiled for its own sizes only: {_first_line(error)}")
+                log(1, f"inductor: graph compiled for its own sizes only: {first_line(error)}")
                 compiled = compile_graph_module(module, list(inputs), self.direct)
                 guard = functools.partial(_same_sizes, _sizes_of(inputs))
         if self._count >= MAX_VARIANTS:  # drop the oldest
@@ -232,220 +221,6 @@ class CompiledGraph:
             self._count += 1
         self.variants.setdefault(key, []).append((guard, compiled))
         return compiled
-
-    def _culprits(self, error: BaseException) -> set[int]:
-        """The scalar inputs read by the nodes of the op a failed trace names: by node name
-        (this graph's, or, by op, a node of Inductor's own graph, in the error's text or in
-        the frames it was raised through), by op (the target of a lowering that refused the
-        value), or by the unbacked symbol it could not decide on (the input read as it).
-
-        Every node of the failing op: a graph has many (one addmm per linear layer), and
-        they would otherwise fail, and be fixed, one trace at a time. Never more: a scalar
-        fixed that changes every step (an optimizer's bias correction) compiles a variant
-        every step."""
-        text = _full_text(error)
-        nodes = {n.name: n for n in self.module.graph.nodes}
-        found: set[int] = set()
-        ops = set(_LOWERING_TARGET.findall(text))
-        frame_nodes = _frame_nodes(error)
-        needed = _symbol_reads(text, frame_nodes)  # the inputs whose values are needed
-        for placeholder, i in self._scalar_inputs.items():
-            if i in needed:
-                found.add(i)
-                ops |= {_op_name(user) for read in placeholder.users for user in read.users}
-        for name in _EXECUTING.findall(text) + [n.name for n in frame_nodes]:
-            node = nodes.get(name)
-            if node is not None:
-                found |= self._scalars_read_by(node)
-            ops.add(_op_name(node) if node is not None else re.sub(r"_\d+$", "", name))
-        for candidate in self.module.graph.nodes:
-            if _op_name(candidate) in ops:
-                found |= self._scalars_read_by(candidate)
-        return found
-
-    def _scalars_read_by(self, node: torch.fx.Node) -> set[int]:
-        found = set()
-        for operand in node.all_input_nodes:
-            if operand.target is _READ and operand.args[0] in self._scalar_inputs:
-                found.add(self._scalar_inputs[operand.args[0]])
-        return found
-
-
-class _DropRecords(logging.Filter):
-    """Drops the log records whose message starts with or contains given words."""
-
-    def __init__(self, starts: str = "", contains: str = "") -> None:
-        super().__init__()
-        self.starts, self.contains = starts, contains
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = str(record.msg)
-        return not (message.startswith(self.starts) and self.contains in message)
-
-
-@contextlib.contextmanager
-def _unlogged(logger_name: str, starts: str = "", contains: str = ""):
-    """Inside the block, ``logger_name`` drops the records ``_DropRecords`` describes."""
-    logger = logging.getLogger(logger_name)
-    drop = _DropRecords(starts, contains)
-    logger.addFilter(drop)
-    try:
-        yield
-    finally:
-        logger.removeFilter(drop)
-
-
-def _fake_tensor_errors_unlogged():
-    """While lazygen compiles: a failed meta kernel is an exception lazygen handles (a
-    value-dependent branch fixes its scalars and compiles again) or reports itself (the
-    graph's compile error names it), so fake-tensor's own ERROR log of it, a traceback on
-    the user's stderr for something that went right, is dropped."""
-    return _unlogged("torch._subclasses.fake_tensor", starts="failed while attempting to run meta")
-
-
-def _unshimmed_kernels_unlogged():
-    """Inductor's warning that a fallback kernel has no C shim: lazygen acts on it
-    (``_boxed_dispatch`` sends such a graph to the Python wrapper), the user need not."""
-    return _unlogged("torch._inductor.ir", contains="missing a c-shim implementation")
-
-
-def _boxed_dispatch(compiles: InnerCompiles) -> str | None:
-    """Why a C++-wrapped compile must not be used: its code calls a kernel through the
-    dispatcher with boxed arguments (a fallback kernel without a C shim; read from the
-    code, so a compile loaded from Inductor's cache is judged the same), else None."""
-    for compiled, *_ in compiles.results:
-        if "callBoxed" in (getattr(compiled, "source_code", None) or ""):
-            return "a fallback kernel without a C shim"
-    return None
-
-
-def compile_graph_module(
-    module: torch.fx.GraphModule, inputs: list, direct: bool = True
-) -> Callable:
-    """Inductor's compiled form of ``module`` (a callable taking the graph inputs
-    positionally and returning a tuple or list), traced with ``inputs`` as example inputs;
-    ``direct=False`` keeps aot_autograd's runtime wrapper around it (``direct.py``)."""
-    fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
-    # Static sizes: the graph key holds every shape, so a graph never sees others. Real
-    # inputs given to a fake mode with a shape env would be fakified with symbolic (duck)
-    # sizes, and Inductor then cannot prove that a view of a transposed product is valid.
-    examples = [
-        fake_mode.from_tensor(t, static_shapes=True) if isinstance(t, torch.Tensor) else t
-        for t in inputs
-    ]
-    return _compile_fx(module, examples, fake_mode, direct)
-
-
-def compile_for_all_sizes(
-    module: torch.fx.GraphModule, inputs: list, direct: bool = True
-) -> tuple[Callable, Callable[[list], bool] | None]:
-    """``module`` compiled with symbolic sizes, and the guard telling whether other inputs
-    may run it (None: any).
-
-    Every tensor size is a symbol of one ``ShapeEnv`` (backed: the example's value is its
-    hint), and so is every int input (a size list's entry), so Inductor can prove a view of
-    those sizes valid from the values. Where its tracing decides on a size (a size of 1,
-    two sizes equal, a view's product) the shape env records a guard; the guards on every
-    input are returned, to check on every call."""
-    from torch._dynamo.source import LocalSource  # slow to import, as torch._inductor
-
-    shape_env = ShapeEnv()
-    fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
-    # Named as produce_guards_expression names its placeholders.
-    sources = [LocalSource(f"t{i}") for i in range(len(inputs))]
-    examples = [
-        _symbolic(x, source, shape_env, fake_mode)
-        for x, source in zip(inputs, sources, strict=True)
-    ]
-    compiled = _compile_fx(module, examples, fake_mode, direct)
-    parts = shape_env.produce_guards(examples, sources, ignore_static=True)
-    return compiled, SizeGuard(parts, len(examples)) if parts else None
-
-
-class SizeGuard:
-    """``guard(inputs)``: whether ``inputs`` satisfy a shape env's guards, expressions over
-    ``L['t<i>']`` (``produce_guards``), joined and parsed once (the shape env's own
-    ``evaluate_guards_expression`` parses them on every call). ``parts`` are kept to name
-    the one a call breaks."""
-
-    __slots__ = ("parts", "code", "_names", "_compiled")
-
-    def __init__(self, parts: list[str], count: int) -> None:
-        self.parts = list(parts)
-        code = " and ".join(self.parts)
-        self.code = code
-        self._names = [f"t{i}" for i in range(count)]
-        self._compiled = compile(code, "<lazygen size guards>", "eval")
-
-    def __call__(self, inputs) -> bool:
-        scope = {"L": dict(zip(self._names, inputs, strict=True))}
-        return bool(eval(self._compiled, SYMPY_INTERP, scope))  # noqa: S307 (shape env's own)
-
-
-def _compile_fx(
-    module: torch.fx.GraphModule, examples: list, fake_mode, direct: bool = True
-) -> Callable:
-    """``compile_fx``'s code for ``module``, called without aot_autograd's runtime wrapper
-    where that wrapper has nothing to do (``direct.py``; ``direct=False`` keeps it)."""
-    # Imported when first compiling: torch._inductor is slow to import (about a second
-    # here), which the fx mode (same package) must not pay.
-    from torch._inductor import config as inductor_config
-    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
-
-    decompositions = decompositions_for(module)
-
-    def compile_with(config: dict) -> tuple[InnerCompiles, Callable]:
-        compiles = InnerCompiles(compile_fx_inner)
-        context = torch._guards.TracingContext(fake_mode)
-        cache_off = aot_cache_off() if direct else contextlib.nullcontext()
-        settings = inductor_config.patch(dict(config))
-        tracing = torch._guards.tracing(context)
-        with outside_dispatch(), tracing, torch.no_grad(), cache_off, settings:
-            # (a copy: compile_fx takes ownership of the module it is given)
-            return compiles, compile_fx(
-                _copy(module), examples, inner_compile=compiles, decompositions=decompositions
-            )
-
-    try:
-        with _unshimmed_kernels_unlogged():
-            compiles, wrapped = compile_with(LAZY_GRAPH_CONFIG)
-        why = _boxed_dispatch(compiles)
-    except Exception as error:
-        if _is_data_dependent(error):  # the caller fixes scalars and compiles again
-            raise
-        why = f"C++ wrapper failed: {_first_line(error)}"
-    if why is not None:
-        metrics.count("InductorPythonWrapper")
-        log(1, f"inductor: Python wrapper used ({why})")
-        compiles, wrapped = compile_with(PYTHON_WRAPPER_CONFIG)
-    if not direct:
-        return wrapped
-    try:
-        call = direct_call(compiles, examples)
-    except Exception as error:  # aot's metadata not as expected: keep its wrapper
-        log(1, f"inductor: aot's runtime wrapper kept: {_first_line(error)}")
-        call = None
-    metrics.count("InductorAotWrapped" if call is None else "InductorDirectCall")
-    return wrapped if call is None else call
-
-
-def _symbolic(value, source, shape_env: ShapeEnv, fake_mode: FakeTensorMode):
-    """The example input of a graph compiled for all sizes: a tensor with symbolic sizes,
-    an int as a symbol (both guarded by ``source``)."""
-    if isinstance(value, torch.Tensor):
-        rank = value.dim()
-        if rank == 0:
-            # No source: the fake mode would make its number a backed (specialised) float
-            # symbol; a scalar read in the graph stays unbacked, as in a static graph.
-            return fake_mode.from_tensor(value, static_shapes=True)
-        context = StatelessSymbolicContext(
-            dynamic_sizes=[DimDynamic.DYNAMIC] * rank, constraint_sizes=[None] * rank
-        )
-        return fake_mode.from_tensor(value, source=source, symbolic_context=context)
-    if type(value) is int:  # may be -1 (``view``'s inferred size)
-        symbol = shape_env.create_symbol(value, source, DimDynamic.DYNAMIC, positive=None)
-        return shape_env.create_symintnode(symbol, hint=value, source=source)
-    return value
 
 
 def _sizes_of(inputs) -> tuple:
@@ -491,31 +266,6 @@ def _scalar_inputs(module: torch.fx.GraphModule) -> dict[torch.fx.Node, int]:
     return {p: i for i, p in enumerate(placeholders) if p in read}
 
 
-def _copy(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    return _with_constants(module, {})
-
-
-def _with_constants(module: torch.fx.GraphModule, values: dict[int, object]):
-    """A copy of ``module`` whose reads of the scalar inputs in ``values`` are those values
-    (compile_fx takes ownership of the module it is given, so always a copy)."""
-    graph = torch.fx.Graph()
-    result = graph.graph_copy(module.graph, {})
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    fixed = {placeholders[i]: value for i, value in values.items()}
-    for node in list(graph.nodes):
-        if node.target is _READ and node.args[0] in fixed:
-            node.replace_all_uses_with(fixed[node.args[0]])
-            graph.erase_node(node)
-    graph.output(result)
-    return torch.fx.GraphModule(torch.nn.Module(), graph)
-
-
-def _op_name(node: torch.fx.Node) -> str:
-    target = node.target
-    packet = getattr(target, "overloadpacket", None)
-    return getattr(packet, "__name__", "") if packet is not None else ""
-
-
 # Which scalars a graph needs fixed is found by failed traces (seconds each); it is kept
 # next to Inductor's cache, keyed by the GraphModule's code, so a later process starts
 # from it and its compile is a cache hit at once.
@@ -550,82 +300,3 @@ def _remember_fixed(key: str, fixed: tuple[int, ...]) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)
         os.replace(temporary, _fixed_path())
-
-
-#: How Inductor refuses a scalar input whose value it needs: a data-dependent guard, a
-#: lowering converting the unbacked symbol to a number (to an int; to a float, as
-#: ``constant_pad_nd`` does with a float pad value: "Cannot convert expression to float"), or
-#: one handing it on to an ATen fallback kernel, whose FX node cannot hold a sympy symbol
-#: (``scatter.value``'s value: "argument of type: <class 'sympy.core.symbol.Symbol'>").
-_NEEDS_VALUE = (
-    "data-dependent",
-    "DataDependent",
-    "Cannot convert symbols to int",
-    "Cannot convert expression to float",
-    "argument of type: <class 'sympy.",
-)
-
-
-def _is_data_dependent(error: BaseException) -> bool:
-    text = _full_text(error)
-    return any(words in text for words in _NEEDS_VALUE)
-
-
-def _frame_nodes(error: BaseException) -> list[torch.fx.Node]:
-    """The FX nodes being handled where ``error`` (or an exception it came from) was
-    raised: the node aot_autograd's interpreter ran (``run_node``'s ``n``), or the node of
-    Inductor's graph a pass rewrote (its ``node``). A guard on an unbacked symbol raised in
-    a fake kernel names no node in its text."""
-    nodes = []
-    for raised in _chain(error):
-        tb = raised.__traceback__
-        while tb is not None:
-            local = tb.tb_frame.f_locals
-            for name in ("n", "node"):
-                if isinstance(local.get(name), torch.fx.Node):
-                    nodes.append(local[name])
-            tb = tb.tb_next
-    return nodes
-
-
-#: The unbacked symbols a data-dependent error names (``u42``, ``zuf3``).
-_UNBACKED = re.compile(r"\b(u\d+|zuf\d+)\b")
-
-
-def _symbol_reads(text: str, nodes: list[torch.fx.Node]) -> set[int]:
-    """The graph inputs whose reads defined the unbacked symbols ``text`` names, found in
-    the graphs of ``nodes`` (aot's graph, whose inputs are the lazy graph's, in order): its
-    ``_local_scalar_dense`` node whose value is the symbol reads that input."""
-    symbols = set(_UNBACKED.findall(text))
-    found: set[int] = set()
-    if not symbols:
-        return found
-    for graph in {id(n.graph): n.graph for n in nodes}.values():
-        positions = {p: i for i, p in enumerate(graph.find_nodes(op="placeholder"))}
-        for read in graph.find_nodes(op="call_function", target=_READ):
-            if str(read.meta.get("val")) in symbols and read.args[0] in positions:
-                found.add(positions[read.args[0]])
-    return found
-
-
-def _chain(error: BaseException) -> list[BaseException]:
-    """``error`` and the exceptions it was raised from or while handling."""
-    chain, seen = [], set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        chain.append(error)
-        error = error.__cause__ or error.__context__
-    return chain
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:200] if text else type(error).__name__
-
-
-def _full_text(error: BaseException) -> str:
-    parts = []
-    for raised in _chain(error):
-        parts.append(str(raised))
-        parts.extend(getattr(raised, "__notes__", ()))
-    return "\n".join(parts)

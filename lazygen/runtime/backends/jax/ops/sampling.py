@@ -1,0 +1,55 @@
+"""Random ops of the jax backend's table (bernoulli, uniform, normal, dropout): apart
+because they draw from JAX keys made of the seeds the runtime passes as graph inputs
+(``lazygen.runtime.tracing.random_inputs``), not from torch's generators."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .table import as_dtype, dt, op, sizes
+
+# Random (seeds: ``lazygen.runtime.tracing.random_inputs``) ------------------------------------------
+
+
+def _key(seed):
+    return jax.random.key(jnp.asarray(seed, jnp.int64))
+
+
+@op("bernoulli.p")
+def _bernoulli_p(shapes, x, p=0.5, generator=None):
+    draw = jax.random.bernoulli(_key(generator), p, sizes(shapes))
+    return draw.astype(dt(shapes))
+
+
+@op("bernoulli")
+def _bernoulli(shapes, x, generator=None):
+    draw = jax.random.uniform(_key(generator), sizes(shapes), x.dtype)
+    return (draw < x).astype(dt(shapes))
+
+
+@op("uniform")
+def _uniform(shapes, x, low=0.0, high=1.0, generator=None):
+    d = dt(shapes)
+    return jax.random.uniform(_key(generator), sizes(shapes), d, low, high)
+
+
+@op("normal_functional")
+def _normal(shapes, x, mean=0.0, std=1.0, generator=None):
+    d = dt(shapes)
+    return mean + std * jax.random.normal(_key(generator), sizes(shapes), d)
+
+
+@op("native_dropout_backward")
+def _dropout_backward(shapes, grad, mask, scale):
+    d = dt(shapes)
+    return as_dtype(grad, d) * as_dtype(mask, d) * as_dtype(scale, d)
+
+
+@op("native_dropout")
+def _dropout(shapes, x, p, train=None, generator=None):
+    d = dt(shapes)
+    if train is False or p == 0:
+        return as_dtype(x, d), jnp.ones(x.shape, jnp.bool_)
+    keep = jax.random.bernoulli(_key(generator), 1 - p, x.shape)
+    return jnp.where(keep, as_dtype(x, d) / (1 - p), jnp.zeros((), d)), keep

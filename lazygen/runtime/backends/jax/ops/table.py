@@ -1,0 +1,86 @@
+"""The jax backend's op table and what its entries share: ``JAX_OPS`` (aten overload ->
+implementation), the ``@op`` decorator that fills it, and the helpers every family of ops
+uses (the output dtype ``dt``, ``sizes``, casts, reduction dims, matmul precision).
+
+Every implementation is called as ``impl(shapes, *args, **kwargs)`` with the aten schema's
+arguments (tensors as JAX values, numbers as Python numbers or traced scalars, attributes
+as Python values) and ``shapes``, the node's outputs as shape inference gave them. Results
+are cast to those dtypes by the caller (``lowering.program_function``), so an
+implementation computes in ``dt(shapes)``, the result's dtype, instead of re-implementing
+torch's type promotion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+from jax import lax
+
+from .... import state
+from ..dtypes import convert, to_jax
+
+JAX_OPS: dict[str, Callable] = {}
+
+
+def op(*names: str):
+    """Register the decorated function under each table key (``add.Tensor``, ``relu``)."""
+
+    def register(fn):
+        for name in names:
+            JAX_OPS[name] = fn
+        return fn
+
+    return register
+
+
+def dt(shapes, index: int = 0):
+    """The JAX dtype of output ``index``."""
+    return to_jax(shapes[index].dtype)
+
+
+def sizes(shapes, index: int = 0) -> tuple[int, ...]:
+    return tuple(shapes[index].sizes)
+
+
+def as_dtype(x, dtype):
+    """``x`` in ``dtype`` as torch casts (floats to narrow integers wrap: ``convert``)."""
+    return convert(x, dtype)
+
+
+def reduce_dims(dim, ndim: int):
+    """A reduction's dims: all for None or ``[]``, else normalised."""
+    if ndim == 0:  # torch takes dim 0 and -1 of a 0-dim tensor: a no-op
+        return ()
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    return tuple(sorted(d % ndim for d in dim))
+
+
+def along(fn):
+    """``fn(x, dim, ...)`` taking a 0-dim ``x`` as torch does: as one element along dim 0."""
+
+    def impl(shapes, x, dim, *args, **kwargs):
+        if jnp.ndim(x) == 0:
+            out = fn(shapes, jnp.reshape(x, (1,)), 0, *args, **kwargs)
+            return jnp.reshape(out, sizes(shapes))
+        return fn(shapes, x, dim, *args, **kwargs)
+
+    return impl
+
+
+# Linear algebra --------------------------------------------------------------------------
+
+HIGHEST = lax.Precision.HIGHEST
+
+
+def per_channel(v, ndim: int):
+    """A per-channel vector shaped to broadcast over ``(N, C, ...)``."""
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+state.once_per_process(
+    __name__, ("JAX_OPS",), "filled at import by the families' registrations (ops/__init__.py)"
+)
