@@ -221,10 +221,8 @@ class Backend(ABC):
     #: the backend drawing with its own counter-based generator (numbers differ from
     #: eager's, distributions do not).
     random_numbers: str = "torch_generator"
-    #: True when a run may take over the memory of inputs nothing reads after it (an
-    #: updated parameter's or optimizer state's old value): the core then runs graphs
-    #: through ``execute_donating`` with those inputs' positions
-    #: (``execution/liveness.py`` decides them, conservatively; only non-torch data).
+    #: True: runs go through ``execute_donating`` (inputs nothing reads afterwards may be
+    #: taken over: ``execution/liveness.py``; non-torch data only).
     donates_inputs: bool = False
     # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
     # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
@@ -313,11 +311,7 @@ class Backend(ABC):
         """
 
     def execute_donating(self, executable: Any, inputs: list, dead: frozenset[int]) -> list:
-        """``execute``, told that nothing reads ``inputs[i]`` after this run.
-
-        For ``i`` in ``dead`` (only called when ``donates_inputs``) the inputs' memory may
-        hold the results; inputs not in ``dead`` must stay readable.
-        """
+        """``execute``; ``inputs[i]`` for ``i`` in ``dead`` may hold the results."""
         return self.execute(executable, inputs)
 
     def runner(self, executable: Any) -> Callable[[list], list]:
