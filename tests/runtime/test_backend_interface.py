@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lazygen.runtime.backend_interface import without_autograd
+from lazygen.runtime.dispatch_modes import without_autograd
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -21,8 +21,9 @@ import torch
 import torch.fx
 
 from ... import metrics
-from ...backend_interface import Backend, KernelTables, without_autograd
+from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
+from ...dispatch_modes import without_autograd
 from ...graph.dynamic import HiddenSizes
 from ...ir import Node, Value
 from .compile import CompiledGraph

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch._functorch import config as functorch_config
 
-from ...backend_interface import without_autograd
+from ...dispatch_modes import without_autograd
 
 
 class InnerCompiles:

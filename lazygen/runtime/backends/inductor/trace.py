@@ -24,7 +24,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ... import metrics
-from ...backend_interface import outside_dispatch
+from ...dispatch_modes import outside_dispatch
 from ...state import log
 from .culprits import first_line, needs_value
 from .decompose import decompositions_for

@@ -12,8 +12,9 @@ import sys
 import torch
 
 from ... import process, state
-from ...backend_interface import Backend, KernelTables, without_autograd
+from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
+from ...dispatch_modes import without_autograd
 from ...errors import LazygenRuntimeError
 from ...ir import InputWrite, Node, Value
 from ...state import settings
