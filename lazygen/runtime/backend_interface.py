@@ -161,6 +161,9 @@ class Backend(ABC):
     #: the backend drawing with its own counter-based generator (numbers differ from
     #: eager's, distributions do not).
     random_numbers: str = "torch_generator"
+    #: True: runs go through ``execute_donating`` (inputs nothing reads afterwards may be
+    #: taken over: ``execution/liveness.py``; non-torch data only).
+    donates_inputs: bool = False
     # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
     # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
     # and as the Python numbers themselves on the others, which cast them where a lowering
@@ -246,6 +249,10 @@ class Backend(ABC):
         of ``LoweringContext.parameters``. Each result is a tensor, or with ``torch_data``
         false the backend's data object (of the output's dtype).
         """
+
+    def execute_donating(self, executable: Any, inputs: list, dead: frozenset[int]) -> list:
+        """``execute``; ``inputs[i]`` for ``i`` in ``dead`` may hold the results."""
+        return self.execute(executable, inputs)
 
     def runner(self, executable: Any) -> Callable[[list], list]:
         """``run(inputs)``: what ``execute(executable, inputs)`` does.

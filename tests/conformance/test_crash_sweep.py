@@ -3,8 +3,8 @@
 Every float32 OpInfo entry (its first sample) and every conversion case
 (``lazygen/conformance/conversions.py``: dtype and memory-format conversions followed by
 views and in-place ops) runs in crash-isolated workers, on lazygen's built-in op list
-(TorchScript backend) and on a minimal 4-op list (``add.Tensor``, ``mul.Tensor``, ``mm``,
-``relu``, generated at test time and lowered by the fx backend's lowering, see
+(TorchScript backend; the jax backend, whose executor is not torch: 100 s here) and on a
+minimal 4-op list (``add.Tensor``, ``mul.Tensor``, ``mm``, ``relu``, generated at test time and lowered by the fx backend's lowering, see
 ``tests/support/backend_sites.py``), where nearly every op goes through the eager fallback and composite
 kernels. Wrong results and errors are the conformance suites' business; here any signal,
 hang or worker death fails the test, naming each entry, the op it died in and where, with a
@@ -15,6 +15,7 @@ Each sweep takes 2-3 minutes with two workers on two cores (``slow``: CI runs it
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 from pathlib import Path
@@ -61,8 +62,10 @@ def _report(backend: str, op_list: Path, site: Path, runner: Runner, results) ->
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["torchscript", "fourop"])
+@pytest.mark.parametrize("backend", ["torchscript", "fourop", "jax"])
 def test_nothing_crashes(backend, backend_site, tmp_path):
+    if backend == "jax" and importlib.util.find_spec("jax") is None:
+        pytest.skip("the jax backend needs JAX: pip install lazygen[jax]")
     names = list(entries_by_name(torch.float32, conversions=True))
     config = RunConfig(
         backend=backend,

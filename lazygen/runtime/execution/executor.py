@@ -28,6 +28,7 @@ from .compiling import (
     trim_compile_caches,
 )
 from .launches import settle
+from .liveness import unreferenced_inputs
 from .running import execute, run, runner
 
 #: What other modules reach through the executor (``lr.executor``): its entry points, and
@@ -134,6 +135,9 @@ def _sync_device(
             debug.note_sync(device, executable, order, outputs)
             # waits for runs they come from
             inputs = running.read_inputs(order, template.inputs, device.backend.torch_data)
+            dead = None
+            if device.backend.donates_inputs and _all_pending_synced(device, tensors):
+                dead = unreferenced_inputs(order, template.inputs)
         except LazyGraphError as error:
             failures.fail(device, tensors, values, error)
             raise
@@ -144,7 +148,7 @@ def _sync_device(
             or type(executable) is UncompiledGraph
         ):
             try:
-                ran = running.execute(device, executable, order, inputs)
+                ran = running.execute(device, executable, order, inputs, dead)
                 results = running.finish(device, outputs, ran, "execute")
             except LazyGraphError as error:
                 device.cache.forget(template.key)  # a later, fixed lowering must not reuse it
@@ -161,6 +165,14 @@ def _sync_device(
                 t._value = data_of[value]
         metrics.count("SyncedTensors", len(tensors))
         return data_of
+
+
+def _all_pending_synced(device: LazyDevice, tensors: list[LazyTensor]) -> bool:
+    """Whether every pending tensor of ``device`` is in this graph (``mark_step``): only then
+    does no node outside it read its inner nodes, which a later graph would recompute from
+    its inputs (the condition of ``liveness.unreferenced_inputs``)."""
+    synced = {id(t) for t in tensors}
+    return all(t._value.node.is_input or id(t) in synced for t in device.live_tensors())
 
 
 def _with_must_run(device: LazyDevice, tensors: list[LazyTensor]) -> list[LazyTensor]:
@@ -187,8 +199,9 @@ def _compiled(device: LazyDevice, outputs: list[Value]) -> tuple[GraphTemplate, 
     metrics.count("GraphWalk")
     order, position = post_order(outputs)
     key = graph_key(order, position, outputs)
-    executable = compile_cached(device, key, order, outputs)
     template = GraphTemplate(key, order, position, outputs)
+    del position  # holds every node: no input would look unreferenced (liveness)
+    executable = compile_cached(device, key, order, outputs)
     cache.remember_template(template, outputs)
     return template, order, executable
 

@@ -24,8 +24,14 @@ from .failures import broken_contract, carry_error, execution_error
 from .launches import Launch
 
 
-def execute(device: LazyDevice, executable, order: list[Node], inputs: list) -> list:
-    """Run a compiled graph (``order``: its nodes, named by the error if the run fails)."""
+def execute(device: LazyDevice, executable, order: list[Node], inputs: list, dead=None) -> list:
+    """Run a compiled graph (``order``: its nodes, named by the error if the run fails).
+    ``dead``: positions of inputs nothing reads after the run, which a backend that
+    ``donates_inputs`` may take over (``liveness.unreferenced_inputs``)."""
+    if dead and type(executable) is not UncompiledGraph:
+        backend = device.backend
+        donating = functools.partial(backend.execute_donating, executable, dead=dead)
+        return run(device, donating, order, inputs)
     return run(device, runner(device, executable), order, inputs)
 
 

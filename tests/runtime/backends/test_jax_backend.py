@@ -4,6 +4,9 @@ autograd run on ``lazygen:3``; training on ``lazygen:0`` switched to jax (see co
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -169,3 +172,152 @@ def _max_pool_on_lazy(x, args):
     got, indices = torch.nn.functional.max_pool2d(lazy, *args, return_indices=True)
     got.sum().backward()
     return got.detach().cpu(), indices.cpu(), lazy.grad.cpu()
+
+
+def test_float_to_narrow_integer_casts_wrap_as_eager():
+    # XLA's float -> uint8 saturates (-62.5 -> 0); torch's wraps through int32 (-> 194).
+    # The crash sweep's conversion cases found it (to.uint8.*: wrong).
+    host = torch.tensor([-62.5, 186.1, 300.7, -1.0, 255.9, -129.5])
+    lazy = host.to(JAX)
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.uint16):
+        torch.testing.assert_close(lazy.to(dtype).cpu(), host.to(dtype), rtol=0, atol=0)
+        torch.testing.assert_close((lazy * 2).to(dtype).cpu(), (host * 2).to(dtype), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(3, device=JAX).chalf(),
+        lambda: torch.randn(3).to(torch.chalf).to(JAX),
+        lambda: torch.zeros(3, dtype=torch.float8_e4m3fn, device=JAX),
+    ],
+    ids=["cast", "upload", "factory"],
+)
+def test_a_dtype_jax_lacks_raises_what_to_do(make):
+    with pytest.raises(lr.LazygenRuntimeError, match=r"cannot hold torch\.\w+ tensors.*CPU"):
+        make().cpu()
+    lr.mark_step()
+
+
+def _arrays(tensors) -> list:
+    lr.mark_step()
+    return [inner(t)._value.node.native for t in tensors]
+
+
+def test_updated_parameters_are_donated_and_training_matches_eager():
+    with index_zero_on("jax"):
+        _train_checking_donation("lazygen:0")
+
+
+def _train_checking_donation(device: str) -> None:
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    model.load_state_dict(eager.state_dict())
+    model.to(device)
+    x, y = torch.randn(5, 8), torch.randn(5, 4)
+    lazy_x, lazy_y = x.to(device), y.to(device)
+    pairs = [
+        (model, torch.optim.Adam(model.parameters(), lr=1e-2), lazy_x, lazy_y),
+        (eager, torch.optim.Adam(eager.parameters(), lr=1e-2), x, y),
+    ]
+    for step in range(4):
+        old = _arrays(model.parameters())
+        state = [s for per in pairs[0][1].state.values() for s in per.values()]
+        old_state = _arrays([s for s in state if s.device.type != "cpu"])
+        batch = _arrays([lazy_x])[0]
+        for net, optimizer, a, b in pairs:
+            optimizer.zero_grad()
+            ((net(a) - b) ** 2).mean().backward()
+            optimizer.step()
+        lr.mark_step()
+        # the old values' buffers went to the step's results; the batch, still held, not
+        assert all(array.is_deleted() for array in old), step
+        assert len(old_state) == (0 if step == 0 else 2 * len(old))
+        assert all(array.is_deleted() for array in old_state), step
+        assert not batch.is_deleted()
+    for got, want in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(got.cpu(), want.detach())
+
+
+@pytest.mark.parametrize(
+    "hold",
+    [
+        lambda w: w.detach(),  # another tensor on the same data
+        lambda w: w[1:3],  # a view of it
+        lambda w: w * 3,  # a pending node reading it
+        lambda w: w.to("cpu", copy=True),  # read on the host before the step (DLPack)
+    ],
+    ids=["alias", "view", "pending", "host_read"],
+)
+@pytest.mark.parametrize("sync", ["mark_step", "read_w_alone"])
+def test_an_input_someone_still_reads_is_never_donated(hold, sync):
+    """``read_w_alone``: only ``w``'s graph runs (a host read), so what ``hold`` made is
+    still pending, outside that graph, and reads w's old data after it."""
+    host = torch.randn(4, 4)
+    w = host.to(JAX)
+    lr.mark_step()
+    held = hold(w)
+    eager_w = host.clone()
+    eager_held = hold(eager_w)
+    w.mul_(2)
+    eager_w.mul_(2)
+    if sync == "mark_step":
+        lr.mark_step()
+    torch.testing.assert_close(w.cpu(), eager_w)
+    # read after the graph that updated w: never a deleted array; eager's values
+    torch.testing.assert_close(held.cpu(), eager_held)
+    torch.testing.assert_close(w.cpu(), eager_w)
+
+
+def test_a_host_read_never_donates_what_a_pending_tensor_recomputes_from():
+    # found by the gradient conformance (l1_loss: reading one gradient ran a graph whose
+    # inner nodes the other, still pending, gradient reads again from the same input)
+    host = torch.randn(3)
+    w = host.to(JAX) * 1
+    lr.mark_step()
+    inner_node = w * 2
+    del w  # w's data is read only inside graphs from here on
+    first, second = inner_node + 1, inner_node - 1
+    del inner_node
+    torch.testing.assert_close(first.cpu(), host * 2 + 1)  # runs [w, w * 2, + 1] alone
+    torch.testing.assert_close(second.cpu(), host * 2 - 1)  # reads w's data again
+
+
+def test_gather_with_an_index_smaller_than_the_input_as_eager():
+    # scatter's backward gathers so (gradient conformance: scatter, scatter_reduce.sum)
+    x = torch.randn(5, 5)
+    index = torch.tensor([[0], [4], [2], [1], [3], [0], [1], [2], [3], [4]])
+    for dim in (0, 1, -1):
+        got = torch.gather(x.to(JAX), dim, index.to(JAX) if dim == 0 else index[:5].T.to(JAX))
+        want = torch.gather(x, dim, index if dim == 0 else index[:5].T)
+        torch.testing.assert_close(got.cpu(), want)
+
+
+def test_an_input_no_result_fits_is_not_donated(recwarn):
+    # XLA warns "Some donated buffers were not usable" for a donated input no result of
+    # its shape and dtype can take over (found by the gradient conformance)
+    w = torch.randn(4, 3).to(JAX)
+    lr.mark_step()
+    total = (w * 2).sum()
+    del w
+    lr.mark_step()
+    assert total.cpu().shape == ()
+    assert not [w for w in recwarn if "donated buffers" in str(w.message)]
+
+
+def test_host_view_of_a_broadcast_constant_result_does_not_crash():
+    # torch.from_dlpack of this XLA result died with SIGSEGV (gradient conformance: sgn,
+    # whose gradient is such a constant); in a fresh interpreter, so a crash fails the test
+    code = (
+        "import jax, jax.numpy as jnp\n"
+        "from lazygen.runtime.backends.jax.backend import JaxBackend\n"
+        "b = JaxBackend()\n"
+        "x = jnp.ones((20, 20), jnp.float32)\n"
+        "f = jax.jit(lambda x: jnp.broadcast_to(jnp.float32(0), (20, 20)))\n"
+        "r = f.lower(x).compile()(x)\n"
+        "print(float(b.from_data(r, 'cpu', copy=False).sum()), float(b.from_data(r).sum()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0.0", "0.0"]

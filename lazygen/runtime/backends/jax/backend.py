@@ -15,6 +15,7 @@ It runs on whatever JAX runs on: the CPU here; GPUs and TPUs with JAX's wheels f
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -25,8 +26,9 @@ import torch
 from ... import metrics
 from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
+from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
-from .dtypes import enable_x64, to_jax
+from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
 from .refusals import refused_ops
@@ -38,15 +40,20 @@ class JaxExecutable:
     Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
     each run checks them, and other numbers compile (once) a variant of their own."""
 
-    __slots__ = ("compiled", "static", "variants", "make")
+    __slots__ = ("compiled", "static", "variants", "make", "donated")
 
-    def __init__(self, compiled, static: dict[int, int], make) -> None:
+    def __init__(self, compiled, static: dict[int, int], make, donated=frozenset()) -> None:
         self.compiled = compiled
         self.static = tuple(static.items())
         self.variants = {tuple(v for _, v in self.static): compiled}
         self.make = make  # numbers by position -> compiled variant
+        #: Inputs the program donates (``jax.jit``'s ``donate_argnums``): XLA may write
+        #: results into their buffers, and deletes the arrays passed there.
+        self.donated = donated
 
-    def __call__(self, inputs: list) -> list:
+    def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
+        if self.donated:
+            inputs = _spare_live_inputs(inputs, self.donated, dead)
         if not self.static:
             return list(self.compiled(*inputs))
         numbers = tuple(inputs[i] for i, _ in self.static)
@@ -64,6 +71,7 @@ class JaxBackend(Backend):
     name = "jax"
     torch_data = False
     random_numbers = "seed"
+    donates_inputs = True
 
     def __init__(self) -> None:
         enable_x64()
@@ -86,6 +94,7 @@ class JaxBackend(Backend):
 
     def to_data(self, tensor: torch.Tensor, device: torch.device) -> jax.Array:
         """A ``jax.Array`` of ``tensor`` (sharing its memory through DLPack where it can)."""
+        check_supported(tensor.dtype)
         if tensor.device.type != "cpu":
             tensor = tensor.cpu()
         tensor = tensor.resolve_conj().resolve_neg()  # DLPack carries neither bit
@@ -100,6 +109,16 @@ class JaxBackend(Backend):
     def from_data(self, data: Any, device: torch.device | str = "cpu", copy: bool = True):
         """A torch tensor of ``data``: DLPack's view of the same memory with ``copy=False``
         (the core only reads it), a copy otherwise."""
+        if data.dtype in _NUMPY_SHARED:
+            # numpy's view of the buffer: torch.from_dlpack of some XLA results (a constant
+            # broadcast, sgn's gradient) dies with SIGSEGV (gradient conformance: sgn)
+            if copy:
+                tensor = torch.from_numpy(np.array(data))
+            else:
+                with warnings.catch_warnings():  # read-only: the core only reads it
+                    warnings.simplefilter("ignore", UserWarning)
+                    tensor = torch.from_numpy(np.asarray(data))
+            return tensor if torch.device(device).type == "cpu" else tensor.to(device)
         try:
             tensor = torch.from_dlpack(data)
         except Exception:
@@ -114,23 +133,36 @@ class JaxBackend(Backend):
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         return JaxLoweringContext(device, self.ops)
 
-    def _lowered(self, order, outputs, device, static_values=None):
+    def _lowered(self, order, outputs, device, static_values=None, donated=frozenset()):
         ctx = self.lowering_context(device)
         ctx.static_values = dict(static_values or {})
         ctx.lower_graph(order, outputs)
         function = program_function(ctx)
-        return ctx, jax.jit(function).lower(*[_abstract(n) for n in ctx.parameters])
+        donate = tuple(sorted(i for i in donated if i not in ctx.static_inputs))
+        jitted = jax.jit(function, donate_argnums=donate)
+        return ctx, jitted.lower(*[_abstract(n) for n in ctx.parameters])
 
     def compile(self, order: list[Node], outputs: list[Value], device) -> JaxExecutable:
-        ctx, lowered = self._lowered(order, outputs, device)
+        # Inputs nothing outside the graph reads (the old values of what the graph updates,
+        # parameters and optimizer state in a training step) are donated: the graph's first
+        # run decides, before lowering holds the nodes (later runs copy a donated input
+        # that is still referenced: ``_spare_live_inputs``).
+        dead = _reusable(unreferenced_inputs(order, range(len(order))), order, outputs)
+        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
+        donated = frozenset(parameter[i] for i in dead)
+        ctx, lowered = self._lowered(order, outputs, device, donated=donated)
 
         def variant(values: dict[int, int]):
-            return self._lowered(order, outputs, device, values)[1].compile()
+            return self._lowered(order, outputs, device, values, donated)[1].compile()
 
-        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant)
+        donated = frozenset(i for i in donated if i not in ctx.static_inputs)
+        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated)
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
         return executable(inputs)
+
+    def execute_donating(self, executable: JaxExecutable, inputs: list, dead) -> list:
+        return executable(inputs, dead)
 
     def runner(self, executable: JaxExecutable):
         return executable
@@ -140,6 +172,47 @@ class JaxBackend(Backend):
 
     def describe(self, executable: JaxExecutable) -> str:
         return executable.compiled.as_text()
+
+
+#: JAX dtypes numpy holds natively (``from_data`` shares their buffers through numpy).
+_NUMPY_SHARED = frozenset(
+    jnp.dtype(t)
+    for t in (
+        jnp.float32, jnp.float64, jnp.float16, jnp.int8, jnp.int16, jnp.int32, jnp.int64,
+        jnp.uint8, jnp.uint16, jnp.uint32, jnp.uint64, jnp.bool_, jnp.complex64, jnp.complex128,
+    )
+)  # fmt: skip
+
+
+def _reusable(positions, order: list[Node], outputs: list[Value]) -> frozenset[int]:
+    """Of the input ``positions`` (in ``order``), those whose buffer a result of the same
+    shape and dtype can take over (XLA warns of a donated buffer no result fits)."""
+    free: dict = {}
+    for v in outputs:
+        shape = v.node.shapes[v.index]
+        free[shape] = free.get(shape, 0) + 1
+    chosen = []
+    for i in sorted(positions):
+        shape = order[i].shapes[0]
+        if free.get(shape, 0) > 0:
+            free[shape] -= 1
+            chosen.append(i)
+    return frozenset(chosen)
+
+
+def _spare_live_inputs(inputs: list, donated: frozenset[int], dead) -> list:
+    """``inputs`` with a copy in place of each donated input someone still reads (not in
+    ``dead``): donation deletes the array passed, never one that lazygen hands out again."""
+    live = donated - dead if dead else donated
+    if not live:
+        return inputs
+    inputs = list(inputs)
+    for i in live:
+        data = inputs[i]
+        if isinstance(data, jax.Array):
+            inputs[i] = jnp.copy(data)
+    metrics.count("JaxDonationCopies", len(live))
+    return inputs
 
 
 def _contiguous_strides(shape) -> tuple[int, ...]:

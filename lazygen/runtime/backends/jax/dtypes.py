@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import torch
 
+from ...errors import LazygenRuntimeError
+
 _TO_JAX = MappingProxyType(
     {
         torch.float32: jnp.float32,
@@ -41,12 +43,42 @@ _TO_JAX = MappingProxyType(
 SUPPORTED = frozenset(_TO_JAX)
 
 
+def check_supported(dtype: torch.dtype) -> None:
+    """Raise the user's error for a tensor of a dtype JAX has no array type for."""
+    if dtype not in SUPPORTED:
+        raise LazygenRuntimeError(
+            f"lazygen: the jax backend cannot hold {dtype} tensors (JAX has no such array "
+            "type, or converts to it differently from torch): keep this tensor on the CPU, "
+            "convert it first (e.g. .to(torch.complex64) or .to(torch.float32)), or run on "
+            "another backend (LAZYGEN_BACKEND=torchscript)"
+        )
+
+
 def to_jax(dtype: torch.dtype):
     """JAX's dtype for a torch dtype; a ``TypeError`` naming it for one JAX lacks."""
     try:
         return _TO_JAX[dtype]
     except KeyError:
         raise TypeError(f"lazygen: the jax backend has no dtype for torch's {dtype}") from None
+
+
+#: Integer dtypes narrower than int32: torch's float -> int casts on the CPU go through a
+#: 32-bit integer (the hardware's truncating conversion) and keep its low bits, so -62.5
+#: becomes 194 as uint8; XLA's direct float -> uint8 saturates (0). ``convert`` imitates
+#: torch's route.
+_NARROW_INTEGERS = frozenset({jnp.dtype(t) for t in (jnp.int8, jnp.int16, jnp.uint8, jnp.uint16)})
+
+
+def convert(x, dtype):
+    """``x`` as JAX's ``dtype`` the way torch casts: a floating value to a narrow integer
+    type wraps around (through int32) instead of saturating."""
+    x = jnp.asarray(x)
+    want = jnp.dtype(dtype)
+    if x.dtype == want:
+        return x
+    if want in _NARROW_INTEGERS and jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.int32)
+    return x.astype(want)
 
 
 def enable_x64() -> None:

@@ -23,7 +23,7 @@ import torch
 from ...ir import ScalarData, Shape, SizeConstant, Value
 from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
 from ...state import settings
-from .dtypes import to_jax
+from .dtypes import convert, to_jax
 
 #: Ops whose one ``SymInt[]`` argument equals their result's sizes.
 SIZE_IS_RESULT_SHAPE = frozenset({"view_copy", "expand_copy", "empty.memory_format"})
@@ -212,9 +212,7 @@ def _cast(value, shape):
     """``value`` in the dtype of ``shape`` (None: as it is)."""
     if shape is None or value is None:
         return value
-    want = to_jax(shape.dtype)
-    value = jnp.asarray(value)
-    return value if value.dtype == want else value.astype(want)
+    return convert(value, to_jax(shape.dtype))
 
 
 def program_function(ctx: JaxLoweringContext) -> Callable:

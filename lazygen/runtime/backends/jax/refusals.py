@@ -6,6 +6,8 @@
 * Calls whose torch semantics JAX does not give: integer division, remainder and powers
   (torch raises on a zero divisor or a negative integer exponent, XLA returns a number),
   and transposed convolutions (not in the table yet).
+* Calls whose ``dtype`` argument names a dtype JAX lacks (``complex32``, the float8
+  types): they run eagerly and their result's upload raises the user's error.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
+from .dtypes import SUPPORTED
 from .lowering import op_key
 
 #: Ops whose integer form differs from torch's on invalid input (see the docstring).
@@ -32,6 +35,19 @@ def _tensors(args, kwargs):
 
 def _integer_call(op, args, kwargs) -> bool:
     return any(not (t.is_floating_point() or t.is_complex()) for t in _tensors(args, kwargs))
+
+
+def _unsupported_dtype(op, args, kwargs) -> bool:
+    """A call asking for a result dtype JAX lacks (``x.chalf()``): run eagerly, where its
+    result's upload raises the user's error (``dtypes.check_supported``)."""
+    dtype = kwargs.get("dtype")
+    if dtype is None:
+        dtype = next((a for a in args if isinstance(a, torch.dtype)), None)
+    return dtype is not None and dtype not in SUPPORTED
+
+
+def _dtype_argument(overload) -> bool:
+    return any(a.name == "dtype" for a in overload._schema.arguments)
 
 
 def _transposed(op, args, kwargs) -> bool:
@@ -77,4 +93,6 @@ def refused_ops(tables: KernelTables, ops: dict[str, Callable]) -> dict:
             refused[overload] = _integer_call
         elif key in PREDICATES:
             refused[overload] = PREDICATES[key]
+        elif _dtype_argument(overload):
+            refused[overload] = _unsupported_dtype
     return refused

@@ -23,6 +23,10 @@ def _gather(shapes, x, dim, index, sparse_grad=False):
         return jnp.zeros(sizes(shapes), x.dtype)
     if x.ndim == 0 or index.ndim == 0:
         return jnp.reshape(jnp.reshape(x, (-1,))[jnp.reshape(index, (-1,))], sizes(shapes))
+    dim %= x.ndim
+    # torch's index may be smaller than x along the other dimensions (scatter's backward
+    # gathers so): those positions are read from x's leading part
+    x = x[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index.shape))]
     return jnp.take_along_axis(x, index, axis=dim)
 
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .... import state
-from ..dtypes import to_jax
+from ..dtypes import convert, to_jax
 
 JAX_OPS: dict[str, Callable] = {}
 
@@ -44,7 +44,8 @@ def sizes(shapes, index: int = 0) -> tuple[int, ...]:
 
 
 def as_dtype(x, dtype):
-    return jnp.asarray(x).astype(dtype)
+    """``x`` in ``dtype`` as torch casts (floats to narrow integers wrap: ``convert``)."""
+    return convert(x, dtype)
 
 
 def reduce_dims(dim, ndim: int):
