@@ -11,6 +11,9 @@ import pytest
 import torch
 from support.training import assert_as_accurate_as_eager
 
+from lazygen.runtime.devices import device_from
+from lazygen.runtime.tracing.tensor import device_data
+
 NO_DATA = r"storage holds no data .* copy it to the CPU first"
 
 
@@ -58,3 +61,23 @@ def test_packed_sequences_keep_their_batch_sizes_on_the_host():
     assert lazy[0].device.type == "cpu" and lazy[2].device.type == "cpu"
     assert torch.equal(lazy[0], eager[0]) and torch.equal(lazy[2], eager[2])
     assert_as_accurate_as_eager([lazy[1].cpu()], [eager[1]], lambda: [run("cpu", torch.float64)[1]])
+
+
+def test_device_data_materialises_zero_tensors_and_lazy_bits():
+    """An eager result with no memory behind it (autograd's efficient zero gradient) or a
+    lazy conj/neg bit becomes device data holding its values: a backend reading memory
+    (DLPack, numpy: the jax backend) once read garbage for ``sgn``'s gradient."""
+    device = device_from("lazygen")
+    zero = torch._efficientzerotensor((2, 3))
+    held = device_data(zero, device).node.data
+    assert not held._is_zerotensor() and torch.equal(held.cpu(), torch.zeros(2, 3))
+    conj = torch.tensor([1 + 2j, 3 - 1j]).conj()
+    held = device_data(conj, device).node.data
+    assert not held.is_conj() and torch.equal(held.cpu(), conj.resolve_conj())
+
+
+def test_sgn_gradient_is_zero_on_the_lazy_device():
+    x = torch.tensor([[-2.0, 0.0], [0.5, 3.0]])
+    lazy = x.to("lazygen").requires_grad_()
+    torch.sgn(lazy).backward(torch.ones(2, 2, device="lazygen"))
+    assert torch.equal(lazy.grad.cpu(), torch.zeros(2, 2))

@@ -179,7 +179,17 @@ def from_data(data: torch.Tensor, device: LazyDevice) -> LazyTensor:
 def device_data(data: torch.Tensor, device: LazyDevice) -> Value:
     """The value of device data holding torch tensor ``data`` (which the caller will not
     change): converted by the backend when not on its data device, not contiguous, or when
-    the backend's data is not torch's (``Backend.torch_data``)."""
+    the backend's data is not torch's (``Backend.torch_data``).
+
+    The one place torch data becomes device data, so the one place that makes its memory
+    mean what its values are: an efficient zero tensor (autograd's zero gradient, e.g. of
+    ``sgn``) has no memory behind it, and a conjugate or negative view keeps a lazy bit in
+    metadata. A backend reading the memory (DLPack, numpy) would see garbage or the
+    unconjugated values; both are materialised here."""
+    if data._is_zerotensor():
+        data = torch.zeros(data.shape, dtype=data.dtype, device=data.device)
+    elif data.is_conj() or data.is_neg():
+        data = data.resolve_conj().resolve_neg()
     backend = device.backend
     if not backend.torch_data:
         shape = Shape(data.dtype, tuple(data.shape))
