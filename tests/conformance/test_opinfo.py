@@ -152,6 +152,11 @@ def test_opinfo_fx_backend_subset(tmp_path):
 #: ``chalf`` (JAX has no complex32; the error says to convert first).
 JAX_OWN_ERRORS = {"chalf"}
 
+#: Entries whose sample draws random numbers (multi-head attention's gradient sample trains
+#: with dropout): a backend on the "seed" random contract draws its own numbers, not eager's,
+#: so the harness answers ``no_sample`` ("random: the backend draws its own numbers").
+JAX_RANDOM_SAMPLES = {"nn.functional.multi_head_attention_forward"}
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", ["float32", "grad"])
@@ -173,4 +178,5 @@ def test_opinfo_jax_backend_subset(suite, tmp_path):
     assert not wrong, f"jax: entries wrong: {sorted(wrong)}"
     allowed = {n for n, o in baseline.items() if o not in CORRECT} | JAX_OWN_ERRORS
     errors = {n for n, o in results.items() if o in ("error", "no_sample")}
+    errors -= {n for n in JAX_RANDOM_SAMPLES if results.get(n) == "no_sample"}
     assert errors <= allowed, sorted(errors - allowed)

@@ -179,7 +179,7 @@ CASES = {
     # Errors raised while autograd runs backward on the lazy device's thread: torch's Python
     # device guard used to abort the process on them (see runtime/privateuse1/backward_errors.py).
     "error_in_backward_kernel": (
-        "from lazygen.runtime import tensor\n"
+        "from lazygen.runtime.tracing import tensor\n"
         "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
         "def broken(*args, **kwargs): raise ValueError('broken kernel')\n"
         "saved = tensor._active_kernels[torch.ops.aten.mul.Tensor]\n"
