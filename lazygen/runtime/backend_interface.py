@@ -161,8 +161,8 @@ class Backend(ABC):
     #: the backend drawing with its own counter-based generator (numbers differ from
     #: eager's, distributions do not).
     random_numbers: str = "torch_generator"
-    #: True: runs go through ``execute_donating`` (inputs nothing reads afterwards may be
-    #: taken over: ``execution/liveness.py``; non-torch data only).
+    #: Whether runs go through ``execute_donating``, which may take over the inputs nothing
+    #: reads afterwards (``execution/liveness.py`` decides which; non-torch data only).
     donates_inputs: bool = False
     # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
     # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
@@ -251,7 +251,12 @@ class Backend(ABC):
         """
 
     def execute_donating(self, executable: Any, inputs: list, dead: frozenset[int]) -> list:
-        """``execute``; ``inputs[i]`` for ``i`` in ``dead`` may hold the results."""
+        """``execute``, where ``inputs[i]`` for ``i`` in ``dead`` may hold the results.
+
+        Called instead of ``execute`` when ``donates_inputs`` is set: the core guarantees
+        that nothing reads a dead input after this run (the executable may reuse its
+        buffer, as ``jax.jit``'s ``donate_argnums`` does). The default ignores ``dead``.
+        """
         return self.execute(executable, inputs)
 
     def runner(self, executable: Any) -> Callable[[list], list]:
