@@ -114,7 +114,7 @@ def run_one(impl: str, n: int, passes: int) -> dict:
         result["compiles"] = (lr.metrics.counter_value("UncachedCompile") or 0) + (
             lr.metrics.counter_value("InductorRecompile") or 0
         )
-        result["uncompiled_runs"] = lr.metrics.counter_value("EagerGraphRun") or 0
+        result["uncompiled_runs"] = lr.metrics.counter_value("UncompiledGraphRun") or 0
     elif impl == "compile-dynamic":
         from torch._dynamo.utils import counters
 

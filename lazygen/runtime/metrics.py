@@ -106,9 +106,17 @@ def add_counter_aliases(aliases: dict[str, str]) -> None:
     _aliases.update(aliases)
 
 
-#: The runtime's own counters under LTC's names: ``SyncedTensorsWithIR`` (tensors with
-#: pending IR a sync materialised) is lazygen's ``SyncedTensors``.
-_CORE_ALIASES = MappingProxyType({"SyncedTensorsWithIR": "SyncedTensors"})
+#: The runtime's own counters under other names: LTC's ``SyncedTensorsWithIR`` (tensors
+#: with pending IR a sync materialised) is lazygen's ``SyncedTensors``; ``EagerGraphRun``
+#: and ``EagerGraphCompiled`` are the names before graphs run op by op were called
+#: uncompiled (issue 42: "eager" names what torch runs itself, the eager fallback).
+_CORE_ALIASES = MappingProxyType(
+    {
+        "SyncedTensorsWithIR": "SyncedTensors",
+        "EagerGraphRun": "UncompiledGraphRun",
+        "EagerGraphCompiled": "UncompiledGraphCompiled",
+    }
+)
 
 #: LTC names a reused node's counter after its C++ class (``IrNodeReused_torch::lazy::
 #: AddTensor``); lazygen after its Python class (``IrNodeReused_AddTensor``).

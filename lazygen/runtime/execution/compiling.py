@@ -35,7 +35,7 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
             cache.put(key, decision.executable)
         return decision.executable
     if decision.action is Action.UNCOMPILED:
-        metrics.count("EagerGraphRun")
+        metrics.count("UncompiledGraphRun")
         _explain(cache, key, order, decision.outcome)
         return UncompiledGraph(order, outputs, device.backing)
     _explain(cache, key, order, decision.outcome)

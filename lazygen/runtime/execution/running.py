@@ -57,7 +57,7 @@ def run(device: LazyDevice, run_inputs: Callable[[list], list], order: list[Node
 
 def _run_uncompiled(device: LazyDevice, graph: UncompiledGraph, inputs: list) -> list:
     """Run a graph op by op; one with an op torch cannot run so is compiled after all
-    (uncached, counted as ``EagerGraphCompiled``)."""
+    (uncached, counted as ``UncompiledGraphCompiled``)."""
     try:
         if not device.backend.torch_data:
             return graph.run_on_host(device.backend, inputs)
@@ -65,7 +65,7 @@ def _run_uncompiled(device: LazyDevice, graph: UncompiledGraph, inputs: list) ->
     except LazyGraphError as error:
         if not isinstance(error.__cause__, NoTorchOverload):
             raise
-    metrics.count("EagerGraphCompiled")
+    metrics.count("UncompiledGraphCompiled")
     executable = device.backend.compile(graph.order, graph.outputs, device.backing)
     return device.backend.execute(executable, inputs)
 

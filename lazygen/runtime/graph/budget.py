@@ -13,7 +13,7 @@ behaviour, never silent unbounded compiling:
   (``dynamic.switch_on``; sizes become graph inputs from the next traced op on), and the structure may compile
   one more graph, one for all sizes (``graph/dynamic.py``);
 * every other graph of the structure runs op by op, uncompiled (``graph/uncompiled.py``),
-  counted as ``EagerGraphRun`` (a changing int attribute, a lowering that reads sizes, a
+  counted as ``UncompiledGraphRun`` (a changing int attribute, a lowering that reads sizes, a
   backend that is not size-generic).
 
 Within the budget, the budget also drives automatic dynamic shapes: a graph whose

@@ -33,7 +33,7 @@ def _past_a_limit_of_one(make, values, metrics):
         lr.config.set_recompile_limit(previous)
     assert len(caught) == 1
     assert metrics.counter_value("UncachedCompile") == 1
-    assert metrics.counter_value("EagerGraphRun") == len(values) - 1
+    assert metrics.counter_value("UncompiledGraphRun") == len(values) - 1
 
 
 def test_inductor_transformer_over_24_lengths_compiles_at_most_8_graphs(fresh_metrics):
