@@ -146,10 +146,16 @@ def _attention_backward(
     d = dt(shapes)
     grad_out, query, key, value, out = (as_dtype(t, d) for t in (grad_out, query, key, value, out))
     scores, scale = _attention_scores(query, key, attn_mask, is_causal, scale)
-    probs = jnp.exp(scores - logsumexp.astype(d)[..., None])
+    # The softmax recomputed from the scores and its row sum taken as sum(P * dP), not
+    # from the forward's float32 logsumexp and sum(dO * O): both are equal in exact
+    # arithmetic, but the rounded forward output cancels in sum(dO * O) and left the
+    # gradients 2-7x further from a float64 run than eager's (OpInfo gradient samples).
+    top = jnp.max(scores, axis=-1, keepdims=True)
+    exps = jnp.exp(scores - jnp.where(jnp.isfinite(top), top, 0.0))
+    probs = exps / jnp.sum(exps, axis=-1, keepdims=True)
     grad_value = jnp.matmul(jnp.swapaxes(probs, -1, -2), grad_out, precision=HIGHEST)
     grad_probs = jnp.matmul(grad_out, jnp.swapaxes(value, -1, -2), precision=HIGHEST)
-    row = jnp.sum(grad_out * out, axis=-1, keepdims=True)
+    row = jnp.sum(probs * grad_probs, axis=-1, keepdims=True)
     grad_scores = probs * (grad_probs - row) * scale
     grad_query = jnp.matmul(grad_scores, key, precision=HIGHEST)
     grad_key = jnp.matmul(jnp.swapaxes(grad_scores, -1, -2), query, precision=HIGHEST)
