@@ -15,6 +15,7 @@ Exit status: 0, or 1 when an entry crashed or timed out (with --strict: or was w
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shlex
 import sys
@@ -148,11 +149,14 @@ def _error(message: str, hint: str = "") -> LazygenError:
     return LazygenError.at(None, message, hint)
 
 
+@functools.cache
 def _backend_name(name: str | None) -> str:
-    """The backend the workers will run: ``--backend``, else as ``init()`` chooses."""
-    from lazygen.runtime.backends import DEFAULT
+    """The backend the workers will run: ``--backend``, else as ``init()`` chooses (the
+    default, or its stand-in where TorchScript does not work: the report names the one
+    that ran)."""
+    from lazygen.runtime.backends import default_backend
 
-    return name or os.environ.get("LAZYGEN_BACKEND") or DEFAULT
+    return name or os.environ.get("LAZYGEN_BACKEND") or default_backend().name
 
 
 def _check_backend(name: str | None) -> None:

@@ -337,3 +337,22 @@ def test_crash_reports_are_parsed():
         "<- _pytree.py:1313 unflatten"
     )
     assert crash_site("no fault here\n") == ""
+
+
+def test_the_report_names_the_backend_that_runs_when_none_is_named(monkeypatch):
+    """Where TorchScript does not work, ``init()`` runs the default's stand-in; the
+    summary line and the rerun command name that one, not "torchscript"."""
+    import lazygen.runtime.backends as backends
+    from lazygen.commands import conformance
+
+    class StandIn:
+        name = "fx"
+
+    monkeypatch.delenv("LAZYGEN_BACKEND", raising=False)
+    monkeypatch.setattr(backends, "default_backend", StandIn)
+    conformance._backend_name.cache_clear()
+    try:
+        assert conformance._backend_name(None) == "fx"
+        assert conformance._backend_name("jax") == "jax"
+    finally:
+        conformance._backend_name.cache_clear()
