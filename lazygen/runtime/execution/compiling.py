@@ -38,11 +38,13 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         metrics.count("UncompiledGraphRun")
         _explain(cache, key, order, decision.outcome)
         return UncompiledGraph(order, outputs, device.backing)
-    _explain(cache, key, order, decision.outcome)
     metrics.count("UncachedCompile")
-    executable = None
+    executable, outcome = None, decision.outcome
     if decision.for_all_sizes:
-        executable = _compile_for_all_sizes(device, order, outputs)
+        executable, refused = _compile_for_all_sizes(device, order, outputs)
+        if executable is None:
+            outcome = f"compiled for its own sizes only: {refused}"
+    _explain(cache, key, order, outcome)
     if executable is None:
         executable = _compile(device, key, order, outputs)
         decision.compiled_for_own_sizes()
@@ -77,9 +79,9 @@ def _compile(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
 
 
 def _compile_for_all_sizes(device: LazyDevice, order: list[Node], outputs: list[Value]):
-    """The graph compiled from a copy whose sizes are hidden, or None when a lowering reads
-    a size (or anything else fails: the graph is then compiled for its own sizes, whose
-    errors are the ones to report)."""
+    """The graph compiled from a copy whose sizes are hidden, and None; or None and why
+    not, when a lowering reads a size (or anything else fails: the graph is then compiled
+    for its own sizes, whose errors are the ones to report)."""
     backend = device.backend
     start = time.perf_counter()
     hidden_order, hidden_outputs = dynamic.hidden_sizes(order, outputs)
@@ -88,13 +90,13 @@ def _compile_for_all_sizes(device: LazyDevice, order: list[Node], outputs: list[
             executable = backend.compile(hidden_order, hidden_outputs, device.backing)
     except Exception as error:
         metrics.count("DynamicCompileFallback")
-        why = "a lowering reads a size" if dynamic.hid_a_size(error) else repr(error)[:200]
+        why = dynamic.refusal(error)
         log(1, f"{backend.name}: graph compiled for its own sizes only ({why})")
-        return None
+        return None, why
     metrics.count("DynamicCompile")
     metrics.add_time("CompileTime", time.perf_counter() - start)
     log(2, f"{backend.name} compiled a graph for all sizes: {len(order)} nodes")
-    return executable
+    return executable, None
 
 
 def trim_compile_caches() -> None:

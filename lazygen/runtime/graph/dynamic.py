@@ -99,8 +99,7 @@ class HiddenSizes(tuple):
 
     def _hidden(self, *args):
         raise SizeHidden(
-            "a lowering read a tensor size of a graph compiled for all sizes; it is "
-            "compiled for its own sizes instead"
+            "its lowering reads a tensor size, which a graph compiled for all sizes hides"
         )
 
     __getitem__ = __iter__ = __reversed__ = __contains__ = _hidden
@@ -158,15 +157,30 @@ def hidden_sizes(order: list[Node], outputs: list[Value]) -> tuple[list[Node], l
     return copied, [Value(copies[v.node], v.index) for v in outputs]
 
 
-def hid_a_size(error: BaseException) -> bool:
-    """Whether ``error`` (or what caused it) is a lowering reading a hidden size."""
+def _size_hidden(error: BaseException | None) -> SizeHidden | None:
     seen = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, SizeHidden):
-            return True
+            return error
         seen.add(id(error))
         error = error.__cause__ or error.__context__
-    return False
+    return None
+
+
+def hid_a_size(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is a lowering reading a hidden size."""
+    return _size_hidden(error) is not None
+
+
+def refusal(error: BaseException) -> str:
+    """Why a graph could not be compiled for all sizes, from the error its compile raised:
+    the ``SizeHidden`` in its chain (a lowering's or a backend's own reason), else the
+    error itself."""
+    hidden = _size_hidden(error)
+    if hidden is None:
+        return repr(error)[:200]
+    op = getattr(error, "op_name", None)  # the node whose lowering raised (LazyGraphError)
+    return str(hidden) if op is None or op in str(hidden) else f"{op}: {hidden}"
 
 
 # mark_dynamic -------------------------------------------------------------------------------

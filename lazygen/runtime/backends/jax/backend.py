@@ -9,6 +9,10 @@ serves every step with that graph. Random ops draw from seeds (``random_numbers 
 "seed"``) with ``jax.random``. Ops the table lacks, or whose torch semantics JAX does not
 give, are refused (``refusals.py``) and run eagerly.
 
+With dynamic shapes on, a graph is compiled once for all sizes (``Backend.size_generic``):
+lazygen's cache holds one graph, and XLA compiles it for each new set of sizes
+(``all_sizes.py``; docs/jax-backend.md has the costs).
+
 It runs on whatever JAX runs on: the CPU here; GPUs and TPUs with JAX's wheels for them
 (untested by lazygen's suite).
 """
@@ -28,6 +32,8 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
+from .all_sizes import AllSizesExecutable, abstract, hides_sizes
+from .donation import reusable, spare_live_inputs
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
@@ -53,7 +59,7 @@ class JaxExecutable:
 
     def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
         if self.donated:
-            inputs = _spare_live_inputs(inputs, self.donated, dead)
+            inputs = spare_live_inputs(inputs, self.donated, dead)
         if not self.static:
             return list(self.compiled(*inputs))
         numbers = tuple(inputs[i] for i, _ in self.static)
@@ -72,6 +78,9 @@ class JaxBackend(Backend):
     torch_data = False
     random_numbers = "seed"
     donates_inputs = True
+    #: One lowering serves every size (sizes from operands and size inputs); XLA still
+    #: compiles each new set of sizes, kept by the executable (``all_sizes.py``).
+    size_generic = True
 
     def __init__(self) -> None:
         enable_x64()
@@ -133,23 +142,30 @@ class JaxBackend(Backend):
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         return JaxLoweringContext(device, self.ops)
 
-    def _lowered(self, order, outputs, device, static_values=None, donated=frozenset()):
+    def _lowered(
+        self, order, outputs, device, static_values=None, donated=frozenset(), inputs=None
+    ):
+        """The graph lowered by ``jax.jit`` for the abstract inputs of its nodes, or, for a
+        graph compiled for all sizes, of ``inputs`` (one call's data)."""
         ctx = self.lowering_context(device)
         ctx.static_values = dict(static_values or {})
+        ctx.generic = inputs is not None
         ctx.lower_graph(order, outputs)
         function = program_function(ctx)
         donate = tuple(sorted(i for i in donated if i not in ctx.static_inputs))
         jitted = jax.jit(function, donate_argnums=donate)
-        return ctx, jitted.lower(*[_abstract(n) for n in ctx.parameters])
+        if inputs is None:
+            return ctx, jitted.lower(*[_abstract(n) for n in ctx.parameters])
+        return ctx, jitted.lower(*[abstract(x) for x in inputs])
 
-    def compile(self, order: list[Node], outputs: list[Value], device) -> JaxExecutable:
+    def compile(self, order: list[Node], outputs: list[Value], device):
+        if hides_sizes(order):
+            return self._compile_for_all_sizes(order, outputs, device)
         # Inputs nothing outside the graph reads (the old values of what the graph updates,
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
-        # that is still referenced: ``_spare_live_inputs``).
-        dead = _reusable(unreferenced_inputs(order, range(len(order))), order, outputs)
-        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
-        donated = frozenset(parameter[i] for i in dead)
+        # that is still referenced: ``spare_live_inputs``).
+        donated = self._donated(order, outputs, any_sizes=False)
         ctx, lowered = self._lowered(order, outputs, device, donated=donated)
 
         def variant(values: dict[int, int]):
@@ -157,6 +173,34 @@ class JaxBackend(Backend):
 
         donated = frozenset(i for i in donated if i not in ctx.static_inputs)
         return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated)
+
+    def _compile_for_all_sizes(self, order, outputs, device) -> AllSizesExecutable:
+        """One lowering for every size: it runs here once (an op that cannot serve every
+        size raises ``SizeHidden`` now, and the executor compiles the graph for its own
+        sizes); each new set of sizes then lowers and compiles with that call's inputs."""
+        donated = self._donated(order, outputs, any_sizes=True)
+        ctx = self.lowering_context(device)
+        ctx.generic = True
+        ctx.lower_graph(order, outputs)
+        static = tuple(sorted(ctx.static_inputs))
+        arrays = tuple(
+            k
+            for k, n in enumerate(ctx.parameters)
+            if not isinstance(n, ScalarData) and not getattr(n, "is_seed", False)
+        )
+
+        def variant(numbers: dict[int, int], inputs: list):
+            return self._lowered(order, outputs, device, numbers, donated, inputs)[1].compile()
+
+        donated = frozenset(i for i in donated if i not in ctx.static_inputs)
+        return AllSizesExecutable(variant, static, arrays, donated)
+
+    @staticmethod
+    def _donated(order, outputs, any_sizes: bool) -> frozenset[int]:
+        """Input positions (among the graph's inputs) XLA may take over."""
+        dead = reusable(unreferenced_inputs(order, range(len(order))), order, outputs, any_sizes)
+        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
+        return frozenset(parameter[i] for i in dead)
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
         return executable(inputs)
@@ -170,7 +214,9 @@ class JaxBackend(Backend):
     def dump(self, order: list[Node], outputs: list[Value], device) -> str:
         return str(self._lowered(order, outputs, device)[1].as_text())
 
-    def describe(self, executable: JaxExecutable) -> str:
+    def describe(self, executable) -> str:
+        if isinstance(executable, AllSizesExecutable):
+            return executable.describe()
         return executable.compiled.as_text()
 
 
@@ -182,37 +228,6 @@ _NUMPY_SHARED = frozenset(
         jnp.uint8, jnp.uint16, jnp.uint32, jnp.uint64, jnp.bool_, jnp.complex64, jnp.complex128,
     )
 )  # fmt: skip
-
-
-def _reusable(positions, order: list[Node], outputs: list[Value]) -> frozenset[int]:
-    """Of the input ``positions`` (in ``order``), those whose buffer a result of the same
-    shape and dtype can take over (XLA warns of a donated buffer no result fits)."""
-    free: dict = {}
-    for v in outputs:
-        shape = v.node.shapes[v.index]
-        free[shape] = free.get(shape, 0) + 1
-    chosen = []
-    for i in sorted(positions):
-        shape = order[i].shapes[0]
-        if free.get(shape, 0) > 0:
-            free[shape] -= 1
-            chosen.append(i)
-    return frozenset(chosen)
-
-
-def _spare_live_inputs(inputs: list, donated: frozenset[int], dead) -> list:
-    """``inputs`` with a copy in place of each donated input someone still reads (not in
-    ``dead``): donation deletes the array passed, never one that lazygen hands out again."""
-    live = donated - dead if dead else donated
-    if not live:
-        return inputs
-    inputs = list(inputs)
-    for i in live:
-        data = inputs[i]
-        if isinstance(data, jax.Array):
-            inputs[i] = jnp.copy(data)
-    metrics.count("JaxDonationCopies", len(live))
-    return inputs
 
 
 def _contiguous_strides(shape) -> tuple[int, ...]:

@@ -9,6 +9,13 @@ Graph inputs arrive as the executor feeds a backend whose data is not torch's
 (``Backend.torch_data`` false): device data as ``jax.Array``, wrapped Python numbers as the
 numbers (traced by ``jax.jit`` as weakly typed scalars: one graph serves every value), and
 random ops' seeds as ints (``Backend.random_numbers = "seed"``).
+
+A graph compiled for all sizes (``graph/dynamic.py``: its shapes hide their sizes) is
+lowered with ``generic`` set: every size an op needs comes from its operands' shapes or
+from its size arguments, which are graph inputs read as ``SymInt``s and compiled in per
+variant like any ``SymInt`` (``static_inputs``; ``all_sizes.py`` keys the variants). An op
+whose implementation reads the traced sizes (registered ``reads_sizes``) refuses such a
+graph, which is then compiled for its own sizes.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 import jax.numpy as jnp
 import torch
 
+from ...graph.dynamic import HiddenSizes, SizeHidden
 from ...ir import ScalarData, Shape, SizeConstant, Value
 from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
 from ...state import settings
@@ -88,6 +96,8 @@ class JaxLoweringContext(LoweringContext):
         self.static_inputs: dict[int, int] = {}
         #: The numbers to compile in, by input position (``static_inputs`` of a variant).
         self.static_values: dict[int, int] = {}
+        #: Lowering a graph compiled for all sizes (its shapes hide their sizes).
+        self.generic = False
 
     def _new(self) -> Ref:
         ref = Ref(self.slot_count)
@@ -145,6 +155,8 @@ class JaxLoweringContext(LoweringContext):
         node = self.node
         if node is not None and node.op_name in SIZE_IS_RESULT_SHAPE:
             sizes = node.shapes[0].sizes
+            if type(sizes) is HiddenSizes:  # compiled for all sizes: the inputs, per variant
+                return [self.symint(v) for v in vs]
             if len(sizes) == len(vs) and all(type(s) is int for s in sizes):
                 return list(sizes)
         return [self.symint(v) for v in vs]
@@ -166,6 +178,8 @@ class JaxLoweringContext(LoweringContext):
                 "jax.ops); the backend refuses the ops it lacks (refused_ops), so this call "
                 "came from a hand-written lowering: add it to the table"
             )
+        if self.generic:
+            args = self._all_sizes_arguments(name, impl, list(args))
         refs = [self._new() for _ in range(num_outputs)]
         # A ``Tensor[]`` result is one value (a list) that ``unpack_list`` takes apart.
         shapes = tuple(self.node.shapes) if self.node is not None else (None,) * num_outputs
@@ -173,6 +187,29 @@ class JaxLoweringContext(LoweringContext):
             Instruction(impl, name, tuple(args), dict(kwargs), tuple(r.slot for r in refs), shapes)
         )
         return refs
+
+    def _all_sizes_arguments(self, name: str, impl: Callable, args: list) -> list:
+        """``args`` of ``impl`` in a graph compiled for all sizes: its ``static_args``
+        replaced by the numbers of the variant (inputs compiled in, as ``SymInt``s are), or
+        ``SizeHidden`` when the op cannot serve every size (the graph is then compiled for
+        its own sizes, and the recompile explanation gives this reason)."""
+        if getattr(impl, "reads_sizes", False):
+            raise SizeHidden(
+                f"the jax backend's {name} takes its result's sizes from the traced graph "
+                "(registered reads_sizes in lazygen.runtime.backends.jax.ops)"
+            )
+        for i in getattr(impl, "static_args", ()):
+            if i >= len(args) or type(args[i]) not in (Ref, Cast):
+                continue  # absent, or a number already compiled in
+            slot = args[i].slot
+            if slot not in self.input_slots:
+                raise SizeHidden(
+                    f"the jax backend's {name} takes a size from a value computed in the "
+                    "graph; XLA needs sizes known when compiling"
+                )
+            position = self.input_slots.index(slot)
+            self.static_inputs[position] = args[i] = self.static_values.get(position)
+        return args
 
     def unpack_list(self, value: Ref, count: int) -> list:
         refs = [self._new() for _ in range(count)]

@@ -95,12 +95,12 @@ def _max_pool(shapes, spatial, x, kernel_size, stride, padding, dilation):
     return values, indices
 
 
-@op("max_pool2d_with_indices")
+@op("max_pool2d_with_indices", reads_sizes=True)  # ceil_mode: from the traced sizes
 def _max_pool2d(shapes, x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     return _max_pool(shapes, 2, x, kernel_size, stride, padding, dilation)
 
 
-@op("max_pool3d_with_indices")
+@op("max_pool3d_with_indices", reads_sizes=True)
 def _max_pool3d(shapes, x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     return _max_pool(shapes, 3, x, kernel_size, stride, padding, dilation)
 

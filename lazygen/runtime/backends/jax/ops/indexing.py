@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op, sizes
+from .table import as_dtype, dt, op
 
 # Indexing --------------------------------------------------------------------------------
 
@@ -20,9 +20,9 @@ def _index_select(shapes, x, dim, index):
 @op("gather")
 def _gather(shapes, x, dim, index, sparse_grad=False):
     if index.size == 0:  # torch takes an empty index of any number of dimensions
-        return jnp.zeros(sizes(shapes), x.dtype)
+        return jnp.zeros(index.shape, x.dtype)  # torch's result has the index's sizes
     if x.ndim == 0 or index.ndim == 0:
-        return jnp.reshape(jnp.reshape(x, (-1,))[jnp.reshape(index, (-1,))], sizes(shapes))
+        return jnp.reshape(jnp.reshape(x, (-1,))[jnp.reshape(index, (-1,))], index.shape)
     dim %= x.ndim
     # torch's index may be smaller than x along the other dimensions (scatter's backward
     # gathers so): those positions are read from x's leading part
@@ -45,7 +45,7 @@ def _embedding_backward(shapes, grad, indices, num_weights, padding_idx, scale_g
     if scale_grad_by_freq:
         counts = jnp.zeros((num_weights,), d).at[flat].add(1)
         rows = rows / counts[flat][:, None]
-    return jnp.zeros(sizes(shapes), d).at[flat].add(rows)
+    return jnp.zeros((num_weights, rows.shape[1]), d).at[flat].add(rows)
 
 
 @op("slice_scatter")

@@ -9,7 +9,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .table import as_dtype, dt, op, reduce_dims, sizes
+from .table import as_dtype, dt, op, reduce_dims
 
 # Reductions ------------------------------------------------------------------------------
 
@@ -71,14 +71,14 @@ def _any(shapes, x, dim=None, keepdim=False):
 @op("argmax")
 def _argmax(shapes, x, dim=None, keepdim=False):
     if dim is None or x.ndim == 0:
-        return jnp.argmax(x.reshape(-1)).reshape(sizes(shapes))
+        return jnp.argmax(x.reshape(-1)).reshape((1,) * x.ndim if keepdim else ())
     return jnp.argmax(x, axis=dim, keepdims=keepdim)
 
 
 @op("argmin")
 def _argmin(shapes, x, dim=None, keepdim=False):
     if dim is None or x.ndim == 0:
-        return jnp.argmin(x.reshape(-1)).reshape(sizes(shapes))
+        return jnp.argmin(x.reshape(-1)).reshape((1,) * x.ndim if keepdim else ())
     return jnp.argmin(x, axis=dim, keepdims=keepdim)
 
 
@@ -96,7 +96,7 @@ def _vector_norm(shapes, x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa
     x = jnp.abs(x).astype(d)
     axes = reduce_dims(dim, x.ndim)
     if x.size == 0:  # every norm of nothing is 0 (torch raises for the inf norms itself)
-        return jnp.zeros(sizes(shapes), d)
+        return jnp.zeros_like(jnp.sum(x, axis=axes, keepdims=keepdim))
     if isinstance(ord, (int, float)):  # a number known when lowering
         if ord == float("inf"):
             return jnp.max(x, axis=axes, keepdims=keepdim, initial=0.0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .table import as_dtype, dt, op, sizes
+from .table import as_dtype, dt, op
 
 # Random (seeds: ``lazygen.runtime.tracing.random_inputs``) ------------------------------------------
 
@@ -18,26 +18,26 @@ def _key(seed):
 
 @op("bernoulli.p")
 def _bernoulli_p(shapes, x, p=0.5, generator=None):
-    draw = jax.random.bernoulli(_key(generator), p, sizes(shapes))
+    draw = jax.random.bernoulli(_key(generator), p, jnp.shape(x))
     return draw.astype(dt(shapes))
 
 
 @op("bernoulli")
 def _bernoulli(shapes, x, generator=None):
-    draw = jax.random.uniform(_key(generator), sizes(shapes), x.dtype)
+    draw = jax.random.uniform(_key(generator), jnp.shape(x), x.dtype)
     return (draw < x).astype(dt(shapes))
 
 
 @op("uniform")
 def _uniform(shapes, x, low=0.0, high=1.0, generator=None):
     d = dt(shapes)
-    return jax.random.uniform(_key(generator), sizes(shapes), d, low, high)
+    return jax.random.uniform(_key(generator), jnp.shape(x), d, low, high)
 
 
 @op("normal_functional")
 def _normal(shapes, x, mean=0.0, std=1.0, generator=None):
     d = dt(shapes)
-    return mean + std * jax.random.normal(_key(generator), sizes(shapes), d)
+    return mean + std * jax.random.normal(_key(generator), jnp.shape(x), d)
 
 
 @op("native_dropout_backward")

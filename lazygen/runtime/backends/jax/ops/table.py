@@ -23,10 +23,23 @@ from ..dtypes import convert, to_jax
 JAX_OPS: dict[str, Callable] = {}
 
 
-def op(*names: str):
-    """Register the decorated function under each table key (``add.Tensor``, ``relu``)."""
+def op(*names: str, reads_sizes: bool = False, static_args: tuple[int, ...] = ()):
+    """Register the decorated function under each table key (``add.Tensor``, ``relu``).
+
+    Two facts about the op, for graphs compiled for all sizes (``graph/dynamic.py``), kept
+    on the function as attributes the lowering reads (``lowering.JaxLoweringContext.call``):
+
+    * ``reads_sizes``: the implementation takes its result's sizes from ``shapes`` (the
+      sizes the graph was traced with) instead of from its operands and size arguments;
+      a graph holding it is compiled for its own sizes (the lowering refuses it for all).
+    * ``static_args``: positions of number arguments that decide a size (``arange``'s
+      start, end and step): in a graph compiled for all sizes, each compiled variant holds
+      their values, as it does the size lists'.
+    """
 
     def register(fn):
+        fn.reads_sizes = reads_sizes
+        fn.static_args = tuple(static_args)
         for name in names:
             JAX_OPS[name] = fn
         return fn
@@ -40,6 +53,9 @@ def dt(shapes, index: int = 0):
 
 
 def sizes(shapes, index: int = 0) -> tuple[int, ...]:
+    """The sizes output ``index`` was traced with: only for ops registered with
+    ``reads_sizes`` (the others derive sizes from their operands and arguments, so that
+    one program serves every size)."""
     return tuple(shapes[index].sizes)
 
 
@@ -63,11 +79,12 @@ def along(fn):
     """``fn(x, dim, ...)`` taking a 0-dim ``x`` as torch does: as one element along dim 0."""
 
     def impl(shapes, x, dim, *args, **kwargs):
-        if jnp.ndim(x) == 0:
-            out = fn(shapes, jnp.reshape(x, (1,)), 0, *args, **kwargs)
-            return jnp.reshape(out, sizes(shapes))
+        if jnp.ndim(x) == 0:  # each of these ops gives a 0-dim result for a 0-dim input
+            return jnp.reshape(fn(shapes, jnp.reshape(x, (1,)), 0, *args, **kwargs), ())
         return fn(shapes, x, dim, *args, **kwargs)
 
+    impl.reads_sizes = fn.reads_sizes
+    impl.static_args = fn.static_args
     return impl
 
 

@@ -5,6 +5,8 @@ compute nothing."""
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 from jax import lax
 
@@ -25,37 +27,61 @@ def _conj_physical(shapes, x):
 
 @op("copy")
 def _copy(shapes, self, src, non_blocking=False):
-    return jnp.broadcast_to(as_dtype(src, dt(shapes)), sizes(shapes))
+    return jnp.broadcast_to(as_dtype(src, dt(shapes)), jnp.shape(self))
 
 
 @op("fill.Scalar", "fill.Tensor")
 def _fill(shapes, x, value):
-    return jnp.full(sizes(shapes), as_dtype(value, dt(shapes)))
+    return jnp.full(jnp.shape(x), as_dtype(value, dt(shapes)))
 
 
-@op("zeros_like", "new_zeros")
-def _zeros_like(shapes, *args, **kwargs):
-    return jnp.zeros(sizes(shapes), dt(shapes))
+# Factories take their sizes from their size argument (a list of ints: compiled in) or
+# from the tensor they are like, never from ``shapes``: one program serves every size.
 
 
-@op("ones_like", "new_ones")
-def _ones_like(shapes, *args, **kwargs):
-    return jnp.ones(sizes(shapes), dt(shapes))
+@op("zeros_like", "zero", "empty_like")
+def _zeros_like(shapes, x, *args, **kwargs):
+    return jnp.zeros(jnp.shape(x), dt(shapes))
 
 
-@op("empty_like", "empty.memory_format", "new_empty", "empty_strided", "new_empty_strided")
-def _empty(shapes, *args, **kwargs):
-    return jnp.zeros(sizes(shapes), dt(shapes))
+@op("ones_like")
+def _ones_like(shapes, x, *args, **kwargs):
+    return jnp.ones(jnp.shape(x), dt(shapes))
 
 
-@op("full", "full_like")
-def _full(shapes, size_or_self, fill_value, **kwargs):
-    return jnp.full(sizes(shapes), as_dtype(fill_value, dt(shapes)))
+@op("full_like")
+def _full_like(shapes, x, fill_value, **kwargs):
+    return jnp.full(jnp.shape(x), as_dtype(fill_value, dt(shapes)))
+
+
+@op("zeros", "empty.memory_format", "empty_strided")
+def _zeros(shapes, size, *args, **kwargs):
+    return jnp.zeros(tuple(size), dt(shapes))
+
+
+@op("ones")
+def _ones(shapes, size, *args, **kwargs):
+    return jnp.ones(tuple(size), dt(shapes))
+
+
+@op("new_zeros", "new_empty", "new_empty_strided")
+def _new_zeros(shapes, x, size, *args, **kwargs):
+    return jnp.zeros(tuple(size), dt(shapes))
+
+
+@op("new_ones")
+def _new_ones(shapes, x, size, *args, **kwargs):
+    return jnp.ones(tuple(size), dt(shapes))
+
+
+@op("full")
+def _full(shapes, size, fill_value, **kwargs):
+    return jnp.full(tuple(size), as_dtype(fill_value, dt(shapes)))
 
 
 @op("new_full")
 def _new_full(shapes, x, size, fill_value, **kwargs):
-    return jnp.full(sizes(shapes), as_dtype(fill_value, dt(shapes)))
+    return jnp.full(tuple(size), as_dtype(fill_value, dt(shapes)))
 
 
 @op("scalar_tensor")
@@ -63,19 +89,14 @@ def _scalar_tensor(shapes, value, **kwargs):
     return as_dtype(value, dt(shapes))
 
 
-@op("zeros", "zero")
-def _zeros(shapes, *args, **kwargs):
-    return jnp.zeros(sizes(shapes), dt(shapes))
-
-
-@op("ones")
-def _ones(shapes, *args, **kwargs):
-    return jnp.ones(sizes(shapes), dt(shapes))
-
-
-@op("arange.start_step")
+@op("arange.start_step", static_args=(0, 1, 2))
 def _arange(shapes, start, end, step=1, **kwargs):
-    n = sizes(shapes)[0]
+    if all(isinstance(v, (int, float)) for v in (start, end, step)):
+        # numbers compiled in (always, in a graph compiled for all sizes: static_args):
+        # torch's length, ceil((end - start) / step) in double
+        n = max(math.ceil((float(end) - float(start)) / float(step)), 0)
+    else:  # numbers read at run time, in a graph compiled for its own sizes
+        n = sizes(shapes)[0]
     d = dt(shapes)
     if jnp.issubdtype(d, jnp.floating):
         return (jnp.asarray(start, jnp.float64) + jnp.arange(n) * step).astype(d)
@@ -85,25 +106,38 @@ def _arange(shapes, start, end, step=1, **kwargs):
 # Views (as copies: every result is a new value) ------------------------------------------
 
 
-@op(
-    "view_copy",
-    "_unsafe_view",
-    "reshape",
-    "squeeze_copy",
-    "squeeze_copy.dim",
-    "squeeze_copy.dims",
-    "unsqueeze_copy",
-    "_reshape_alias_copy",
-    "view_copy.default",
-    "flatten_copy",
-)
-def _reshape(shapes, x, *args, **kwargs):
-    return jnp.reshape(x, sizes(shapes))
+@op("view_copy", "_unsafe_view", "reshape", "_reshape_alias_copy", "view_copy.default")
+def _view(shapes, x, size, *args):
+    return jnp.reshape(x, tuple(size))  # a -1 in ``size``: jnp.reshape infers it as torch
+
+
+@op("squeeze_copy", "squeeze_copy.dim", "squeeze_copy.dims")
+def _squeeze(shapes, x, dim=None):
+    if x.ndim == 0:
+        return x
+    dims = range(x.ndim) if dim is None else [dim] if isinstance(dim, int) else dim
+    return jnp.squeeze(x, tuple(d % x.ndim for d in dims if x.shape[d % x.ndim] == 1))
+
+
+@op("unsqueeze_copy")
+def _unsqueeze(shapes, x, dim):
+    return jnp.expand_dims(x, dim % (x.ndim + 1))
+
+
+@op("flatten_copy")
+def _flatten(shapes, x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return jnp.reshape(x, (1,))
+    start, end = start_dim % x.ndim, end_dim % x.ndim
+    return jnp.reshape(x, x.shape[:start] + (-1,) + x.shape[end + 1 :])
 
 
 @op("expand_copy")
 def _expand(shapes, x, size, implicit=False):
-    return jnp.broadcast_to(x, sizes(shapes))
+    # torch's -1 keeps the size of x's dimension it lines up with (from the right)
+    lead = len(size) - x.ndim
+    target = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
+    return jnp.broadcast_to(x, target)
 
 
 @op("permute_copy")
@@ -139,7 +173,7 @@ def _slice(shapes, x, dim=0, start=None, end=None, step=1):
 def _select_backward(shapes, grad, input_sizes, dim, index):
     dim %= len(input_sizes)
     index %= input_sizes[dim]
-    out = jnp.zeros(sizes(shapes), dt(shapes))
+    out = jnp.zeros(tuple(input_sizes), dt(shapes))
     return lax.dynamic_update_index_in_dim(out, grad.astype(out.dtype), index, dim)
 
 
@@ -148,7 +182,7 @@ def _slice_backward(shapes, grad, input_sizes, dim, start, end, step):
     dim %= len(input_sizes)
     index = [slice(None)] * len(input_sizes)
     index[dim] = slice(start, end, step)
-    out = jnp.zeros(sizes(shapes), dt(shapes))
+    out = jnp.zeros(tuple(input_sizes), dt(shapes))
     return out.at[tuple(index)].set(grad.astype(out.dtype))
 
 
@@ -161,13 +195,18 @@ def _unbind(shapes, x, dim=0):
 @op("split_copy.Tensor", "split_with_sizes_copy")
 def _split(shapes, x, split=None, dim=0):
     dim %= x.ndim
+    if not shapes:
+        return []
+    if len(shapes[0].sizes) < x.ndim:  # unbind: one index each
+        return [lax.index_in_dim(x, i, dim, keepdims=False) for i in range(len(shapes))]
+    if isinstance(split, int):  # pieces of ``split`` (the last one shorter), at least one
+        total = x.shape[dim]
+        lengths = [min(split, total - o) for o in range(0, total, split)] if split else []
+        lengths = lengths or [total]
+    else:
+        lengths = list(split)
     results, offset = [], 0
-    for shape in shapes:
-        if len(shape.sizes) < x.ndim:  # unbind: one index each
-            results.append(lax.index_in_dim(x, offset, dim, keepdims=False))
-            offset += 1
-            continue
-        length = shape.sizes[dim]
+    for length in lengths:
         results.append(lax.slice_in_dim(x, offset, offset + length, axis=dim))
         offset += length
     return results
@@ -177,8 +216,8 @@ def _split(shapes, x, split=None, dim=0):
 def _cat(shapes, tensors, dim=0):
     d = dt(shapes)
     kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]  # torch's legacy
-    if not kept:
-        return jnp.zeros(sizes(shapes), d)
+    if not kept:  # only legacy empty tensors: torch's result is one too
+        return jnp.zeros((0,), d)
     return jnp.concatenate([as_dtype(t, d) for t in kept], axis=dim)
 
 

@@ -1,0 +1,102 @@
+"""A jax graph compiled for all sizes: one lazygen graph, one XLA executable per size.
+
+With dynamic shapes on, the executor compiles a graph once for every size of it from a
+copy whose shapes hide their sizes (``graph/dynamic.py``). The jax backend lowers that
+copy once (``lowering.py`` with ``generic`` set: sizes come from the operands' shapes and
+from the size inputs, never from the traced shapes) and returns ``AllSizesExecutable``,
+which lazygen's graph cache then holds for every size.
+
+XLA compiles for static shapes only, so each new set of input sizes (and of the numbers a
+size depends on: the size inputs, compiled in) still costs ``jax.jit`` a trace and XLA a
+compile: the executable keeps one per set (``JaxSizeCompile``, ``JaxSizeCompileTime``).
+``jax.export`` with symbolic dimensions was measured as the alternative (docs/jax-backend.md):
+it lowers to StableHLO once, but calling the export with new sizes refines and compiles it
+again, so it saves only the trace (about 7% of a new size's cost on an encoder step), at
+the price of guards for sizes JAX's symbolic arithmetic cannot decide.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+
+import jax
+
+from ... import metrics
+from ...graph.dynamic import HiddenSizes
+from ...ir import Node
+from ...state import log
+from .donation import spare_live_inputs
+
+
+class AllSizesExecutable:
+    """``executable(inputs)``: the graph's results for inputs of any sizes, compiling (once)
+    an XLA executable for each new set of input sizes and compiled-in numbers."""
+
+    __slots__ = ("make", "static", "arrays", "donated", "variants", "latest")
+
+    def __init__(
+        self,
+        make: Callable[[dict[int, int], list], object],
+        static: tuple[int, ...],
+        arrays: tuple[int, ...],
+        donated: frozenset[int] = frozenset(),
+    ) -> None:
+        #: ``make(numbers by input position, inputs)``: a compiled variant for those inputs.
+        self.make = make
+        #: Input positions whose numbers each variant compiles in (sizes read as ``SymInt``).
+        self.static = static
+        #: Input positions of device data (``jax.Array``), whose shapes key the variants.
+        self.arrays = arrays
+        #: Inputs the program donates (see ``JaxExecutable.donated``).
+        self.donated = donated
+        self.variants: dict[tuple, object] = {}
+        self.latest = None
+
+    def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
+        key = (
+            tuple([inputs[i] for i in self.static]),
+            tuple([inputs[i].shape for i in self.arrays]),
+        )
+        compiled = self.variants.get(key)
+        if compiled is None:
+            compiled = self._compile(key, inputs)
+        if self.donated:
+            inputs = spare_live_inputs(inputs, self.donated, dead)
+        return list(compiled(*inputs))
+
+    def _compile(self, key: tuple, inputs: list):
+        start = time.perf_counter()
+        numbers = dict(zip(self.static, key[0], strict=True))
+        with warnings.catch_warnings():
+            # donation is decided by dtype and rank for every size: XLA says when sizes
+            # leave a donated buffer without a result to take it (the buffer is kept)
+            warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+            compiled = self.make(numbers, inputs)
+        seconds = time.perf_counter() - start
+        metrics.count("JaxSizeCompile")
+        metrics.add_time("JaxSizeCompileTime", seconds)
+        log(2, f"jax: graph for all sizes compiled for sizes {key[1]} in {seconds:.2f} s")
+        self.variants[key] = self.latest = compiled
+        return compiled
+
+    def describe(self) -> str:
+        if self.latest is None:
+            return "a jax graph compiled for all sizes; no size compiled by XLA yet"
+        return self.latest.as_text()
+
+
+def hides_sizes(order: list[Node]) -> bool:
+    """Whether ``order`` is the copy of a graph the executor compiles for all sizes."""
+    return any(
+        s is not None and type(s.sizes) is HiddenSizes for node in order for s in node.shapes
+    )
+
+
+def abstract(data):
+    """What ``jax.jit`` traces for one input fed to a graph for all sizes: a shape and
+    dtype for device data, the number itself for a scalar or a seed (weakly typed)."""
+    if isinstance(data, jax.Array):
+        return jax.ShapeDtypeStruct(data.shape, data.dtype)
+    return data
