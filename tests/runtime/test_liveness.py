@@ -19,8 +19,8 @@ def _graph():
 
 
 @pytest.mark.skipif(
-    sys.implementation.name != "cpython" or sys.version_info >= (3, 14),
-    reason="the reference counts were measured on CPython 3.11-3.13",
+    sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11),
+    reason="the reference counts were measured on CPython 3.11 (elsewhere donation may be off)",
 )
 def test_the_counts_hold_on_this_interpreter():
     assert liveness.COUNTS_HOLD

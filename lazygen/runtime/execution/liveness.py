@@ -20,7 +20,7 @@ reference and keeps the input alive. A reference the count misses cannot exist i
 unreferenced). Only inputs holding non-torch data are considered (``DeviceData._backend``).
 
 The counts this relies on (what ``sys.getrefcount`` reports for the references this module
-holds itself) are CPython's, measured on 3.11-3.13; an interpreter that counts otherwise
+holds itself) are the ones measured on CPython 3.11; an interpreter that counts otherwise
 (borrowed references in loops, a free-threaded build) could make a referenced input look
 dead. ``COUNTS_HOLD`` checks them once, at import, on a probe graph whose answer is known
 (an input nothing else holds is dead; one held by a local, or through one of its
