@@ -59,6 +59,12 @@ def sizes(shapes, index: int = 0) -> tuple[int, ...]:
     return tuple(shapes[index].sizes)
 
 
+def rank(shapes, index: int = 0) -> int:
+    """The number of dimensions of output ``index`` (known for every size: a graph
+    compiled for all sizes hides the sizes, never their number)."""
+    return len(shapes[index].sizes)
+
+
 def as_dtype(x, dtype):
     """``x`` in ``dtype`` as torch casts (floats to narrow integers wrap: ``convert``)."""
     return convert(x, dtype)

@@ -10,7 +10,7 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op, sizes
+from .table import as_dtype, dt, op, rank, sizes
 
 # Copies, casts, factories ---------------------------------------------------------------
 
@@ -197,7 +197,7 @@ def _split(shapes, x, split=None, dim=0):
     dim %= x.ndim
     if not shapes:
         return []
-    if len(shapes[0].sizes) < x.ndim:  # unbind: one index each
+    if rank(shapes) < x.ndim:  # unbind: one index each
         return [lax.index_in_dim(x, i, dim, keepdims=False) for i in range(len(shapes))]
     if isinstance(split, int):  # pieces of ``split`` (the last one shorter), at least one
         total = x.shape[dim]

@@ -1,0 +1,184 @@
+"""Dynamic dimensions on the ``jax`` backend (``backends/jax/all_sizes.py``): one lazygen
+graph serves every size, XLA compiles each new set of sizes; a graph holding an op that
+reads its traced sizes is compiled per size, with the reason in the recompile explanation.
+Training runs on ``lazygen:0`` switched to jax (see conftest); the rest on ``lazygen:3``."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+jax = pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
+
+from support.training import assert_as_accurate_as_eager, make_mlp  # noqa: E402
+
+import lazygen.runtime as lr  # noqa: E402
+from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
+from lazygen.runtime.backends.jax.ops import JAX_OPS, table  # noqa: E402
+from lazygen.runtime.execution import executor  # noqa: E402
+
+from .conftest import BACKENDS, index_zero_on  # noqa: E402
+
+JAX = "lazygen:3"
+COUNTERS = (
+    "UncachedCompile", "DynamicCompile", "DynamicShapeReuse", "DynamicCompileFallback",
+    "JaxSizeCompile",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _jax_backend():
+    BACKENDS.setdefault("jax", JaxBackend())
+    lr.set_device_backend(3, BACKENDS["jax"])
+    yield
+    lr.mark_step()
+
+
+@pytest.fixture
+def dynamic():
+    executor.clear_compile_cache()
+    lr.config.set_dynamic_shapes(True)
+    yield
+    lr.config.set_dynamic_shapes(False)
+
+
+def _counts(metrics) -> dict:
+    return {name: metrics.counter_value(name) or 0 for name in COUNTERS}
+
+
+def _attention(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Reads sizes the way a transformer does: views to heads, positions by ``arange``,
+    a mask by ``full``, an ``expand``, means over the sequence."""
+    batch, length, width = x.shape
+    q = (x @ w).view(batch, length, 2, width // 2).transpose(1, 2)
+    scores = q @ q.transpose(-1, -2) / (width // 2) ** 0.5
+    mask = torch.full((length, length), float("-inf"), device=x.device).triu(1)
+    weights = (scores + mask).softmax(-1)
+    out = (weights @ q).transpose(1, 2).reshape(batch, length, width)
+    positions = torch.arange(length, device=x.device, dtype=x.dtype) / length
+    bias = positions.view(1, length, 1).expand(batch, length, width)
+    return (out + bias).mean(dim=1) + torch.zeros_like(x).sum(dim=1)
+
+
+def _with_reference(fn, *tensors):
+    """``fn`` on the lazy device, on the CPU in float32 and in float64."""
+    lazy = fn(*[t.to(JAX) for t in tensors]).cpu()
+    return [lazy], [fn(*tensors)], [fn(*[t.double() for t in tensors])]
+
+
+def test_sequence_lengths_share_one_graph_and_match_eager(dynamic, fresh_metrics):
+    """The first length compiles a graph for its sizes, the second one for all sizes; the
+    others reuse it (XLA compiling each new length: ``JaxSizeCompile``)."""
+    w = torch.randn(8, 8)
+    for length in (5, 7, 9, 7, 12):
+        x = torch.randn(3, length, 8)
+        lazy, eager, reference = _with_reference(_attention, x, w)
+        assert_as_accurate_as_eager(lazy, eager, lambda r=reference: r, atol=1e-5)
+    assert _counts(fresh_metrics) == {
+        "UncachedCompile": 2,
+        "DynamicCompile": 1,
+        "DynamicShapeReuse": 2,  # 9 and 12 (7 again is cached under its own key)
+        "DynamicCompileFallback": 0,
+        "JaxSizeCompile": 3,  # 7, 9, 12: XLA compiles per size
+    }
+
+
+def _train_mlp(batches, device: str, dtype=torch.float32, marked: bool = False, first=None):
+    model = make_mlp().to(device=device, dtype=dtype)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for inputs, targets in batches:
+        inputs, targets = inputs.to(device=device, dtype=dtype), targets.to(device)
+        if marked:
+            lr.mark_dynamic(inputs, 0)
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        if device != "cpu":
+            lr.mark_step()
+        losses.append(loss.detach().to("cpu", torch.float64))
+        if first is not None and len(losses) == 1:
+            first()
+    return losses + [p.detach().to("cpu", torch.float64) for p in model.parameters()]
+
+
+def test_mark_dynamic_trains_every_batch_size_with_one_graph(dynamic, fresh_metrics):
+    """A training step whose input's batch dimension is marked dynamic compiles one lazygen
+    graph for all batch sizes, equal to eager's training within eager's own error. (The
+    first step is a graph of its own, as on every backend: counted apart.)"""
+    generator = torch.Generator().manual_seed(1)
+    batches = [
+        (torch.randn(n, 20, generator=generator), torch.randint(0, 4, (n,), generator=generator))
+        for n in (3, 3, 6, 5, 6)
+    ]
+    with index_zero_on("jax"):
+        lazy = _train_mlp(batches, "lazygen", marked=True, first=fresh_metrics.reset)
+        counts = _counts(fresh_metrics)
+    eager = _train_mlp(batches, "cpu")
+    assert_as_accurate_as_eager(
+        lazy, eager, lambda: _train_mlp(batches, "cpu", torch.float64), atol=1e-5
+    )
+    assert counts == {
+        "UncachedCompile": 1,
+        "DynamicCompile": 1,
+        "DynamicShapeReuse": 2,  # 6 and 5 (6 again is cached under its own key)
+        "DynamicCompileFallback": 0,
+        "JaxSizeCompile": 3,  # 3, 6, 5
+    }
+
+
+def test_an_op_reading_traced_sizes_compiles_per_size_with_the_reason(
+    dynamic, fresh_metrics, capsys
+):
+    """max_pool2d's implementation takes its output sizes from the traced graph
+    (``reads_sizes``): its graph is refused for all sizes, compiled for each size instead,
+    right, and the recompile explanation says why."""
+    lr.config.set_explain_recompiles(True)
+    try:
+        for size in (6, 8, 10):
+            x = torch.randn(1, 2, size, size)
+            got = torch.nn.functional.max_pool2d(x.to(JAX) * 2, 2).cpu()
+            torch.testing.assert_close(got, torch.nn.functional.max_pool2d(x * 2, 2))
+    finally:
+        lr.config.set_explain_recompiles(False)
+    err = capsys.readouterr().err
+    assert "so:     compiled for its own sizes only:" in err, err
+    assert "max_pool2d_with_indices takes its result's sizes from the traced graph" in err, err
+    counts = _counts(fresh_metrics)
+    assert counts["UncachedCompile"] == 3 and counts["DynamicCompileFallback"] == 2, counts
+    assert counts["DynamicCompile"] == 0 and counts["JaxSizeCompile"] == 0, counts
+
+
+def _names_sizes(fn, seen: set) -> bool:
+    """Whether ``fn`` or a function of its module it calls (transitively) names ``sizes``
+    (the helper ``table.sizes`` or a shape's ``.sizes``; ``table.rank`` reads only their
+    number, which a graph compiled for all sizes keeps)."""
+    fn = inspect.unwrap(fn)
+    if fn in seen or fn is table.rank or not hasattr(fn, "__code__"):
+        return False
+    seen.add(fn)
+    codes = [fn.__code__] + [c for c in fn.__code__.co_consts if inspect.iscode(c)]
+    names = {name for code in codes for name in code.co_names}
+    if "sizes" in names:
+        return True
+    for cell in fn.__closure__ or ():
+        if callable(cell.cell_contents) and _names_sizes(cell.cell_contents, seen):
+            return True
+    called = [fn.__globals__.get(name) for name in names]
+    return any(inspect.isfunction(f) and _names_sizes(f, seen) for f in called)
+
+
+def test_every_op_reading_traced_sizes_declares_it():
+    """An implementation that reads the traced sizes would compute a graph for all sizes
+    with one size's numbers: it must be registered ``reads_sizes`` (refused for all sizes)
+    or take the numbers its sizes depend on as ``static_args`` (compiled in per variant)."""
+    undeclared = sorted(
+        key
+        for key, impl in JAX_OPS.items()
+        if _names_sizes(impl, set()) and not (impl.reads_sizes or impl.static_args)
+    )
+    assert not undeclared, f"these read the traced sizes undeclared: {undeclared}"
+    assert JAX_OPS["max_pool2d_with_indices"].reads_sizes  # the check sees through helpers
