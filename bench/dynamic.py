@@ -19,6 +19,9 @@ Implementations:
 * ``lazy-dynamic-fx``: the same on the ``fx`` backend;
 * ``lazy-dynamic-inductor``: the same on the ``inductor`` backend (its graphs' variants,
   compiled when their size guards fail, counted as graphs);
+* ``lazy-static-jax``, ``lazy-budget-jax``, ``lazy-dynamic-jax``: the same three on the
+  ``jax`` backend (a graph for all sizes is one lazygen graph, but XLA compiles each new
+  length: printed as "+N XLA per size"; not run unless named in ``--impls``);
 * ``compile-dynamic``: ``torch.compile(step, dynamic=True)`` (Inductor).
 """
 
@@ -41,6 +44,13 @@ IMPLS = {
     "lazy-dynamic": {"LAZYGEN_DYNAMIC_SHAPES": "1"},
     "lazy-dynamic-fx": {"LAZYGEN_DYNAMIC_SHAPES": "1", "LAZYGEN_BACKEND": "fx"},
     "lazy-dynamic-inductor": {"LAZYGEN_DYNAMIC_SHAPES": "1", "LAZYGEN_BACKEND": "inductor"},
+    "lazy-static-jax": {
+        "LAZYGEN_DYNAMIC_SHAPES": "0",
+        "LAZYGEN_RECOMPILE_LIMIT": "0",
+        "LAZYGEN_BACKEND": "jax",
+    },
+    "lazy-budget-jax": {"LAZYGEN_DYNAMIC_SHAPES": "0", "LAZYGEN_BACKEND": "jax"},
+    "lazy-dynamic-jax": {"LAZYGEN_DYNAMIC_SHAPES": "1", "LAZYGEN_BACKEND": "jax"},
     "compile-dynamic": {},
 }
 
@@ -115,6 +125,7 @@ def run_one(impl: str, n: int, passes: int) -> dict:
             lr.metrics.counter_value("InductorRecompile") or 0
         )
         result["uncompiled_runs"] = lr.metrics.counter_value("UncompiledGraphRun") or 0
+        result["size_compiles"] = lr.metrics.counter_value("JaxSizeCompile") or 0
     elif impl == "compile-dynamic":
         from torch._dynamo.utils import counters
 
@@ -139,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, default=24)
     parser.add_argument("--passes", type=int, default=2)
-    parser.add_argument("--impls", default=",".join(IMPLS))
+    default = [i for i in IMPLS if not i.endswith("-jax")]  # jax: XLA compiles take minutes
+    parser.add_argument("--impls", default=",".join(default))
     parser.add_argument("--child", metavar="IMPL")
     args = parser.parse_args(argv)
     if args.lengths < 1 or args.passes < 1:
@@ -167,6 +179,8 @@ def main(argv: list[str] | None = None) -> None:
         compiles = str(r["compiles"])
         if r.get("uncompiled_runs"):
             compiles += f" (+{r['uncompiled_runs']} run uncompiled)"
+        if r.get("size_compiles"):
+            compiles += f" (+{r['size_compiles']} XLA per size)"
         print(
             f"| {impl} | {compiles} | {r['first_pass_s']:.2f} s | {r['step_ms']:.2f} ms "
             f"| {ratio} |"

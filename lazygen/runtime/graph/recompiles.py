@@ -64,6 +64,11 @@ ADVICE = MappingProxyType(
             "of 1, two sizes equal) that these sizes break; it compiles another variant. Pad "
             "inputs to avoid the condition (a size of 1) if it recurs."
         ),
+        "sizes": (
+            "the backend compiled the graph for all sizes once, but its compiler needs static "
+            "shapes (XLA): each new set of sizes compiles an executable of its own, once. Pad "
+            "inputs to a few sizes (bucketing) to bound these compiles."
+        ),
     }
 )
 

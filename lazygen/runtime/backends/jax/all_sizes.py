@@ -24,9 +24,10 @@ from collections.abc import Callable
 import jax
 
 from ... import metrics
+from ...graph import recompiles
 from ...graph.dynamic import HiddenSizes
 from ...ir import Node
-from ...state import log
+from ...state import log, settings
 from .donation import spare_live_inputs
 
 
@@ -34,7 +35,7 @@ class AllSizesExecutable:
     """``executable(inputs)``: the graph's results for inputs of any sizes, compiling (once)
     an XLA executable for each new set of input sizes and compiled-in numbers."""
 
-    __slots__ = ("make", "static", "arrays", "donated", "variants", "latest")
+    __slots__ = ("make", "static", "arrays", "donated", "variants", "latest", "nodes")
 
     def __init__(
         self,
@@ -42,6 +43,7 @@ class AllSizesExecutable:
         static: tuple[int, ...],
         arrays: tuple[int, ...],
         donated: frozenset[int] = frozenset(),
+        nodes: int = 0,
     ) -> None:
         #: ``make(numbers by input position, inputs)``: a compiled variant for those inputs.
         self.make = make
@@ -53,6 +55,8 @@ class AllSizesExecutable:
         self.donated = donated
         self.variants: dict[tuple, object] = {}
         self.latest = None
+        #: The graph's node count (for the recompile explanation).
+        self.nodes = nodes
 
     def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
         key = (
@@ -67,6 +71,8 @@ class AllSizesExecutable:
         return list(compiled(*inputs))
 
     def _compile(self, key: tuple, inputs: list):
+        if settings.explain_recompiles and self.variants:
+            self._explain(key)
         start = time.perf_counter()
         numbers = dict(zip(self.static, key[0], strict=True))
         with warnings.catch_warnings():
@@ -80,6 +86,28 @@ class AllSizesExecutable:
         log(2, f"jax: graph for all sizes compiled for sizes {key[1]} in {seconds:.2f} s")
         self.variants[key] = self.latest = compiled
         return compiled
+
+    def _explain(self, key: tuple) -> None:
+        """``LAZYGEN_EXPLAIN_RECOMPILES``: which sizes are new (the input sizes, and the
+        size inputs compiled in), against the sets compiled so far."""
+        seen = list(self.variants)
+
+        def text(k: tuple) -> str:
+            shapes = "; ".join(f"{list(s)}" for s in k[1])
+            return f"input sizes {shapes}" + (f", size inputs {list(k[0])}" if k[0] else "")
+
+        recompiles.report_explanation(
+            recompiles.Explanation(
+                "sizes",
+                -1,
+                "new sizes of a graph compiled for all sizes",
+                None,
+                text(key),
+                f"{len(seen)} set(s) of sizes, the last: {text(seen[-1])}",
+                self.nodes,
+                layer="jax",
+            )
+        )
 
     def describe(self) -> str:
         if self.latest is None:

@@ -193,7 +193,7 @@ class JaxBackend(Backend):
             return self._lowered(order, outputs, device, numbers, donated, inputs)[1].compile()
 
         donated = frozenset(i for i in donated if i not in ctx.static_inputs)
-        return AllSizesExecutable(variant, static, arrays, donated)
+        return AllSizesExecutable(variant, static, arrays, donated, len(order))
 
     @staticmethod
     def _donated(order, outputs, any_sizes: bool) -> frozenset[int]:
