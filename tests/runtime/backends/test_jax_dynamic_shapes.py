@@ -18,6 +18,7 @@ import lazygen.runtime as lr  # noqa: E402
 from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
 from lazygen.runtime.backends.jax.ops import JAX_OPS, table  # noqa: E402
 from lazygen.runtime.execution import executor  # noqa: E402
+from runtime.graph.test_dynamic_shapes import _check_against_eager  # noqa: E402
 
 from .conftest import BACKENDS, index_zero_on  # noqa: E402
 
@@ -182,3 +183,17 @@ def test_every_op_reading_traced_sizes_declares_it():
     )
     assert not undeclared, f"these read the traced sizes undeclared: {undeclared}"
     assert JAX_OPS["max_pool2d_with_indices"].reads_sizes  # the check sees through helpers
+
+
+@pytest.mark.slow
+def test_transformer_training_over_lengths_is_eager_with_one_graph_for_all(dynamic):
+    """A small transformer + Adam trained over 5 sequence lengths: like eager within its
+    own float32 error; the first two steps compile their graphs (Adam's state appears at
+    the second), the third compiles the step for all sizes, the others reuse it (~25 s:
+    XLA compiles each length)."""
+    with index_zero_on("jax"):
+        lr.metrics.reset()
+        _check_against_eager([5, 7, 9, 6, 11])
+        counts = _counts(lr.metrics)
+    assert counts["UncachedCompile"] == 3 and counts["DynamicCompile"] == 1, counts
+    assert counts["DynamicShapeReuse"] == 2 and counts["JaxSizeCompile"] == 3, counts
