@@ -21,6 +21,7 @@ from lazygen.runtime.execution import executor  # noqa: E402
 from runtime.graph.test_dynamic_shapes import _check_against_eager  # noqa: E402
 
 from .conftest import BACKENDS, index_zero_on  # noqa: E402
+from .test_jax_backend import _arrays  # noqa: E402
 
 JAX = "lazygen:3"
 COUNTERS = (
@@ -197,3 +198,27 @@ def test_transformer_training_over_lengths_is_eager_with_one_graph_for_all(dynam
         counts = _counts(lr.metrics)
     assert counts["UncachedCompile"] == 3 and counts["DynamicCompile"] == 1, counts
     assert counts["DynamicShapeReuse"] == 2 and counts["JaxSizeCompile"] == 3, counts
+
+
+def test_a_graph_for_all_sizes_donates_what_the_step_updates(dynamic):
+    """The parameters' old buffers go to the step's results at every batch size (decided
+    at the graph's first run, as for graphs of one size); the batch, still held, is kept."""
+    with index_zero_on("jax"):
+        _train_checking_donation()
+
+
+def _train_checking_donation() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    model.to("lazygen:0")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for n in (3, 5, 3, 7):
+        x = torch.randn(n, 8).to("lazygen:0")
+        lr.mark_dynamic(x, 0)
+        old, batch = _arrays(model.parameters()), _arrays([x])[0]
+        optimizer.zero_grad()
+        model(x).square().mean().backward()
+        optimizer.step()
+        lr.mark_step()
+        assert all(array.is_deleted() for array in old), n
+        assert not batch.is_deleted(), n

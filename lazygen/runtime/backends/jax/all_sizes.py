@@ -11,8 +11,14 @@ size depends on: the size inputs, compiled in) still costs ``jax.jit`` a trace a
 compile: the executable keeps one per set (``JaxSizeCompile``, ``JaxSizeCompileTime``).
 ``jax.export`` with symbolic dimensions was measured as the alternative (docs/jax-backend.md):
 it lowers to StableHLO once, but calling the export with new sizes refines and compiles it
-again, so it saves only the trace (about 7% of a new size's cost on an encoder step), at
-the price of guards for sizes JAX's symbolic arithmetic cannot decide.
+again, so it saves only part of the trace (the trace is about 7% of a new size's cost on
+an encoder's training step, XLA's compile the rest), at the price of guards for sizes
+JAX's symbolic arithmetic cannot decide.
+
+Donation: the copy the executor compiles holds stand-ins for the graph's inputs, so which
+inputs nothing else reads is decided at the first call, from the executor's ``dead``
+(``execution/liveness.py``), among the inputs a result of the same dtype and rank can take
+over; every size's executable then donates those.
 """
 
 from __future__ import annotations
@@ -35,24 +41,30 @@ class AllSizesExecutable:
     """``executable(inputs)``: the graph's results for inputs of any sizes, compiling (once)
     an XLA executable for each new set of input sizes and compiled-in numbers."""
 
-    __slots__ = ("make", "static", "arrays", "donated", "variants", "latest", "nodes")
+    __slots__ = (
+        "make", "static", "arrays", "donatable", "donated", "variants", "latest", "nodes",
+    )  # fmt: skip
 
     def __init__(
         self,
-        make: Callable[[dict[int, int], list], object],
+        make: Callable[[dict[int, int], list, frozenset[int]], object],
         static: tuple[int, ...],
         arrays: tuple[int, ...],
-        donated: frozenset[int] = frozenset(),
+        donatable: frozenset[int] = frozenset(),
         nodes: int = 0,
     ) -> None:
-        #: ``make(numbers by input position, inputs)``: a compiled variant for those inputs.
+        #: ``make(numbers by input position, inputs, donated)``: a compiled variant for
+        #: those inputs, donating the inputs at positions ``donated``.
         self.make = make
         #: Input positions whose numbers each variant compiles in (sizes read as ``SymInt``).
         self.static = static
         #: Input positions of device data (``jax.Array``), whose shapes key the variants.
         self.arrays = arrays
-        #: Inputs the program donates (see ``JaxExecutable.donated``).
-        self.donated = donated
+        #: Inputs a result of the same dtype and rank could take over.
+        self.donatable = donatable
+        #: Inputs the program donates (see ``JaxExecutable.donated``): decided at the
+        #: first call (None before it).
+        self.donated: frozenset[int] | None = None
         self.variants: dict[tuple, object] = {}
         self.latest = None
         #: The graph's node count (for the recompile explanation).
@@ -65,6 +77,8 @@ class AllSizesExecutable:
         )
         compiled = self.variants.get(key)
         if compiled is None:
+            if self.donated is None:  # the first run: what nothing else reads now
+                self.donated = self.donatable & dead if dead else frozenset()
             compiled = self._compile(key, inputs)
         if self.donated:
             inputs = spare_live_inputs(inputs, self.donated, dead)
@@ -79,7 +93,7 @@ class AllSizesExecutable:
             # donation is decided by dtype and rank for every size: XLA says when sizes
             # leave a donated buffer without a result to take it (the buffer is kept)
             warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
-            compiled = self.make(numbers, inputs)
+            compiled = self.make(numbers, inputs, self.donated)
         seconds = time.perf_counter() - start
         metrics.count("JaxSizeCompile")
         metrics.add_time("JaxSizeCompileTime", seconds)

@@ -165,7 +165,7 @@ class JaxBackend(Backend):
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
         # that is still referenced: ``spare_live_inputs``).
-        donated = self._donated(order, outputs, any_sizes=False)
+        donated = self._donated(order, outputs)
         ctx, lowered = self._lowered(order, outputs, device, donated=donated)
 
         def variant(values: dict[int, int]):
@@ -178,7 +178,6 @@ class JaxBackend(Backend):
         """One lowering for every size: it runs here once (an op that cannot serve every
         size raises ``SizeHidden`` now, and the executor compiles the graph for its own
         sizes); each new set of sizes then lowers and compiles with that call's inputs."""
-        donated = self._donated(order, outputs, any_sizes=True)
         ctx = self.lowering_context(device)
         ctx.generic = True
         ctx.lower_graph(order, outputs)
@@ -189,16 +188,19 @@ class JaxBackend(Backend):
             if not isinstance(n, ScalarData) and not getattr(n, "is_seed", False)
         )
 
-        def variant(numbers: dict[int, int], inputs: list):
-            return self._lowered(order, outputs, device, numbers, donated, inputs)[1].compile()
+        inputs = [i for i, n in enumerate(order) if n.is_input]
+        donatable = reusable([inputs[k] for k in arrays], order, outputs, any_sizes=True)
+        donatable = frozenset(inputs.index(i) for i in donatable)
 
-        donated = frozenset(i for i in donated if i not in ctx.static_inputs)
-        return AllSizesExecutable(variant, static, arrays, donated, len(order))
+        def variant(numbers: dict[int, int], data: list, donated: frozenset[int]):
+            return self._lowered(order, outputs, device, numbers, donated, data)[1].compile()
+
+        return AllSizesExecutable(variant, static, arrays, donatable, len(order))
 
     @staticmethod
-    def _donated(order, outputs, any_sizes: bool) -> frozenset[int]:
+    def _donated(order, outputs) -> frozenset[int]:
         """Input positions (among the graph's inputs) XLA may take over."""
-        dead = reusable(unreferenced_inputs(order, range(len(order))), order, outputs, any_sizes)
+        dead = reusable(unreferenced_inputs(order, range(len(order))), order, outputs)
         parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
         return frozenset(parameter[i] for i in dead)
 
