@@ -126,6 +126,8 @@ def run_one(impl: str, n: int, passes: int) -> dict:
         )
         result["uncompiled_runs"] = lr.metrics.counter_value("UncompiledGraphRun") or 0
         result["size_compiles"] = lr.metrics.counter_value("JaxSizeCompile") or 0
+        per_size = lr.metrics.metric_data("JaxSizeCompileTime")
+        result["size_compile_s"] = per_size[1] / per_size[0] if per_size else 0.0
     elif impl == "compile-dynamic":
         from torch._dynamo.utils import counters
 
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
         if r.get("uncompiled_runs"):
             compiles += f" (+{r['uncompiled_runs']} run uncompiled)"
         if r.get("size_compiles"):
-            compiles += f" (+{r['size_compiles']} XLA per size)"
+            compiles += f" (+{r['size_compiles']} XLA per size, {r['size_compile_s']:.1f} s each)"
         print(
             f"| {impl} | {compiles} | {r['first_pass_s']:.2f} s | {r['step_ms']:.2f} ms "
             f"| {ratio} |"

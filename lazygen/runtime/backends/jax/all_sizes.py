@@ -11,9 +11,9 @@ size depends on: the size inputs, compiled in) still costs ``jax.jit`` a trace a
 compile: the executable keeps one per set (``JaxSizeCompile``, ``JaxSizeCompileTime``).
 ``jax.export`` with symbolic dimensions was measured as the alternative (docs/jax-backend.md):
 it lowers to StableHLO once, but calling the export with new sizes refines and compiles it
-again, so it saves only part of the trace (the trace is about 7% of a new size's cost on
-an encoder's training step, XLA's compile the rest), at the price of guards for sizes
-JAX's symbolic arithmetic cannot decide.
+again, so it could save at most the trace (about 7% of a new size's cost on an encoder's
+training step, XLA's compile the rest; ``bench/jax_sizes.py`` measured no consistent
+saving), at the price of guards for sizes JAX's symbolic arithmetic cannot decide.
 
 Donation: the copy the executor compiles holds stand-ins for the graph's inputs, so which
 inputs nothing else reads is decided at the first call, from the executor's ``dead``
