@@ -5,6 +5,7 @@ Training runs on ``lazygen:0`` switched to jax (see conftest); the rest on ``laz
 
 from __future__ import annotations
 
+import copy
 import inspect
 
 import pytest
@@ -222,3 +223,38 @@ def _train_checking_donation() -> None:
         lr.mark_step()
         assert all(array.is_deleted() for array in old), n
         assert not batch.is_deleted(), n
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU])
+def test_recurrent_layers_train_like_eager_compiled_per_size(cls, dynamic, fresh_metrics, capsys):
+    """The recurrent lowerings unroll over the time steps (they read a size): on jax their
+    graphs are compiled per length, with that reason, and forward and backward equal
+    eager's (they call ``transpose.int``, ``narrow``, ``chunk``, ``linear``... which the
+    table once lacked: the lowering failed)."""
+    lr.config.set_explain_recompiles(True)
+    try:
+        with index_zero_on("jax"):
+            _train_recurrent(cls)
+    finally:
+        lr.config.set_explain_recompiles(False)
+    assert "its lowering reads a tensor size" in capsys.readouterr().err
+    assert fresh_metrics.counter_value("DynamicCompileFallback") >= 1
+    assert not fresh_metrics.counter_value("DynamicCompile")
+
+
+def _train_recurrent(cls) -> None:
+    torch.manual_seed(0)
+    eager = cls(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    lazy = cls(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    lazy.load_state_dict(eager.state_dict())
+    reference = copy.deepcopy(eager).double()
+    lazy.to("lazygen:0")
+    for length in (4, 6, 5):
+        x = torch.randn(2, length, 3)
+        nets = ((eager, x), (lazy, x.to("lazygen:0")), (reference, x.double()))
+        for net, data in nets:
+            net.zero_grad()
+            net(data)[0].square().sum().backward()
+        lr.mark_step()
+        got, want, ref = ([p.grad.cpu() for p in net.parameters()] for net, _ in nets)
+        assert_as_accurate_as_eager(got, want, lambda ref=ref: ref, atol=1e-5)

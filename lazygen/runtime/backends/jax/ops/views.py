@@ -119,7 +119,7 @@ def _squeeze(shapes, x, dim=None):
     return jnp.squeeze(x, tuple(d % x.ndim for d in dims if x.shape[d % x.ndim] == 1))
 
 
-@op("unsqueeze_copy")
+@op("unsqueeze_copy", "unsqueeze")
 def _unsqueeze(shapes, x, dim):
     return jnp.expand_dims(x, dim % (x.ndim + 1))
 
@@ -145,20 +145,36 @@ def _permute(shapes, x, dims):
     return jnp.transpose(x, [d % max(x.ndim, 1) for d in dims])
 
 
-@op("t_copy")
+@op("t_copy", "t")
 def _t(shapes, x):
     return x.T if x.ndim == 2 else x
 
 
-@op("transpose_copy.int")
+@op("transpose_copy.int", "transpose.int")
 def _transpose(shapes, x, dim0, dim1):
     return jnp.swapaxes(x, dim0, dim1) if x.ndim else x
 
 
-@op("select_copy.int")
+@op("select_copy.int", "select.int")
 def _select(shapes, x, dim, index):
     dim %= x.ndim
     return lax.index_in_dim(x, index % x.shape[dim], dim, keepdims=False)
+
+
+@op("narrow")
+def _narrow(shapes, x, dim, start, length):
+    dim %= x.ndim
+    start = start + x.shape[dim] if start < 0 else start
+    return lax.slice_in_dim(x, start, start + length, axis=dim)
+
+
+@op("chunk")
+def _chunk(shapes, x, chunks, dim=0):
+    dim %= x.ndim
+    total = x.shape[dim]
+    step = max(-(-total // chunks), 1)  # torch's chunk: pieces of ceil(size / chunks)
+    starts = range(0, total, step) if total else [0]
+    return [lax.slice_in_dim(x, o, min(o + step, total), axis=dim) for o in starts]
 
 
 @op("slice_copy.Tensor")
@@ -186,7 +202,7 @@ def _slice_backward(shapes, grad, input_sizes, dim, start, end, step):
     return out.at[tuple(index)].set(grad.astype(out.dtype))
 
 
-@op("unbind_copy.int")
+@op("unbind_copy.int", "unbind.int")
 def _unbind(shapes, x, dim=0):
     dim %= x.ndim
     return [lax.index_in_dim(x, i, dim, keepdims=False) for i in range(x.shape[dim])]
