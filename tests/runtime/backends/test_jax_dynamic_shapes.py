@@ -13,6 +13,7 @@ import torch
 
 jax = pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
 
+import jax.numpy as jnp  # noqa: E402
 from support.training import assert_as_accurate_as_eager, make_mlp  # noqa: E402
 
 import lazygen.runtime as lr  # noqa: E402
@@ -133,26 +134,46 @@ def test_mark_dynamic_trains_every_batch_size_with_one_graph(dynamic, fresh_metr
     }
 
 
+def _relu_reading_sizes(shapes, x):
+    """relu as an implementation that reads the traced sizes would (registered so)."""
+    return jnp.reshape(jnp.maximum(x, 0), table.sizes(shapes))
+
+
+_relu_reading_sizes.reads_sizes, _relu_reading_sizes.static_args = True, ()
+
+
 def test_an_op_reading_traced_sizes_compiles_per_size_with_the_reason(
-    dynamic, fresh_metrics, capsys
+    dynamic, fresh_metrics, capsys, monkeypatch
 ):
-    """max_pool2d's implementation takes its output sizes from the traced graph
-    (``reads_sizes``): its graph is refused for all sizes, compiled for each size instead,
-    right, and the recompile explanation says why."""
+    """An implementation registered ``reads_sizes`` refuses its graph for all sizes: that
+    graph is compiled for each size instead, right, and the explanation says why."""
+    monkeypatch.setitem(BACKENDS["jax"].ops, "relu", _relu_reading_sizes)
     lr.config.set_explain_recompiles(True)
     try:
         for size in (6, 8, 10):
-            x = torch.randn(1, 2, size, size)
-            got = torch.nn.functional.max_pool2d(x.to(JAX) * 2, 2).cpu()
-            torch.testing.assert_close(got, torch.nn.functional.max_pool2d(x * 2, 2))
+            x = torch.randn(2, size)
+            torch.testing.assert_close((x.to(JAX) * 2).relu().cpu(), (x * 2).relu())
     finally:
         lr.config.set_explain_recompiles(False)
     err = capsys.readouterr().err
     assert "so:     compiled for its own sizes only:" in err, err
-    assert "max_pool2d_with_indices takes its result's sizes from the traced graph" in err, err
+    assert "the jax backend's aten::relu takes its result's sizes from the traced graph" in err
     counts = _counts(fresh_metrics)
     assert counts["UncachedCompile"] == 3 and counts["DynamicCompileFallback"] == 2, counts
     assert counts["DynamicCompile"] == 0 and counts["JaxSizeCompile"] == 0, counts
+
+
+def test_max_pooling_serves_every_size(dynamic, fresh_metrics):
+    """Max pooling computes its output sizes as torch does (``ceil_mode`` included), so a
+    CNN's graph serves every image size."""
+    for size in (7, 9, 12):
+        x = torch.randn(1, 2, size, size + 1)
+        for ceil_mode in (False, True):
+            got = torch.nn.functional.max_pool2d(x.to(JAX) * 2, 3, 2, 1, ceil_mode=ceil_mode)
+            want = torch.nn.functional.max_pool2d(x * 2, 3, 2, 1, ceil_mode=ceil_mode)
+            torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+    counts = _counts(fresh_metrics)
+    assert counts["DynamicCompile"] == 2 and counts["DynamicCompileFallback"] == 0, counts
 
 
 def _names_sizes(fn, seen: set) -> bool:
@@ -184,7 +205,9 @@ def test_every_op_reading_traced_sizes_declares_it():
         if _names_sizes(impl, set()) and not (impl.reads_sizes or impl.static_args)
     )
     assert not undeclared, f"these read the traced sizes undeclared: {undeclared}"
-    assert JAX_OPS["max_pool2d_with_indices"].reads_sizes  # the check sees through helpers
+    # the check sees through helpers and closures
+    assert _names_sizes(JAX_OPS["_softmax"], set()) is False
+    assert _names_sizes(lambda shapes, x: _relu_reading_sizes(shapes, x), set())
 
 
 @pytest.mark.slow

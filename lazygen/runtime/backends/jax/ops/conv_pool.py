@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .table import HIGHEST, as_dtype, dt, op, per_channel, sizes
+from .table import HIGHEST, as_dtype, dt, op, per_channel
 
 # Convolution (not transposed: ``refusals.py`` refuses transposed ones) ----------------------
 
@@ -51,8 +51,16 @@ def _convolution_backward(
 # Max pooling with torch's indices (flat positions in each input plane) -------------------
 
 
-def _pool_config(x, kernel_size, stride, padding, dilation, out_sizes):
-    spatial = len(out_sizes)
+def _pooled_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil: bool):
+    """torch's output size of one pooled dimension (``pooling_output_shape``)."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil else 0)
+    out = span // stride + 1
+    if ceil and (out - 1) * stride >= size + pad:  # the last window starts in the padding
+        out -= 1
+    return out
+
+
+def _pool_config(x, spatial, kernel_size, stride, padding, dilation, ceil_mode):
     pick = lambda v, i: v[i] if len(v) > 1 else v[0]  # noqa: E731 - torch repeats one value
     kernel = [pick(kernel_size, i) for i in range(spatial)]
     stride = [pick(stride, i) for i in range(spatial)] if stride else kernel
@@ -61,15 +69,15 @@ def _pool_config(x, kernel_size, stride, padding, dilation, out_sizes):
     pads = []
     for i in range(spatial):
         size = x.shape[x.ndim - spatial + i]
-        needed = (out_sizes[i] - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1
+        out = _pooled_size(size, kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+        needed = (out - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1
         pads.append((padding[i], needed - size - padding[i]))
     return kernel, stride, dilation, pads
 
 
-def _max_pool(shapes, spatial, x, kernel_size, stride, padding, dilation):
-    out_sizes = sizes(shapes)[-spatial:]
+def _max_pool(spatial, x, kernel_size, stride, padding, dilation, ceil_mode):
     kernel, stride, dilation, pads = _pool_config(
-        x, kernel_size, stride, padding, dilation, out_sizes
+        x, spatial, kernel_size, stride, padding, dilation, ceil_mode
     )
     plane = x.shape[x.ndim - spatial :]
     index = jnp.arange(math.prod(plane), dtype=jnp.int64).reshape(plane)
@@ -95,14 +103,14 @@ def _max_pool(shapes, spatial, x, kernel_size, stride, padding, dilation):
     return values, indices
 
 
-@op("max_pool2d_with_indices", reads_sizes=True)  # ceil_mode: from the traced sizes
+@op("max_pool2d_with_indices")
 def _max_pool2d(shapes, x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
-    return _max_pool(shapes, 2, x, kernel_size, stride, padding, dilation)
+    return _max_pool(2, x, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-@op("max_pool3d_with_indices", reads_sizes=True)
+@op("max_pool3d_with_indices")
 def _max_pool3d(shapes, x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
-    return _max_pool(shapes, 3, x, kernel_size, stride, padding, dilation)
+    return _max_pool(3, x, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def _max_pool_backward(spatial, shapes, grad, x, indices):
