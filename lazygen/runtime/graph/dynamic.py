@@ -158,6 +158,7 @@ def hidden_sizes(order: list[Node], outputs: list[Value]) -> tuple[list[Node], l
 
 
 def _size_hidden(error: BaseException | None) -> SizeHidden | None:
+    """The ``SizeHidden`` in ``error``'s chain (what caused it), or None."""
     seen = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, SizeHidden):
@@ -165,11 +166,6 @@ def _size_hidden(error: BaseException | None) -> SizeHidden | None:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return None
-
-
-def hid_a_size(error: BaseException) -> bool:
-    """Whether ``error`` (or what caused it) is a lowering reading a hidden size."""
-    return _size_hidden(error) is not None
 
 
 def refusal(error: BaseException) -> str:

@@ -154,6 +154,21 @@ def test_a_lowering_that_reads_sizes_compiles_per_size(dynamic, fresh_metrics):
     assert not fresh_metrics.counter_value("DynamicShapeReuse")
 
 
+def test_the_explanation_says_why_a_graph_is_not_compiled_for_all_sizes(dynamic, capsys):
+    """A graph refused for all sizes is explained with the reason and the op."""
+    executor.clear_compile_cache()
+    rnn = torch.nn.LSTM(3, 4).to("lazygen")
+    lr.config.set_explain_recompiles(True)
+    try:
+        with torch.no_grad():
+            for n in (2, 3):
+                rnn(torch.randn(n, 1, 3).to("lazygen"))[0].cpu()
+    finally:
+        lr.config.set_explain_recompiles(False)
+    err = capsys.readouterr().err
+    assert "so:     compiled for its own sizes only: lstm_layers: its lowering reads a" in err
+
+
 def test_data_dependent_sizes_keep_working(dynamic):
     for n in (4, 6, 9):
         x = torch.randn(n, 3)
