@@ -81,8 +81,8 @@ CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
         f"aten::{name}": "attention's reference decomposition (attention_reference), for "
         "contexts that decompose lazygen::attention"
         for name in (
-            "exp", "full", "logsumexp", "mul.Scalar", "_softmax", "transpose_copy.int",
-            "triu", "unsqueeze_copy",
+            "full", "logsumexp", "mul.Scalar", "_softmax", "transpose_copy.int",
+            "triu",
         )
     },  # fmt: skip
         "aten::copy_": "ir.InputWrite: a torch.compile replay writing an optimizer's "

@@ -82,7 +82,7 @@ class Attention(Node):
             )
         args = [ctx.tensor(query), ctx.tensor(key), ctx.tensor(value), ctx.optional_tensor(mask)]
         options = {"is_causal": ctx.constant(is_causal), "scale": ctx.constant(scale)}
-        return ctx.call(attention_op.ATTENTION, args, options, 2)
+        return ctx.call("lazygen::attention", args, options, 2)
 
 
 class AttentionBackward(Node):
@@ -109,7 +109,7 @@ class AttentionBackward(Node):
             )
         args = [ctx.tensor(t) for t in tensors] + [ctx.optional_tensor(mask)]
         options = {"is_causal": ctx.constant(is_causal), "scale": ctx.constant(scale)}
-        return ctx.call(attention_op.ATTENTION_BACKWARD, args, options, 3)
+        return ctx.call("lazygen::attention_backward", args, options, 3)
 
 
 #: What ``metrics`` counts per node made, and the names it counted under before.

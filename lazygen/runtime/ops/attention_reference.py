@@ -2,7 +2,7 @@
 ATen ops, forward and backward.
 
 It is the specification of ``lazygen::attention`` and ``lazygen::attention_backward`` in
-ops any backend already has (``matmul``, ``logsumexp``, ``_softmax``, ``exp``, ``full``,
+ops any backend already has (``matmul``, ``logsumexp``, ``_softmax``, ``full``,
 ``triu``, view copies), so a backend that neither lowers the neutral ops natively nor
 refuses them still runs attention inside its graphs: its lowering context opts in with
 ``LoweringContext.decomposed_ops`` and the nodes lower through ``lower_forward`` /
@@ -34,12 +34,22 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 class _Ops(Emit):
-    """The plain ops the decomposition emits (``Emit``: backend values of one lowering)."""
+    """The plain ops the decomposition emits (``Emit``: backend values of one lowering),
+    each with every argument of its schema (a TorchScript node needs them all)."""
 
     def cast(self, t, dtype: torch.dtype, current: torch.dtype):
         if dtype == current:
             return t
-        return self.keywords("aten::_to_copy", [t], dtype=dtype)
+        return self.keywords(
+            "aten::_to_copy",
+            [t],
+            dtype=dtype,
+            layout=None,
+            device=None,
+            pin_memory=None,
+            non_blocking=False,
+            memory_format=None,
+        )
 
     def transpose(self, t):
         return self.op("aten::transpose_copy.int", t, self.c(-2), self.c(-1))
@@ -89,8 +99,11 @@ def lower_forward(ctx, query, key, value, mask, is_causal: bool, scale, shapes) 
     sizes = (q_sizes[-2], k_sizes[-2])
     scores = _scores(e, query, key, mask, is_causal, _scale(scale, q_sizes[-1]), sizes, acc)
     logsumexp = e.op("aten::logsumexp", scores, e.c([-1]), e.c(False))
-    centred = e.sub(scores, e.op("aten::unsqueeze_copy", logsumexp, e.c(-1)))
-    output = e.matmul(e.op("aten::exp", centred), value)
+    # The weights from a softmax, not exp(scores - logsumexp): the rounding of a large
+    # logsumexp enters every exponent, and the output came out twice as far from a
+    # float64 run as eager's.
+    probs = e.op("aten::_softmax", scores, e.c(-1), e.c(False))
+    output = e.matmul(probs, value)
     return [e.cast(output, q_dtype, acc), logsumexp]
 
 
@@ -113,7 +126,9 @@ def lower_backward(ctx, grad_out, query, key, value, mask, is_causal: bool, scal
     probs = e.op("aten::_softmax", scores, e.c(-1), e.c(False))
     grad_value = e.matmul(e.transpose(probs), grad_out)
     grad_probs = e.matmul(grad_out, e.transpose(value))
-    row = e.op("aten::sum.dim_IntList", e.mul(probs, grad_probs), e.c([-1]), e.c(True))
+    row = e.keywords(
+        "aten::sum.dim_IntList", [e.mul(probs, grad_probs), e.c([-1]), e.c(True)], dtype=None
+    )
     grad_scores = e.scaled(e.mul(probs, e.sub(grad_probs, row)), scale)
     grad_query = e.matmul(grad_scores, key)
     grad_key = e.matmul(e.transpose(grad_scores), query)
