@@ -197,3 +197,26 @@ def test_a_misspelt_neutral_op_is_an_error():
     refusal silently ignored."""
     with pytest.raises(lr.LazygenRuntimeError, match="names no op"):
         lr.set_device_backend(7, AttentionDecliningBackend("lazygen::attenton"))
+
+
+@pytest.mark.parametrize(
+    ("refused", "warns"),
+    [
+        ("linear", True),
+        ("aten::reshape", True),
+        ("sort", False),
+        ("scaled_dot_product_attention", False),
+    ],
+)
+def test_refusing_an_op_torch_decomposes_first_warns(refused, warns):
+    """``linear`` and ``reshape`` are decomposed by torch before the lazy device sees them
+    (CompositeImplicitAutograd, no lazy kernel): refusing them did nothing, silently. Ops
+    with a lazy kernel (``sort``; ``scaled_dot_product_attention`` at the autograd key)
+    are refused without a warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lr.set_device_backend(7, AttentionDecliningBackend(refused))
+    messages = [str(w.message) for w in caught if "never reaches the lazy device" in str(w.message)]
+    assert bool(messages) == warns, messages
+    if warns:
+        assert repr(refused) in messages[0] and "'declining-attention'" in messages[0]

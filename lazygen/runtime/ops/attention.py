@@ -29,6 +29,7 @@ The backends that run torch's kernels lower the nodes to the CPU's flash kernels
 
 from __future__ import annotations
 
+import functools
 import math
 from types import MappingProxyType
 
@@ -141,9 +142,10 @@ DECLINABLE_NAMES = (
 )
 
 
+@functools.cache
 def declinable() -> tuple:
-    """The overloads of ``DECLINABLE_NAMES`` (the neutral ops exist once ``init()`` has
-    defined them: ``attention_op.define``; ``overload_of`` remembers each)."""
+    """The overloads of ``DECLINABLE_NAMES``: asked by lazy kernels only, so after
+    ``init()`` defined the neutral ops (``attention_op.define``)."""
     return tuple(overload_of(name) for name in DECLINABLE_NAMES)
 
 
