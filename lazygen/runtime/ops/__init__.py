@@ -20,8 +20,10 @@ from types import MappingProxyType
 
 from .. import state
 from ..backend_interface import KernelTables
-from . import facts  # noqa: F401  (declares the op facts the core reads)
-from . import attention_op
+from . import (
+    attention_op,
+    facts,  # noqa: F401  (declares the op facts the core reads)
+)
 from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS, COUNTER_ALIASES
 from .batch_norm import KERNEL_WRAPPERS
 from .device_copies import DEVICE_KERNELS

@@ -63,9 +63,9 @@ def assert_as_accurate_as_eager(got, eager, reference):
         ulp = torch.finfo(torch.float32).eps * ref.abs().max().item()
         lazy_error = (lazy.double() - ref).abs().max().item()
         eager_error = (want.double() - ref).abs().max().item()
-        assert lazy_error <= 4 * eager_error + 2 * ulp, (
-            f"value {index}: {lazy_error:.3g} from the float64 run, eager {eager_error:.3g}"
-        )
+        assert (
+            lazy_error <= 4 * eager_error + 2 * ulp
+        ), f"value {index}: {lazy_error:.3g} from the float64 run, eager {eager_error:.3g}"
 
 
 CASES = {
@@ -141,9 +141,7 @@ def test_a_context_that_decomposes_runs_the_reference(case, decomposing_device, 
     tensors32 = [None if t is None else t.float() for t in tensors64]
     reference = _flash(*tensors64, is_causal, scale)
     eager = _flash(*tensors32, is_causal, scale)
-    q, k, v, grad, attn_mask = (
-        None if t is None else t.to(decomposing_device) for t in tensors32
-    )
+    q, k, v, grad, attn_mask = (None if t is None else t.to(decomposing_device) for t in tensors32)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask, is_causal=is_causal, scale=scale)
     out_direct, lse = CPU_FLASH(q, k, v, 0.0, is_causal, attn_mask=attn_mask, scale=scale)
     grads = CPU_FLASH_BACKWARD(

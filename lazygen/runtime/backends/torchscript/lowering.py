@@ -8,13 +8,13 @@ import torch
 
 from ... import state
 from ...ir import ScalarData, SizeConstant, Value
-from ...ops.attention_op import TORCH_CPU_LOWERINGS
 from ...lowering_context import (
     LoweringContext,
     fixed_number,
     op_string,
     takes_contiguous_inputs,
 )
+from ...ops.attention_op import TORCH_CPU_LOWERINGS
 from ...state import settings
 
 _TENSOR = torch._C.TensorType.get()
