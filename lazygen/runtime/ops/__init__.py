@@ -24,7 +24,12 @@ from . import (
     attention_op,
     facts,  # noqa: F401  (declares the op facts the core reads)
 )
-from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS, COUNTER_ALIASES
+from .attention import (
+    ATTENTION_AUTOGRAD_KERNELS,
+    ATTENTION_KERNELS,
+    COUNTER_ALIASES,
+    neutral_kernels,
+)
 from .batch_norm import KERNEL_WRAPPERS
 from .device_copies import DEVICE_KERNELS
 from .fused_optimizers import FUSED_OPTIMIZER_AUTOGRAD_KERNELS
@@ -111,11 +116,13 @@ def kernel_tables() -> KernelTables:
     """The kernels of this package: ``DEVICE_KERNELS``, attention's, GradScaler's and
     ``multinomial`` below functionalization; attention's, the recurrent layers' and the
     fused optimizer steps' at the autograd key; and the wrappers of ops whose kernels any backend brings
-    (``batch_norm``)."""
+    (``batch_norm``). The neutral ops' kernels need them defined (``define_ops``)."""
+    define_ops()
     return KernelTables(
         kernels={
             **DEVICE_KERNELS,
             **ATTENTION_KERNELS,
+            **neutral_kernels(),
             **GRAD_SCALING_KERNELS,
             **MULTINOMIAL_KERNELS,
         },

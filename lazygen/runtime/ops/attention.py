@@ -370,6 +370,28 @@ ATTENTION_KERNELS = MappingProxyType(
     }
 )
 
+
+def neutral_kernels() -> dict:
+    """Kernels for the neutral ops called on lazy tensors (``torch.ops.lazygen.attention``
+    in a user's code or a captured graph): one node each, as ``scaled_dot_product_attention``
+    makes. Asked for once ``init()`` has defined them (``ops.kernel_tables``)."""
+
+    def attention(query, key, value, attn_mask=None, *, is_causal=False, scale=None):
+        return _attention(query, key, value, attn_mask, is_causal, scale)
+
+    def attention_backward(
+        grad_output, query, key, value, output, logsumexp, attn_mask=None, *,
+        is_causal=False, scale=None,
+    ):  # fmt: skip
+        tensors = (grad_output, query, key, value, output, logsumexp)
+        return _attention_backward(tensors, attn_mask, is_causal, scale)
+
+    return {
+        overload_of(attention_op.ATTENTION): attention,
+        overload_of(attention_op.ATTENTION_BACKWARD): attention_backward,
+    }
+
+
 #: At the lazy device's autograd key, on the user's tensors.
 ATTENTION_AUTOGRAD_KERNELS = MappingProxyType({_SDPA: scaled_dot_product_attention})
 

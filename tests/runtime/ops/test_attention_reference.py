@@ -165,3 +165,20 @@ def test_ir_dumps_name_the_neutral_ops(fresh_metrics):
     assert lr.metrics.counter_value("lazy::attention") == 1
     # the names counted before the neutral ops answer too
     assert lr.metrics.counter_value("lazy::_scaled_dot_product_fused_attention_overrideable") == 1
+
+
+def test_the_neutral_op_called_on_lazy_tensors_is_one_node(fresh_metrics):
+    """``torch.ops.lazygen.attention`` in a user's code (or a captured graph) on lazy
+    tensors: the same node as ``scaled_dot_product_attention`` makes, eager's results."""
+    q, k, v, grad, mask = (None if t is None else t.float() for t in _inputs("additive"))
+    want = _flash(q, k, v, grad, mask, True, None)
+    lazy = [None if t is None else t.to("lazygen") for t in (q, k, v, grad, mask)]
+    out, lse = torch.ops.lazygen.attention(*lazy[:3], lazy[4], is_causal=True)
+    grads = torch.ops.lazygen.attention_backward(
+        lazy[3], *lazy[:3], out, lse, lazy[4], is_causal=True
+    )
+    for expected, actual in zip(want, (out, lse, *grads), strict=True):
+        torch.testing.assert_close(actual.cpu(), expected)
+    assert lr.metrics.counter_value("lazy::attention") == 1
+    assert lr.metrics.counter_value("lazy::attention_backward") == 1
+    assert not [name for name in lr.metrics.counter_names() if name.startswith("aten::")]
