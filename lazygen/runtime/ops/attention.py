@@ -8,9 +8,10 @@ code"). The lazy device therefore registers its own
 ``scaled_dot_product_attention`` at its autograd key: where eager on the CPU would take its
 fused (flash) kernel for the same arguments, it calls
 ``_scaled_dot_product_fused_attention_overrideable``, the op ATen provides for such
-backends, whose autograd formula calls its backward: one IR node each, lowered to the
-CPU's fused kernels (``_scaled_dot_product_flash_attention_for_cpu`` and its backward), so
-results equal eager on the CPU. Everywhere else it runs ATen's composite (math) path.
+backends, whose autograd formula calls its backward: one IR node each (the neutral ops
+below), which the backends running torch's kernels lower to the CPU's fused kernels
+(``_scaled_dot_product_flash_attention_for_cpu`` and its backward), so results equal
+eager on the CPU. Everywhere else it runs ATen's composite (math) path.
 
 Scope: a CPU backing device (a CUDA backing device keeps the math path); dropout, grouped
 query attention, 3-D masks and masks that need a gradient keep the math path, as on the CPU.
