@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 
 import lazygen.runtime as lr
+from lazygen.runtime.backend_interface import make_backend
+from lazygen.runtime.backends import BUILTIN
 from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
 from lazygen.runtime.backends.torchscript.lowering import TSLoweringContext
 from lazygen.runtime.ops import attention_reference
@@ -182,3 +184,26 @@ def test_the_neutral_op_called_on_lazy_tensors_is_one_node(fresh_metrics):
     assert lr.metrics.counter_value("lazy::attention") == 1
     assert lr.metrics.counter_value("lazy::attention_backward") == 1
     assert not [name for name in lr.metrics.counter_names() if name.startswith("aten::")]
+
+
+@pytest.mark.parametrize("backend", ["torchscript", "fx", "inductor"])
+def test_torch_kernel_backends_run_the_cpu_flash_kernels(backend):
+    """The built-in backends that run torch's kernels lower the neutral ops to the CPU's
+    flash kernels, not to a call of their Python torch.library implementation (which, in a
+    TorchScript graph run on the inter-op pool, would wait for the GIL)."""
+    ctx = make_backend(backend, BUILTIN).lowering_context(torch.device("cpu"))
+    assert not ctx.decomposes("lazygen::attention")
+    q = torch.randn(2, 3, 5, 8)
+    if backend == "torchscript":
+        inputs = [ctx.graph.addInput() for _ in range(3)]
+        for value in inputs:
+            value.setType(torch._C.TensorType.get())
+    else:
+        inputs = [ctx.graph.placeholder(name) for name in "qkv"]
+    none, causal, scale = ctx.constant(None), ctx.constant(True), ctx.constant(None)
+    outputs = ctx.call(
+        "lazygen::attention", [*inputs, none], {"is_causal": causal, "scale": scale}, 2
+    )
+    assert len(outputs) == 2
+    text = str(ctx.graph)
+    assert "_scaled_dot_product_flash_attention_for_cpu" in text and "lazygen" not in text
