@@ -193,7 +193,6 @@ def test_torch_kernel_backends_run_the_cpu_flash_kernels(backend):
     TorchScript graph run on the inter-op pool, would wait for the GIL)."""
     ctx = make_backend(backend, BUILTIN).lowering_context(torch.device("cpu"))
     assert not ctx.decomposes("lazygen::attention")
-    q = torch.randn(2, 3, 5, 8)
     if backend == "torchscript":
         inputs = [ctx.graph.addInput() for _ in range(3)]
         for value in inputs:
