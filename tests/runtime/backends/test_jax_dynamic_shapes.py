@@ -21,6 +21,7 @@ from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
 from lazygen.runtime.backends.jax.ops import JAX_OPS, table  # noqa: E402
 from lazygen.runtime.execution import executor  # noqa: E402
 from runtime.graph.test_dynamic_shapes import _check_against_eager  # noqa: E402
+from runtime.graph.test_recompile_budget import by_size, run_and_compare  # noqa: E402
 
 from .conftest import BACKENDS, index_zero_on  # noqa: E402
 from .test_jax_backend import _arrays  # noqa: E402
@@ -281,3 +282,23 @@ def _train_recurrent(cls) -> None:
         lr.mark_step()
         got, want, ref = ([p.grad.cpu() for p in net.parameters()] for net, _ in nets)
         assert_as_accurate_as_eager(got, want, lambda ref=ref: ref, atol=1e-5)
+
+
+def test_past_the_recompile_limit_changing_sizes_compile_for_all_sizes(fresh_metrics):
+    """Past the budget, sizes that change switch dynamic shapes on (jax is size-generic):
+    one more lazygen graph serves the later sizes, XLA compiling each, instead of running
+    them uncompiled; results stay eager's."""
+    executor.clear_compile_cache()
+    previous = lr.config.get_recompile_limit()
+    lr.config.set_recompile_limit(2)
+    try:
+        caught = run_and_compare(by_size, range(4, 9), JAX)
+    finally:
+        lr.config.set_recompile_limit(previous)
+        lr.config.set_dynamic_shapes(False)
+    assert len(caught) == 1, caught
+    counts = _counts(fresh_metrics)
+    # 2 sizes, the 3rd (traced with sizes as constants) uncompiled, then one for all sizes
+    assert fresh_metrics.counter_value("UncompiledGraphRun") == 1, counts
+    assert counts["UncachedCompile"] == 3 and counts["DynamicCompile"] == 1, counts
+    assert counts["DynamicShapeReuse"] == 1 and counts["JaxSizeCompile"] == 2, counts
