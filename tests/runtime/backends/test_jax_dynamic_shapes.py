@@ -73,14 +73,19 @@ def _with_reference(fn, *tensors):
     return [lazy], [fn(*tensors)], [fn(*[t.double() for t in tensors])]
 
 
-def test_sequence_lengths_share_one_graph_and_match_eager(dynamic, fresh_metrics):
+def test_sequence_lengths_share_one_graph_and_match_eager(dynamic, fresh_metrics, capsys):
     """The first length compiles a graph for its sizes, the second one for all sizes; the
-    others reuse it (XLA compiling each new length: ``JaxSizeCompile``)."""
+    others reuse it, XLA compiling each new length (``JaxSizeCompile``, explained with
+    the reason ``sizes`` and the new input sizes)."""
     w = torch.randn(8, 8)
-    for length in (5, 7, 9, 7, 12):
-        x = torch.randn(3, length, 8)
-        lazy, eager, reference = _with_reference(_attention, x, w)
-        assert_as_accurate_as_eager(lazy, eager, lambda r=reference: r, atol=1e-5)
+    lr.config.set_explain_recompiles(True)
+    try:
+        for length in (5, 7, 9, 7, 12):
+            x = torch.randn(3, length, 8)
+            lazy, eager, reference = _with_reference(_attention, x, w)
+            assert_as_accurate_as_eager(lazy, eager, lambda r=reference: r, atol=1e-5)
+    finally:
+        lr.config.set_explain_recompiles(False)
     assert _counts(fresh_metrics) == {
         "UncachedCompile": 2,
         "DynamicCompile": 1,
@@ -88,6 +93,10 @@ def test_sequence_lengths_share_one_graph_and_match_eager(dynamic, fresh_metrics
         "DynamicCompileFallback": 0,
         "JaxSizeCompile": 3,  # 7, 9, 12: XLA compiles per size
     }
+    err = capsys.readouterr().err
+    # 7's XLA compile is the graph's first, explained as "compiled once for all sizes"
+    assert fresh_metrics.counter_value("Recompile_sizes") == 2, err
+    assert "backend 'jax' compiles another variant" in err and "[3, 12, 8]" in err, err
 
 
 def _train_mlp(batches, device: str, dtype=torch.float32, marked: bool = False, first=None):
