@@ -33,6 +33,7 @@ from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
 from .refusals import refused_ops
+from .uploads import SmallUploads
 
 
 class JaxExecutable:
@@ -88,6 +89,8 @@ class JaxBackend(Backend):
         enable_x64()
         self.ops = dict(JAX_OPS)
         self._refused: dict | None = None
+        #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
+        self.small_uploads = SmallUploads()
 
     def kernel_tables(self) -> KernelTables:
         return op_list.kernel_tables()
@@ -109,6 +112,9 @@ class JaxBackend(Backend):
         if tensor.device.type != "cpu":
             tensor = tensor.cpu()
         tensor = tensor.resolve_conj().resolve_neg()  # DLPack carries neither bit
+        kept = self.small_uploads.get(tensor)
+        if kept is not None:
+            return kept
         if not tensor.is_contiguous() or tensor.stride() != _contiguous_strides(tensor.shape):
             # torch calls size-1 dimensions of any stride contiguous; XLA takes a layout
             tensor = torch.empty(tensor.shape, dtype=tensor.dtype).copy_(tensor)
@@ -167,7 +173,9 @@ class JaxBackend(Backend):
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
         # that is still referenced: ``_spare_live_inputs``).
-        dead = sorted(unreferenced_inputs(order, range(len(order))))
+        dead = unreferenced_inputs(order, range(len(order)))
+        kept = self.small_uploads.ids  # shared arrays: never donated
+        dead = sorted(i for i in dead if id(order[i].native) not in kept)
         ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
 
         def variant(values: dict[int, int]):
@@ -179,6 +187,11 @@ class JaxBackend(Backend):
         return executable(inputs)
 
     def execute_donating(self, executable: JaxExecutable, inputs: list, dead) -> list:
+        kept = self.small_uploads.ids
+        if kept:  # a kept upload where the graph donates is in use: copied, not donated
+            shared = {i for i in executable.donated if id(inputs[i]) in kept}
+            if shared:
+                dead = dead - shared
         return executable(inputs, dead)
 
     def runner(self, executable: JaxExecutable):
