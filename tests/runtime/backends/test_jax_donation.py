@@ -17,7 +17,7 @@ pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazyge
 
 import lazygen.runtime as lr  # noqa: E402
 from lazygen.runtime import debug  # noqa: E402
-from lazygen.runtime.backends.jax import donation  # noqa: E402
+from lazygen.runtime.backends.jax import donation, uploads  # noqa: E402
 from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
 from lazygen.runtime.ir import DeviceData, Node, Shape, Value  # noqa: E402
 from lazygen.runtime.tracing.tensor import inner  # noqa: E402
@@ -126,3 +126,15 @@ def _update_twice_with_a_kept_input() -> None:
     uploaded.mul_(2)
     lr.mark_step()
     assert w.cpu().equal(torch.full((4,), 4.0)) and uploaded.cpu().equal(torch.zeros(4))
+
+
+def test_a_full_table_of_small_uploads_keeps_what_it_handed_out(monkeypatch):
+    # emptying it would forget arrays several tensors may still share, which a graph
+    # could then donate
+    monkeypatch.setattr(uploads, "MAX_KEPT", 2)
+    table = uploads.SmallUploads()
+    first, second = table.get(torch.zeros(2)), table.get(torch.ones(2))
+    assert table.get(torch.full((2,), 2.0)) is None  # full: uploaded as any other
+    assert table.get(torch.zeros(2)) is first and table.holds(first) and table.holds(second)
+    assert table.get(torch.zeros(65)) is None  # 260 bytes: never kept
+    assert table.get(torch.zeros(2, dtype=torch.bfloat16)) is None  # numpy lacks it

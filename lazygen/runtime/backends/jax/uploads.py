@@ -21,7 +21,7 @@ from .dtypes import to_jax
 
 #: Uploads of at most this many bytes are kept (a few dozen int64 position ids).
 SMALL_BYTES = 256
-#: Kept arrays at most; the table is emptied when full (values that change every step).
+#: Kept arrays at most (512 x 256 bytes); once full, further contents upload as usual.
 MAX_KEPT = 512
 
 
@@ -32,7 +32,7 @@ class SmallUploads:
 
     def __init__(self) -> None:
         self._kept: dict[tuple, object] = {}
-        #: ``id()`` of every kept array (valid while kept: the table holds them).
+        #: ``id()`` of every kept array (valid for good: the table never lets one go).
         self.ids: set[int] = set()
 
     def holds(self, array) -> bool:
@@ -41,7 +41,8 @@ class SmallUploads:
 
     def get(self, tensor: torch.Tensor):
         """The kept array of ``tensor``'s values (made now on a miss); None when
-        ``tensor`` is larger than ``SMALL_BYTES`` or of a dtype numpy does not hold."""
+        ``tensor`` is larger than ``SMALL_BYTES``, of a dtype numpy does not hold, or new
+        while ``MAX_KEPT`` arrays are kept."""
         if tensor.numel() * tensor.element_size() > SMALL_BYTES:
             return None
         try:
@@ -52,8 +53,10 @@ class SmallUploads:
         array = self._kept.get(key)
         if array is None:
             if len(self._kept) >= MAX_KEPT:
-                self._kept.clear()
-                self.ids.clear()
+                # full (values that change every step): uploaded as any other. Never
+                # emptied: an array handed out stays known, so no graph donates it while
+                # several tensors may hold it
+                return None
             # np.array copies: the kept array must never share the caller's memory
             array = jnp.asarray(np.array(values), dtype=to_jax(tensor.dtype))
             self._kept[key] = array
