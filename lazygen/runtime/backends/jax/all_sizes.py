@@ -17,8 +17,8 @@ saving), at the price of guards for sizes JAX's symbolic arithmetic cannot decid
 
 Donation: the copy the executor compiles holds stand-ins for the graph's inputs, so which
 inputs nothing else reads is decided at the first call, from the executor's ``dead``
-(``execution/liveness.py``), among the inputs a result of the same dtype and rank can take
-over; every size's executable then donates those.
+(``execution/liveness.py``); each size's executable donates those a result of the same
+dtype and rank takes over (``donation.pair``), kept small uploads never.
 """
 
 from __future__ import annotations
@@ -34,38 +34,35 @@ from ...graph import recompiles
 from ...graph.dynamic import HiddenSizes
 from ...ir import Node
 from ...state import log, settings
-from .donation import spare_live_inputs
+from . import donation
 
 
 class AllSizesExecutable:
     """``executable(inputs)``: the graph's results for inputs of any sizes, compiling (once)
     an XLA executable for each new set of input sizes and compiled-in numbers."""
 
-    __slots__ = (
-        "make", "static", "arrays", "donatable", "donated", "variants", "latest", "nodes",
-    )  # fmt: skip
+    __slots__ = ("make", "static", "arrays", "dead", "donated", "variants", "latest", "nodes")
 
     def __init__(
         self,
-        make: Callable[[dict[int, int], list, frozenset[int]], object],
+        make: Callable[[dict[int, int], list, frozenset[int]], tuple],
         static: tuple[int, ...],
         arrays: tuple[int, ...],
-        donatable: frozenset[int] = frozenset(),
         nodes: int = 0,
     ) -> None:
-        #: ``make(numbers by input position, inputs, donated)``: a compiled variant for
-        #: those inputs, donating the inputs at positions ``donated``.
+        #: ``make(numbers by input position, inputs, dead)``: ``(compiled, donated,
+        #: placed)``, a variant for those inputs donating (some of) the ``dead`` ones.
         self.make = make
         #: Input positions whose numbers each variant compiles in (sizes read as ``SymInt``).
         self.static = static
         #: Input positions of device data (``jax.Array``), whose shapes key the variants.
         self.arrays = arrays
-        #: Inputs a result of the same dtype and rank could take over.
-        self.donatable = donatable
-        #: Inputs the program donates (see ``JaxExecutable.donated``): decided at the
-        #: first call (None before it).
-        self.donated: frozenset[int] | None = None
-        self.variants: dict[tuple, object] = {}
+        #: Inputs nothing read at the first run (None before it): every variant may donate
+        #: them (``donation.pair`` by dtype and rank).
+        self.dead: frozenset[int] | None = None
+        #: Inputs the latest variant donates (``JaxBackend.execute_donating`` reads it).
+        self.donated: frozenset[int] = frozenset()
+        self.variants: dict[tuple, tuple] = {}
         self.latest = None
         #: The graph's node count (for the recompile explanation).
         self.nodes = nodes
@@ -75,31 +72,37 @@ class AllSizesExecutable:
             tuple([inputs[i] for i in self.static]),
             tuple([inputs[i].shape for i in self.arrays]),
         )
-        compiled = self.variants.get(key)
-        if compiled is None:
-            if self.donated is None:  # the first run: what nothing else reads now
-                self.donated = self.donatable & dead if dead else frozenset()
-            compiled = self._compile(key, inputs)
-        if self.donated:
-            inputs = spare_live_inputs(inputs, self.donated, dead)
-        return list(compiled(*inputs))
+        variant = self.variants.get(key)
+        if variant is None:
+            if self.dead is None:  # the first run: what nothing else reads now
+                self.dead = frozenset(dead or ()) & frozenset(self.arrays)
+            variant = self._compile(key, inputs)
+        compiled, donated, placed = variant
+        self.donated = donated
+        if donated:
+            inputs = donation.spare_live_inputs(inputs, donated, dead)
+        results = compiled(*inputs)
+        if placed is None:
+            return list(results)
+        return [results[k] for k in placed]
 
-    def _compile(self, key: tuple, inputs: list):
+    def _compile(self, key: tuple, inputs: list) -> tuple:
         if settings.explain_recompiles and self.variants:
             self._explain(key)
         start = time.perf_counter()
         numbers = dict(zip(self.static, key[0], strict=True))
         with warnings.catch_warnings():
-            # donation is decided by dtype and rank for every size: XLA says when sizes
+            # donation is paired by dtype and rank for every size: XLA says when sizes
             # leave a donated buffer without a result to take it (the buffer is kept)
             warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
-            compiled = self.make(numbers, inputs, self.donated)
+            variant = self.make(numbers, inputs, self.dead)
         seconds = time.perf_counter() - start
         metrics.count("JaxSizeCompile")
         metrics.add_time("JaxSizeCompileTime", seconds)
         log(2, f"jax: graph for all sizes compiled for sizes {key[1]} in {seconds:.2f} s")
-        self.variants[key] = self.latest = compiled
-        return compiled
+        self.variants[key] = variant
+        self.latest = variant[0]
+        return variant
 
     def _explain(self, key: tuple) -> None:
         """``LAZYGEN_EXPLAIN_RECOMPILES``: which sizes are new (the input sizes, and the

@@ -32,12 +32,13 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
+from . import donation
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
-from .donation import reusable, spare_live_inputs
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
 from .refusals import refused_ops
+from .uploads import SmallUploads
 
 
 class JaxExecutable:
@@ -46,9 +47,11 @@ class JaxExecutable:
     Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
     each run checks them, and other numbers compile (once) a variant of their own."""
 
-    __slots__ = ("compiled", "static", "variants", "make", "donated")
+    __slots__ = ("compiled", "static", "variants", "make", "donated", "placed")
 
-    def __init__(self, compiled, static: dict[int, int], make, donated=frozenset()) -> None:
+    def __init__(
+        self, compiled, static: dict[int, int], make, donated=frozenset(), returned=None
+    ) -> None:
         self.compiled = compiled
         self.static = tuple(static.items())
         self.variants = {tuple(v for _, v in self.static): compiled}
@@ -56,19 +59,27 @@ class JaxExecutable:
         #: Inputs the program donates (``jax.jit``'s ``donate_argnums``): XLA may write
         #: results into their buffers, and deletes the arrays passed there.
         self.donated = donated
+        #: Where the program returns each of the graph's results (``donation.output_order``
+        #: reorders them); None: in the graph's order.
+        self.placed = donation.placement(returned)
 
     def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
         if self.donated:
-            inputs = spare_live_inputs(inputs, self.donated, dead)
-        if not self.static:
-            return list(self.compiled(*inputs))
+            inputs = donation.spare_live_inputs(inputs, self.donated, dead)
+        results = (self._variant(inputs) if self.static else self.compiled)(*inputs)
+        placed = self.placed
+        if placed is None:
+            return list(results)
+        return [results[k] for k in placed]
+
+    def _variant(self, inputs: list):
         numbers = tuple(inputs[i] for i, _ in self.static)
         compiled = self.variants.get(numbers)
         if compiled is None:
             metrics.count("JaxStaticInputCompile")
             values = {i: n for (i, _), n in zip(self.static, numbers, strict=True)}
             compiled = self.variants[numbers] = self.make(values)
-        return list(compiled(*inputs))
+        return compiled
 
 
 class JaxBackend(Backend):
@@ -86,6 +97,8 @@ class JaxBackend(Backend):
         enable_x64()
         self.ops = dict(JAX_OPS)
         self._refused: dict | None = None
+        #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
+        self.small_uploads = SmallUploads()
 
     def kernel_tables(self) -> KernelTables:
         return op_list.kernel_tables()
@@ -107,6 +120,9 @@ class JaxBackend(Backend):
         if tensor.device.type != "cpu":
             tensor = tensor.cpu()
         tensor = tensor.resolve_conj().resolve_neg()  # DLPack carries neither bit
+        kept = self.small_uploads.get(tensor)
+        if kept is not None:
+            return kept
         if not tensor.is_contiguous() or tensor.stride() != _contiguous_strides(tensor.shape):
             # torch calls size-1 dimensions of any stride contiguous; XLA takes a layout
             tensor = torch.empty(tensor.shape, dtype=tensor.dtype).copy_(tensor)
@@ -142,21 +158,28 @@ class JaxBackend(Backend):
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         return JaxLoweringContext(device, self.ops)
 
-    def _lowered(
-        self, order, outputs, device, static_values=None, donated=frozenset(), inputs=None
-    ):
-        """The graph lowered by ``jax.jit`` for the abstract inputs of its nodes, or, for a
-        graph compiled for all sizes, of ``inputs`` (one call's data)."""
+    def _lowered(self, order, outputs, device, static_values=None, dead=(), inputs=None):
+        """The graph lowered for ``jax.jit``, donating the inputs at positions ``dead`` (in
+        ``order``) that a result can take over; returns the context, the lowered program,
+        the donated argument indexes and the order the program returns results in. A graph
+        compiled for all sizes is lowered for ``inputs``, one call's data."""
         ctx = self.lowering_context(device)
         ctx.static_values = dict(static_values or {})
         ctx.generic = inputs is not None
         ctx.lower_graph(order, outputs)
+        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
+        dead = [i for i in dead if parameter[i] not in ctx.static_inputs]
+        paired = donation.pair(order, outputs, dead, any_sizes=ctx.generic)
+        returned = donation.output_order(len(outputs), paired, parameter)
+        ctx.output_refs = [ctx.output_refs[j] for j in returned]
         function = program_function(ctx)
-        donate = tuple(sorted(i for i in donated if i not in ctx.static_inputs))
+        donate = tuple(sorted(parameter[i] for i in paired.values()))
         jitted = jax.jit(function, donate_argnums=donate)
         if inputs is None:
-            return ctx, jitted.lower(*[_abstract(n) for n in ctx.parameters])
-        return ctx, jitted.lower(*[abstract(x) for x in inputs])
+            lowered = jitted.lower(*[_abstract(n) for n in ctx.parameters])
+        else:
+            lowered = jitted.lower(*[abstract(x) for x in inputs])
+        return ctx, lowered, frozenset(donate), returned
 
     def compile(self, order: list[Node], outputs: list[Value], device):
         if hides_sizes(order):
@@ -164,20 +187,22 @@ class JaxBackend(Backend):
         # Inputs nothing outside the graph reads (the old values of what the graph updates,
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
-        # that is still referenced: ``spare_live_inputs``).
-        donated = self._donated(order, outputs)
-        ctx, lowered = self._lowered(order, outputs, device, donated=donated)
+        # that is still referenced: ``_spare_live_inputs``).
+        dead = unreferenced_inputs(order, range(len(order)))
+        kept = self.small_uploads.ids  # shared arrays: never donated
+        dead = sorted(i for i in dead if id(order[i].native) not in kept)
+        ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
 
         def variant(values: dict[int, int]):
-            return self._lowered(order, outputs, device, values, donated)[1].compile()
+            return self._lowered(order, outputs, device, values, dead)[1].compile()
 
-        donated = frozenset(i for i in donated if i not in ctx.static_inputs)
-        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated)
+        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated, returned)
 
     def _compile_for_all_sizes(self, order, outputs, device) -> AllSizesExecutable:
         """One lowering for every size: it runs here once (an op that cannot serve every
         size raises ``SizeHidden`` now, and the executor compiles the graph for its own
-        sizes); each new set of sizes then lowers and compiles with that call's inputs."""
+        sizes); each new set of sizes then lowers and compiles with that call's inputs,
+        donating what nothing read at the first call (``AllSizesExecutable``)."""
         ctx = self.lowering_context(device)
         ctx.generic = True
         ctx.lower_graph(order, outputs)
@@ -187,27 +212,27 @@ class JaxBackend(Backend):
             for k, n in enumerate(ctx.parameters)
             if not isinstance(n, ScalarData) and not getattr(n, "is_seed", False)
         )
+        positions = [i for i, n in enumerate(order) if n.is_input]  # argument -> order
 
-        inputs = [i for i, n in enumerate(order) if n.is_input]
-        donatable = reusable([inputs[k] for k in arrays], order, outputs, any_sizes=True)
-        donatable = frozenset(inputs.index(i) for i in donatable)
+        def variant(numbers: dict[int, int], data: list, dead: frozenset[int]):
+            kept = self.small_uploads.ids  # shared arrays: never donated
+            dead = sorted(positions[k] for k in dead if id(data[k]) not in kept)
+            _, lowered, donated, returned = self._lowered(
+                order, outputs, device, numbers, dead, data
+            )
+            return lowered.compile(), donated, donation.placement(returned)
 
-        def variant(numbers: dict[int, int], data: list, donated: frozenset[int]):
-            return self._lowered(order, outputs, device, numbers, donated, data)[1].compile()
-
-        return AllSizesExecutable(variant, static, arrays, donatable, len(order))
-
-    @staticmethod
-    def _donated(order, outputs) -> frozenset[int]:
-        """Input positions (among the graph's inputs) XLA may take over."""
-        dead = reusable(unreferenced_inputs(order, range(len(order))), order, outputs)
-        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
-        return frozenset(parameter[i] for i in dead)
+        return AllSizesExecutable(variant, static, arrays, len(order))
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
         return executable(inputs)
 
     def execute_donating(self, executable: JaxExecutable, inputs: list, dead) -> list:
+        kept = self.small_uploads.ids
+        if kept:  # a kept upload where the graph donates is in use: copied, not donated
+            shared = {i for i in executable.donated if id(inputs[i]) in kept}
+            if shared:
+                dead = dead - shared
         return executable(inputs, dead)
 
     def runner(self, executable: JaxExecutable):
