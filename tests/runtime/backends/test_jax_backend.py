@@ -98,6 +98,22 @@ def test_dropout_draws_from_seeds_in_the_graph(fresh_metrics):
     assert "bernoulli" not in str(fresh_metrics.fallback_report())
 
 
+def test_random_like_factories_draw_from_seeds_in_the_graph(fresh_metrics):
+    """``randn_like``/``rand_like`` draw in the graph (their composite kernel: ``empty_like``
+    then a draw with a seed input), not eagerly on a stand-in then uploaded: a graph
+    replayed with fresh seeds (``torch.compile``) then draws new numbers at every call."""
+    x = torch.zeros(4000).to(JAX)
+    normal, uniform = torch.randn_like(x), torch.rand_like(x)
+    graph = lr.debug.dump_ir([normal, uniform])
+    assert "normal_functional" in graph and "uniform" in graph
+    assert fresh_metrics.counter_value("lazy::randn_like") in (None, 0)
+    normal, uniform = normal.cpu(), uniform.cpu()
+    assert abs(normal.mean().item()) < 0.1 and abs(normal.std().item() - 1) < 0.07
+    assert uniform.min().item() >= 0 and uniform.max().item() < 1
+    assert fresh_metrics.counter_value("RandomSeedDraw") == 2
+    assert fresh_metrics.fallback_report().fallbacks == ()
+
+
 @pytest.mark.parametrize(
     ("workload", "optimizer"), [("mlp", "adam"), ("transformer", "adamw"), ("cnn", "sgd_momentum")]
 )
