@@ -46,11 +46,12 @@ def test_a_training_step_compiles_with_xla_and_matches_eager():
 
 
 def _draws(x):
-    """Random ops of each kind a program meets: dropout (``native_dropout``), a factory
-    (``randn``: ``normal_functional``), ``rand_like`` (``empty_like`` + ``uniform``) and
-    ``bernoulli`` of a tensor of probabilities."""
+    """Random ops of each kind a program meets: dropout (``native_dropout``), factories
+    (``randn``: ``normal_functional``; ``randint``: ``random.from``), ``rand_like``
+    (``empty_like`` + ``uniform``) and ``bernoulli`` of a tensor of probabilities."""
     kept = torch.nn.functional.dropout(x, 0.25)
-    return kept, torch.randn(x.shape), torch.rand_like(x), torch.bernoulli(x * 0.5)
+    coins = torch.bernoulli(x * 0.5)
+    return kept, torch.randn(x.shape), torch.rand_like(x), coins, torch.randint(1, 5, x.shape)
 
 
 def test_random_ops_stay_in_the_compiled_graph_with_fresh_seeds_at_every_call():
@@ -69,7 +70,7 @@ def test_random_ops_stay_in_the_compiled_graph_with_fresh_seeds_at_every_call():
     assert count("DynamoCapture") == 1 and count("DynamoGraphRun") == 2
     report = lr.metrics.fallback_report()
     assert report.fallbacks == () and report.refused == ()
-    kept, normal, uniform, coins = first
+    kept, normal, uniform, coins, integers = first
     dropped = (kept == 0).float().mean().item()
     assert abs(dropped - 0.25) < 6 * (0.25 * 0.75 / n) ** 0.5
     torch.testing.assert_close(kept[kept != 0], torch.full_like(kept[kept != 0], 4 / 3))
@@ -79,6 +80,8 @@ def test_random_ops_stay_in_the_compiled_graph_with_fresh_seeds_at_every_call():
     assert abs(uniform.mean().item() - 0.5) < 6 * (1 / 12 / n) ** 0.5
     assert set(coins.unique().tolist()) <= {0.0, 1.0}
     assert abs(coins.mean().item() - 0.5) < 6 * (0.25 / n) ** 0.5
+    assert set(integers.unique().tolist()) == {1, 2, 3, 4}
+    assert abs(integers.double().mean().item() - 2.5) < 6 * (15 / 12 / n) ** 0.5
     for a, b in zip(first, second, strict=True):  # each call draws its own numbers
         assert not a.equal(b)
     for a, b in zip(first[1:], first[2:], strict=False):  # each op its own stream

@@ -114,6 +114,31 @@ def test_random_like_factories_draw_from_seeds_in_the_graph(fresh_metrics):
     assert fresh_metrics.fallback_report().fallbacks == ()
 
 
+def test_random_integers_draw_from_seeds_in_the_graph(fresh_metrics):
+    """``randint``, ``randint_like`` and ``random_(from, to)`` (``random.from``/``random.to``)
+    draw uniform integers in ``[from, to)`` with ``jax.random``; ``random_()`` without an
+    upper bound (up to the dtype's largest value) is refused and runs eagerly."""
+    n = 6000
+    x = torch.zeros(n).to(JAX)
+    draws = {
+        (3, 9): torch.randint_like(x, 3, 9),
+        (0, 5): torch.randint(0, 5, (n,), device=JAX),
+        (0, 7): torch.randint_like(x, 7),
+        (-2, 2): torch.empty(n, dtype=torch.int64, device=JAX).random_(-2, 2),
+    }
+    unbounded = torch.empty(10, device=JAX).random_()
+    assert "random" in lr.debug.dump_ir(list(draws.values()))
+    for (low, high), drawn in draws.items():
+        drawn = drawn.cpu()
+        values = set(drawn.unique().tolist())
+        assert values == set(range(low, high)), (low, high, values)
+        spread = ((high - low) ** 2 - 1) / 12  # the variance of a discrete uniform
+        assert abs(drawn.double().mean().item() - (low + high - 1) / 2) < 6 * (spread / n) ** 0.5
+    assert unbounded.cpu().min().item() >= 0
+    assert fresh_metrics.counter_value("RandomSeedDraw") == 4
+    assert [e.op for e in fresh_metrics.fallback_report().refused] == ["aten::random"]
+
+
 @pytest.mark.parametrize(
     ("workload", "optimizer"), [("mlp", "adam"), ("transformer", "adamw"), ("cnn", "sgd_momentum")]
 )

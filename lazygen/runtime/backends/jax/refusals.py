@@ -55,9 +55,19 @@ def _transposed(op, args, kwargs) -> bool:
     return bool(args[6] if len(args) > 6 else kwargs.get("transposed", False))
 
 
+def _unbounded(op, args, kwargs) -> bool:
+    """``random_(from)`` without ``to``: up to the dtype's largest value (``2**digits`` for
+    floating types), which ``jax.random.randint``'s exclusive int64 bound cannot reach."""
+    return (args[2] if len(args) > 2 else kwargs.get("to")) is None
+
+
 #: Calls refused by a predicate of their own: the table lowers the op's other calls.
 PREDICATES = MappingProxyType(
-    {"convolution": _transposed, "convolution_backward": lambda op, a, k: bool(a[7])}
+    {
+        "convolution": _transposed,
+        "convolution_backward": lambda op, a, k: bool(a[7]),
+        "random.from": _unbounded,
+    }
 )
 
 
