@@ -140,6 +140,22 @@ def test_random_integers_draw_from_seeds_in_the_graph(fresh_metrics):
 
 
 @pytest.mark.parametrize(
+    ("dtype", "bounds", "message"),
+    [
+        (torch.float32, (5, 2), "expects 'from' to be less than 'to'"),
+        (torch.uint8, (0, 300), "to - 1 is out of bounds"),
+        (torch.int8, (-200, 3), "from is out of bounds"),
+        (torch.float16, (0, 2**20), "to - 1 is out of bounds"),
+    ],
+)
+def test_random_integers_with_bounds_torch_rejects_raise_eagers_error(dtype, bounds, message):
+    """``jax.random.randint`` returns numbers for any bounds: such calls are refused, and
+    eager raises the user's error."""
+    with pytest.raises(RuntimeError, match=message):
+        torch.empty(3, dtype=dtype, device=JAX).random_(*bounds).cpu()
+
+
+@pytest.mark.parametrize(
     ("workload", "optimizer"), [("mlp", "adam"), ("transformer", "adamw"), ("cnn", "sgd_momentum")]
 )
 def test_training_matches_eager_one_compile_per_graph(workload, optimizer):
