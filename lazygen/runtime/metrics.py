@@ -288,7 +288,7 @@ class FallbackReport:
     host_reads: tuple[FallbackEntry, ...]
     #: Ops the device's backend refused to run in a graph (``Backend.refused_ops``).
     refused: tuple[FallbackEntry, ...] = ()
-    #: Ops whose node the backend declined: they ran as plain ops, traced one by one (in
+    #: Ops whose node the backend declined, which ran as plain ops traced one by one (in
     #: the graph, not eagerly), each refused or not on its own (``refusals.declines``).
     declined: tuple[FallbackEntry, ...] = ()
 
