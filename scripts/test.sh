@@ -14,4 +14,4 @@ if [ -f "$ROOT/lazygen/cli.py" ] && grep -q '"gen"' "$ROOT/lazygen/cli.py"; then
   lazygen gen --check
 fi
 echo "[test] pytest"
-python -m pytest -q -n "${LAZYGEN_TEST_WORKERS:-2}" "$@"
+python -m pytest -q -n "${LAZYGEN_TEST_WORKERS:-2}" --durations=25 "$@"

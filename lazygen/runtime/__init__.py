@@ -105,6 +105,7 @@ def init(
         if _default is not None:
             _check_same(backend, device_name or settings.device_type)
             return
+        ops.define_ops()  # before any backend asks for the neutral ops by name
         requested = backend or os.environ.get("LAZYGEN_BACKEND")
         chosen = make_backend(requested, BUILTIN) if requested else default_backend()
         name = device_name or _env_device_name() or chosen.device_name or settings.device_type

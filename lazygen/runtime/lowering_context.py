@@ -66,6 +66,13 @@ Two rules every lowering and every ``call`` can rely on:
   which eager's composites make so with ``.contiguous()`` (a no-op on a lazy tensor:
   ``native_group_norm``, ``_embedding_bag*``, ``_pdist*``; the op fact ``contiguous_inputs``), get
   every tensor input contiguous.
+* **Nodes with a reference decomposition.** Some nodes the runtime makes on its own are
+  neutral ops of lazygen's (``lazygen::attention`` and ``lazygen::attention_backward``:
+  ``ops/attention_op.py``), which a backend lowers in one of three ways: natively, as
+  ``call("lazygen::attention", ...)`` like any op; refused (``Backend.refused_ops``), so
+  they are never made on its devices; or decomposed, by naming them in ``decomposed_ops``
+  (a class attribute of its context): their ``lower()`` then emits their reference
+  decomposition into plain ATen ops (matmul, softmax, ...) through ``call`` instead.
 * **Masked-off outputs.** An op with an ``output_mask`` (``native_layer_norm_backward``,
   ``convolution_backward``, ``native_group_norm_backward``...) whose mask leaves an output
   off has ``None`` as that output's shape. ``call`` still returns one value per output
@@ -97,6 +104,11 @@ class LoweringContext(ABC):
     nodes in post-order: ``add_parameter`` for every graph input (``node.is_input``),
     ``lower_node`` for every other node, then ``set_graph_outputs``.
     """
+
+    #: The runtime's neutral ops (``"lazygen::attention"``, ``"lazygen::attention_backward"``)
+    #: this context lowers as their reference decomposition into plain ops rather than
+    #: through ``call`` (see "Nodes with a reference decomposition" above).
+    decomposed_ops: frozenset[str] = frozenset()
 
     def __init__(self, device: torch.device | str | None = None) -> None:
         """An empty graph whose data lives on ``device`` (the CPU by default)."""
@@ -308,6 +320,10 @@ class LoweringContext(ABC):
                 f"{list(shapes)}; None is an output its mask left off)"
             )
         return shapes[index]
+
+    def decomposes(self, op: str) -> bool:
+        """Whether a node of the neutral op ``op`` lowers as its reference decomposition."""
+        return op in self.decomposed_ops
 
     def is_lazy_device(self, device) -> bool:
         """Whether ``device`` is the lazy device, which in a graph means ``self.device``.

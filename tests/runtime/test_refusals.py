@@ -141,35 +141,82 @@ def test_unrefused_kernels_are_left_as_they_are():
 
 
 class AttentionDecliningBackend(TorchScriptBackend):
-    """TorchScript without the attention nodes (``ops/attention.DECLINABLE``)."""
+    """TorchScript without the attention nodes (``ops/attention.DECLINABLE_NAMES``)."""
 
     name = "declining-attention"
 
+    def __init__(self, refused: str) -> None:
+        super().__init__()
+        self.refused = refused
+
     def refused_ops(self) -> dict:
-        return {"scaled_dot_product_attention": None}
+        return {self.refused: None}
+
+
+#: The neutral ops, and the names refusals took before them (issue #39).
+DECLINED = {
+    "neutral": "lazygen::attention",
+    "neutral_backward": "lazygen::attention_backward",
+    "sdpa": "scaled_dot_product_attention",
+    "overrideable": "_scaled_dot_product_fused_attention_overrideable",
+    "cpu_flash": "aten::_scaled_dot_product_flash_attention_for_cpu",
+}
 
 
 @pytest.mark.parametrize("is_causal", [False, True])
-def test_declined_attention_is_decomposed_into_plain_ops(is_causal):
+@pytest.mark.parametrize("refused", sorted(DECLINED))
+def test_declined_attention_is_decomposed_into_plain_ops(refused, is_causal):
     """Refusing attention was silently ignored (the fused node was traced anyway); it now
-    takes ATen's math path: plain ops in the graph, no fused node, eager's results."""
+    takes ATen's math path: plain ops in the graph, no attention node, eager's results.
+    (Forward only: backward runs on index 0 alone, docs/device-contract.md; the choice is
+    made at the forward, for both nodes.)"""
     index = 6
-    lr.set_device_backend(index, AttentionDecliningBackend())
+    lr.set_device_backend(index, AttentionDecliningBackend(DECLINED[refused]))
     device = f"lazygen:{index}"
     torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 2, 5, 4) for _ in range(3))
+    q, k, v = (torch.randn(2, 2, 5, 4, requires_grad=True) for _ in range(3))
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     lr.metrics.reset()
-    got = torch.nn.functional.scaled_dot_product_attention(
-        q.to(device), k.to(device), v.to(device), is_causal=is_causal
-    )
-    torch.testing.assert_close(got.cpu(), want)
-    counters = lr.metrics.counters()
-    assert not any("scaled_dot_product" in name for name in counters), counters
+    lazy = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+    got = torch.nn.functional.scaled_dot_product_attention(*lazy, is_causal=is_causal)
+    torch.testing.assert_close(got.detach().cpu(), want.detach())
+    names = lr.metrics.counter_names()
+    assert not any("attention" in name for name in names), names
     assert lr.metrics.counter_value("lazy::_softmax") or lr.metrics.counter_value("lazy::bmm")
     # the same call on a device whose backend keeps the node still traces it
     lr.metrics.reset()
     torch.nn.functional.scaled_dot_product_attention(
-        q.to("lazygen"), k.to("lazygen"), v.to("lazygen")
+        q.detach().to("lazygen"), k.detach().to("lazygen"), v.detach().to("lazygen")
     ).cpu()
-    assert lr.metrics.counter_value("lazy::_scaled_dot_product_fused_attention_overrideable")
+    assert lr.metrics.counter_value("lazy::attention") == 1
+    del lazy, got  # the next case gives the index another backend
+
+
+def test_a_misspelt_neutral_op_is_an_error():
+    """A refusal naming no op (``lazygen::attenton``) is an error naming the backend, not a
+    refusal silently ignored."""
+    with pytest.raises(lr.LazygenRuntimeError, match="names no op"):
+        lr.set_device_backend(7, AttentionDecliningBackend("lazygen::attenton"))
+
+
+@pytest.mark.parametrize(
+    ("refused", "warns"),
+    [
+        ("linear", True),
+        ("aten::reshape", True),
+        ("sort", False),
+        ("scaled_dot_product_attention", False),
+    ],
+)
+def test_refusing_an_op_torch_decomposes_first_warns(refused, warns):
+    """``linear`` and ``reshape`` are decomposed by torch before the lazy device sees them
+    (CompositeImplicitAutograd, no lazy kernel): refusing them did nothing, silently. Ops
+    with a lazy kernel (``sort``; ``scaled_dot_product_attention`` at the autograd key)
+    are refused without a warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lr.set_device_backend(7, AttentionDecliningBackend(refused))
+    messages = [str(w.message) for w in caught if "never reaches the lazy device" in str(w.message)]
+    assert bool(messages) == warns, messages
+    if warns:
+        assert repr(refused) in messages[0] and "'declining-attention'" in messages[0]

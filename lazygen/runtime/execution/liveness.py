@@ -18,13 +18,23 @@ IR reuse's slot (``ReusedData``), the compile cache's first plan: each holds one
 reference and keeps the input alive. A reference the count misses cannot exist in CPython
 (a weak reference reads nothing once its target is gone, and this target only goes when
 unreferenced). Only inputs holding non-torch data are considered (``DeviceData._backend``).
+
+The counts this relies on (what ``sys.getrefcount`` reports for the references this module
+holds itself) are the ones measured on CPython 3.11; an interpreter that counts otherwise
+(borrowed references in loops, a free-threaded build) could make a referenced input look
+dead. ``COUNTS_HOLD`` checks them once, at import, on a probe graph whose answer is known
+(an input nothing else holds is dead; one held by a local, or through one of its
+``Value`` objects, is not); where they do not hold, nothing is ever reported dead and donation
+is simply off.
 """
 
 from __future__ import annotations
 
 import sys
 
-from ..ir import DeviceData, Node, Value
+import torch
+
+from ..ir import DeviceData, Node, Shape, Value
 
 #: References to an input node that ``unreferenced_inputs`` itself holds: ``getrefcount``'s
 #: argument, the loop variable and the ``candidates`` entry.
@@ -37,7 +47,14 @@ _OWN_VALUE_REFS = 3
 def unreferenced_inputs(order: list[Node], positions) -> frozenset[int]:
     """Indexes into ``positions`` (the graph's inputs, by position in ``order``) of the
     inputs whose data nothing outside the graph references: after the run no one can read
-    them. ``order`` must be the one list holding the graph's nodes."""
+    them. ``order`` must be the one list holding the graph's nodes. Always empty where this
+    interpreter's reference counts are not the ones measured (``COUNTS_HOLD``)."""
+    if not COUNTS_HOLD:
+        return frozenset()
+    return _unreferenced(order, positions)
+
+
+def _unreferenced(order: list[Node], positions) -> frozenset[int]:
     candidates: dict[int, tuple[int, DeviceData]] = {}
     for index, position in enumerate(positions):
         node = order[position]
@@ -77,3 +94,35 @@ def unreferenced_inputs(order: list[Node], positions) -> frozenset[int]:
         if sys.getrefcount(node) <= expected:
             dead.append(index)
     return frozenset(dead)
+
+
+class _Probe(Node):
+    """A node reading one input: the probe graph of ``_counts_hold``."""
+
+    __slots__ = ()
+
+    def __init__(self, operands) -> None:
+        self.operands = operands
+        self.attrs = ()
+        self.shapes = ()
+        self.source = None
+
+
+def _counts_hold() -> bool:
+    """Whether ``_unreferenced`` answers right on a graph whose answer is known: its one
+    input is dead while only the graph holds it, alive while a local holds the node, alive
+    while a local holds a ``Value`` of it."""
+    order: list[Node] = [DeviceData(None, shape=Shape(torch.float32, (1,)), backend=object())]
+    order.append(_Probe((Value(order[0], 0),)))
+    free = _unreferenced(order, [0])
+    held_node = order[0]
+    with_node = _unreferenced(order, [0])
+    del held_node
+    held_value = order[1].operands[0]
+    with_value = _unreferenced(order, [0])
+    del held_value
+    return free == {0} and not with_node and not with_value
+
+
+#: Whether this interpreter's reference counts are the ones ``_unreferenced`` expects.
+COUNTS_HOLD: bool = _counts_hold()

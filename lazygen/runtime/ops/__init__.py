@@ -18,9 +18,18 @@ from __future__ import annotations
 import functools
 from types import MappingProxyType
 
+from .. import state
 from ..backend_interface import KernelTables
-from . import facts  # noqa: F401  (declares the op facts the core reads)
-from .attention import ATTENTION_AUTOGRAD_KERNELS, ATTENTION_KERNELS
+from . import (
+    attention_op,
+    facts,  # noqa: F401  (declares the op facts the core reads)
+)
+from .attention import (
+    ATTENTION_AUTOGRAD_KERNELS,
+    ATTENTION_KERNELS,
+    COUNTER_ALIASES,
+    neutral_kernels,
+)
 from .batch_norm import KERNEL_WRAPPERS
 from .device_copies import DEVICE_KERNELS
 from .fused_optimizers import FUSED_OPTIMIZER_AUTOGRAD_KERNELS
@@ -29,7 +38,9 @@ from .gru import GRU_AUTOGRAD_KERNELS
 from .lstm import LSTM_AUTOGRAD_KERNELS
 from .multinomial import MULTINOMIAL_KERNELS
 
-__all__ = ["CORE_LOWERED_OPS", "kernel_tables"]
+__all__ = ["CORE_LOWERED_OPS", "define_ops", "kernel_tables"]
+
+_libraries: list = []  # the torch.library defining the neutral ops, alive for the process
 
 #: Every op the runtime itself hands a backend through ``ctx.call``, whatever the op list
 #: says (the nodes above, and the core's own in ``ir.py`` and ``distributed/``), with where
@@ -43,12 +54,17 @@ CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
         "_to_copy runs the cast eagerly",
         "aten::conj_physical": "a conjugate view of a complex tensor materialised "
         "(device_copies); refusing conj_physical runs it eagerly",
-        "aten::_scaled_dot_product_flash_attention_for_cpu": "attention's forward node "
-        "(attention.FusedAttention: output and float32 logsumexp); refusing it, its backward, "
-        "scaled_dot_product_attention or _scaled_dot_product_fused_attention_overrideable takes "
-        "ATen's math path (plain ops)",
-        "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "attention's backward "
-        "node (attention.FusedAttentionBackward); declined as the forward",
+        "lazygen::attention": "attention's forward node (attention.Attention: output and "
+        "logsumexp; schema and meaning in attention_op); lower it, decompose it "
+        "(LoweringContext.decomposed_ops: attention_reference) or refuse it (then also "
+        "scaled_dot_product_attention takes ATen's math path: plain ops)",
+        "lazygen::attention_backward": "attention's backward node (attention."
+        "AttentionBackward); lowered, decomposed or declined as the forward",
+        # Torch's CPU flash kernels: only in graphs of backends whose contexts lower the
+        # neutral nodes with attention_op.TORCH_CPU_LOWERINGS (torchscript, fx, inductor).
+        "aten::_scaled_dot_product_flash_attention_for_cpu": "lazygen::attention on torch's "
+        "CPU kernels (attention_op.TORCH_CPU_LOWERINGS); no other backend sees it",
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "as the forward",
         "aten::_native_batch_norm_legit_functional": "native_batch_norm in training mode with "
         "its running statistics' update (batch_norm.NativeBatchNormUpdate); lower it where "
         "native_batch_norm is in the op list",
@@ -70,6 +86,17 @@ CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
             "transpose.int", "unbind.int", "unsqueeze", "zeros_like",
         )
     },  # fmt: skip
+        # attention_reference: the neutral attention nodes as plain ops, only for contexts
+        # that list them in LoweringContext.decomposed_ops (it also emits _to_copy and
+        # recurrent layers' ops above: add, sub and mul.Tensor, matmul, sum.dim_IntList).
+        **{
+        f"aten::{name}": "attention's reference decomposition (attention_reference), for "
+        "contexts that decompose lazygen::attention"
+        for name in (
+            "full", "logsumexp", "mul.Scalar", "_softmax", "transpose_copy.int",
+            "triu",
+        )
+    },  # fmt: skip
         "aten::copy_": "ir.InputWrite: a torch.compile replay writing an optimizer's "
         "parameters in place; only made for backends with writes_inputs = True",
         "_c10d_functional::all_reduce": "a collective in the graph; only made for backends "
@@ -82,16 +109,25 @@ CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
 )
 
 
+def define_ops() -> None:
+    """Define the neutral ops in torch (``attention_op.define``), once per process; ``init()``
+    calls it before any table is installed, so refusals and lowerings find them by name."""
+    if not _libraries:
+        _libraries.append(attention_op.define())
+
+
 @functools.cache
 def kernel_tables() -> KernelTables:
     """The kernels of this package: ``DEVICE_KERNELS``, attention's, GradScaler's and
     ``multinomial`` below functionalization; attention's, the recurrent layers' and the
     fused optimizer steps' at the autograd key; and the wrappers of ops whose kernels any backend brings
-    (``batch_norm``)."""
+    (``batch_norm``). The neutral ops' kernels need them defined (``define_ops``)."""
+    define_ops()
     return KernelTables(
         kernels={
             **DEVICE_KERNELS,
             **ATTENTION_KERNELS,
+            **neutral_kernels(),
             **GRAD_SCALING_KERNELS,
             **MULTINOMIAL_KERNELS,
         },
@@ -102,4 +138,10 @@ def kernel_tables() -> KernelTables:
             **FUSED_OPTIMIZER_AUTOGRAD_KERNELS,
         },
         wrappers=KERNEL_WRAPPERS,
+        counter_aliases=dict(COUNTER_ALIASES),
     )
+
+
+state.once_per_process(
+    __name__, ("_libraries",), "the torch.library of the neutral ops: torch dispatches through it"
+)

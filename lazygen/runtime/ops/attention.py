@@ -8,24 +8,29 @@ code"). The lazy device therefore registers its own
 ``scaled_dot_product_attention`` at its autograd key: where eager on the CPU would take its
 fused (flash) kernel for the same arguments, it calls
 ``_scaled_dot_product_fused_attention_overrideable``, the op ATen provides for such
-backends, whose autograd formula calls its backward: one IR node each, lowered to the
-CPU's fused kernels (``_scaled_dot_product_flash_attention_for_cpu`` and its backward), so
-results equal eager on the CPU. Everywhere else it runs ATen's composite (math) path.
+backends, whose autograd formula calls its backward: one IR node each (the neutral ops
+below), which the backends running torch's kernels lower to the CPU's fused kernels
+(``_scaled_dot_product_flash_attention_for_cpu`` and its backward), so results equal
+eager on the CPU. Everywhere else it runs ATen's composite (math) path.
 
 Scope: a CPU backing device (a CUDA backing device keeps the math path); dropout, grouped
 query attention, 3-D masks and masks that need a gradient keep the math path, as on the CPU.
 
-The two nodes are what a backend sees of attention: ``FusedAttention`` (output, and the
-logsumexp of each query's scores, float32 ``[..., L]``) and ``FusedAttentionBackward``
-(query, key and value gradients from the output's gradient, the output and that
-logsumexp). A backend lowers them natively (the jax backend does, in plain ``jnp``), or
-declines them: refusing any of ``DECLINABLE`` (``Backend.refused_ops``) makes its devices
-take ATen's math path instead, attention decomposed into plain ops (matmul, softmax...)
-that are traced, and refused, one by one; nothing runs torch's private CPU kernels then.
+The two nodes are what a backend sees of attention: the neutral ops ``lazygen::attention``
+(output, and the logsumexp of each query's scores) and ``lazygen::attention_backward``
+(query, key and value gradients), documented in ``attention_op`` with a reference
+decomposition into plain ops (``attention_reference``). A backend lowers them natively
+(the jax backend does, in plain ``jnp``), decomposes them (``LoweringContext.
+decomposed_ops``), or declines them: refusing any of ``declinable()``
+(``Backend.refused_ops``) makes its devices take ATen's math path instead, attention
+decomposed into plain ops (matmul, softmax...) that are traced, and refused, one by one.
+The backends that run torch's kernels lower the nodes to the CPU's flash kernels
+(``attention_op.TORCH_CPU_LOWERINGS``), so results equal eager on the CPU.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from types import MappingProxyType
 
@@ -36,68 +41,119 @@ from .. import devices, state
 from .. import kernel_support as rt
 from ..errors import LazygenRuntimeError
 from ..ir import Node
+from ..lowering_context import overload_of
 from ..tracing import refusals
 from ..tracing.dispatch import call
 from ..tracing.tensor import LazyTensor, from_data
+from . import attention_op, attention_reference
 
 aten = torch.ops.aten
 _FLASH = int(SDPBackend.FLASH_ATTENTION.value)
-_CPU_FLASH = aten._scaled_dot_product_flash_attention_for_cpu.default
-_CPU_FLASH_BACKWARD = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+_CPU_FLASH = attention_op.CPU_FLASH
+_CPU_FLASH_BACKWARD = attention_op.CPU_FLASH_BACKWARD
 
 
-class FusedAttention(Node):
-    """``(output, logsumexp)`` of attention over ``(query, key, value[, attn_mask])``;
-    attributes ``(is_causal, scale)``."""
+def _shapes(*values) -> tuple:
+    """``(dtype, sizes)`` of each operand value; None for an absent mask."""
+    pairs = []
+    for value in values:
+        shape = None if value is None else value.node.shapes[value.index]
+        pairs.append(None if shape is None else (shape.dtype, tuple(shape.sizes)))
+    return tuple(pairs)
+
+
+class Attention(Node):
+    """``lazygen::attention``: ``(output, logsumexp)`` of attention over ``(query, key,
+    value[, attn_mask])``; attributes ``(is_causal, scale)`` (see ``attention_op``)."""
 
     __slots__ = ()
-    op_kind = "aten::_scaled_dot_product_flash_attention_for_cpu"
-    op_name = "_scaled_dot_product_flash_attention_for_cpu"
-    schema = str(_CPU_FLASH._schema).split("::", 1)[1]
+    op_kind = attention_op.ATTENTION
+    op_name = "attention"
+    schema = attention_op.SCHEMA
 
     def lower(self, ctx):
         query, key, value, *mask = self.operands
         is_causal, scale = self.attrs
-        args = [ctx.tensor(query), ctx.tensor(key), ctx.tensor(value)]
-        args += [ctx.constant(0.0), ctx.constant(is_causal)]
-        options = {"attn_mask": ctx.optional_tensor(mask[0] if mask else None)}
-        options["scale"] = ctx.constant(scale)
-        return ctx.call("aten::_scaled_dot_product_flash_attention_for_cpu", args, options, 2)
+        mask = mask[0] if mask else None
+        if ctx.decomposes(self.op_kind):
+            shapes = _shapes(query, key, value, mask)
+            values = [ctx.tensor(t) for t in (query, key, value)]
+            mask_value = None if mask is None else ctx.tensor(mask)
+            return attention_reference.lower_forward(
+                ctx, *values, mask_value, is_causal, scale, shapes
+            )
+        args = [ctx.tensor(query), ctx.tensor(key), ctx.tensor(value), ctx.optional_tensor(mask)]
+        options = {"is_causal": ctx.constant(is_causal), "scale": ctx.constant(scale)}
+        return ctx.call("lazygen::attention", args, options, 2)
 
 
-class FusedAttentionBackward(Node):
-    """``(grad_query, grad_key, grad_value)`` from ``(grad_out, query, key, value, out,
-    logsumexp[, attn_mask])``; attributes ``(is_causal, scale)``."""
+class AttentionBackward(Node):
+    """``lazygen::attention_backward``: ``(grad_query, grad_key, grad_value)`` from
+    ``(grad_output, query, key, value, output, logsumexp[, attn_mask])``; attributes
+    ``(is_causal, scale)`` (see ``attention_op``)."""
 
     __slots__ = ()
-    op_kind = "aten::_scaled_dot_product_flash_attention_for_cpu_backward"
-    op_name = "_scaled_dot_product_flash_attention_for_cpu_backward"
-    schema = str(_CPU_FLASH_BACKWARD._schema).split("::", 1)[1]
+    op_kind = attention_op.ATTENTION_BACKWARD
+    op_name = "attention_backward"
+    schema = attention_op.BACKWARD_SCHEMA
 
     def lower(self, ctx):
-        (*tensors,) = self.operands
-        mask = tensors[6] if len(tensors) > 6 else None
+        tensors = self.operands[:6]
+        mask = self.operands[6] if len(self.operands) > 6 else None
         is_causal, scale = self.attrs
-        args = [ctx.tensor(t) for t in tensors[:6]]
-        args += [ctx.constant(0.0), ctx.constant(is_causal)]
-        options = {"attn_mask": ctx.optional_tensor(mask), "scale": ctx.constant(scale)}
-        return ctx.call(
-            "aten::_scaled_dot_product_flash_attention_for_cpu_backward", args, options, 3
-        )
+        if ctx.decomposes(self.op_kind):
+            grad_out, query, key, value = tensors[:4]
+            shapes = _shapes(grad_out, query, key, value, mask)
+            values = [ctx.tensor(t) for t in (grad_out, query, key, value)]
+            mask_value = None if mask is None else ctx.tensor(mask)
+            return attention_reference.lower_backward(
+                ctx, *values, mask_value, is_causal, scale, shapes
+            )
+        args = [ctx.tensor(t) for t in tensors] + [ctx.optional_tensor(mask)]
+        options = {"is_causal": ctx.constant(is_causal), "scale": ctx.constant(scale)}
+        return ctx.call("lazygen::attention_backward", args, options, 3)
 
+
+#: What ``metrics`` counts per node made, and the names it counted under before.
+COUNTER = "lazy::attention"
+BACKWARD_COUNTER = "lazy::attention_backward"
+COUNTER_ALIASES = MappingProxyType(
+    {
+        "lazy::_scaled_dot_product_fused_attention_overrideable": COUNTER,
+        "lazy::_scaled_dot_product_flash_attention_for_cpu": COUNTER,
+        "lazy::_scaled_dot_product_fused_attention_overrideable_backward": BACKWARD_COUNTER,
+        "lazy::_scaled_dot_product_flash_attention_for_cpu_backward": BACKWARD_COUNTER,
+    }
+)
 
 _choices: dict = {}
 _SDPA = aten.scaled_dot_product_attention.default
 _OVERRIDEABLE = aten._scaled_dot_product_fused_attention_overrideable.default
 
-#: Refusing any of these takes the math path on the refusing backend's devices.
-DECLINABLE = (_SDPA, _OVERRIDEABLE, _CPU_FLASH, _CPU_FLASH_BACKWARD)
+#: Refusing any of these takes the math path on the refusing backend's devices: the
+#: neutral ops, and the names refusals took before them (torch's ops that the lazy
+#: device's kernels turn into the neutral nodes).
+DECLINABLE_NAMES = (
+    attention_op.ATTENTION,
+    attention_op.ATTENTION_BACKWARD,
+    "aten::scaled_dot_product_attention",
+    "aten::_scaled_dot_product_fused_attention_overrideable",
+    "aten::_scaled_dot_product_flash_attention_for_cpu",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+)
+
+
+@functools.cache
+def declinable() -> tuple:
+    """The overloads of ``DECLINABLE_NAMES``: asked by lazy kernels only, so after
+    ``init()`` defined the neutral ops (``attention_op.define``)."""
+    return tuple(overload_of(name) for name in DECLINABLE_NAMES)
 
 
 def _declined(query) -> bool:
     """Whether the backend of ``query``'s device refuses the attention nodes."""
     backend = devices.device_from(query.device).backend
-    return any(refusals.refused_by(backend, op) for op in DECLINABLE)
+    return any(refusals.refused_by(backend, op) for op in declinable())
 
 
 def _stand_in(t):
@@ -181,7 +237,6 @@ def fused_attention(
             "lazygen: fused attention with dropout or a debug mask is not supported; "
             "lazygen chooses the math path for those (this call bypassed the choice)"
         )
-    rt.count("lazy::_scaled_dot_product_fused_attention_overrideable")
     device = rt.device_of(query, key, value)
     output, logsumexp = _attention(query, key, value, attn_bias, is_causal, scale)
     max_q, max_k = query.shape[-2], key.shape[-2]
@@ -209,11 +264,10 @@ def fused_attention_backward(
     *,
     scale=None,
 ):
-    """``_scaled_dot_product_fused_attention_overrideable_backward``: the CPU's fused
-    backward for query, key and value; the attention bias's gradient, when asked for, from
+    """``_scaled_dot_product_fused_attention_overrideable_backward``: the attention
+    backward node for query, key and value; the attention bias's gradient, when asked for, from
     the softmax it recomputes (``dS = P * (dP - rowsum(dO * O))``, summed to the bias's
     shape)."""
-    rt.count("lazy::_scaled_dot_product_fused_attention_overrideable_backward")
     tensors = (grad_out, query, key, value, out, logsumexp)
     grad_query, grad_key, grad_value = _attention_backward(tensors, attn_bias, is_causal, scale)
     grad_bias = None
@@ -234,12 +288,12 @@ def cpu_flash_attention(
             "lazygen: _scaled_dot_product_flash_attention_for_cpu with dropout is not "
             "supported on the lazy device (its random mask is drawn inside the CPU kernel)"
         )
-    rt.count("lazy::_scaled_dot_product_flash_attention_for_cpu")
     return _attention(query, key, value, attn_mask, is_causal, scale)
 
 
 def _attention(query, key, value, mask, is_causal, scale) -> tuple:
-    """``(output, logsumexp)`` of one ``FusedAttention`` node."""
+    """``(output, logsumexp)`` of one ``Attention`` node."""
+    rt.count(COUNTER)
     device = rt.device_of(query, key, value)
     operands = tuple(rt.tensor(t, device) for t in (query, key, value))
     if mask is not None:
@@ -247,7 +301,7 @@ def _attention(query, key, value, mask, is_causal, scale) -> tuple:
     shapes = rt.infer_shapes(
         _CPU_FLASH, (query, key, value, 0.0, is_causal), {"attn_mask": mask, "scale": scale}
     )
-    node = rt.make_node(FusedAttention, operands, (is_causal, scale), shapes)
+    node = rt.make_node(Attention, operands, (is_causal, scale), shapes)
     return rt.wrap_tuple(node, device)
 
 
@@ -270,14 +324,14 @@ def cpu_flash_attention_backward(
             "lazygen: _scaled_dot_product_flash_attention_for_cpu_backward with dropout is "
             "not supported on the lazy device"
         )
-    rt.count("lazy::_scaled_dot_product_flash_attention_for_cpu_backward")
     tensors = (grad_out, query, key, value, out, logsumexp)
     return _attention_backward(tensors, attn_mask, is_causal, scale)
 
 
 def _attention_backward(tensors, mask, is_causal, scale) -> tuple:
-    """``(grad_query, grad_key, grad_value)`` of one ``FusedAttentionBackward`` node, from
+    """``(grad_query, grad_key, grad_value)`` of one ``AttentionBackward`` node, from
     ``(grad_out, query, key, value, out, logsumexp)``."""
+    rt.count(BACKWARD_COUNTER)
     device = rt.device_of(*tensors[:2])
     operands = tuple(rt.tensor(t, device) for t in tensors)
     if mask is not None:
@@ -285,7 +339,7 @@ def _attention_backward(tensors, mask, is_causal, scale) -> tuple:
     shapes = rt.infer_shapes(
         _CPU_FLASH_BACKWARD, (*tensors, 0.0, is_causal), {"attn_mask": mask, "scale": scale}
     )
-    node = rt.make_node(FusedAttentionBackward, operands, (is_causal, scale), shapes)
+    node = rt.make_node(AttentionBackward, operands, (is_causal, scale), shapes)
     return rt.wrap_tuple(node, device)
 
 
@@ -316,6 +370,28 @@ ATTENTION_KERNELS = MappingProxyType(
         _CPU_FLASH_BACKWARD: cpu_flash_attention_backward,
     }
 )
+
+
+def neutral_kernels() -> dict:
+    """Kernels for the neutral ops called on lazy tensors (``torch.ops.lazygen.attention``
+    in a user's code or a captured graph): one node each, as ``scaled_dot_product_attention``
+    makes. Asked for once ``init()`` has defined them (``ops.kernel_tables``)."""
+
+    def attention(query, key, value, attn_mask=None, *, is_causal=False, scale=None):
+        return _attention(query, key, value, attn_mask, is_causal, scale)
+
+    def attention_backward(
+        grad_output, query, key, value, output, logsumexp, attn_mask=None, *,
+        is_causal=False, scale=None,
+    ):  # fmt: skip
+        tensors = (grad_output, query, key, value, output, logsumexp)
+        return _attention_backward(tensors, attn_mask, is_causal, scale)
+
+    return {
+        overload_of(attention_op.ATTENTION): attention,
+        overload_of(attention_op.ATTENTION_BACKWARD): attention_backward,
+    }
+
 
 #: At the lazy device's autograd key, on the user's tensors.
 ATTENTION_AUTOGRAD_KERNELS = MappingProxyType({_SDPA: scaled_dot_product_attention})

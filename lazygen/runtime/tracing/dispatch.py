@@ -189,7 +189,7 @@ def call(op, *args, **kwargs):
 
 def install_refusals(backend) -> None:
     """Apply ``backend.refused_ops()`` (see ``refusals``) to the active table."""
-    refusals.install(backend)
+    refusals.install(backend, INSTALLED_KERNELS.keys() | INSTALLED_AUTOGRAD_KERNELS.keys())
     refresh()
 
 

@@ -22,6 +22,11 @@ torch's functional collectives.
   call's arguments as the lazy kernel receives them (lazy tensors with their ``dtype`` and
   ``shape``, numbers, lists): ``lambda op, args, kwargs: args[0].dtype == torch.float64``.
 
+An op that torch decomposes before it reaches the lazy device (a ``CompositeImplicitAutograd``
+op without a lazy kernel: ``linear``, ``reshape``, ``softmax``) cannot be refused: its
+pieces are traced instead. Naming one warns, with what to refuse instead, rather than
+being silently ignored.
+
 Some kernels record a node of their own for work ATen would do in plain ops (attention,
 the recurrent layers and cells: ``runtime/ops``). Refusing such an op declines the node:
 the kernel asks ``declines`` and takes the plain ops instead, each traced, and refused or
@@ -38,7 +43,8 @@ whose backend accepts the op keeps tracing it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
@@ -59,9 +65,11 @@ _rules: dict[Any, list[tuple[Any, Predicate | None]]] = {}
 _installed: list = []  # backends whose refusals are in ``_rules``
 
 
-def install(backend) -> None:
+def install(backend, traced: Collection = ()) -> None:
     """Read ``backend.refused_ops()`` into the rules (once per backend instance); an entry
-    that names no op, or whose predicate is not callable, is an error naming the backend."""
+    that names no op, or whose predicate is not callable, is an error naming the backend,
+    and one that names only ops torch decomposes before the lazy device sees them (none in
+    ``traced``, the ops with a lazy kernel) a warning."""
     if any(existing is backend for existing in _installed):
         return
     declared = backend.refused_ops()
@@ -74,6 +82,14 @@ def install(backend) -> None:
                 "(op, args, kwargs) -> bool"
             )
         parsed.append((_resolve(spec, backend), predicate))
+        if _decomposed_before_the_device(parsed[-1][0], traced):
+            warnings.warn(
+                f"lazygen: backend {backend.name!r} refuses {spec!r}, which never reaches "
+                "the lazy device: torch decomposes it (CompositeImplicitAutograd) before, so "
+                "the refusal has no effect; refuse the ops it decomposes into instead (the "
+                "lazy::<op> counters of lr.metrics.report() name them)",
+                stacklevel=3,
+            )
     _installed.append(backend)
     for key, predicate in parsed:
         _rules.setdefault(key, []).append((backend, predicate))
@@ -97,6 +113,22 @@ def _resolve(spec, backend):
         f"lazygen: backend {backend.name!r} refuses {spec!r}, which names no op; name it as "
         "torch.ops.aten.sort.stable, torch.ops.aten.sort (every overload), 'aten::sort.stable' "
         "or 'sort'"
+    )
+
+
+def _decomposed_before_the_device(key, traced: Collection) -> bool:
+    """Whether every overload ``key`` names is decomposed by torch before a lazy kernel or
+    the fallback could see it: a ``CompositeImplicitAutograd`` kernel and no lazy kernel.
+    A packet's ``out=`` overloads do not count: functionalization never passes them on."""
+    if isinstance(key, torch._ops.OpOverload):
+        overloads = [key]
+    else:
+        overloads = [getattr(key, name) for name in key.overloads()]
+        overloads = [op for op in overloads if not op._schema.is_mutable]
+    return bool(overloads) and all(
+        op not in traced
+        and torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
+        for op in overloads
     )
 
 

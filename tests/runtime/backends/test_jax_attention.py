@@ -36,7 +36,7 @@ for seed in range(6):
     for lazy, eager, ref in zip(grads("lazygen", torch.float32), grads("cpu", torch.float32), reference):
         allowed = 2 * (eager - ref).abs().max() + 1e-5 + 1.3e-6 * ref.abs().max()
         worst = max(worst, ((lazy - ref).abs().max() / allowed).item())
-print(lr.metrics.counter_value("lazy::_scaled_dot_product_fused_attention_overrideable_backward"))
+print(lr.metrics.counter_value("lazy::attention_backward"))
 print(worst)
 """
 

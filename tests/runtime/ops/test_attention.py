@@ -12,8 +12,8 @@ from torch import nn
 import lazygen.runtime as lr
 
 LAZY = "lazygen"
-FUSED = "lazy::_scaled_dot_product_fused_attention_overrideable"
-FUSED_BACKWARD = FUSED + "_backward"
+FUSED = "lazy::attention"
+FUSED_BACKWARD = "lazy::attention_backward"
 
 
 def _attention(device, dtype, mask=None, mask_grad=False, **options):
@@ -167,8 +167,8 @@ def test_the_cpu_flash_ops_called_directly_are_one_node_each_way(masked, fresh_m
     )
     for want, got in zip((out, lse, *grads), (lazy_out, lazy_lse, *lazy_grads), strict=True):
         torch.testing.assert_close(got.cpu(), want)
-    assert _count("lazy::_scaled_dot_product_flash_attention_for_cpu") == 1
-    assert _count("lazy::_scaled_dot_product_flash_attention_for_cpu_backward") == 1
+    assert _count("lazy::attention") == 1
+    assert _count("lazy::attention_backward") == 1
 
 
 def test_the_cpu_flash_ops_refuse_dropout():

@@ -18,7 +18,7 @@ RUNTIME = pathlib.Path(runtime.__file__).parent
 #: Where the runtime builds graph ops of its own (not the op list's nor a backend's).
 SOURCES = [*sorted((RUNTIME / "ops").glob("*.py")), RUNTIME / "ir.py"]
 SOURCES += [RUNTIME / "distributed" / "nodes.py"]
-OP = re.compile(r"^(aten|_c10d_functional)::[A-Za-z_0-9.]+$")
+OP = re.compile(r"^(aten|_c10d_functional|lazygen)::[A-Za-z_0-9.]+$")
 #: Calls that hand an op to the lowering context (``ctx.call`` and the helpers around it).
 CALLERS = {"call", "op", "keywords", "_g"}
 

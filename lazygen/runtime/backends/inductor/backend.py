@@ -26,6 +26,7 @@ from ...builtin import tables as op_list
 from ...dispatch_modes import without_autograd
 from ...graph.dynamic import HiddenSizes
 from ...ir import Node, Value
+from ...ops.attention_op import TORCH_CPU_LOWERINGS
 from .compile import CompiledGraph
 from .lowering import INDUCTOR_LOWERINGS, IR_NODE, FXLoweringContext, OpLowering
 from .random_draws import WithDraws, arranged, hoist_draws
@@ -61,7 +62,9 @@ class FxBackend(Backend):
     size_generic = True
 
     def __init__(self, op_lowerings: dict[str, OpLowering] | None = None) -> None:
-        self.op_lowerings = dict(op_lowerings or {})
+        # The runtime's neutral ops (attention) as torch's CPU kernels, not as calls of
+        # their Python torch.library implementation.
+        self.op_lowerings = TORCH_CPU_LOWERINGS | dict(op_lowerings or {})
 
     def kernel_tables(self) -> KernelTables:
         return op_list.kernel_tables()

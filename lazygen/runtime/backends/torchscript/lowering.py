@@ -14,6 +14,7 @@ from ...lowering_context import (
     op_string,
     takes_contiguous_inputs,
 )
+from ...ops.attention_op import TORCH_CPU_LOWERINGS
 from ...state import settings
 
 _TENSOR = torch._C.TensorType.get()
@@ -127,8 +128,14 @@ class TSLoweringContext(LoweringContext):
     def call(self, op, args: list, kwargs: dict, num_outputs: int) -> list:
         """TorchScript nodes take every argument positionally (a node missing one has no
         schema) and name the op without its overload: the graph picks it by types. ``op``
-        is an ``OpOverload`` or its string."""
-        kind = op_string(op).partition(".")[0]
+        is an ``OpOverload`` or its string. The runtime's neutral ops run as torch's CPU
+        kernels (``TORCH_CPU_LOWERINGS``): a Python op in the graph would take the GIL on
+        the inter-op thread that runs it (see ``backend._launcher``)."""
+        name = op_string(op)
+        neutral = TORCH_CPU_LOWERINGS.get(name)
+        if neutral is not None:
+            return neutral(self, name, list(args), dict(kwargs), num_outputs)
+        kind = name.partition(".")[0]
         inputs = list(args)
         if kwargs:
             inputs.extend(kwargs.values())

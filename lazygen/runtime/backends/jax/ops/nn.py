@@ -1,6 +1,6 @@
 """Neural-network layers of the jax backend's table with their backward formulas:
 softmax, layer and batch normalisation, the negative log-likelihood loss, and
-``lazygen.runtime.ops.attention``'s nodes (outputs as documented there): apart because
+the neutral attention ops (``lazygen.runtime.ops.attention_op``: schemas and outputs): apart because
 each is a multi-step formula of its own, not a single ``jax.numpy`` call."""
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def _nll_loss_backward(shapes, grad, x, target, weight, reduction, ignore_index,
     return out + onehot * jnp.expand_dims(scale.astype(x.dtype), axis)
 
 
-# Attention (``lazygen.runtime.ops.attention``'s nodes, outputs as documented there) --------
+# Attention: the neutral ops ``lazygen::attention`` / ``lazygen::attention_backward``
+# (schemas and outputs in ``lazygen.runtime.ops.attention_op``) ---------------------------
 
 
 def _attention_scores(query, key, mask, is_causal, scale):
@@ -125,10 +126,8 @@ def _attention_scores(query, key, mask, is_causal, scale):
     return scores, scale
 
 
-@op("_scaled_dot_product_flash_attention_for_cpu")
-def _attention(
-    shapes, query, key, value, dropout_p=0.0, is_causal=False, attn_mask=None, scale=None
-):
+@op("lazygen::attention")
+def _attention(shapes, query, key, value, attn_mask=None, is_causal=False, scale=None):
     d = dt(shapes)
     query, key, value = as_dtype(query, d), as_dtype(key, d), as_dtype(value, d)
     scores, _ = _attention_scores(query, key, attn_mask, is_causal, scale)
@@ -138,10 +137,10 @@ def _attention(
     return output, logsumexp.astype(dt(shapes, 1))
 
 
-@op("_scaled_dot_product_flash_attention_for_cpu_backward")
+@op("lazygen::attention_backward")
 def _attention_backward(
-    shapes, grad_out, query, key, value, out, logsumexp, dropout_p=0.0, is_causal=False,
-    attn_mask=None, scale=None,
+    shapes, grad_out, query, key, value, out, logsumexp, attn_mask=None, is_causal=False,
+    scale=None,
 ):  # fmt: skip
     d = dt(shapes)
     grad_out, query, key, value, out = (as_dtype(t, d) for t in (grad_out, query, key, value, out))
