@@ -27,8 +27,8 @@ op without a lazy kernel: ``linear``, ``reshape``, ``softmax``) cannot be refuse
 pieces are traced instead. Naming one warns, with what to refuse instead, rather than
 being silently ignored.
 
-Some kernels record a node of their own for work ATen would do in plain ops (attention,
-the recurrent layers and cells: ``runtime/ops``). Refusing such an op declines the node:
+Some kernels record a node of their own for work ATen would do in plain ops (the recurrent
+layers and cells: ``runtime/ops``). Refusing such an op declines the node:
 the kernel asks ``declines`` and takes the plain ops instead, each traced, and refused or
 not, on its own; the call is listed in ``metrics.fallback_report()`` as declined. A kernel
 that declines this way for its own op is marked ``declining`` (``guard`` leaves it as it
