@@ -28,7 +28,7 @@ from .compiling import (
     trim_compile_caches,
 )
 from .launches import settle
-from .liveness import unreferenced_inputs
+from .liveness import input_reads, unreferenced_inputs
 from .running import execute, run, runner
 
 #: What other modules reach through the executor (``lr.executor``): its entry points, and
@@ -137,7 +137,7 @@ def _sync_device(
             inputs = running.read_inputs(order, template.inputs, device.backend.torch_data)
             dead = None
             if device.backend.donates_inputs and _all_pending_synced(device, tensors):
-                dead = unreferenced_inputs(order, template.inputs)
+                dead = unreferenced_inputs(order, template.inputs, input_reads(template))
         except LazyGraphError as error:
             failures.fail(device, tensors, values, error)
             raise

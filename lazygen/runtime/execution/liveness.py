@@ -44,17 +44,19 @@ _OWN_NODE_REFS = 3
 _OWN_VALUE_REFS = 3
 
 
-def unreferenced_inputs(order: list[Node], positions) -> frozenset[int]:
+def unreferenced_inputs(order: list[Node], positions, reads=None) -> frozenset[int]:
     """Indexes into ``positions`` (the graph's inputs, by position in ``order``) of the
     inputs whose data nothing outside the graph references: after the run no one can read
-    them. ``order`` must be the one list holding the graph's nodes. Always empty where this
-    interpreter's reference counts are not the ones measured (``COUNTS_HOLD``)."""
+    them. ``order`` must be the one list holding the graph's nodes. ``reads``: the operand
+    slots of ``order`` that read inputs (``input_reads`` of its template), so that only
+    those are visited; None: every operand is. Always empty where this interpreter's
+    reference counts are not the ones measured (``COUNTS_HOLD``)."""
     if not COUNTS_HOLD:
         return frozenset()
-    return _unreferenced(order, positions)
+    return _unreferenced(order, positions, reads)
 
 
-def _unreferenced(order: list[Node], positions) -> frozenset[int]:
+def _unreferenced(order: list[Node], positions, reads=None) -> frozenset[int]:
     candidates: dict[int, tuple[int, DeviceData]] = {}
     for index, position in enumerate(positions):
         node = order[position]
@@ -65,17 +67,10 @@ def _unreferenced(order: list[Node], positions) -> frozenset[int]:
         return frozenset()
     # every Value object naming a candidate, and how many operand slots of the graph hold it
     uses: dict[int, list] = {}
-    for node in order:
-        for operand in node.operands:
-            # an operand is a Value, None, or a list of them (a ``Tensor[]`` argument)
-            for value in operand if type(operand) in (list, tuple) else (operand,):
-                if type(value) is Value and id(value.node) in candidates:
-                    entry = uses.get(id(value))
-                    if entry is None:
-                        uses[id(value)] = [value, 1, id(value.node)]
-                    else:
-                        entry[1] += 1
-    node = operand = value = None
+    if reads is None:
+        _count_all(order, candidates, uses)
+    else:
+        _count_reads(order, reads, candidates, uses)
     values_per_node: dict[int, int] = {}
     alive: set[int] = set()
     for entry in uses.values():
@@ -94,6 +89,56 @@ def _unreferenced(order: list[Node], positions) -> frozenset[int]:
         if sys.getrefcount(node) <= expected:
             dead.append(index)
     return frozenset(dead)
+
+
+def _count_all(order: list[Node], candidates: dict, uses: dict) -> None:
+    """``uses`` of ``unreferenced_inputs`` from every operand of the graph (holds no
+    reference once it returns)."""
+    for node in order:
+        for operand in node.operands:
+            # an operand is a Value, None, or a list of them (a ``Tensor[]`` argument)
+            for value in operand if type(operand) in (list, tuple) else (operand,):
+                if type(value) is Value and id(value.node) in candidates:
+                    entry = uses.get(id(value))
+                    if entry is None:
+                        uses[id(value)] = [value, 1, id(value.node)]
+                    else:
+                        entry[1] += 1
+
+
+def _count_reads(order: list[Node], reads, candidates: dict, uses: dict) -> None:
+    """``uses`` of ``unreferenced_inputs`` from the operand slots ``reads`` only (holds no
+    reference once it returns)."""
+    for p, k, s in reads:
+        value = order[p].operands[k]
+        if s >= 0:
+            value = value[s]
+        if id(value[0]) in candidates:
+            entry = uses.get(id(value))
+            if entry is None:
+                uses[id(value)] = [value, 1, id(value[0])]
+            else:
+                entry[1] += 1
+
+
+def input_reads(template) -> tuple[tuple[int, int, int], ...]:
+    """The operand slots of ``template``'s graph that read one of its inputs, as
+    ``(node position, operand index, list index or -1)``: all that ``unreferenced_inputs``
+    needs to visit in a replayed step (whose nodes ``replay`` checked against the template's
+    references), a few hundred of a training step's thousands. Made once per template."""
+    reads = template.input_reads
+    if reads is None:
+        inputs = set(template.inputs)
+        found = []
+        for p, node_refs in enumerate(template.refs):
+            for k, ref in enumerate(node_refs):
+                if type(ref) is tuple:
+                    if ref[0] in inputs:
+                        found.append((p, k, -1))
+                elif ref is not None:
+                    found.extend((p, k, s) for s, r in enumerate(ref) if r and r[0] in inputs)
+        reads = template.input_reads = tuple(found)
+    return reads
 
 
 class _Probe(Node):

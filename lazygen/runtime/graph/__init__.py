@@ -81,7 +81,9 @@ class GraphTemplate:
     positions hold distinct nodes (so aliasing of inputs is part of the match), and yields
     the new post-order without walking, hashing or comparing keys."""
 
-    __slots__ = ("key", "types", "attrs", "shapes", "refs", "outputs", "inputs", "size")
+    __slots__ = (
+        "key", "types", "attrs", "shapes", "refs", "outputs", "inputs", "size", "input_reads"
+    )  # fmt: skip
 
     def __init__(self, key: GraphKey, order: list[Node], position: dict, outputs) -> None:
         self.key = key
@@ -92,6 +94,8 @@ class GraphTemplate:
         self.refs = [[_ref(o, position) for o in n.operands] for n in order]
         self.outputs = [(position[v.node], v.index) for v in outputs]
         self.inputs = [i for i, n in enumerate(order) if n.is_input]
+        #: The operand slots that read an input (``liveness.input_reads``, made on demand).
+        self.input_reads: tuple | None = None
 
 
 def _ref(operand, position):

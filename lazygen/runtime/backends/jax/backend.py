@@ -28,10 +28,12 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
+from . import donation
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
 from .refusals import refused_ops
+from .uploads import SmallUploads
 
 
 class JaxExecutable:
@@ -40,9 +42,11 @@ class JaxExecutable:
     Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
     each run checks them, and other numbers compile (once) a variant of their own."""
 
-    __slots__ = ("compiled", "static", "variants", "make", "donated")
+    __slots__ = ("compiled", "static", "variants", "make", "donated", "placed")
 
-    def __init__(self, compiled, static: dict[int, int], make, donated=frozenset()) -> None:
+    def __init__(
+        self, compiled, static: dict[int, int], make, donated=frozenset(), returned=None
+    ) -> None:
         self.compiled = compiled
         self.static = tuple(static.items())
         self.variants = {tuple(v for _, v in self.static): compiled}
@@ -50,19 +54,27 @@ class JaxExecutable:
         #: Inputs the program donates (``jax.jit``'s ``donate_argnums``): XLA may write
         #: results into their buffers, and deletes the arrays passed there.
         self.donated = donated
+        #: Where the program returns each of the graph's results (``donation.output_order``
+        #: reorders them); None: in the graph's order.
+        self.placed = _placement(returned)
 
     def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
         if self.donated:
             inputs = _spare_live_inputs(inputs, self.donated, dead)
-        if not self.static:
-            return list(self.compiled(*inputs))
+        results = (self._variant(inputs) if self.static else self.compiled)(*inputs)
+        placed = self.placed
+        if placed is None:
+            return list(results)
+        return [results[k] for k in placed]
+
+    def _variant(self, inputs: list):
         numbers = tuple(inputs[i] for i, _ in self.static)
         compiled = self.variants.get(numbers)
         if compiled is None:
             metrics.count("JaxStaticInputCompile")
             values = {i: n for (i, _), n in zip(self.static, numbers, strict=True)}
             compiled = self.variants[numbers] = self.make(values)
-        return list(compiled(*inputs))
+        return compiled
 
 
 class JaxBackend(Backend):
@@ -77,6 +89,8 @@ class JaxBackend(Backend):
         enable_x64()
         self.ops = dict(JAX_OPS)
         self._refused: dict | None = None
+        #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
+        self.small_uploads = SmallUploads()
 
     def kernel_tables(self) -> KernelTables:
         return op_list.kernel_tables()
@@ -98,6 +112,9 @@ class JaxBackend(Backend):
         if tensor.device.type != "cpu":
             tensor = tensor.cpu()
         tensor = tensor.resolve_conj().resolve_neg()  # DLPack carries neither bit
+        kept = self.small_uploads.get(tensor)
+        if kept is not None:
+            return kept
         if not tensor.is_contiguous() or tensor.stride() != _contiguous_strides(tensor.shape):
             # torch calls size-1 dimensions of any stride contiguous; XLA takes a layout
             tensor = torch.empty(tensor.shape, dtype=tensor.dtype).copy_(tensor)
@@ -133,35 +150,48 @@ class JaxBackend(Backend):
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         return JaxLoweringContext(device, self.ops)
 
-    def _lowered(self, order, outputs, device, static_values=None, donated=frozenset()):
+    def _lowered(self, order, outputs, device, static_values=None, dead=()):
+        """The graph lowered for ``jax.jit``, donating the inputs at positions ``dead`` (in
+        ``order``) that a result can take over; returns the context, the lowered program,
+        the donated argument indexes and the order the program returns results in."""
         ctx = self.lowering_context(device)
         ctx.static_values = dict(static_values or {})
         ctx.lower_graph(order, outputs)
+        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
+        dead = [i for i in dead if parameter[i] not in ctx.static_inputs]
+        paired = donation.pair(order, outputs, dead)
+        returned = donation.output_order(len(outputs), paired, parameter)
+        ctx.output_refs = [ctx.output_refs[j] for j in returned]
         function = program_function(ctx)
-        donate = tuple(sorted(i for i in donated if i not in ctx.static_inputs))
+        donate = tuple(sorted(parameter[i] for i in paired.values()))
         jitted = jax.jit(function, donate_argnums=donate)
-        return ctx, jitted.lower(*[_abstract(n) for n in ctx.parameters])
+        lowered = jitted.lower(*[_abstract(n) for n in ctx.parameters])
+        return ctx, lowered, frozenset(donate), returned
 
     def compile(self, order: list[Node], outputs: list[Value], device) -> JaxExecutable:
         # Inputs nothing outside the graph reads (the old values of what the graph updates,
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
         # that is still referenced: ``_spare_live_inputs``).
-        dead = _reusable(unreferenced_inputs(order, range(len(order))), order, outputs)
-        parameter = {i: k for k, i in enumerate(i for i, n in enumerate(order) if n.is_input)}
-        donated = frozenset(parameter[i] for i in dead)
-        ctx, lowered = self._lowered(order, outputs, device, donated=donated)
+        dead = unreferenced_inputs(order, range(len(order)))
+        kept = self.small_uploads.ids  # shared arrays: never donated
+        dead = sorted(i for i in dead if id(order[i].native) not in kept)
+        ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
 
         def variant(values: dict[int, int]):
-            return self._lowered(order, outputs, device, values, donated)[1].compile()
+            return self._lowered(order, outputs, device, values, dead)[1].compile()
 
-        donated = frozenset(i for i in donated if i not in ctx.static_inputs)
-        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated)
+        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated, returned)
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
         return executable(inputs)
 
     def execute_donating(self, executable: JaxExecutable, inputs: list, dead) -> list:
+        kept = self.small_uploads.ids
+        if kept:  # a kept upload where the graph donates is in use: copied, not donated
+            shared = {i for i in executable.donated if id(inputs[i]) in kept}
+            if shared:
+                dead = dead - shared
         return executable(inputs, dead)
 
     def runner(self, executable: JaxExecutable):
@@ -184,20 +214,15 @@ _NUMPY_SHARED = frozenset(
 )  # fmt: skip
 
 
-def _reusable(positions, order: list[Node], outputs: list[Value]) -> frozenset[int]:
-    """Of the input ``positions`` (in ``order``), those whose buffer a result of the same
-    shape and dtype can take over (XLA warns of a donated buffer no result fits)."""
-    free: dict = {}
-    for v in outputs:
-        shape = v.node.shapes[v.index]
-        free[shape] = free.get(shape, 0) + 1
-    chosen = []
-    for i in sorted(positions):
-        shape = order[i].shapes[0]
-        if free.get(shape, 0) > 0:
-            free[shape] -= 1
-            chosen.append(i)
-    return frozenset(chosen)
+def _placement(returned) -> tuple[int, ...] | None:
+    """For results returned in the order ``returned`` (graph result indexes), where each
+    graph result is; None when they come in the graph's order."""
+    if returned is None or all(j == k for k, j in enumerate(returned)):
+        return None
+    placed = [0] * len(returned)
+    for k, j in enumerate(returned):
+        placed[j] = k
+    return tuple(placed)
 
 
 def _spare_live_inputs(inputs: list, donated: frozenset[int], dead) -> list:
