@@ -29,6 +29,7 @@ from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import InputWrite, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
 from lazygen.runtime.ops.facts import MAY_ALIAS_OPS
+from lazygen.runtime.tracing.random_inputs import SeedData
 from lazygen.runtime.tracing.tensor import fixed_scalars, from_data, inner, to_functional
 
 from .interpreter import LazyInterpreter, fallback_counts, is_lazy
@@ -43,6 +44,9 @@ from .layouts import (
 ARG = 0  # payload: index of the FX graph argument
 FIXED = 1  # payload: a tensor fixed at capture (a scalar constant, a module constant)
 GENERATOR = 2  # payload: the torch device whose default generator the op draws from
+# payload: (the torch device whose default generator draws the seed, the random op's rank in
+# trace order); a seed backend's random op (``random_inputs.SeedData``), a fresh seed a call
+SEED = 3
 
 # How an FX graph output is rebuilt (``Capture.results`` entries are ``(kind, payload)``).
 RESULT = 0  # payload: index into the compiled graph's results
@@ -67,6 +71,7 @@ class Capture:
     only_fallbacks: bool = True  # every cut is an FX node that ran eagerly (partitionable)
     spec: object = None  # the pytree spec of the FX graph's output
     generators: list = field(default_factory=list)  # GeneratorData in the order traced
+    seeds: list = field(default_factory=list)  # SeedData in the order traced
     arguments: list = field(default_factory=list)  # DeviceData of the first call's arguments
     # (FX argument index, compiled graph result index): arguments the graph wrote in place
     # (``copy_`` of aot_autograd's kept inference mutations, an optimizer's ``add_``), with
@@ -170,7 +175,7 @@ def capture(
     result.order = _drawing_in_order(roots, interpreter.generators) if roots else []
     # Last: every node reading an argument's old value runs before any write.
     result.order += writes
-    _feed(result, arg_of, interpreter.constants, device.backend.torch_data)
+    _feed(result, arg_of, interpreter.constants, device.backend.torch_data, interpreter.seeds)
     if result.cuts or interpreter.suspects:
         _name_cuts(result, interpreter.suspects, fell_back)
     if unwritable:
@@ -180,6 +185,7 @@ def capture(
     result.host = host
     result.spec = spec
     result.generators = interpreter.generators
+    result.seeds = interpreter.seeds
     _check_random_order(result)
     return result
 
@@ -249,9 +255,11 @@ def _run(interpreter: LazyInterpreter, device: LazyDevice, lazy_args: list):
     return flat_out, spec, fell_back
 
 
-def _feed(result: Capture, arg_of: dict, constants, torch_data: bool) -> None:
+def _feed(result: Capture, arg_of: dict, constants, torch_data: bool, seeds: list) -> None:
     """How the replay feeds each input of the captured graph (or, for data computed
-    eagerly during this trace, a cut)."""
+    eagerly during this trace, a cut). A seed is fed fresh at every call, drawn in the order
+    the random ops were traced (``seeds``)."""
+    rank = {node: i for i, node in enumerate(seeds)}
     for node in result.order:
         if not node.is_input:
             continue
@@ -263,6 +271,8 @@ def _feed(result: Capture, arg_of: dict, constants, torch_data: bool) -> None:
             result.feeds.append((FIXED, node.materialize()))
         elif isinstance(node, GeneratorData):
             result.feeds.append((GENERATOR, node.device))
+        elif isinstance(node, SeedData):
+            result.feeds.append((SEED, (node.device, rank[node])))
         else:  # data computed eagerly during this trace
             result.cuts.append("a value computed eagerly while tracing")
 

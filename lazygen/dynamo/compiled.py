@@ -23,12 +23,12 @@ from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.errors import LazyGraphError
 from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import graph_key
-from lazygen.runtime.kernel_support import default_generator
 from lazygen.runtime.state import log, settings
 from lazygen.runtime.tracing.tensor import from_data, inner, to_functional
 
 from . import asserts, partition
-from .capture import ARG, FIXED, GENERATOR, PASS, RESULT, VIEW, Capture, capture, host_type_of
+from .capture import ARG, FIXED, PASS, RESULT, VIEW, Capture, capture, host_type_of
+from .random_feeds import RandomFeeds
 
 #: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
 _graphs: weakref.WeakSet = weakref.WeakSet()
@@ -84,7 +84,7 @@ class Replay:
         "host_args",
         "host_args_checked",
         "lazy_args",
-        "generators",
+        "random",
         "results",
         "spec",
         "device",
@@ -112,7 +112,7 @@ class Replay:
         self.host_args: list[tuple[int, int]] = []
         self.host_args_checked: list[tuple[int, int]] = []
         self.lazy_args: list[tuple[int, int]] = []
-        self.generators: list[tuple[int, torch.device]] = []
+        self.random = RandomFeeds(cap.feeds)  # generators or seeds, fed at every call
         for position, (kind, payload) in enumerate(cap.feeds):
             if kind == ARG:
                 if args[payload].device.type == settings.device_type:
@@ -123,8 +123,6 @@ class Replay:
                     self.host_args_checked.append((position, payload))
             elif kind == FIXED:
                 self.template[position] = payload
-            elif kind == GENERATOR:
-                self.generators.append((position, payload))
         self.results = cap.results
         self.spec = cap.spec
         host = cap.host
@@ -156,8 +154,8 @@ class Replay:
                 inputs[position] = t if t.is_contiguous() else t.contiguous()
         for position, i in self.lazy_args:
             inputs[position] = _lazy_data(args[i], self.native)
-        for position, device in self.generators:
-            inputs[position] = default_generator(device)
+        if self.random:
+            self.random.fill(inputs)
         if self.executable is None:  # every output is an argument or a constant
             results = []
         else:

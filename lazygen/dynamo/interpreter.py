@@ -18,6 +18,7 @@ from lazygen.runtime.ir import DeviceData
 from lazygen.runtime.kernel_support import GeneratorData
 from lazygen.runtime.ops.facts import HOST_READS
 from lazygen.runtime.state import settings
+from lazygen.runtime.tracing.random_inputs import SeedData
 from lazygen.runtime.tracing.tensor import from_data, inner, to_functional
 
 from . import asserts
@@ -87,7 +88,8 @@ class LazyInterpreter(torch.fx.Interpreter):
         self.constants: set = set()
         self.suspects: dict[str, str] = {}  # FX node name -> its target
         self.seen: set = set()
-        self.generators: list = []
+        self.generators: list = []  # GeneratorData, in trace order
+        self.seeds: list = []  # SeedData (a seed backend's random ops), in trace order
         self.asserts: list = []  # (lazy 0-d bool condition, message), in trace order
         self._memory_order: list[int] | None = None
         self._storage: tuple | None = None  # eager's layout of a storage-reading op's input
@@ -205,6 +207,8 @@ class LazyInterpreter(torch.fx.Interpreter):
                 node.source = self._source  # the FX node's line, not the frame calling it
             if isinstance(node, GeneratorData):
                 self.generators.append(node)
+            elif isinstance(node, SeedData):
+                self.seeds.append(node)
             elif type(node) is DeviceData and node not in self.constants:
                 data.append(node)
             stack.extend(reversed([v.node for v in node.inputs() if v.node not in self.seen]))

@@ -157,9 +157,9 @@ class Backend(ABC):
     #: How random ops reach its graphs (``lazygen.runtime.tracing.random_inputs``):
     #: ``"torch_generator"``, a ``torch.Generator`` per random op holding the state eager's
     #: call would start from (the graph draws eager's exact numbers; needs torch's
-    #: kernels), or ``"seed"``, a seed and an offset per random op as int64 0-dim inputs,
-    #: the backend drawing with its own counter-based generator (numbers differ from
-    #: eager's, distributions do not).
+    #: kernels), or ``"seed"``, an int64 seed per random op as a graph input (fresh at
+    #: every call of a graph replayed by ``torch.compile``), the backend drawing with its
+    #: own counter-based generator (numbers differ from eager's, distributions do not).
     random_numbers: str = "torch_generator"
     #: Whether runs go through ``execute_donating``, which may take over the inputs nothing
     #: reads afterwards (``execution/liveness.py`` decides which; non-torch data only).

@@ -10,7 +10,8 @@ run); they run on another thread, so no ``ExecuteTime`` is recorded for them.
 ``file:line`` of the first call, and how often each cut a graph (it read tensors with
 pending IR, so the graph traced so far had to run first); host reads (``.item()``,
 ``.cpu()``) and ops the backend refused to run in a graph (``Backend.refused_ops``) are
-listed apart.
+listed apart, and so are ops whose own node a backend declined (refused) so that they ran
+as plain ops, traced one by one (an LSTM layer taking ATen's per-cell path).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def reset() -> None:
         _fallbacks.clear()
         _host_reads.clear()
         _refused.clear()
+        _declined.clear()
         _step_cuts.clear()
 
 
@@ -224,6 +226,7 @@ class FallbackEntry:
 _fallbacks: dict[str, FallbackEntry] = {}
 _host_reads: dict[str, FallbackEntry] = {}
 _refused: dict[str, FallbackEntry] = {}
+_declined: dict[str, FallbackEntry] = {}  # decomposed, not run eagerly: no graph cut
 _step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since the last ``mark_step``
 
 
@@ -256,6 +259,19 @@ def record_fallback(
                 _step_cuts[op] = _step_cuts.get(op, 0) + 1
 
 
+def record_declined(op: str, source) -> None:
+    """Note one call of ``op`` whose node a backend declined.
+
+    It ran as plain ops instead (``refusals.declines``); ``source`` as for
+    ``record_fallback``.
+    """
+    with _registry_lock:
+        entry = _declined.get(op)
+        if entry is None:
+            entry = _declined[op] = FallbackEntry(op, first_source=source())
+        entry.count += 1
+
+
 def take_step_cuts() -> dict[str, int]:
     """The fallbacks that cut a graph since the last call (``mark_step`` asks), by op."""
     with _registry_lock:
@@ -272,15 +288,21 @@ class FallbackReport:
     host_reads: tuple[FallbackEntry, ...]
     #: Ops the device's backend refused to run in a graph (``Backend.refused_ops``).
     refused: tuple[FallbackEntry, ...] = ()
+    #: Ops whose node the backend declined, which ran as plain ops traced one by one (in
+    #: the graph, not eagerly), each refused or not on its own (``refusals.declines``).
+    declined: tuple[FallbackEntry, ...] = ()
 
     def __str__(self) -> str:
         """The report as tables, one section per kind of eager run."""
         lines = []
-        for title, entries in (
+        sections = [
             ("Ops run eagerly (not in the op list)", self.fallbacks),
             ("Ops the backend refused in a graph (run eagerly)", self.refused),
             ("Host reads (.item(), .cpu(), printing)", self.host_reads),
-        ):
+        ]
+        if self.declined:  # a section of its own only where a backend declined an op
+            sections.append(("Ops the backend declined (traced as plain ops)", self.declined))
+        for title, entries in sections:
             lines.append(f"{title}: {len(entries)}")
             if entries:
                 width = max(len(e.op) for e in entries)
@@ -314,14 +336,17 @@ def fallback_report() -> FallbackReport:
 
     with _registry_lock:
         return FallbackReport(
-            order(_fallbacks.values()), order(_host_reads.values()), order(_refused.values())
+            order(_fallbacks.values()),
+            order(_host_reads.values()),
+            order(_refused.values()),
+            order(_declined.values()),
         )
 
 
 state.register(
     __name__,
     reset,
-    owns=("_fallbacks", "_host_reads", "_refused", "_step_cuts"),
+    owns=("_fallbacks", "_host_reads", "_refused", "_declined", "_step_cuts"),
 )
 state.once_per_process(
     __name__,

@@ -68,12 +68,17 @@ CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
         "aten::_native_batch_norm_legit_functional": "native_batch_norm in training mode with "
         "its running statistics' update (batch_norm.NativeBatchNormUpdate); lower it where "
         "native_batch_norm is in the op list",
-        # The recurrent layers' nodes (lstm, gru, recurrent_cells, recurrent_lowering): a
-        # layer's whole recurrence as one node, lowered as these plain ops; declined by
-        # refusing the layer's fused kernels' ops (_thnn_fused_lstm_cell...) or leaving them
-        # out of the op list.
+        # The recurrent layers' nodes (lstm, gru, recurrent_lowering: a layer stack's whole
+        # recurrence as one node each way) and the fused cells' (recurrent_cells), lowered
+        # as these plain ops. Refusing lstm (aten::lstm.input) or gru (aten::gru.input)
+        # declines the layer nodes: ATen's per-cell path, traced op by op. Refusing a fused
+        # cell (_thnn_fused_lstm_cell, _thnn_fused_lstm_cell_backward_impl,
+        # _thnn_fused_gru_cell, _thnn_fused_gru_cell_backward) declines the layer nodes
+        # and traces the cell's ops one by one (recurrent_tracing.declined,
+        # refusals.declines; listed in fallback_report().declined).
         **{
-        f"aten::{name}": "a recurrent layer's lowering (recurrent_lowering, recurrent_cells)"
+        f"aten::{name}": "a recurrent layer's or cell's lowering (recurrent_lowering, "
+        "recurrent_cells); refusing lstm, gru or a fused cell declines the node"
         for name in (
             "add.Tensor", "addcmul", "addmm", "cat", "chunk", "linear", "matmul", "mm",
             "mul.Tensor", "narrow", "reshape", "select.int", "sigmoid", "sigmoid_backward",

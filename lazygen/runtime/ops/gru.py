@@ -32,7 +32,7 @@ from .recurrent_lowering import (
     previous_hidden,
     step_output_grads,
 )
-from .recurrent_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
+from .recurrent_tracing import COMPOSITE, FLOATS, RecurrentLayers, declined, trace_layers
 
 aten = torch.ops.aten
 _GRU = aten.gru.input
@@ -207,14 +207,18 @@ def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidire
     )
 
 
-GRU_LAYERS = RecurrentLayers("gru", _GRU, GruLayers, GruLayersBackward, 1, _WIDTHS)
+_CELLS = (aten._thnn_fused_gru_cell.default, aten._thnn_fused_gru_cell_backward.default)
+GRU_LAYERS = RecurrentLayers("gru", _GRU, GruLayers, GruLayersBackward, 1, _WIDTHS, _CELLS)
 
 
 def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """The lazy device's ``gru.input`` (an autograd kernel, on the user's tensors): the
-    node pair where it applies, else ATen's composite (which also raises ATen's errors)."""
+    node pair where it applies and the backend does not decline it (``declined``), else
+    ATen's composite (which also raises ATen's errors)."""
     arguments = (has_biases, num_layers, dropout, train, bidirectional)
-    if not _supported(input, hx, params, *arguments):
+    if not _supported(input, hx, params, *arguments) or declined(
+        GRU_LAYERS, input, (input, hx, params, *arguments, batch_first)
+    ):
         return _GRU._op_dk(COMPOSITE, input, hx, params, *arguments, batch_first)
     return trace_layers(GRU_LAYERS, input, (hx,), params, arguments, batch_first)
 

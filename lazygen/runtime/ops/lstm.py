@@ -44,7 +44,7 @@ from .recurrent_lowering import (
     previous_hidden,
     step_output_grads,
 )
-from .recurrent_tracing import COMPOSITE, FLOATS, RecurrentLayers, trace_layers
+from .recurrent_tracing import COMPOSITE, FLOATS, RecurrentLayers, declined, trace_layers
 
 aten = torch.ops.aten
 _LSTM = aten.lstm.input
@@ -218,14 +218,18 @@ def _supported(input, hx, params, has_biases, num_layers, dropout, train, bidire
     return all(is_lazy(t) and t.dtype == input.dtype and t.device == device for t in (*hx, *params))
 
 
-LSTM_LAYERS = RecurrentLayers("lstm", _LSTM, LstmLayers, LstmLayersBackward, 2, _WIDTHS)
+_CELLS = (aten._thnn_fused_lstm_cell.default, aten._thnn_fused_lstm_cell_backward_impl.default)
+LSTM_LAYERS = RecurrentLayers("lstm", _LSTM, LstmLayers, LstmLayersBackward, 2, _WIDTHS, _CELLS)
 
 
 def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     """The lazy device's ``lstm.input`` (an autograd kernel, on the user's tensors): the
-    node pair where it applies, else ATen's composite (which also raises ATen's errors)."""
+    node pair where it applies and the backend does not decline it (``declined``), else
+    ATen's composite (which also raises ATen's errors)."""
     arguments = (has_biases, num_layers, dropout, train, bidirectional)
-    if not _supported(input, hx, params, *arguments):
+    if not _supported(input, hx, params, *arguments) or declined(
+        LSTM_LAYERS, input, (input, hx, params, *arguments, batch_first)
+    ):
         return _LSTM._op_dk(COMPOSITE, input, hx, params, *arguments, batch_first)
     return trace_layers(LSTM_LAYERS, input, tuple(hx), params, arguments, batch_first)
 

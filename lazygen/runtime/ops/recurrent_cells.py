@@ -19,6 +19,10 @@ of them (docs/benchmarks.md, "Measurements behind the code"). The GRU cell still
 traces its formula op by op. ``nn.LSTM`` over a dense sequence (without projections or
 dropout between layers in training) no longer reaches these cells: the runtime's ``lstm``
 autograd kernel records the whole layer stack as one node each way (``runtime/ops/lstm.py``).
+
+A backend that refuses a cell op (``Backend.refused_ops``) declines its node: the cell is
+traced op by op instead (``refusals.declines``; the GRU cell always is), each op refused or
+not on its own. Eager has no CPU kernel for these ops, so they are never run eagerly.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import torch
 
 from .. import kernel_support as rt
 from ..ir import Node, Shape
+from ..tracing import refusals
 from ..tracing.dispatch import call
 
 aten = torch.ops.aten
@@ -139,6 +144,39 @@ def _g_chunks(ctx, t, size):
     ]
 
 
+def _declined(op, device, args) -> bool:
+    """Whether ``device``'s backend refuses (declines) this call of cell op ``op``."""
+    return refusals.declines(device.backend, op, args)
+
+
+def _traced_lstm_cell(input_gates, hidden_gates, cx, input_bias, hidden_bias):
+    """``LstmCell`` (and the kernel's workspace) traced op by op, for a backend that
+    declines the node."""
+    gates = _add(_add(_add(input_gates, hidden_gates), input_bias), hidden_bias)
+    i, f, g, o = _chunks(gates, 4)
+    i, f, o = (call(aten.sigmoid.default, t) for t in (i, f, o))
+    g = call(aten.tanh.default, g)
+    cy = _add(_mul(f, cx), _mul(i, g))
+    return _mul(o, call(aten.tanh.default, cy)), cy, _cat((i, f, g, o))
+
+
+def _traced_lstm_cell_backward(grad_hy, grad_cy, cx, cy, workspace):
+    """``LstmCellBackward``'s gradients traced op by op: ``(grad_gates, grad_cx)``."""
+    i, f, g, o = _chunks(workspace, 4)
+    tanh_cy = call(aten.tanh.default, cy)
+    grad_c = grad_cy
+    if grad_hy is not None:
+        through_h = call(aten.tanh_backward.default, _mul(grad_hy, o), tanh_cy)
+        grad_c = _add(through_h, grad_c)
+        grad_o = call(aten.sigmoid_backward.default, _mul(grad_hy, tanh_cy), o)
+    else:
+        grad_o = call(aten.zeros_like.default, o)
+    grad_i = call(aten.sigmoid_backward.default, _mul(grad_c, g), i)
+    grad_f = call(aten.sigmoid_backward.default, _mul(grad_c, cx), f)
+    grad_g = call(aten.tanh_backward.default, _mul(grad_c, i), g)
+    return _cat((grad_i, grad_f, grad_g, grad_o)), _mul(grad_c, f)
+
+
 def _gate_shape(gates, *others) -> Shape:
     dtype = gates.dtype
     for t in others:
@@ -147,10 +185,14 @@ def _gate_shape(gates, *others) -> Shape:
     return Shape(dtype, (*gates.shape[:-1], gates.shape[-1] // 4))
 
 
+@refusals.declining
 def _thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
     """``(hy, cy, workspace)``; the gates sum as CUDA's does: input, hidden, then biases."""
-    rt.count("lazy::_thnn_fused_lstm_cell")
     device = rt.device_of(input_gates)
+    args = (input_gates, hidden_gates, cx, input_bias, hidden_bias)
+    if _declined(aten._thnn_fused_lstm_cell.default, device, args):
+        return _traced_lstm_cell(*args)
+    rt.count("lazy::_thnn_fused_lstm_cell")
     operands = tuple(
         rt.optional_tensor(t, device)
         for t in (input_gates, hidden_gates, cx, input_bias, hidden_bias)
@@ -163,13 +205,18 @@ def _thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden
     return hy, cy, _cat((i, f, g, o))
 
 
+@refusals.declining
 def _thnn_fused_lstm_cell_backward_impl(grad_hy, grad_cy, cx, cy, workspace, has_bias):
     """``(grad_gates, grad_cx, grad_bias)``: d/d(pre-activation gates), d/d(cx), and the
     gates' gradient summed over the batch (the bias gradient; both biases get it)."""
     if grad_hy is None and grad_cy is None:
         return None, None, None
-    rt.count("lazy::_thnn_fused_lstm_cell_backward_impl")
     device = rt.device_of(grad_hy, grad_cy, cx)
+    args = (grad_hy, grad_cy, cx, cy, workspace, has_bias)
+    if _declined(aten._thnn_fused_lstm_cell_backward_impl.default, device, args):
+        grad_gates, grad_cx = _traced_lstm_cell_backward(*args[:5])
+        return grad_gates, grad_cx, _bias_sum(grad_gates, has_bias)
+    rt.count("lazy::_thnn_fused_lstm_cell_backward_impl")
     operands = tuple(rt.optional_tensor(t, device) for t in (grad_hy, grad_cy, cx, cy, workspace))
     shapes = (_gate_shape(workspace),) * 5
     node = rt.make_node(LstmCellBackward, operands, (), shapes)
@@ -178,10 +225,13 @@ def _thnn_fused_lstm_cell_backward_impl(grad_hy, grad_cy, cx, cy, workspace, has
     return grad_gates, grad_cx, _bias_sum(grad_gates, has_bias)
 
 
+@refusals.declining  # traced op by op already: a refusal is noted, nothing else changes
 def _thnn_fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
     """``(hy, workspace)`` with ``r = sigmoid(ir + hr)``, ``z = sigmoid(iz + hz)``,
     ``n = tanh(in + r * hn)``, ``hy = n + z * (hx - n)`` (biases added per gate)."""
-    rt.count("lazy::_thnn_fused_gru_cell")
+    args = (input_gates, hidden_gates, hx, input_bias, hidden_bias)
+    if not _declined(aten._thnn_fused_gru_cell.default, rt.device_of(input_gates), args):
+        rt.count("lazy::_thnn_fused_gru_cell")
     ir, iz, in_ = _chunks(input_gates, 3)
     hr, hz, hn = _chunks(hidden_gates, 3)
     b1 = _chunks(input_bias, 3) if input_bias is not None else (None,) * 3
@@ -194,12 +244,15 @@ def _thnn_fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_
     return hy, _cat((r, z, n, hx, hn))
 
 
+@refusals.declining
 def _thnn_fused_gru_cell_backward(grad_hy, workspace, has_bias):
     """``(grad_input_gates, grad_hidden_gates, grad_hx, grad_input_bias, grad_hidden_bias)``;
     the two gates' gradients differ only in the new gate's third (``r`` scales ``hn``)."""
     if grad_hy is None:
         return None, None, None, None, None
-    rt.count("lazy::_thnn_fused_gru_cell_backward")
+    args = (grad_hy, workspace, has_bias)
+    if not _declined(aten._thnn_fused_gru_cell_backward.default, rt.device_of(grad_hy), args):
+        rt.count("lazy::_thnn_fused_gru_cell_backward")
     r, z, n, hx, hn = _chunks(workspace, 5)
     grad_z = call(aten.sigmoid_backward.default, _mul(grad_hy, call(aten.sub.Tensor, hx, n)), z)
     grad_hx = _mul(grad_hy, z)

@@ -4,7 +4,12 @@ What the two layers share: the autograd ``Function`` that records the forward no
 its backward, the backward node; the shapes of the forward node's outputs; and the
 recomputation through ATen's composite that a backward with ``create_graph=True`` needs.
 What differs is described by a ``RecurrentLayers``: the ATen op, the node classes, the
-number of state tensors (``h0, c0`` or ``h0``) and the widths of the workspace.
+number of state tensors (``h0, c0`` or ``h0``), the widths of the workspace and the fused
+cells ATen's per-cell path calls instead.
+
+A backend declines the node pair by refusing the layer's op (``aten::lstm.input``,
+``aten::gru.input``) or its fused cells (``Backend.refused_ops``): its devices then take
+ATen's composite, per cell, whose ops are traced and refused one by one (``declined``).
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import devices
 from .. import kernel_support as rt
 from ..ir import Node, Shape
+from ..tracing import refusals
 from ..tracing.tensor import inner, to_functional
 from .recurrent_lowering import Layout
 
@@ -38,6 +45,9 @@ class RecurrentLayers:
     backward_node: type[Node]
     states: int  # state tensors, h0 (and c0) of shape layers*directions x batch x hidden
     widths: tuple[int, ...]
+    #: The fused cell ops ATen's per-cell path calls (forward and backward): refusing one
+    #: declines the whole-layer node too (it does their work).
+    cells: tuple[torch._ops.OpOverload, ...] = ()
 
     def hx(self, states) -> torch.Tensor | list[torch.Tensor]:
         """The op's ``hx`` argument: a list of the states, or the single state."""
@@ -46,6 +56,13 @@ class RecurrentLayers:
     def composite(self, input, states, params, arguments):
         """ATen's composite on ``(input, hx, params, *arguments)``."""
         return self.op._op_dk(COMPOSITE, input, self.hx(states), params, *arguments)
+
+
+def declined(kind: RecurrentLayers, input, args: tuple) -> bool:
+    """Whether the backend of ``input``'s device declines the node pair for this call
+    (``args``: the op's arguments), which then takes ATen's per-cell path."""
+    backend = devices.device_from(input.device).backend
+    return refusals.declines(backend, kind.op, args, {}, also=kind.cells)
 
 
 def trace_layers(kind: RecurrentLayers, input, states, params, arguments, batch_first: bool):

@@ -4,7 +4,8 @@
   list element, so an optimizer step stays in the graph (the eager fallback would sync
   every parameter and gradient mid-step).
 * Ops that read only their tensor argument's metadata (``ones_like``, ``new_zeros``, ...)
-  run eagerly on an uninitialised stand-in, so they never sync the argument's IR.
+  run eagerly on an uninitialised stand-in, so they never sync the argument's IR (random
+  ones on a seed backend run their composite kernel, a draw in the graph).
 * Ops without a CPU kernel but with a composite one (``mul.Scalar``, ``_safe_softmax``,
   ``_unsafe_view``, ``softmax.int``, ...) run that kernel, as they would on any backend
   without its own kernel: under functionalization, so that the ops it calls (views and
@@ -150,7 +151,14 @@ def _stand_in(arg):
 
 
 def _metadata_only_kernel(op):
+    """Runs ``op`` eagerly on a stand-in. A random one (``randn_like``, ``rand_like``,
+    ``randint_like``) draws eager's numbers that way; on a backend drawing from seeds
+    (``Backend.random_numbers = "seed"``) it runs its composite kernel instead
+    (``empty_like`` then an in-place draw), so the draw is a node of the graph with a seed
+    input: a graph replayed with fresh seeds (``torch.compile``) draws new numbers at
+    every call rather than replaying one call's upload."""
     name = f"lazy::{op._schema.name.split('::')[-1]}"
+    drawn_in_graph = composite_kernel(op) if torch.Tag.nondeterministic_seeded in op.tags else None
 
     def kernel(*args, **kwargs):
         device = next((a._device for a in args if type(a) is LazyTensor), None)
@@ -162,6 +170,8 @@ def _metadata_only_kernel(op):
             device = get_device(target.index or 0)
         if device is None:
             return eager_fallback(op, args, kwargs)
+        if drawn_in_graph is not None and device.backend.random_numbers == "seed":
+            return drawn_in_graph(*args, **kwargs)
         count(name)
         result = op(*[_stand_in(a) for a in args], **{**kwargs, "device": device.backing})
         return from_data(result, device)

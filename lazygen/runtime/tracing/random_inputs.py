@@ -13,6 +13,11 @@ declaration of the backend (``Backend.random_numbers``):
   random op of every step gets its own stream; the numbers differ from eager's, their
   distribution does not. The seed is a graph input, never a constant: one graph serves
   every step. ``ctx.generator(v)`` hands the lowering the seed's graph value.
+
+A graph replayed without tracing (``torch.compile(backend="lazygen")``'s captured graphs,
+``lazygen.dynamo``) draws fresh seeds for every call from the same generator
+(``draw_seeds``), in the order the random ops were traced, so each call draws new numbers
+and ``torch.manual_seed`` makes the calls repeatable as on the lazy device.
 """
 
 from __future__ import annotations
@@ -36,18 +41,19 @@ CONTRACTS = ("torch_generator", "seed")
 class SeedData(Node):
     """A random op's seed: a graph input (an int64 number), hashed by kind only."""
 
-    __slots__ = ("seed",)
+    __slots__ = ("seed", "device")
     op_kind = "prim::SeedData"
     op_name = "seed_data"
     is_input = True
     is_generator = True  # the random op's generator operand, in the seed's form
     is_seed = True
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, device: torch.device) -> None:
         self.operands = ()
         self.attrs = ()
         self.shapes = _SEED_SHAPES
         self.seed = seed
+        self.device = device  # whose generator drew it (a replay draws the next one there)
         self.source = None
 
     @property
@@ -61,6 +67,12 @@ class SeedData(Node):
 
 def seed_value(gen: torch.Generator) -> Value:
     """A ``SeedData`` value for one random op, drawn from ``gen`` (which advances it)."""
-    seed = int(torch.randint(_SEED_HIGH, (), generator=gen, device=gen.device))
+    (seed,) = draw_seeds(gen, 1)
     count(SEED_DRAWS)
-    return Value(SeedData(seed), 0)
+    return Value(SeedData(seed, gen.device), 0)
+
+
+def draw_seeds(gen: torch.Generator, n: int) -> list[int]:
+    """``n`` seeds drawn from ``gen`` in one call (advancing it): a replay's seeds for the
+    ``n`` random ops of its graph that draw from ``gen``."""
+    return torch.randint(_SEED_HIGH, (n,), generator=gen, device=gen.device).tolist()

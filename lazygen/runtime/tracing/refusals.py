@@ -27,6 +27,14 @@ op without a lazy kernel: ``linear``, ``reshape``, ``softmax``) cannot be refuse
 pieces are traced instead. Naming one warns, with what to refuse instead, rather than
 being silently ignored.
 
+Some kernels record a node of their own for work ATen would do in plain ops (the recurrent
+layers and cells: ``runtime/ops``). Refusing such an op declines the node:
+the kernel asks ``declines`` and takes the plain ops instead, each traced, and refused or
+not, on its own; the call is listed in ``metrics.fallback_report()`` as declined. A kernel
+that declines this way for its own op is marked ``declining`` (``guard`` leaves it as it
+is, since the eager run of such an op may not exist: ATen's fused recurrent cells have no
+CPU kernel).
+
 Refusals are read once, when ``init()`` or ``set_device_backend`` installs the backend;
 the dispatch table then wraps the kernels of refused ops (only those: other ops pay
 nothing) with a check of the calling device's backend, so another device of the process
@@ -44,6 +52,8 @@ import torch
 from .. import state
 from ..devices import device_from, is_lazy_device
 from ..errors import LazygenRuntimeError
+from ..metrics import record_declined
+from ..sources import user_source
 from .fallback import eager_fallback
 from .tensor import LazyTensor
 
@@ -141,11 +151,33 @@ def refused_by(backend, op, args: tuple = (), kwargs: dict | None = None) -> boo
     return False
 
 
+def declines(backend, op, args: tuple = (), kwargs: dict | None = None, also=()) -> bool:
+    """Whether ``backend`` declines the node a kernel would record for this call of ``op``:
+    it refuses the call, or has any refusal of an op in ``also`` (the ops the node stands
+    for, called in its place on ATen's path: the recurrent layers' fused cells). A decline
+    is listed in ``metrics.fallback_report()`` (``declined``); the caller then traces the
+    call as plain ops."""
+    refused = refused_by(backend, op, args, kwargs) or any(
+        refuser is backend for other in also for refuser, _ in rules_for(other)
+    )
+    if refused:
+        record_declined(op._schema.name, user_source)
+    return refused
+
+
+def declining(kernel):
+    """Mark ``kernel`` as deciding itself what a refusal of its op means (``declines``):
+    ``guard`` then leaves it unwrapped instead of running refused calls eagerly."""
+    kernel.declines_refusals = True
+    return kernel
+
+
 def guard(op, kernel):
     """``kernel``, or, when an installed backend refuses ``op``, a kernel that runs the call
-    eagerly where the calling device's backend refuses it and calls ``kernel`` elsewhere."""
+    eagerly where the calling device's backend refuses it and calls ``kernel`` elsewhere
+    (a ``declining`` kernel is returned as it is: it declines its node itself)."""
     rules = rules_for(op)
-    if not rules:
+    if not rules or getattr(kernel, "declines_refusals", False):
         return kernel
 
     def refusing_kernel(*args, **kwargs):

@@ -98,6 +98,63 @@ def test_dropout_draws_from_seeds_in_the_graph(fresh_metrics):
     assert "bernoulli" not in str(fresh_metrics.fallback_report())
 
 
+def test_random_like_factories_draw_from_seeds_in_the_graph(fresh_metrics):
+    """``randn_like``/``rand_like`` draw in the graph (their composite kernel: ``empty_like``
+    then a draw with a seed input), not eagerly on a stand-in then uploaded: a graph
+    replayed with fresh seeds (``torch.compile``) then draws new numbers at every call."""
+    x = torch.zeros(4000).to(JAX)
+    normal, uniform = torch.randn_like(x), torch.rand_like(x)
+    graph = lr.debug.dump_ir([normal, uniform])
+    assert "normal_functional" in graph and "uniform" in graph
+    assert fresh_metrics.counter_value("lazy::randn_like") in (None, 0)
+    normal, uniform = normal.cpu(), uniform.cpu()
+    assert abs(normal.mean().item()) < 0.1 and abs(normal.std().item() - 1) < 0.07
+    assert uniform.min().item() >= 0 and uniform.max().item() < 1
+    assert fresh_metrics.counter_value("RandomSeedDraw") == 2
+    assert fresh_metrics.fallback_report().fallbacks == ()
+
+
+def test_random_integers_draw_from_seeds_in_the_graph(fresh_metrics):
+    """``randint``, ``randint_like`` and ``random_(from, to)`` (``random.from``/``random.to``)
+    draw uniform integers in ``[from, to)`` with ``jax.random``; ``random_()`` without an
+    upper bound (up to the dtype's largest value) is refused and runs eagerly."""
+    n = 6000
+    x = torch.zeros(n).to(JAX)
+    draws = {
+        (3, 9): torch.randint_like(x, 3, 9),
+        (0, 5): torch.randint(0, 5, (n,), device=JAX),
+        (0, 7): torch.randint_like(x, 7),
+        (-2, 2): torch.empty(n, dtype=torch.int64, device=JAX).random_(-2, 2),
+    }
+    unbounded = torch.empty(10, device=JAX).random_()
+    assert "random" in lr.debug.dump_ir(list(draws.values()))
+    for (low, high), drawn in draws.items():
+        drawn = drawn.cpu()
+        values = set(drawn.unique().tolist())
+        assert values == set(range(low, high)), (low, high, values)
+        spread = ((high - low) ** 2 - 1) / 12  # the variance of a discrete uniform
+        assert abs(drawn.double().mean().item() - (low + high - 1) / 2) < 6 * (spread / n) ** 0.5
+    assert unbounded.cpu().min().item() >= 0
+    assert fresh_metrics.counter_value("RandomSeedDraw") == 4
+    assert [e.op for e in fresh_metrics.fallback_report().refused] == ["aten::random"]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "bounds", "message"),
+    [
+        (torch.float32, (5, 2), "expects 'from' to be less than 'to'"),
+        (torch.uint8, (0, 300), "to - 1 is out of bounds"),
+        (torch.int8, (-200, 3), "from is out of bounds"),
+        (torch.float16, (0, 2**20), "to - 1 is out of bounds"),
+    ],
+)
+def test_random_integers_with_bounds_torch_rejects_raise_eagers_error(dtype, bounds, message):
+    """``jax.random.randint`` returns numbers for any bounds: such calls are refused, and
+    eager raises the user's error."""
+    with pytest.raises(RuntimeError, match=message):
+        torch.empty(3, dtype=dtype, device=JAX).random_(*bounds).cpu()
+
+
 @pytest.mark.parametrize(
     ("workload", "optimizer"), [("mlp", "adam"), ("transformer", "adamw"), ("cnn", "sgd_momentum")]
 )

@@ -11,6 +11,8 @@ import re
 import lazygen.runtime as runtime
 from lazygen.runtime import op_facts
 from lazygen.runtime.ops import CORE_LOWERED_OPS
+from lazygen.runtime.ops.gru import GRU_LAYERS
+from lazygen.runtime.ops.lstm import LSTM_LAYERS
 
 RUNTIME = pathlib.Path(runtime.__file__).parent
 #: Where the runtime builds graph ops of its own (not the op list's nor a backend's).
@@ -64,3 +66,16 @@ def test_every_op_the_runtime_lowers_on_its_own_is_listed():
 def test_the_list_names_only_ops_the_runtime_lowers():
     called = set().union(*(_called_ops(p) for p in SOURCES))
     assert not set(CORE_LOWERED_OPS) - called
+
+
+def test_the_recurrent_nodes_are_declined_by_the_ops_the_guide_names():
+    """The guide and ``CORE_LOWERED_OPS`` tell a backend how to decline the recurrent nodes:
+    by refusing the layer op or a fused cell, the ops ``recurrent_tracing.declined`` asks
+    about (``tests/runtime/ops/test_recurrent_refusals.py`` refuses each)."""
+    guide = (RUNTIME.parents[1] / "docs" / "backend-guide.md").read_text()
+    for kind in (LSTM_LAYERS, GRU_LAYERS):
+        for op in (kind.op, *kind.cells):
+            name = op._schema.name.split("::")[1]
+            assert f"`{name}`" in guide, name
+    assert len(LSTM_LAYERS.cells) == len(GRU_LAYERS.cells) == 2  # forward and backward cells
+    assert "declines" in CORE_LOWERED_OPS["aten::sigmoid_backward"]

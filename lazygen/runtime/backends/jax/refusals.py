@@ -6,12 +6,15 @@
 * Calls whose torch semantics JAX does not give: integer division, remainder and powers
   (torch raises on a zero divisor or a negative integer exponent, XLA returns a number),
   and transposed convolutions (not in the table yet).
+* Random integers (``random_(from, to)``) with bounds torch rejects, or without an upper
+  bound.
 * Calls whose ``dtype`` argument names a dtype JAX lacks (``complex32``, the float8
   types): they run eagerly and their result's upload raises the user's error.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from types import MappingProxyType
 
@@ -55,9 +58,37 @@ def _transposed(op, args, kwargs) -> bool:
     return bool(args[6] if len(args) > 6 else kwargs.get("transposed", False))
 
 
+def _random_bounds(op, args, kwargs) -> bool:
+    """``random_(from, to)`` calls run eagerly unless their bounds are valid for the dtype:
+    torch raises for ``from >= to`` and bounds out of the dtype's range (``2**digits`` for
+    floating types), where ``jax.random.randint`` would return numbers. ``random_(from)``
+    without ``to`` (up to the dtype's largest value) too: an exclusive int64 bound cannot
+    reach it."""
+    if op._overloadname == "to":
+        low, high = 0, args[1] if len(args) > 1 else kwargs["to"]
+    else:
+        low, high = args[1], args[2] if len(args) > 2 else kwargs.get("to")
+    if high is None or low >= high:
+        return True
+    dtype = args[0].dtype
+    if dtype == torch.bool:
+        least, most = 0, 1
+    elif dtype.is_floating_point:
+        most = 2 ** (1 - round(math.log2(torch.finfo(dtype).eps)))  # 2**digits
+        least = -most
+    else:
+        least, most = torch.iinfo(dtype).min, torch.iinfo(dtype).max
+    return low < least or high - 1 > most
+
+
 #: Calls refused by a predicate of their own: the table lowers the op's other calls.
 PREDICATES = MappingProxyType(
-    {"convolution": _transposed, "convolution_backward": lambda op, a, k: bool(a[7])}
+    {
+        "convolution": _transposed,
+        "convolution_backward": lambda op, a, k: bool(a[7]),
+        "random.from": _random_bounds,
+        "random.to": _random_bounds,
+    }
 )
 
 

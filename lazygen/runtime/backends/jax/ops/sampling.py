@@ -1,4 +1,5 @@
-"""Random ops of the jax backend's table (bernoulli, uniform, normal, dropout): apart
+"""Random ops of the jax backend's table (bernoulli, uniform, normal, random integers,
+dropout): apart
 because they draw from JAX keys made of the seeds the runtime passes as graph inputs
 (``lazygen.runtime.tracing.random_inputs``), not from torch's generators."""
 
@@ -32,6 +33,24 @@ def _bernoulli(shapes, x, generator=None):
 def _uniform(shapes, x, low=0.0, high=1.0, generator=None):
     d = dt(shapes)
     return jax.random.uniform(_key(generator), jnp.shape(x), d, low, high)
+
+
+def _integers(seed, shapes, low: int, high: int):
+    """Integers uniform in ``[low, high)``, in the result's dtype (``random_(from, to)``
+    draws integers for every dtype, floating ones included)."""
+    draw = jax.random.randint(_key(seed), sizes(shapes), low, high, jnp.int64)
+    return draw.astype(dt(shapes))
+
+
+@op("random.to")
+def _random_to(shapes, x, to, generator=None):
+    return _integers(generator, shapes, 0, to)
+
+
+@op("random.from")
+def _random_from(shapes, x, low, high=None, generator=None):
+    # ``to=None`` (up to the dtype's largest value) is refused (``refusals.PREDICATES``).
+    return _integers(generator, shapes, low, high)
 
 
 @op("normal_functional")
