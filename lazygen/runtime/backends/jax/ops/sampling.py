@@ -35,22 +35,22 @@ def _uniform(shapes, x, low=0.0, high=1.0, generator=None):
     return jax.random.uniform(_key(generator), jnp.shape(x), d, low, high)
 
 
-def _integers(seed, shapes, low: int, high: int):
-    """Integers uniform in ``[low, high)``, in the result's dtype (``random_(from, to)``
-    draws integers for every dtype, floating ones included)."""
-    draw = jax.random.randint(_key(seed), sizes(shapes), low, high, jnp.int64)
+def _integers(seed, shapes, x, low: int, high: int):
+    """Integers uniform in ``[low, high)`` with ``x``'s sizes, in the result's dtype
+    (``random_(from, to)`` draws integers for every dtype, floating ones included)."""
+    draw = jax.random.randint(_key(seed), jnp.shape(x), low, high, jnp.int64)
     return draw.astype(dt(shapes))
 
 
 @op("random.to")
 def _random_to(shapes, x, to, generator=None):
-    return _integers(generator, shapes, 0, to)
+    return _integers(generator, shapes, x, 0, to)
 
 
 @op("random.from")
 def _random_from(shapes, x, low, high=None, generator=None):
     # ``to=None`` (up to the dtype's largest value) is refused (``refusals.PREDICATES``).
-    return _integers(generator, shapes, low, high)
+    return _integers(generator, shapes, x, low, high)
 
 
 @op("normal_functional")
