@@ -15,6 +15,13 @@ def _mm(shapes, a, b):
     return jnp.matmul(as_dtype(a, d), as_dtype(b, d), precision=HIGHEST)
 
 
+@op("linear")
+def _linear(shapes, x, weight, bias=None):
+    d = dt(shapes)
+    out = jnp.matmul(as_dtype(x, d), as_dtype(weight, d).T, precision=HIGHEST)
+    return out if bias is None else out + as_dtype(bias, d)
+
+
 @op("addmm")
 def _addmm(shapes, x, a, b, beta=1, alpha=1):
     d = dt(shapes)

@@ -93,6 +93,7 @@ def _arange(shapes, start, end, step=1, **kwargs):
     "squeeze_copy.dim",
     "squeeze_copy.dims",
     "unsqueeze_copy",
+    "unsqueeze",
     "_reshape_alias_copy",
     "view_copy.default",
     "flatten_copy",
@@ -111,17 +112,17 @@ def _permute(shapes, x, dims):
     return jnp.transpose(x, [d % max(x.ndim, 1) for d in dims])
 
 
-@op("t_copy")
+@op("t_copy", "t")
 def _t(shapes, x):
     return x.T if x.ndim == 2 else x
 
 
-@op("transpose_copy.int")
+@op("transpose_copy.int", "transpose.int")
 def _transpose(shapes, x, dim0, dim1):
     return jnp.swapaxes(x, dim0, dim1) if x.ndim else x
 
 
-@op("select_copy.int")
+@op("select_copy.int", "select.int")
 def _select(shapes, x, dim, index):
     dim %= x.ndim
     return lax.index_in_dim(x, index % x.shape[dim], dim, keepdims=False)
@@ -133,6 +134,14 @@ def _slice(shapes, x, dim=0, start=None, end=None, step=1):
     index = [slice(None)] * x.ndim
     index[dim] = slice(start, end, step)
     return x[tuple(index)]
+
+
+@op("narrow_copy", "narrow")
+def _narrow(shapes, x, dim, start, length):
+    dim %= x.ndim
+    if start < 0:
+        start += x.shape[dim]
+    return lax.slice_in_dim(x, start, start + length, axis=dim)
 
 
 @op("select_backward")
@@ -152,13 +161,13 @@ def _slice_backward(shapes, grad, input_sizes, dim, start, end, step):
     return out.at[tuple(index)].set(grad.astype(out.dtype))
 
 
-@op("unbind_copy.int")
+@op("unbind_copy.int", "unbind.int")
 def _unbind(shapes, x, dim=0):
     dim %= x.ndim
     return [lax.index_in_dim(x, i, dim, keepdims=False) for i in range(x.shape[dim])]
 
 
-@op("split_copy.Tensor", "split_with_sizes_copy")
+@op("split_copy.Tensor", "split_with_sizes_copy", "chunk")
 def _split(shapes, x, split=None, dim=0):
     dim %= x.ndim
     results, offset = [], 0
