@@ -16,6 +16,9 @@ from support.training import compare_training  # noqa: E402
 
 import lazygen.runtime as lr  # noqa: E402
 from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
+from lazygen.runtime.backends.jax.lowering import op_key  # noqa: E402
+from lazygen.runtime.backends.jax.ops import JAX_OPS  # noqa: E402
+from lazygen.runtime.ops import CORE_LOWERED_OPS  # noqa: E402
 from lazygen.runtime.tracing.tensor import inner  # noqa: E402
 
 from .conftest import BACKENDS, index_zero_on  # noqa: E402
@@ -427,3 +430,16 @@ def test_recurrent_layers_and_cells_train_as_eager(kind, node, fresh_metrics):
     if node is not None:
         assert lr.metrics.counter_value(f"lazy::{node}")
     assert not lr.metrics.fallback_report().refused
+
+
+def test_every_op_the_core_lowers_is_in_the_table_where_it_can_reach_jax():
+    """``CORE_LOWERED_OPS`` are handed to a backend whatever its op list says: the jax table
+    must have each one that can reach it (not the collectives: ``collectives_in_graph`` is
+    off; not ``copy_``: ``writes_inputs`` is off; not the CPU flash kernels, which only the
+    torch backends lower ``lazygen::attention`` to)."""
+    backend = BACKENDS["jax"]
+    assert not backend.collectives_in_graph and not backend.writes_inputs
+    unreachable = {"aten::copy_", *(op for op in CORE_LOWERED_OPS if "flash_attention" in op)}
+    unreachable |= {op for op in CORE_LOWERED_OPS if op.startswith("_c10d_functional::")}
+    missing = [op for op in CORE_LOWERED_OPS if op not in unreachable and op_key(op) not in JAX_OPS]
+    assert not missing, f"add to lazygen.runtime.backends.jax.ops: {missing}"
