@@ -16,6 +16,9 @@ from support.training import compare_training  # noqa: E402
 
 import lazygen.runtime as lr  # noqa: E402
 from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
+from lazygen.runtime.backends.jax.lowering import op_key  # noqa: E402
+from lazygen.runtime.backends.jax.ops import JAX_OPS  # noqa: E402
+from lazygen.runtime.ops import CORE_LOWERED_OPS  # noqa: E402
 from lazygen.runtime.tracing.tensor import inner  # noqa: E402
 
 from .conftest import BACKENDS, index_zero_on  # noqa: E402
@@ -383,3 +386,60 @@ def test_host_view_of_a_broadcast_constant_result_does_not_crash():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["0.0", "0.0"]
+
+
+class _Recurrent(torch.nn.Module):
+    """A recurrent layer or cell, its last output classified (4 classes)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        make = {
+            "lstm": lambda: torch.nn.LSTM(6, 8, num_layers=2, batch_first=True),
+            "gru": lambda: torch.nn.GRU(6, 8, bidirectional=True, batch_first=True),
+            "lstm_cell": lambda: torch.nn.LSTMCell(20, 8),
+            "gru_cell": lambda: torch.nn.GRUCell(20, 8),
+        }[kind]
+        self.rnn = make()
+        self.head = torch.nn.Linear(16 if kind == "gru" else 8, 4)
+
+    def forward(self, x):
+        out = self.rnn(x)
+        if self.kind in ("lstm", "gru"):
+            return self.head(out[0][:, -1])
+        return self.head(out[0] if self.kind == "lstm_cell" else out)
+
+
+@pytest.mark.parametrize(
+    ("kind", "node"),
+    [
+        ("lstm", "lstm_layers"),
+        ("gru", "gru_layers"),
+        ("lstm_cell", "_thnn_fused_lstm_cell"),
+        ("gru_cell", None),
+    ],
+)
+def test_recurrent_layers_and_cells_train_as_eager(kind, node, fresh_metrics):
+    """The recurrent nodes lower as many ops; each gets its own shapes (they failed on jax
+    with the node's shapes, or with an op the table lacked: transpose.int, narrow...)."""
+    torch.manual_seed(0)
+    with index_zero_on("jax"):
+        compare_training(
+            "adam", steps=3, model=_Recurrent(kind), workload="mlp" if "cell" in kind else "lstm"
+        )
+    if node is not None:
+        assert lr.metrics.counter_value(f"lazy::{node}")
+    assert not lr.metrics.fallback_report().refused
+
+
+def test_every_op_the_core_lowers_is_in_the_table_where_it_can_reach_jax():
+    """``CORE_LOWERED_OPS`` are handed to a backend whatever its op list says: the jax table
+    must have each one that can reach it (not the collectives: ``collectives_in_graph`` is
+    off; not ``copy_``: ``writes_inputs`` is off; not the CPU flash kernels, which only the
+    torch backends lower ``lazygen::attention`` to)."""
+    backend = BACKENDS["jax"]
+    assert not backend.collectives_in_graph and not backend.writes_inputs
+    unreachable = {"aten::copy_", *(op for op in CORE_LOWERED_OPS if "flash_attention" in op)}
+    unreachable |= {op for op in CORE_LOWERED_OPS if op.startswith("_c10d_functional::")}
+    missing = [op for op in CORE_LOWERED_OPS if op not in unreachable and op_key(op) not in JAX_OPS]
+    assert not missing, f"add to lazygen.runtime.backends.jax.ops: {missing}"

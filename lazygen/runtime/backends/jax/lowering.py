@@ -10,6 +10,12 @@ Graph inputs arrive as the executor feeds a backend whose data is not torch's
 numbers (traced by ``jax.jit`` as weakly typed scalars: one graph serves every value), and
 random ops' seeds as ints (``Backend.random_numbers = "seed"``).
 
+An implementation is handed the shapes of what it computes (``impl(shapes, ...)``): the
+node's own shapes when the call is the node's own op, and, for the other ops a node's
+lowering emits (the recurrent layers and cells, a decomposition), the shapes torch's meta
+kernels give for the call's arguments (``call_shapes``): every slot's shape is kept as it
+is recorded, so each call can be inferred from the ones before it.
+
 A graph compiled for all sizes (``graph/dynamic.py``: its shapes hide their sizes) is
 lowered with ``generic`` set: every size an op needs comes from its operands' shapes or
 from its size arguments, which are graph inputs read as ``SymInt``s and compiled in per
@@ -25,10 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 import torch
 
 from ...graph.dynamic import HiddenSizes, SizeHidden
-from ...ir import ScalarData, Shape, SizeConstant, Value
+from ...ir import Node, ScalarData, Shape, SizeConstant, Value
 from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
 from ...state import settings
 from .dtypes import convert, to_jax
@@ -98,6 +105,8 @@ class JaxLoweringContext(LoweringContext):
         self.static_values: dict[int, int] = {}
         #: Lowering a graph compiled for all sizes (its shapes hide their sizes).
         self.generic = False
+        #: Each slot's shape as recorded (inputs, results), or per item for a list result.
+        self.slot_shapes: dict[int, Any] = {}
 
     def _new(self) -> Ref:
         ref = Ref(self.slot_count)
@@ -114,6 +123,8 @@ class JaxLoweringContext(LoweringContext):
             )
         ref = self._new()
         self.input_slots.append(ref.slot)
+        if node.shapes and isinstance(node.shapes[0], Shape):
+            self.slot_shapes[ref.slot] = node.shapes[0]
         return ref
 
     def set_graph_outputs(self, outputs: list[Value]) -> None:
@@ -181,11 +192,20 @@ class JaxLoweringContext(LoweringContext):
         if self.generic:
             args = self._all_sizes_arguments(name, impl, list(args))
         refs = [self._new() for _ in range(num_outputs)]
-        # A ``Tensor[]`` result is one value (a list) that ``unpack_list`` takes apart.
-        shapes = tuple(self.node.shapes) if self.node is not None else (None,) * num_outputs
-        self.program.append(
-            Instruction(impl, name, tuple(args), dict(kwargs), tuple(r.slot for r in refs), shapes)
-        )
+        shapes = self.call_shapes(name, args, kwargs, num_outputs)
+        outputs = tuple(r.slot for r in refs)
+        if num_outputs == 1 and _returns_list(name):
+            # one ``Tensor[]`` result (a list) that ``unpack_list`` takes apart
+            items = shapes[0] if type(shapes[0]) is list else list(shapes)
+            self.slot_shapes[outputs[0]] = items
+            instruction = Instruction(
+                impl, name, tuple(args), dict(kwargs), outputs, tuple(items), returns_list=True
+            )
+        else:
+            for slot, shape in zip(outputs, shapes, strict=False):
+                self.slot_shapes[slot] = shape
+            instruction = Instruction(impl, name, tuple(args), dict(kwargs), outputs, shapes)
+        self.program.append(instruction)
         return refs
 
     def _all_sizes_arguments(self, name: str, impl: Callable, args: list) -> list:
@@ -211,14 +231,68 @@ class JaxLoweringContext(LoweringContext):
             self.static_inputs[position] = args[i] = self.static_values.get(position)
         return args
 
+    def call_shapes(self, name: str, args, kwargs: dict, num_outputs: int) -> tuple:
+        """The shapes of what ``name`` computes from these arguments: the node's own when
+        the call is the node's op, else its meta kernel's answer (a list of shapes for a
+        ``Tensor[]`` result); the node's when torch cannot tell (no such op, an argument
+        whose shape is unknown)."""
+        node = self.node
+        own = tuple(node.shapes) if node is not None else (None,) * num_outputs
+        if node is None or _is_own_op(node, name):
+            return own
+        overload = overload_of(name)
+        try:
+            result = overload(*self._meta(args), **self._meta(kwargs))
+        except Exception:  # noqa: BLE001 - torch cannot tell: the node's shapes, as before
+            return own
+        if isinstance(result, torch.Tensor):
+            result = (result,)
+        if type(result) is list and num_outputs == 1:
+            return ([Shape(t.dtype, tuple(t.shape)) for t in result],)
+        if len(result) != num_outputs or not all(isinstance(t, torch.Tensor) for t in result):
+            return own
+        return tuple(Shape(t.dtype, tuple(t.shape)) for t in result)
+
+    def _meta(self, arg):
+        """``arg`` with every slot as a meta tensor of its recorded shape."""
+        kind = type(arg)
+        if kind is Ref:
+            shape = self.slot_shapes[arg.slot]
+            if not isinstance(shape, Shape):
+                raise LookupError(f"slot {arg.slot} has no tensor shape")
+            return torch.empty(shape.sizes, dtype=shape.dtype, device="meta")
+        if kind is Cast:
+            return torch.empty((), dtype=arg.dtype, device="meta")
+        if kind is list or kind is tuple:
+            return [self._meta(a) for a in arg]
+        if kind is dict:
+            return {k: self._meta(v) for k, v in arg.items()}
+        if isinstance(arg, jnp.ndarray):
+            return torch.from_numpy(np.asarray(arg)).to("meta")
+        if kind is torch.device:
+            return torch.device("meta")
+        return arg
+
     def unpack_list(self, value: Ref, count: int) -> list:
         refs = [self._new() for _ in range(count)]
+        items = self.slot_shapes.get(value.slot)
+        shapes = tuple(items) if type(items) is list and len(items) == count else (None,) * count
+        for ref, shape in zip(refs, shapes, strict=True):
+            self.slot_shapes[ref.slot] = shape
         self.program.append(
-            Instruction(
-                _unpack, "unpack", (value,), {}, tuple(r.slot for r in refs), (None,) * count
-            )
+            Instruction(_unpack, "unpack", (value,), {}, tuple(r.slot for r in refs), shapes)
         )
         return refs
+
+
+def _is_own_op(node: Node, name: str) -> bool:
+    """Whether ``name`` (``"aten::add.Tensor"``) is the op ``node`` stands for: its
+    ``op_kind`` with or without the overload its ``schema`` names."""
+    key = op_key(name)
+    kind = node.op_kind or ""
+    overload = (getattr(node, "schema", "") or "").partition("(")[0]
+    namespace = kind.partition("::")[0]
+    return key in (op_key(kind), op_key(f"{namespace}::{overload}") if overload else None)
 
 
 def _returns_list(op: str) -> bool:

@@ -15,7 +15,7 @@ def _mm(shapes, a, b):
     return jnp.matmul(as_dtype(a, d), as_dtype(b, d), precision=HIGHEST)
 
 
-@op("linear")  # called by hand-written lowerings (the recurrent cells)
+@op("linear")
 def _linear(shapes, x, weight, bias=None):
     d = dt(shapes)
     out = jnp.matmul(as_dtype(x, d), as_dtype(weight, d).T, precision=HIGHEST)

@@ -161,13 +161,6 @@ def _select(shapes, x, dim, index):
     return lax.index_in_dim(x, index % x.shape[dim], dim, keepdims=False)
 
 
-@op("narrow")
-def _narrow(shapes, x, dim, start, length):
-    dim %= x.ndim
-    start = start + x.shape[dim] if start < 0 else start
-    return lax.slice_in_dim(x, start, start + length, axis=dim)
-
-
 @op("chunk")
 def _chunk(shapes, x, chunks, dim=0):
     dim %= x.ndim
@@ -183,6 +176,14 @@ def _slice(shapes, x, dim=0, start=None, end=None, step=1):
     index = [slice(None)] * x.ndim
     index[dim] = slice(start, end, step)
     return x[tuple(index)]
+
+
+@op("narrow_copy", "narrow")
+def _narrow(shapes, x, dim, start, length):
+    dim %= x.ndim
+    if start < 0:
+        start += x.shape[dim]
+    return lax.slice_in_dim(x, start, start + length, axis=dim)
 
 
 @op("select_backward")
