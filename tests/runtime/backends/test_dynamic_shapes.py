@@ -3,6 +3,7 @@ TorchScript cases: tests/runtime/graph/test_dynamic_shapes.py, test_recompile_bu
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import lazygen.runtime as lr
@@ -36,6 +37,7 @@ def _past_a_limit_of_one(make, values, metrics):
     assert metrics.counter_value("UncompiledGraphRun") == len(values) - 1
 
 
+@pytest.mark.slow  # 24 Inductor trainings: ~140 s on a cold cache
 def test_inductor_transformer_over_24_lengths_compiles_at_most_8_graphs(fresh_metrics):
     """Inductor compiles a graph for all sizes with symbolic sizes; a size its guards
     reject (a size of 1, sizes that were equal) compiles a variant, counted too."""
