@@ -27,7 +27,7 @@ import warnings
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import devices, metrics, state
+from lazygen.runtime import devices, state
 from lazygen.runtime.backends import BUILTIN
 from lazygen.runtime.devices import LazyDevice
 
@@ -81,8 +81,25 @@ def _init_or_keep(backend: str) -> None:
         lr.init()
 
 
-def _on_lazy_device(x) -> bool:
-    return isinstance(x, torch.Tensor) and x.device.type == lr.device_name()
+def _lazy_device_of(example_inputs) -> LazyDevice | None:
+    """The lazy device of the graph's lazy inputs (a model moved to the lazy device).
+
+    That device runs the graphs; None when no input is lazy.
+    """
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor) and x.device.type == lr.device_name():
+            return devices.get_device(x.device.index or 0)
+    return None
+
+
+def _check_backend(device: LazyDevice, backend: str | None) -> None:
+    if backend is not None and _canonical(backend) != _canonical(device.backend.name):
+        raise ValueError(
+            f"lazygen: torch.compile(options={{'backend': {backend!r}}}) names another "
+            f"backend than the one running the step's tensors ({device.torch_device} runs "
+            f"{device.backend.name!r}); tensors on the lazy device run on its backend: "
+            f"lazygen.runtime.init(backend={backend!r}) before moving them, or drop the option"
+        )
 
 
 def lazygen_backend(
@@ -111,15 +128,14 @@ def lazygen_backend(
             f"lazygen: unknown torch.compile option(s) {sorted(unknown)}; "
             f"lazygen takes {sorted(OPTIONS)}"
         )
-    device = device_for(options.get("backend"))
+    device = _lazy_device_of(example_inputs)
+    if device is None:
+        device = device_for(options.get("backend"))
+    else:
+        _check_backend(device, options.get("backend"))
     streams.install()
     streams.forget_unread_current_stream(gm)
     graph_id = next(_graph_ids)
-    if any(_on_lazy_device(x) for x in example_inputs):
-        # Lazy tensors are functional wrappers, which aot_autograd cannot functionalize
-        # again: the Dynamo graph runs as it is, traced op by op by the lazy device.
-        metrics.count("DynamoLazyInputGraph")
-        return gm.forward
 
     def compiler(kind: str):
         def compile_graph(graph: torch.fx.GraphModule, inputs):

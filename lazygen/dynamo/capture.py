@@ -25,6 +25,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime.devices import LazyDevice
+from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import InputWrite, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
@@ -221,6 +222,8 @@ def _stand_ins(args: list, device: LazyDevice) -> tuple[dict, list, list]:
             lazy_args.append(a)
             continue
         t = inner(a) if is_lazy(a) else None
+        if t is not None and not t._value.node.is_input:
+            executor.sync([t])  # pending IR (an earlier call's output): its data, once
         data = t._value.node.data if t is not None else a.detach()
         if device.backend.torch_data:
             lazy = from_data(device.backend.to_data(data, device.backing), device)
@@ -338,7 +341,7 @@ def _mutated_arguments(stand_ins: list, args: list, arg_of: dict) -> tuple[dict,
         value = inner(stand_in)._value
         if value.node in arg_of and arg_of[value.node] == i:
             continue
-        if tuple(stand_in.shape) != tuple(args[i].shape) or is_lazy(args[i]):
+        if tuple(stand_in.shape) != tuple(args[i].shape):
             unwritable.append(f"argument {i} changed in place in a way a replay cannot write")
             continue
         mutated[i] = value

@@ -28,7 +28,9 @@ from lazygen.runtime.tracing.tensor import from_data, inner, to_functional
 
 from . import asserts, partition
 from .capture import ARG, FIXED, PASS, RESULT, VIEW, Capture, capture, host_type_of
+from .partition import Eager, Partitioned
 from .random_feeds import RandomFeeds
+from .splice import Splice, splice_refusal
 
 #: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
 _graphs: weakref.WeakSet = weakref.WeakSet()
@@ -295,32 +297,6 @@ def _lazy_data(t: torch.Tensor, native: bool = False):
     return node.materialize() if native else node.data
 
 
-class Eager:
-    """An FX graph, or part of one, that could not be captured: run as it is."""
-
-    __slots__ = ("gm", "reasons")
-
-    def __init__(self, gm: torch.fx.GraphModule, reasons: list[str]) -> None:
-        self.gm = gm
-        self.reasons = reasons
-
-    def __call__(self, args: list):
-        metrics.count("DynamoEagerGraphRun")
-        return self.gm(*args)
-
-
-class Partitioned:
-    """An FX graph split into lazy and eager segments (``partition.split``)."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self, parts: torch.fx.GraphModule) -> None:
-        self.parts = parts
-
-    def __call__(self, args: list):
-        return self.parts(*args)
-
-
 class CompiledGraph:
     """What lazygen's Dynamo backend returns for one FX graph. aot_autograd calls it with
     one list of arguments (the boxed convention, ``_boxed_call``: an instance attribute,
@@ -338,6 +314,8 @@ class CompiledGraph:
         self.eager_segments: list[list[str]] = []
         self.segments: list[CompiledGraph] = []
         self.nodes = 0
+        self.spliced = False  # replayed as calls spliced into the lazy device's graph
+        self.unspliced: str | None = None  # why a graph of lazy tensors runs at each call
         static = _static_tensors(gm)
         self.varying = _varying(static)
         self.contiguous = _contiguous(static)
@@ -391,6 +369,15 @@ class CompiledGraph:
             return Eager(self.gm, cap.cuts)
         if not cap.order:  # every output is an argument or a constant, and nothing written
             return Replay(cap, device, None, args, self.contiguous)
+        if cap.host is None:  # the step's tensors live on the lazy device
+            refusal = splice_refusal(cap, args)
+            if refusal is None:
+                self.nodes = sum(1 for n in cap.order if not n.is_input)
+                self.spliced = True
+                return Splice(cap, device, args)
+            metrics.count("DynamoUnsplicedGraph")
+            self.unspliced = refusal
+            log(1, f"lazygen.dynamo: {self.name} runs at each call: {refusal}")
         order = cap.order  # the order Replay feeds and runs (random ops in eager's order)
         position = {node: i for i, node in enumerate(order)}
         self.nodes = sum(1 for n in order if not n.is_input)
@@ -429,7 +416,10 @@ class CompiledGraph:
             lines += [f"  eager: {', '.join(nodes)}" for nodes in self.eager_segments]
             lines += [f"  {segment.describe()}" for segment in self.segments]
             return "\n".join(lines)
-        return f"{self.name}: {self.nodes} IR nodes, {len(self.entries)} input signature(s)"
+        how = ", spliced" if self.spliced else ""
+        if self.unspliced:
+            how = f", run at each call ({self.unspliced})"
+        return f"{self.name}: {self.nodes} IR nodes, {len(self.entries)} input signature(s){how}"
 
 
 def report() -> str:

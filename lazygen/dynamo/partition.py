@@ -1,7 +1,8 @@
 """Split an FX graph around the ops lazygen cannot trace: consecutive nodes that trace
 lazily form one segment (captured and compiled like a whole graph), each run of nodes that
 went through the eager fallback forms an eager segment, run as it is. Segments follow the
-FX graph's order, so the split graph has no cycle."""
+FX graph's order, so the split graph has no cycle. ``Eager`` runs a whole graph that could
+not be captured, ``Partitioned`` one split so."""
 
 from __future__ import annotations
 
@@ -78,3 +79,29 @@ def split(gm: torch.fx.GraphModule, eager_nodes: set[str], make_lazy) -> tuple:
         else:
             setattr(parts, name, LazySegment(make_lazy(child, name)))
     return parts, eager_segments
+
+
+class Eager:
+    """An FX graph, or part of one, that could not be captured: run as it is."""
+
+    __slots__ = ("gm", "reasons")
+
+    def __init__(self, gm: torch.fx.GraphModule, reasons: list[str]) -> None:
+        self.gm = gm
+        self.reasons = reasons
+
+    def __call__(self, args: list):
+        metrics.count("DynamoEagerGraphRun")
+        return self.gm(*args)
+
+
+class Partitioned:
+    """An FX graph split into lazy and eager segments (``partition.split``)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: torch.fx.GraphModule) -> None:
+        self.parts = parts
+
+    def __call__(self, args: list):
+        return self.parts(*args)

@@ -49,6 +49,10 @@ class LazyDevice:
         # While a foreach op or a Dynamo capture traces: (kind, value) -> its graph input
         # (``tensor.shared_scalars``, ``tensor.fixed_scalars``; an ``ir.ScalarTable``).
         self.shared_scalars: dict | None = None
+        # Captured graphs spliced into the pending graph since it last ran whole
+        # (``graph.fragments``): while any is, a sync runs every pending tensor of the device,
+        # so that a step's calls run as one program (``executor.sync``).
+        self.spliced: set = set()
 
     def prune(self) -> None:
         """Drop references to dead tensors (in place: other threads may be appending)."""

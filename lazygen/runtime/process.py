@@ -80,10 +80,10 @@ EFFECTS: tuple[Effect, ...] = (
     Effect(
         "compile_inputs",
         "LAZYGEN_COMPILE_INPUTS",
-        "torch's meta converter (`MetaConverter.__call__`) wrapped, so a lazy tensor that "
-        "requires grad given to `torch.compile` (a model moved to the lazy device, then "
-        "compiled) raises lazygen's `CompileInputError` naming what to do instead of torch's "
-        "bare `AssertionError: True != False`",
+        "torch's meta describer (`MetaTensorDescriber.describe_tensor`) wrapped, so Dynamo "
+        "fakes lazy tensors as plain tensors of the lazy device, as it fakes XLA's (a model "
+        "moved to the lazy device compiles; a view raises lazygen's `CompileInputError`), "
+        "and lazygen's own code put on Dynamo's skip list",
         "`init()` (`privateuse1.compile_inputs`)",
     ),
     Effect(

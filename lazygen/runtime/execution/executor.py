@@ -69,6 +69,8 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
         if not t._value.node.is_input:
             by_device.setdefault(t._device, []).append(t)
     for dev, group in by_device.items():
+        if dev.spliced:
+            group = _whole_step(dev)
         if early_results and not wait and _splits(dev):
             with dev.lock:
                 plan = split.split(list(dict.fromkeys(group)))
@@ -84,6 +86,15 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
                     split.hand_over(plan, data_of)
                     group = plan.rest
         _sync_device(dev, group, wait)
+
+
+def _whole_step(device: LazyDevice) -> list[LazyTensor]:
+    """Every pending tensor of a device with captured graphs spliced into its pending graph
+    (``graph.fragments``): their calls are one step, which runs as one program whichever
+    of its results is read first (reading the loss alone would run the forward's call and
+    leave the rest, which reads it, to recompute it in a second program)."""
+    device.spliced.clear()
+    return pending(device.live_tensors())
 
 
 def _sync_rest_quietly(device: LazyDevice, tensors: list[LazyTensor]) -> None:
@@ -227,6 +238,7 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     synced = [device] if device is not None else all_devices()
     for dev in synced:
         traced, dev.pending_nodes = dev.pending_nodes, 0
+        dev.spliced.clear()  # every pending tensor is synced below
         previous = len(dev.in_flight)
         # The previous run is waited for only once this step's graph is found and its
         # inputs are read (which waits for the runs they come from): the run overlaps
@@ -276,6 +288,7 @@ def cut(device: LazyDevice) -> None:
     """Materialise a graph that grew too large without ``mark_step`` (no step closures)."""
     metrics.count("AutoGraphCut")
     device.pending_nodes = 0
+    device.spliced.clear()  # every pending tensor is synced below
     previous = len(device.in_flight)
     sync(device.live_tensors(), wait=False)
     settle(device.in_flight, device.lock, previous)

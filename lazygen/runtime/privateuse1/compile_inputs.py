@@ -1,20 +1,34 @@
-"""Lazy tensors that require grad as ``torch.compile`` inputs: lazygen's error, with the way out.
+"""Lazy tensors as ``torch.compile`` inputs: Dynamo fakes them as torch fakes XLA's tensors.
 
-A model moved to the lazy device and then compiled (``torch.compile(model.to("lazygen"))``,
-any backend, Dynamo's ``eager`` too) hands Dynamo parameters that are lazy tensors
-requiring grad. Dynamo makes a fake tensor of each input, and torch 2.13's meta converter
-cannot describe a functional tensor whose ``requires_grad`` was set on the wrapper: it
-failed with a bare ``AssertionError: True != False`` from ``meta_utils``, naming nothing
-the user did. ``install()`` wraps ``MetaConverter.__call__`` so that this failure, for a
-lazy tensor that requires grad, raises ``CompileInputError`` instead, which says what to
-do: compile the model on the CPU (lazygen compiles it for the lazy device's backend), or
-train it on the lazy device without ``torch.compile``. Every other tensor, and every
-other failure, is torch's as before.
+A model moved to the lazy device and compiled (``torch.compile(step)`` of a training step
+whose model, optimizer state and batch live on ``lazygen``) hands Dynamo lazy tensors:
+functional tensor wrappers (C++ functionalization) around lazygen's inner ``LazyTensor``.
+torch's meta converter takes a functional tensor apart (its inner tensor faked, wrapped
+again, its autograd metadata mirrored), which for a parameter failed with a bare
+``AssertionError: True != False`` (``is_leaf``), and would hand aot_autograd a functional
+wrapper it cannot functionalize again. torch treats XLA's tensors, functional wrappers of
+the same kind, as plain dense tensors of their device (``meta_utils``: ``device.type not
+in ("xla", "lazy")``). ``install()`` wraps the describer so that the lazy device's tensors
+are described the same way: Dynamo and aot_autograd then trace fake tensors of the lazy
+device, and lazygen's Dynamo backend replays their graphs on the tensors' own IR
+(``lazygen.dynamo``).
+
+The converter still cannot describe a lazy tensor that is a view (torch refuses to fake a
+functional view: "Cannot safely fakify a view"); such an input raises ``CompileInputError``,
+which says how to pass it.
+
+Lazy tensors seen by Dynamo also mean Dynamo sees lazygen's own Python running eagerly
+between its graphs (a kernel called by the program's uncompiled parts): it would try to
+compile those frames, break its graphs in them and recompile them per call. The lazy
+device's code is put on Dynamo's skip list the first time it fakes a lazy tensor
+(``skip_lazygen_frames``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import sys
 
 from torch._subclasses import meta_utils
 
@@ -23,51 +37,73 @@ from ..errors import LazygenRuntimeError
 from ..tracing.tensor import is_lazy
 
 _originals: dict = {}
+_skipped: list[str] = []  # packages put on Dynamo's skip list
 
 
 class CompileInputError(LazygenRuntimeError, AssertionError):
-    """A lazy tensor that requires grad reached ``torch.compile`` as an input.
+    """A lazy tensor that torch's meta converter cannot fake reached ``torch.compile``.
 
-    Also an ``AssertionError``: it replaces torch's assertion at the same place, so code
-    that caught that still catches it, and Dynamo passes it to the caller unwrapped.
-    """
+    Also an ``AssertionError``, as the converter's own failures are: Dynamo passes those
+    to the caller unwrapped (any other error reaches the user inside Dynamo's internal
+    error)."""
 
 
-def refusal(tensor) -> CompileInputError:
+def refusal(tensor, error: Exception) -> CompileInputError:
     return CompileInputError(
-        f"lazygen: torch.compile cannot take a {tensor.device} tensor that requires grad "
-        "(a model moved to the lazy device, then compiled): torch 2.13's Dynamo cannot make "
-        "a fake tensor of it. Keep the model on the CPU and compile it with "
-        'torch.compile(model, backend="lazygen"), which runs its graphs on the lazy '
-        "device's backend; or train it on the lazy device without torch.compile "
-        "(lazygen.runtime.mark_step() per step)"
+        f"lazygen: torch.compile cannot take a view of a {tensor.device} tensor as an input "
+        f"({tuple(tensor.shape)}, {tensor.dtype}): torch's meta converter refuses to fake a "
+        f"view of a functional tensor ({error}). Pass its base, or a copy (.clone()), or "
+        "make the view inside the compiled function"
     )
 
 
-def _guarded(original):
+def _lazy_described(original):
     @functools.wraps(original)
-    def wrapper(self, t, *args, **kwargs):
-        try:
+    def describe_tensor(self, t, *args, **kwargs):
+        if not is_lazy(t):
             return original(self, t, *args, **kwargs)
-        except AssertionError as error:
-            if is_lazy(t) and t.requires_grad and not isinstance(error, CompileInputError):
-                raise refusal(t) from error
+        skip_lazygen_frames()
+        try:
+            desc = original(self, t, *args, **kwargs)
+        except RuntimeError as error:
+            if t._is_view():
+                raise refusal(t, error) from error
             raise
+        if not desc.is_functional:
+            return desc
+        return dataclasses.replace(
+            desc, is_functional=False, unwrapped=None, autograd_meta_from=None, current_level=None
+        )
 
-    wrapper._lazygen_original = original
-    return wrapper
+    describe_tensor._lazygen_original = original
+    return describe_tensor
+
+
+def skip_lazygen_frames(packages: tuple[str, ...] = ("lazygen",)) -> None:
+    """Put ``packages`` on Dynamo's skip list (once each): Dynamo then never compiles a frame
+    of theirs, so a lazy kernel that runs between compiled graphs runs as plain Python."""
+    if "torch._dynamo" not in sys.modules:
+        return  # no Dynamo yet: its first compile fakes the inputs, which calls this again
+    from torch._dynamo import trace_rules  # already imported: costs nothing
+
+    for package in packages:
+        if package not in _skipped:
+            trace_rules.add(package)
+            _skipped.append(package)
 
 
 def install() -> None:
-    """Wrap the meta converter's entry (once per process)."""
+    """Wrap the meta converter's describer (once per process)."""
     if _originals:
         return
-    _originals["__call__"] = meta_utils.MetaConverter.__call__
-    meta_utils.MetaConverter.__call__ = _guarded(meta_utils.MetaConverter.__call__)
+    describer = meta_utils.MetaTensorDescriber
+    _originals["describe_tensor"] = describer.describe_tensor
+    describer.describe_tensor = _lazy_described(describer.describe_tensor)
 
 
 state.once_per_process(
     __name__,
-    ("_originals",),
-    "torch's meta converter entry as it was before lazygen wrapped it: torch holds the wrapper for the process",
+    ("_originals", "_skipped"),
+    "torch's meta describer as it was before lazygen wrapped it, and the packages on "
+    "Dynamo's skip list: torch holds both for the process",
 )

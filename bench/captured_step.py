@@ -1,0 +1,274 @@
+"""A whole training step captured once with ``torch.compile``, model and state on the lazy
+device, against torchax's jitted step (the anchor), eager, the lazy device and the
+model-on-CPU compile route.
+
+    OMP_NUM_THREADS=1 python bench/captured_step.py [--workloads mlp encoder gpt2]
+        [--routes eager lazy-jax cpu-jax captured-jax torchax ...] [--steps 30] [--repeats 3]
+
+Each (route, workload) pair runs in a fresh process, pairs interleaved across repeats
+(A B A B: load on a shared machine varies 2x between minutes, so compare within one run),
+medians printed as one Markdown table with the ratio to torchax's jitted step and to eager,
+and the largest relative difference of the route's losses from eager's over the steps.
+
+A step is: forward, loss, ``loss.backward()``, ``optimizer.step()``, ``zero_grad()``,
+then the loss read on the host (``.item()``, as training loops print it). Routes:
+
+* ``eager``: the step on CPU tensors, uncompiled.
+* ``lazy-<backend>``: the step on the lazy device, uncompiled, ``mark_step()`` per step.
+* ``cpu-<backend>``: ``torch.compile(step, backend="lazygen", options={"backend": ...})``
+  with the model on the CPU (the compile route before the captured step).
+* ``captured-<backend>``: the same ``torch.compile`` with model, optimizer state and batch
+  moved to the lazy device (``lazygen.init(backend=...)``; ``model.to("lazygen")``).
+* ``torchax``: torchax's jitted whole step (``torchax.train.make_train_step`` with optax's
+  SGD / AdamW, ``interop.jax_jit(..., donate_argnums=(0, 2))``), the anchor; skipped with a
+  note when torchax is not installed (``pip install --no-deps torchax==0.0.14.dev20261026
+  optax==0.2.8``: torchax 0.0.13 does not import with torch 2.13).
+
+Backends: ``jax``, ``torchscript``, ``inductor``. Workloads as ``bench/jax_backend.py``:
+``mlp`` (784-256-10, batch 64, SGD with momentum), ``encoder`` (2-layer
+``nn.TransformerEncoder``, d_model 64, AdamW), ``gpt2`` (transformers' GPT-2, 2 layers,
+n_embd 64, AdamW, dropout off; ``loss_type`` set so that Dynamo does not break the graph).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = ("mlp", "encoder", "gpt2")
+BACKENDS = ("jax", "torchscript", "inductor")
+ROUTES = (
+    "eager",
+    *(f"{kind}-{backend}" for kind in ("lazy", "cpu", "captured") for backend in BACKENDS),
+    "torchax",
+)
+DEFAULT_ROUTES = ("eager", "lazy-jax", "cpu-jax", "captured-jax", "torchax")
+
+
+def _workload(name: str):
+    """``(model, (x, y), optimizer factory, optax optimizer factory, loss(model, x, y))``."""
+    import torch
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        model = torch.nn.Sequential(
+            torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+        )
+        batch = (torch.randn(64, 784), torch.randint(0, 10, (64,)))
+        sgd = lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)  # noqa: E731
+        return model, batch, sgd, ("sgd", 0.01, 0.9), _classify
+    if name == "encoder":
+
+        class Encoder(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
+                self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+                self.head = torch.nn.Linear(64, 10)
+
+            def forward(self, x):
+                return self.head(self.encoder(x).mean(1))
+
+        batch = (torch.randn(8, 16, 64), torch.randint(0, 10, (8,)))
+        adamw = lambda p: torch.optim.AdamW(p, lr=1e-3)  # noqa: E731
+        return Encoder(), batch, adamw, ("adamw", 1e-3, 0.01), _classify
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=128, n_positions=32, n_embd=64, n_layer=2, n_head=4,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    )  # fmt: skip
+    ids = torch.randint(0, 128, (4, 16))
+    model = GPT2LMHeadModel(config)
+    model.loss_type = "ForCausalLM"  # transformers warns (a graph break) without it
+    adamw = lambda p: torch.optim.AdamW(p, lr=1e-3)  # noqa: E731
+    return model, (ids, ids), adamw, ("adamw", 1e-3, 0.01), _language_model
+
+
+def _classify(model, x, y):
+    import torch
+
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def _language_model(model, x, y):
+    return model(input_ids=x, labels=y, use_cache=False).loss
+
+
+def _timed(step, steps: int) -> dict:
+    times, losses = [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        loss = step()
+        losses.append(loss.item())
+        times.append(time.perf_counter() - start)
+    steady = times[min(10, steps - 1) :] if steps > 1 else times
+    return {"first": times[0], "steady": statistics.median(steady), "losses": losses}
+
+
+def run_torch(route: str, workload: str, steps: int) -> dict:
+    """One torch route in this process (see the module docstring)."""
+    import torch
+
+    import lazygen.runtime as lr
+
+    kind, _, backend = route.partition("-")
+    if kind in ("lazy", "captured"):
+        lr.init(backend=backend)
+    model, (x, y), make_optimizer, _, loss_of = _workload(workload)
+    if kind in ("lazy", "captured"):
+        model, x, y = model.to("lazygen"), x.to("lazygen"), y.to("lazygen")
+    model.train()
+    optimizer = make_optimizer(model.parameters())
+
+    def step():
+        loss = loss_of(model, x, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    if kind == "lazy":
+        uncompiled = step
+
+        def step():
+            loss = uncompiled()
+            lr.mark_step()
+            return loss
+
+    elif kind in ("cpu", "captured"):
+        step = torch.compile(step, backend="lazygen", options={"backend": backend})
+    result = _timed(step, steps)
+    if kind != "eager":
+        counters = lr.metrics.counters()
+        result["eager_graphs"] = counters.get("DynamoEagerGraphRun", 0)
+    return result
+
+
+def run_torchax(workload: str, steps: int) -> dict:
+    """torchax's jitted whole step: weights and optimizer state threaded through one
+    ``jax.jit`` with donation (its documented training route)."""
+    import jax
+    import optax
+    import torchax
+    from torchax import interop, train
+
+    env = torchax.default_env()
+    model, (x, y), _, (name, rate, extra), loss_of = _workload(workload)
+    torchax.enable_globally()  # this process runs torchax only: the loss is read outside
+    with env:
+        model.to("jax")
+        if hasattr(model, "tie_weights"):
+            model.tie_weights()
+        jittable = interop.JittableModule(model)
+        x, y = x.to("jax"), y.to("jax")
+    if name == "sgd":
+        optimizer = optax.sgd(rate, momentum=extra)
+    else:
+        optimizer = optax.adamw(rate, weight_decay=extra)
+
+    def model_fn(weights, buffers, args):
+        return loss_of(
+            lambda *a, **k: jittable.functional_call("forward", weights, buffers, *a, **k), *args
+        )
+
+    opt_state = interop.call_jax(optimizer.init, jittable.params)
+    step_fn = train.make_train_step(model_fn, lambda loss, _: loss, optimizer)
+    jitted = interop.jax_jit(step_fn, kwargs_for_jax_jit={"donate_argnums": (0, 2)})
+    state = {"params": jittable.params, "opt": opt_state}
+
+    def step():
+        with env:
+            loss, state["params"], state["opt"] = jitted(
+                state["params"], jittable.buffers, state["opt"], (x, y), y
+            )
+        return loss
+
+    del jax  # imported to fail early, with a clear message, when JAX is missing
+    return _timed(step, steps)
+
+
+def _available(route: str) -> str | None:
+    """Why ``route`` cannot run here (None: it can)."""
+    if route == "torchax":
+        try:
+            import optax  # noqa: F401
+            import torchax  # noqa: F401
+        except ImportError as error:
+            return f"not installed ({error.name})"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    parser.add_argument("--routes", nargs="+", choices=ROUTES, default=list(DEFAULT_ROUTES))
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--one", nargs=2, metavar=("ROUTE", "WORKLOAD"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        route, workload = args.one
+        if route == "torchax":
+            result = run_torchax(workload, args.steps)
+        else:
+            result = run_torch(route, workload, args.steps)
+        print(json.dumps(result))
+        return 0
+    skipped = {r: why for r in args.routes if (why := _available(r)) is not None}
+    routes = [r for r in args.routes if r not in skipped]
+    runs: dict = {}
+    for _ in range(args.repeats):
+        for workload in args.workloads:
+            for route in routes:
+                done = subprocess.run(
+                    [sys.executable, __file__, "--one", route, workload, "--steps", str(args.steps)],
+                    capture_output=True, text=True,
+                )  # fmt: skip
+                if done.returncode != 0:
+                    raise SystemExit(f"{route} {workload} failed:\n{done.stderr[-3000:]}")
+                runs.setdefault((workload, route), []).append(
+                    json.loads(done.stdout.splitlines()[-1])
+                )
+    _print_table(runs, args.workloads, routes)
+    for route, why in skipped.items():
+        print(f"\n{route}: skipped, {why}")
+    return 0
+
+
+def _print_table(runs: dict, workloads: list[str], routes: list[str]) -> None:
+    print("| workload | route | first step | steady step (median / min) | vs torchax | vs eager "
+          "| losses vs eager (max rel.) |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for workload in workloads:
+        anchor = runs.get((workload, "torchax"))
+        eager = runs.get((workload, "eager"))
+        for route in routes:
+            results = runs[(workload, route)]
+            first = statistics.median(r["first"] for r in results)
+            steady = statistics.median(r["steady"] for r in results)
+            fastest = min(r["steady"] for r in results)
+
+            def ratio(other, steady=steady):
+                if other is None:
+                    return "-"
+                return f"{steady / statistics.median(r['steady'] for r in other):.2f}x"
+
+            drift = "-"
+            if eager is not None:
+                ref = eager[0]["losses"]
+                drift = f"{max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(results[0]['losses'], ref, strict=False)):.1e}"  # noqa: E501
+            eager_graphs = results[0].get("eager_graphs")
+            note = f" ({eager_graphs} eager graph runs)" if eager_graphs else ""
+            print(
+                f"| {workload} | {route}{note} | {first * 1e3:.0f} ms | {steady * 1e3:.2f} / "
+                f"{fastest * 1e3:.2f} ms | {ratio(anchor)} | {ratio(eager)} | {drift} |"
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The replay of a graph whose tensors live on the lazy device: one node spliced into the
+device's pending graph (``FragmentCall``), nothing run yet.
+
+A step compiled with its model, optimizer state and batch on the lazy device calls its
+forward, backward and optimizer graphs with lazy tensors. Each call adds one
+``FragmentCall`` of its captured graph, reading the arguments' current IR values (device
+data between steps, or what an earlier call of the step computes); its outputs are new lazy
+tensors of the call's outputs, and the arguments the graph wrote in place (parameters,
+optimizer state) are pointed at the call's outputs that hold their new values, as a
+functionalized in-place op points them (``torch._functionalize_commit_update``, so views of
+them follow, and the version counter bumped, so autograd sees the write).
+
+The step's calls then run as one program when its results are needed: a host read (any
+sync of a device with spliced calls materialises all its live tensors:
+``executor.sync``), ``mark_step``, or the next step's first call (a fragment called again
+while its previous call is pending starts a new step: the pending one is launched then,
+``executor.cut``). The program's inputs are the parameters' and states' data, which the
+optimizer's call replaces: the executor donates them (``liveness``), so a jax step updates
+its ``jax.Array``s in place with nothing crossing to the host.
+
+Per call this costs a look-up of each argument's value, one node and one lazy tensor per
+output: no per-op recording, no functionalization, no shape inference.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lazygen.runtime import metrics
+from lazygen.runtime.devices import LazyDevice
+from lazygen.runtime.execution import executor
+from lazygen.runtime.graph import post_order
+from lazygen.runtime.graph.fragments import Fragment, FragmentCall
+from lazygen.runtime.graph.uncompiled import UncompiledGraph
+from lazygen.runtime.ir import ScalarData, Value
+from lazygen.runtime.kernel_support import default_generator
+from lazygen.runtime.tracing.random_inputs import SeedData, draw_seeds
+from lazygen.runtime.tracing.tensor import device_data, is_lazy, new_lazy, to_functional
+
+from .capture import ARG, CONSTANT, FIXED, PASS, RESULT, SEED, Capture
+
+_sync = torch._functionalize_sync
+_inner = torch._from_functional_tensor
+_commit = torch._functionalize_commit_update
+_set_versions = torch._C._autograd._unsafe_set_version_counter
+
+
+def splice_refusal(cap: Capture, args: list) -> str | None:
+    """Why ``cap`` cannot be replayed as a spliced call (None: it can): its random ops must
+    draw from seeds, nothing may be read on the host at every call (tensor assertions), and
+    a host tensor it writes (an optimizer's step count on the CPU) must get its new value
+    from host tensors alone (``HostWrites``)."""
+    if cap.host is not None:
+        return "its tensors are not on the lazy device"
+    if HostWrites.reads_lazy_data(cap, args):
+        return "it writes a host tensor with a value computed from lazy tensors"
+    if cap.asserts:
+        return "tensor assertions are checked on the host at every call"
+    if any(kind not in (ARG, FIXED, SEED) for kind, _ in cap.feeds):
+        return "a random op draws from a torch generator"
+    if any(kind not in (RESULT, PASS, CONSTANT) for kind, _ in cap.results):
+        return "an output is a view of an argument"
+    return None
+
+
+class Splice:
+    """Replays one capture by splicing a ``FragmentCall`` into the pending graph."""
+
+    __slots__ = (
+        "fragment", "device", "template", "arg_inputs", "seeds", "results", "writes", "spec",
+        "host_writes", "host_inputs",
+    )  # fmt: skip
+
+    def __init__(self, cap: Capture, device: LazyDevice, args: list) -> None:
+        self.device = device
+        inputs = [node for node in cap.order if node.is_input]
+        self.template: list = [Value(node, 0) for node in inputs]  # FIXED: the node itself
+        self.arg_inputs: list[tuple[int, int]] = []  # (fragment input, FX argument)
+        self.seeds: list[tuple[torch.device, list[int]]] = []  # per device, its seed inputs
+        read_at: dict[int, int] = {}
+        ranked: dict = {}
+        for k, (kind, payload) in enumerate(cap.feeds):
+            if kind == ARG:
+                self.arg_inputs.append((k, payload))
+                read_at.setdefault(payload, k)
+            elif kind == SEED:
+                seed_device, rank = payload
+                ranked.setdefault(seed_device, []).append((rank, k))
+        self.seeds = [(d, [k for _, k in sorted(pairs)]) for d, pairs in ranked.items()]
+        written = {r: read_at[i] for i, r in cap.mutations if i in read_at and is_lazy(args[i])}
+        self.fragment = Fragment(cap.order, cap.outputs, written)
+        self.results = cap.results
+        # (FX argument, fragment output) of the lazy tensors the graph writes
+        self.writes = [(i, r) for i, r in cap.mutations if is_lazy(args[i])]
+        self.host_writes = HostWrites(cap, args)
+        self.host_inputs = [(k, i) for k, i in self.arg_inputs if not is_lazy(args[i])]
+        self.arg_inputs = [(k, i) for k, i in self.arg_inputs if is_lazy(args[i])]
+        self.spec = cap.spec
+
+    def __call__(self, args: list):
+        metrics.count("DynamoSplicedCall")
+        device = self.device
+        if self.fragment in device.spliced:  # called again: the pending step is complete
+            metrics.count("DynamoStepLaunch")
+            executor.cut(device)
+        operands = self.template.copy()
+        for k, i in self.arg_inputs:
+            t = args[i]
+            _sync(t)
+            operands[k] = _inner(t)._value
+        for seed_device, positions in self.seeds:
+            drawn = draw_seeds(default_generator(seed_device), len(positions))
+            for k, seed in zip(positions, drawn, strict=True):
+                operands[k] = Value(SeedData(seed, seed_device), 0)
+        for k, i in self.host_inputs:  # a copy: the caller's tensor may change next
+            operands[k] = device_data(args[i].detach().clone(), device)
+        call = FragmentCall(self.fragment, tuple(operands))
+        device.spliced.add(self.fragment)
+        if self.host_writes:
+            self.host_writes(args)
+        if self.writes:
+            written = [args[i] for i, _ in self.writes]
+            for t, (_, r) in zip(written, self.writes, strict=True):
+                _inner(t)._value = Value(call, r)
+                _commit(t)
+            _set_versions(written, [t._version + 1 for t in written])
+        out = []
+        for kind, payload in self.results:
+            if kind == RESULT:
+                out.append(to_functional(new_lazy(Value(call, payload), device)))
+            elif kind == PASS:
+                out.append(args[payload])
+            elif isinstance(payload, torch.Tensor):
+                out.append(payload.clone())
+            else:
+                out.append(payload)
+        spec = self.spec
+        if spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children()):
+            return spec.type(out)
+        return torch.utils._pytree.tree_unflatten(out, spec)
+
+
+def _argument_of(cap: Capture) -> dict:
+    """Each graph input node that stands for an FX argument, with that argument's index."""
+    inputs = [node for node in cap.order if node.is_input]
+    return {
+        node: payload
+        for node, (kind, payload) in zip(inputs, cap.feeds, strict=True)
+        if kind == ARG
+    }
+
+
+class HostWrites:
+    """The host tensors a spliced graph writes in place, with their new values computed on
+    the host at each call: an optimizer's step counts, which torch keeps on the CPU
+    (``state["step"]`` of Adam and AdamW unless ``capturable``). The graph reads the old
+    values (uploaded, copied, at each call); these new ones, a function of host tensors
+    and the graph's constants only (``step + 1``), run op by op on the host
+    (``UncompiledGraph``) and are written into the caller's tensors, so nothing waits for
+    the device."""
+
+    __slots__ = ("targets", "graph", "feeds")
+
+    def __init__(self, cap: Capture, args: list) -> None:
+        writes = [(i, r) for i, r in cap.mutations if not is_lazy(args[i])]
+        self.targets = [i for i, _ in writes]
+        outputs = [cap.outputs[r] for _, r in writes]
+        order, _ = post_order(outputs)
+        self.graph = UncompiledGraph(order, outputs, torch.device("cpu"))
+        argument_of = _argument_of(cap)
+        self.feeds: list[tuple[bool, object]] = []  # (is an argument, its index or data)
+        for node in order:
+            if node.is_input:
+                if node in argument_of:
+                    self.feeds.append((True, argument_of[node]))
+                else:
+                    self.feeds.append((False, node.materialize()))
+
+    def __bool__(self) -> bool:
+        return bool(self.targets)
+
+    @staticmethod
+    def reads_lazy_data(cap: Capture, args: list) -> bool:
+        """Whether a host tensor's new value reads a lazy tensor or data of the graph."""
+        outputs = [cap.outputs[r] for i, r in cap.mutations if not is_lazy(args[i])]
+        if not outputs:
+            return False
+        argument_of = _argument_of(cap)
+        for node in post_order(outputs)[0]:
+            if not node.is_input or isinstance(node, ScalarData):
+                continue
+            if node not in argument_of or is_lazy(args[argument_of[node]]):
+                return True
+        return False
+
+    def __call__(self, args: list) -> None:
+        inputs = [args[payload] if is_arg else payload for is_arg, payload in self.feeds]
+        results = self.graph.run(inputs)
+        with torch.no_grad():
+            torch._foreach_copy_([args[i] for i in self.targets], results)
