@@ -68,6 +68,8 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
     for t in tensors:
         if not t._value.node.is_input:
             by_device.setdefault(t._device, []).append(t)
+        elif t._device.spliced:  # a read on a device with a step pending: the step runs
+            by_device.setdefault(t._device, [])
     for dev, group in by_device.items():
         if dev.spliced:
             group = _whole_step(dev)
@@ -92,7 +94,10 @@ def _whole_step(device: LazyDevice) -> list[LazyTensor]:
     """Every pending tensor of a device with captured graphs spliced into its pending graph
     (``graph.fragments``): their calls are one step, which runs as one program whichever
     of its results is read first (reading the loss alone would run the forward's call and
-    leave the rest, which reads it, to recompute it in a second program)."""
+    leave the rest, which reads it, to recompute it in a second program). A read of a
+    tensor already materialised runs it too: a step that started pending right after a
+    read (the next step's first call launched the one before: ``Splice``) ends at the next
+    read, not one call into the step after it."""
     device.spliced.clear()
     return pending(device.live_tensors())
 
