@@ -24,10 +24,10 @@ from lazygen.runtime.errors import LazyGraphError
 from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import graph_key
 from lazygen.runtime.state import log, settings
-from lazygen.runtime.tracing.tensor import from_data, inner, to_functional
 
-from . import asserts, partition
+from . import asserts, partition, uploads
 from .capture import ARG, FIXED, PASS, RESULT, VIEW, Capture, capture, host_type_of
+from .lazy_data import lazy_data, lazy_results
 from .partition import Eager, Partitioned
 from .random_feeds import RandomFeeds
 from .splice import Splice, splice_refusal
@@ -100,6 +100,8 @@ class Replay:
         "mutations",
         "asserts",
         "native",
+        "shapes",
+        "written",
     )
 
     def __init__(
@@ -141,28 +143,33 @@ class Replay:
         self.flat = _flat_type(cap, self.container)
         self.mutations = cap.mutations
         self.asserts = cap.asserts
+        self.shapes = [v.node.shapes[v.index] for v in cap.outputs]
+        self.written = frozenset(i for i, _ in cap.mutations)  # arguments written back
 
     def __call__(self, args: list):
         metrics.count("DynamoGraphRun")
         if self.copy_in:
             inputs = self.template.copy()
-            to_data, backing = self.device.backend.to_data, self.device.backing
+            backend, backing = self.device.backend, self.device.backing
+            written = self.written
             for position, i in self.host_args + self.host_args_checked:
-                inputs[position] = to_data(args[i], backing)
+                inputs[position] = uploads.upload(args[i], backend, backing, i in written)
         else:
             inputs = self.gather(args + self.extras)
             for position, i in self.host_args_checked:
                 t = args[i]
                 inputs[position] = t if t.is_contiguous() else t.contiguous()
         for position, i in self.lazy_args:
-            inputs[position] = _lazy_data(args[i], self.native)
+            inputs[position] = lazy_data(args[i], self.native)
         if self.random:
             self.random.fill(inputs)
+        native = None  # the backend's own results, when its data is not torch's
         if self.executable is None:  # every output is an argument or a constant
             results = []
         else:
             results = executor.run(self.device, self.run, self.order, inputs)
             if self.native:  # host views of the backend's results (DLPack, no copy)
+                native = results
                 from_data_ = self.device.backend.from_data
                 results = [from_data_(r, "cpu", copy=False) for r in results]
         if not self.checked:
@@ -173,8 +180,14 @@ class Replay:
             results[i] = results[i].clone()
         if self.mutations:
             _write_back(args, results, self.mutations, self.lazy_out or self.copy_in)
+            if native is not None and self.copy_in:  # the next graph reads these arrays
+                for i, r in self.mutations:
+                    uploads.keep(args[i], native[r])
+        if native is not None and self.copy_in:  # a later graph may read a result (a grad)
+            for r, data in zip(results, native, strict=True):
+                uploads.keep(r, data)
         if self.lazy_out:
-            results = [to_functional(from_data(r, self.device)) for r in results]
+            results = lazy_results(self.device, native, results, self.shapes)
         elif self.copy_out is not None:
             results = [r.to(self.copy_out) for r in results]
         else:
@@ -284,17 +297,6 @@ def _write_back(args: list, results: list, mutations: list, across_devices: bool
             torch._foreach_copy_(
                 [args[i] for i, _ in mutations], [results[r] for _, r in mutations]
             )
-
-
-def _lazy_data(t: torch.Tensor, native: bool = False):
-    """The device data of a lazy argument, running its pending IR first (``native``: as
-    the backend holds it, for a backend whose data is not torch's)."""
-    lazy = inner(t)
-    node = lazy._value.node
-    if not node.is_input:
-        executor.sync([lazy])
-        node = lazy._value.node
-    return node.materialize() if native else node.data
 
 
 class CompiledGraph:

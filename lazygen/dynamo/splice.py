@@ -27,11 +27,12 @@ from __future__ import annotations
 import torch
 
 from lazygen.runtime import metrics
+from lazygen.runtime.backend_interface import make_backend
+from lazygen.runtime.backends import BUILTIN
 from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.graph.fragments import Fragment, FragmentCall
-from lazygen.runtime.graph.uncompiled import UncompiledGraph
 from lazygen.runtime.ir import ScalarData, Value
 from lazygen.runtime.kernel_support import default_generator
 from lazygen.runtime.tracing.random_inputs import SeedData, draw_seeds
@@ -159,14 +160,17 @@ class HostWrites:
     (``UncompiledGraph``) and are written into the caller's tensors, so nothing waits for
     the device."""
 
-    __slots__ = ("targets", "graph", "feeds")
+    __slots__ = ("targets", "host", "graph", "feeds")
 
     def __init__(self, cap: Capture, args: list) -> None:
         writes = [(i, r) for i, r in cap.mutations if not is_lazy(args[i])]
         self.targets = [i for i, _ in writes]
         outputs = [cap.outputs[r] for _, r in writes]
         order, _ = post_order(outputs)
-        self.graph = UncompiledGraph(order, outputs, torch.device("cpu"))
+        self.host, self.graph = None, None
+        if order:  # the fx backend's module of these ops: eager's kernels, called directly
+            self.host = make_backend("fx", BUILTIN)
+            self.graph = self.host.compile(order, outputs, torch.device("cpu"))
         argument_of = _argument_of(cap)
         self.feeds: list[tuple[bool, object]] = []  # (is an argument, its index or data)
         for node in order:
@@ -195,6 +199,6 @@ class HostWrites:
 
     def __call__(self, args: list) -> None:
         inputs = [args[payload] if is_arg else payload for is_arg, payload in self.feeds]
-        results = self.graph.run(inputs)
+        results = self.host.execute(self.graph, inputs)
         with torch.no_grad():
             torch._foreach_copy_([args[i] for i in self.targets], results)

@@ -45,6 +45,36 @@ def test_a_training_step_compiles_with_xla_and_matches_eager():
     assert count("DynamoGraphRun") >= 3
 
 
+def test_a_cpu_model_is_uploaded_only_when_it_changed():
+    """The model-on-CPU route uploads a host tensor again only when its version counter moved
+    (``lazygen/dynamo/uploads.py``); the optimizer's write-back leaves the new values' arrays,
+    so a steady step uploads nothing; a change made outside the step is uploaded."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+    twin = copy.deepcopy(model)
+    x = torch.randn(4, 8)
+    compiled = torch.compile(_step(model), backend="lazygen", options={"backend": "jax"})
+    eager = _step(twin)
+    for _ in range(3):
+        compiled(x)
+        eager(x)
+    lr.metrics.reset()
+    torch.testing.assert_close(compiled(x), eager(x))
+    # of the step's 15 host tensors (parameters, gradients, momentum buffers, the batch),
+    # only what autograd makes anew per call: the backward's seed and one saved view
+    steady = count("DynamoUpload")
+    assert steady <= 2
+    assert count("DynamoUploadKept") >= 13
+    with torch.no_grad():  # a change outside the step: uploaded once more, and used
+        model[0].weight.mul_(0.5)
+        twin[0].weight.mul_(0.5)
+    lr.metrics.reset()
+    torch.testing.assert_close(compiled(x), eager(x))
+    assert count("DynamoUpload") == steady + 1
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(p, q)
+
+
 def _draws(x):
     """Random ops of each kind a program meets: dropout (``native_dropout``), factories
     (``randn``: ``normal_functional``; ``randint``: ``random.from``), ``rand_like``
