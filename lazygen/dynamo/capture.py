@@ -27,11 +27,17 @@ from torch.utils._python_dispatch import _disable_current_modes
 from lazygen.runtime.devices import LazyDevice
 from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import post_order
-from lazygen.runtime.ir import InputWrite, ScalarData, Value
+from lazygen.runtime.ir import DeviceData, InputWrite, ScalarData, Value
 from lazygen.runtime.kernel_support import GeneratorData, default_generator
 from lazygen.runtime.ops.facts import MAY_ALIAS_OPS
 from lazygen.runtime.tracing.random_inputs import SeedData
-from lazygen.runtime.tracing.tensor import fixed_scalars, from_data, inner, to_functional
+from lazygen.runtime.tracing.tensor import (
+    LazyTensor,
+    fixed_scalars,
+    from_data,
+    inner,
+    to_functional,
+)
 
 from .interpreter import LazyInterpreter, fallback_counts, is_lazy
 from .layouts import (
@@ -221,18 +227,42 @@ def _stand_ins(args: list, device: LazyDevice) -> tuple[dict, list, list]:
         if not isinstance(a, torch.Tensor):
             lazy_args.append(a)
             continue
-        t = inner(a) if is_lazy(a) else None
-        if t is not None and not t._value.node.is_input:
-            executor.sync([t])  # pending IR (an earlier call's output): its data, once
-        data = t._value.node.data if t is not None else a.detach()
-        if device.backend.torch_data:
-            lazy = from_data(device.backend.to_data(data, device.backing), device)
+        if is_lazy(a):
+            lazy = LazyTensor(Value(_OnDemand.stand_in(inner(a), device), 0), device)
+        elif device.backend.torch_data:
+            lazy = from_data(device.backend.to_data(a.detach(), device.backing), device)
         else:  # a stand-in of its own: the backend's data may share memory (DLPack)
-            lazy = from_data(data.clone(), device)
+            lazy = from_data(a.detach().clone(), device)
         arg_of[lazy._value.node] = i
         lazy_args.append(to_functional(lazy))
         stand_ins.append((i, lazy_args[-1]))
     return arg_of, lazy_args, stand_ins
+
+
+class _OnDemand:
+    """The data of a lazy argument's stand-in, fetched only if a kernel reads values while
+    tracing (a value-dependent op): the argument is then materialised. Most graphs read
+    none, so a capture runs nothing, and a step whose later graphs read an earlier one's
+    pending outputs is still compiled as one program."""
+
+    __slots__ = ("tensor", "node", "native")
+
+    @classmethod
+    def stand_in(cls, tensor: LazyTensor, device: LazyDevice) -> DeviceData:
+        fetch = cls()
+        fetch.tensor = tensor
+        fetch.native = not device.backend.torch_data
+        backend = device.backend if fetch.native else None
+        value = tensor._value
+        fetch.node = DeviceData.pending(fetch, value.node.shapes[value.index], backend)
+        return fetch.node
+
+    def wait(self) -> None:
+        tensor = self.tensor
+        if not tensor._value.node.is_input:
+            executor.sync([tensor])
+        node = tensor._value.node
+        self.node.deliver(node.materialize() if self.native else node.data)
 
 
 def _run(interpreter: LazyInterpreter, device: LazyDevice, lazy_args: list):

@@ -113,12 +113,13 @@ class Splice:
             drawn = draw_seeds(default_generator(seed_device), len(positions))
             for k, seed in zip(positions, drawn, strict=True):
                 operands[k] = Value(SeedData(seed, seed_device), 0)
-        for k, i in self.host_inputs:  # a copy: the caller's tensor may change next
-            operands[k] = device_data(args[i].detach().clone(), device)
+        host_writes = self.host_writes
+        for k, i in self.host_inputs:
+            operands[k] = host_writes.device_value(i, args[i], device)
         call = FragmentCall(self.fragment, tuple(operands))
         device.spliced.add(self.fragment)
-        if self.host_writes:
-            self.host_writes(args)
+        if host_writes:
+            host_writes(args, call, device)
         if self.writes:
             written = [args[i] for i, _ in self.writes]
             for t, (_, r) in zip(written, self.writes, strict=True):
@@ -160,11 +161,16 @@ class HostWrites:
     (``UncompiledGraph``) and are written into the caller's tensors, so nothing waits for
     the device."""
 
-    __slots__ = ("targets", "host", "graph", "feeds")
+    __slots__ = ("targets", "outputs", "host", "graph", "feeds", "mirrors")
 
     def __init__(self, cap: Capture, args: list) -> None:
         writes = [(i, r) for i, r in cap.mutations if not is_lazy(args[i])]
         self.targets = [i for i, _ in writes]
+        self.outputs = [r for _, r in writes]  # the call's outputs of their new values
+        #: FX argument -> (id, version, lazy tensor): the device's copy of the value this
+        #: replay wrote into a host tensor, which the next call reads instead of uploading
+        #: it again while the tensor is unchanged
+        self.mirrors: dict[int, tuple] = {}
         outputs = [cap.outputs[r] for _, r in writes]
         order, _ = post_order(outputs)
         self.host, self.graph = None, None
@@ -197,8 +203,22 @@ class HostWrites:
                 return True
         return False
 
-    def __call__(self, args: list) -> None:
+    def device_value(self, i: int, tensor: torch.Tensor, device: LazyDevice) -> Value:
+        """The IR value a call reads for host argument ``i``: the device's copy of what the
+        last call wrote into it while it is unchanged since (one bump later: aot_autograd's
+        runtime wrapper bumps every input its graph mutates before calling it), else an
+        upload of a copy (the caller's tensor changes at the write)."""
+        mirror = self.mirrors.get(i)
+        if mirror is not None and mirror[0] == id(tensor) and mirror[1] + 1 == tensor._version:
+            return mirror[2]._value
+        return device_data(tensor.detach().clone(), device)
+
+    def __call__(self, args: list, call: FragmentCall, device: LazyDevice) -> None:
         inputs = [args[payload] if is_arg else payload for is_arg, payload in self.feeds]
         results = self.host.execute(self.graph, inputs)
+        targets = [args[i] for i in self.targets]
         with torch.no_grad():
-            torch._foreach_copy_([args[i] for i in self.targets], results)
+            torch._foreach_copy_(targets, results)
+        mirrors = self.mirrors
+        for i, t, r in zip(self.targets, targets, self.outputs, strict=True):
+            mirrors[i] = (id(t), t._version, new_lazy(Value(call, r), device))
