@@ -12,10 +12,18 @@ lazygen's distribution, so no import is needed; ``register()`` does it by hand f
 source checkout that is not installed. Importing this module changes nothing in torch:
 the lazy device is set up (``lazygen.runtime.init()``) on the first compile.
 
+Graphs whose tensors live on the lazy device (a model moved there, its optimizer state and
+batch too: the route for training) are not run at each call: each call splices one node of
+the captured graph into the device's pending graph (``splice.py``), so a training step's
+forward, backward and optimizer run as one program at its first host read, with the
+parameters' and states' old data donated to their new values.
+
 Options (``torch.compile(..., options={...})``):
 
-* ``"backend"``: the lazygen backend that compiles the graphs (``"torchscript"``,
-  ``"inductor"``, ``"fx"``, a third-party name); default: the runtime's current backend.
+* ``"backend"``: the lazygen backend that compiles the graphs of a model on the CPU
+  (``"torchscript"``, ``"jax"``, ``"inductor"``, ``"fx"``, a third-party name); default:
+  the runtime's current backend. Graphs of lazy tensors run on their device's backend
+  (``lazygen.runtime.init(backend=...)``); an option naming another is an error.
 """
 
 from __future__ import annotations

@@ -85,9 +85,13 @@ def init(
 
     Later calls with no arguments, or the same ones, do nothing.
 
-    ``backend``: a registered name (``"torchscript"``, the default; ``"inductor"``; ``"fx"``;
-    a third-party one), or a ``Backend`` instance; else ``LAZYGEN_BACKEND``. With neither,
-    a torch where TorchScript does not work gets ``"fx"``, with one warning.
+    ``backend``: a registered name (``"torchscript"``, the default; ``"jax"``, XLA through
+    JAX, ``pip install lazygen[jax]``: device data are ``jax.Array``s, the way to run on
+    XLA; ``"inductor"``; ``"fx"``; a third-party one), or a ``Backend`` instance; else
+    ``LAZYGEN_BACKEND``. With neither, a torch where TorchScript does not work gets
+    ``"fx"``, with one warning. For training, move the model there and compile the step
+    (docs/guides/torch-compile.md): ``init(backend="jax")``, ``model.to("lazygen")``,
+    ``torch.compile(step, backend="lazygen")``.
     ``device_name``: the torch device type of the lazy device (else ``LAZYGEN_DEVICE_NAME``,
     else the backend's ``device_name``, else ``"lazygen"``); torch allows one such device
     per process.

@@ -15,6 +15,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.dynamo import report
+from lazygen.runtime import devices
 
 
 def _training(device, make_optimizer=None):
@@ -69,6 +70,12 @@ def check_one_program_per_step(device: torch.device) -> None:
     assert all(
         s["step"].device.type == "cpu" and s["step"].item() == 4 for s in optimizer.state.values()
     )
+    backend = devices.get_device(0).backend
+    if not backend.torch_data:  # jax: the step's program donates the old state to the new
+        cache = devices.get_device(0).cache
+        donated = [len(getattr(e, "donated", ())) for e in cache.executables.values()]
+        assert max(donated) >= 12  # the 4 parameters and both AdamW moments of each
+        assert count("JaxDonationCopies") == 0
 
 
 def test_a_step_on_the_lazy_device_is_one_program_and_matches_eager():
@@ -133,3 +140,18 @@ def test_a_host_read_inside_the_step_still_gives_eager_results():
     assert seen[0::2] == pytest.approx(seen[1::2], rel=1e-6)
     for p, q in zip(model.parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(p.cpu(), q.detach())
+
+
+@pytest.mark.slow
+def test_the_same_on_the_inductor_backend():
+    """Slow: Inductor compiles the step's program (tens of seconds on a cold cache)."""
+    program = (
+        "import torch, lazygen.runtime as lr; lr.init(backend='inductor'); lr.metrics.reset(); "
+        "from dynamo.test_captured_step import check_one_program_per_step as check; "
+        "check(torch.device('lazygen'))"
+    )
+    tests = pathlib.Path(__file__).parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=tests, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
