@@ -77,6 +77,21 @@ def test_changing_slice_starts_reuse_the_graph_and_stay_right():
         torch.testing.assert_close(got, data[i : i + 5] * 2)
 
 
+def test_advanced_indexing_runs_in_the_graph_and_masks_run_eagerly(fresh_metrics):
+    """``index.Tensor`` with integer indices lowers to numpy's advanced indexing (GPT-2's
+    causal mask: without it the captured step was cut into three programs); a boolean
+    mask, whose result's sizes depend on values, is refused."""
+    x = torch.randn(4, 5, 6)
+    i, j = torch.tensor([[0, 3], [1, 2]]), torch.tensor([4, -1])
+    for index in [(i,), (slice(None), j), (i, slice(None), torch.tensor([1, 5]))]:
+        on_jax = tuple(t.to(JAX) if isinstance(t, torch.Tensor) else t for t in index)
+        assert torch.equal(x.to(JAX)[on_jax].cpu(), x[index])
+    assert not lr.metrics.fallback_report().refused
+    mask = torch.tensor([True, False, True, True])
+    assert torch.equal(x.to(JAX)[mask.to(JAX)].cpu(), x[mask])
+    assert [r.op for r in lr.metrics.fallback_report().refused] == ["aten::index"]
+
+
 def test_integer_floor_division_by_zero_raises_as_eager():
     x = torch.tensor([4, 5]).to(JAX)
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):

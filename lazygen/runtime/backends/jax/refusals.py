@@ -81,9 +81,17 @@ def _random_bounds(op, args, kwargs) -> bool:
     return low < least or high - 1 > most
 
 
+def _boolean_index(op, args, kwargs) -> bool:
+    """``x[mask]``: a result whose sizes depend on the mask's values (XLA needs them
+    static)."""
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+    return any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in indices)
+
+
 #: Calls refused by a predicate of their own: the table lowers the op's other calls.
 PREDICATES = MappingProxyType(
     {
+        "index.Tensor": _boolean_index,
         "convolution": _transposed,
         "convolution_backward": lambda op, a, k: bool(a[7]),
         "random.from": _random_bounds,

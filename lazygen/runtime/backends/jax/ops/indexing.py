@@ -12,6 +12,14 @@ from .table import as_dtype, dt, op
 # Indexing --------------------------------------------------------------------------------
 
 
+@op("index.Tensor")
+def _index(shapes, x, indices):
+    """``x[i0, i1, ...]`` with integer index tensors (None: the whole dimension): numpy's
+    advanced indexing, which torch follows. Boolean masks are refused (their result's sizes
+    depend on values: ``refusals.py``)."""
+    return x[tuple(slice(None) if i is None else i for i in indices)]
+
+
 @op("index_select")
 def _index_select(shapes, x, dim, index):
     return jnp.take(x, index, axis=dim)
