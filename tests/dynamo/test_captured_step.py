@@ -142,6 +142,28 @@ def test_a_host_read_inside_the_step_still_gives_eager_results():
         torch.testing.assert_close(p.cpu(), q.detach())
 
 
+def test_a_graph_that_cannot_be_spliced_runs_at_each_call_and_says_why():
+    """Tensor assertions are checked on the host at every call: such a graph of lazy
+    tensors runs at each call instead of being spliced, counted and reported."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(model)
+    model.to("lazygen")
+
+    def f(model, x):
+        y = model(x)
+        assert (y.abs() < 100).all()
+        return torch.nn.functional.one_hot(y.argmax(-1), 3).sum(0)
+
+    compiled = torch.compile(f, backend="lazygen")
+    x = torch.randn(5, 4)
+    for _ in range(2):
+        assert torch.equal(compiled(model, x.to("lazygen")).cpu(), f(twin, x))
+    assert count("DynamoUnsplicedGraph") == 1
+    assert count("DynamoGraphRun") == 2
+    assert "run at each call (tensor assertions" in report()
+
+
 @pytest.mark.slow
 def test_the_same_on_the_inductor_backend():
     """Slow: Inductor compiles the step's program (tens of seconds on a cold cache)."""
