@@ -36,11 +36,12 @@ from lazygen.runtime.graph.fragments import Fragment, FragmentCall
 from lazygen.runtime.ir import ScalarData, Value
 from lazygen.runtime.kernel_support import default_generator
 from lazygen.runtime.tracing.random_inputs import SeedData, draw_seeds
-from lazygen.runtime.tracing.tensor import device_data, is_lazy, new_lazy, to_functional
+from lazygen.runtime.tracing.tensor import device_data, is_lazy, new_lazy
 
 from .capture import ARG, CONSTANT, FIXED, PASS, RESULT, SEED, Capture
 
 _sync = torch._functionalize_sync
+_wrap = torch._to_functional_tensor
 _inner = torch._from_functional_tensor
 _commit = torch._functionalize_commit_update
 _set_versions = torch._C._autograd._unsafe_set_version_counter
@@ -69,7 +70,7 @@ class Splice:
 
     __slots__ = (
         "fragment", "device", "template", "arg_inputs", "seeds", "results", "writes", "spec",
-        "host_writes", "host_inputs",
+        "host_writes", "host_inputs", "container", "flat", "flat_results",
     )  # fmt: skip
 
     def __init__(self, cap: Capture, device: LazyDevice, args: list) -> None:
@@ -96,7 +97,13 @@ class Splice:
         self.host_writes = HostWrites(cap, args)
         self.host_inputs = [(k, i) for k, i in self.arg_inputs if not is_lazy(args[i])]
         self.arg_inputs = [(k, i) for k, i in self.arg_inputs if is_lazy(args[i])]
-        self.spec = cap.spec
+        self.spec = spec = cap.spec
+        #: ``tuple`` or ``list`` when the outputs are one flat container (else a pytree)
+        flat = spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children())
+        self.container = spec.type if flat else None
+        #: the container again when, moreover, every output is a result of the call
+        self.flat = self.container if all(k == RESULT for k, _ in cap.results) else None
+        self.flat_results = [j for _, j in cap.results]
 
     def __call__(self, args: list):
         metrics.count("DynamoSplicedCall")
@@ -126,20 +133,21 @@ class Splice:
                 _inner(t)._value = Value(call, r)
                 _commit(t)
             _set_versions(written, [t._version + 1 for t in written])
+        if self.flat is not None:  # every output a result, in order (aot_autograd's graphs)
+            return self.flat([_wrap(new_lazy(Value(call, j), device)) for j in self.flat_results])
         out = []
         for kind, payload in self.results:
             if kind == RESULT:
-                out.append(to_functional(new_lazy(Value(call, payload), device)))
+                out.append(_wrap(new_lazy(Value(call, payload), device)))
             elif kind == PASS:
                 out.append(args[payload])
             elif isinstance(payload, torch.Tensor):
                 out.append(payload.clone())
             else:
                 out.append(payload)
-        spec = self.spec
-        if spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children()):
-            return spec.type(out)
-        return torch.utils._pytree.tree_unflatten(out, spec)
+        if self.container is not None:
+            return self.container(out)
+        return torch.utils._pytree.tree_unflatten(out, self.spec)
 
 
 def _argument_of(cap: Capture) -> dict:

@@ -21,6 +21,7 @@ import torch
 
 from .. import state
 from ..state import settings
+from ..tracing.tensor import new_lazy
 
 _originals: dict = {}
 
@@ -50,25 +51,62 @@ def _always(*args, **kwargs) -> bool:
 def _keeping_ties(convert, targets_lazy):
     @functools.wraps(convert)
     def wrapper(self, *args, **kwargs):
-        if (
-            not targets_lazy(*args, **kwargs)
-            or torch.__future__.get_swap_module_params_on_conversion()
-        ):
+        if not targets_lazy(*args, **kwargs):
             return convert(self, *args, **kwargs)
-        groups = _tied_groups(self)
-        torch.__future__.set_swap_module_params_on_conversion(True)
-        try:
-            return convert(self, *args, **kwargs)
-        except RuntimeError as error:
-            if "Couldn't swap" not in str(error):
-                raise
-        finally:
-            torch.__future__.set_swap_module_params_on_conversion(False)
-        result = convert(self, *args, **kwargs)  # the rest, as torch does without swapping
-        _warn_untied(self, groups)
+        moved = [p for p in self.parameters() if p.device.type != settings.device_type]
+        result = _converted(self, convert, args, kwargs)
+        for p in moved:
+            _own_storage(p)
         return result
 
     return wrapper
+
+
+def _converted(module: torch.nn.Module, convert, args, kwargs):
+    if torch.__future__.get_swap_module_params_on_conversion():
+        return convert(module, *args, **kwargs)
+    groups = _tied_groups(module)
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        return convert(module, *args, **kwargs)
+    except RuntimeError as error:
+        if "Couldn't swap" not in str(error):
+            raise
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(False)
+    result = convert(module, *args, **kwargs)  # the rest, as torch does without swapping
+    _warn_untied(module, groups)
+    return result
+
+
+def _own_storage(param: torch.Tensor) -> None:
+    """Make a parameter just moved to the lazy device a functional tensor of its own.
+
+    ``nn.Parameter`` wraps a ``detach()`` of its data, which functionalization records as a
+    view of the moved tensor: every in-place update of the parameter (an optimizer's step,
+    a compiled step's write) then regenerated it by replaying that ``detach`` through two
+    traced ops, ~35 us per parameter per step (1 ms of a small encoder's step). Nothing
+    holds the moved tensor or a view of it yet, so the parameter object takes the contents
+    of a plain functional tensor of the same value (``swap_tensors``), keeping its class,
+    attributes and gradient; views made of it later follow its updates as before. Where
+    torch refuses the swap (weak references to the parameter), it stays as it was."""
+    if param.device.type != settings.device_type or not torch._is_functional_tensor(param):
+        return
+    if not torch._C._functionalization.get_view_meta_sequence(param):
+        return
+    torch._functionalize_sync(param)
+    lazy = torch._from_functional_tensor(param)
+    own = torch._to_functional_tensor(new_lazy(lazy._value, lazy._device))
+    own.requires_grad_(param.requires_grad)
+    cls, grad = type(param), param.grad
+    try:
+        torch.utils.swap_tensors(param, own)
+    except RuntimeError:
+        return
+    param.__class__ = cls
+    param.__dict__ = own.__dict__  # the parameter's own attributes, swapped out with it
+    if grad is not None:
+        param.grad = grad
 
 
 def _tied_groups(module: torch.nn.Module) -> list[list[str]]:

@@ -60,3 +60,18 @@ def test_when_torch_cannot_swap_a_warning_names_the_untied_parameters():
         model.to(D)
     assert keep is not None and model.a.weight.device.type == D
     assert model.b.weight.device.type == D
+
+
+def test_a_moved_parameter_is_not_a_view():
+    """Was: the moved parameter was functionalization's view (a ``detach``) of the moved
+    tensor, so each in-place update replayed that view through traced ops."""
+    model = torch.nn.Linear(3, 3)
+    weight = model.weight
+    model.to(D)
+    assert model.weight is weight and isinstance(weight, torch.nn.Parameter)
+    assert weight.requires_grad
+    assert not torch._C._functionalization.get_view_meta_sequence(weight)
+    expected = weight.detach().cpu() * 2
+    with torch.no_grad():
+        weight.mul_(2)
+    torch.testing.assert_close(weight.detach().cpu(), expected)
