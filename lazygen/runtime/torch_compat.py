@@ -12,6 +12,8 @@ Differences handled here:
   releases (2.14 renamed ``_cdist_backward``'s and ``_pdist_backward``'s ``grad`` to
   ``grad_output``), so a package ships one generated tree per release and its
   ``__init__`` takes the installed torch's (``generated_tree``).
+* CUDA's autocast policy, which the lazy device follows: 2.14 added ``linalg_matrix_sqrth``
+  (an op new in 2.14) to its float32 list (``autocast_added``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,22 @@ def require_supported(version: str) -> tuple[int, int]:
 
 #: ``(major, minor)`` of the running torch.
 RELEASE: tuple[int, int] = require_supported(torch.__version__)
+
+#: Ops each release added to CUDA's autocast policy (``ATen/autocast_mode.cpp``), by list.
+_AUTOCAST_ADDED: dict[tuple[int, int], dict[str, tuple[str, ...]]] = {
+    (2, 14): {"fp32": ("linalg_matrix_sqrth",)},
+}
+
+
+def autocast_added(policy_list: str) -> tuple[str, ...]:
+    """The ops the running release's CUDA autocast policy has in ``policy_list`` (``"fp32"``)
+    beyond the oldest supported release's."""
+    return tuple(
+        name
+        for release, lists in sorted(_AUTOCAST_ADDED.items())
+        if release <= RELEASE
+        for name in lists.get(policy_list, ())
+    )
 
 
 def generated_tree(init_file: str, package: str) -> str:
