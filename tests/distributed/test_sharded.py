@@ -66,6 +66,19 @@ def test_dcp_resume_and_reshard(tmp_path):
 
 
 @pytest.mark.multiprocess
+def test_fsdp2_full_state_dict_with_cpu_offload_on_rank_0_alone():
+    """get_state_dict / get_model_state_dict with full_state_dict and cpu_offload after
+    FSDP2 training, on 2 ranks of which rank 1 does nothing afterwards but exit: rank 0
+    died in gloo ("Connection closed by peer", reported as an all_gather_into_tensor
+    "traced at an unknown line"), because torch reads the gathered tensors on rank 0 only
+    and rank 1 never ran its all-gathers (``distributed/state_dicts.py``). Rank 0's
+    parameters equal one CPU process's training within eager's float32 sensitivity, the
+    optimizer's full state is there, and the sharded state dict (lazy shards, and CPU
+    shards with cpu_offload) holds the same values."""
+    _ranks("full_state_dict")
+
+
+@pytest.mark.multiprocess
 @pytest.mark.slow
 def test_fsdp_example_trains_checkpoints_and_resumes(tmp_path):
     """examples/fsdp/train.py as docs/distributed.md runs it: torchrun --standalone on 2
