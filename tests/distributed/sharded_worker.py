@@ -363,6 +363,9 @@ def dcp_resume() -> bool:
     first = _train(model, optimizer, plan, range(2), Run([], []))
     model_state, optim_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(path / "step2"))
+    if dist.get_rank() == 0:  # what a process without lazygen must read from the checkpoint
+        names = [name for name, _ in model.named_parameters()]
+        torch.save(dict(zip(names, first.params, strict=True)), path / "step2_params.pt")
     model, optimizer = _sharded(plan, lr.device().type, seed=1)
     _resume(model, optimizer, path / "step2")
     loaded = _full_params(model)

@@ -63,6 +63,32 @@ def test_dcp_resume_and_reshard(tmp_path):
     trains to the uninterrupted run's parameters within eager's float32 sensitivity."""
     _ranks("dcp_resume", SHARDED_CHECKPOINT=str(tmp_path))
     _ranks("dcp_reshard", nproc=1, SHARDED_CHECKPOINT=str(tmp_path))
+    # A process without lazygen (nor a process group) reads the lazy ranks' checkpoint with
+    # torch's own converter, as docs/guides/checkpoints.md says.
+    plain = subprocess.run(
+        [sys.executable, "-c", PLAIN_DCP_READ, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert plain.returncode == 0 and "equal" in plain.stdout, plain.stderr[-3000:]
+
+
+PLAIN_DCP_READ = """
+import sys, torch
+from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+path = sys.argv[1]
+dcp_to_torch_save(path + "/step2", path + "/step2.pt")
+state = torch.load(path + "/step2.pt")
+expected = torch.load(path + "/step2_params.pt")
+assert sorted(state["model"]) == sorted(expected), (sorted(state["model"]), sorted(expected))
+for name, tensor in expected.items():
+    assert state["model"][name].device.type == "cpu"
+    torch.testing.assert_close(state["model"][name].float(), tensor, rtol=0, atol=0)
+assert "state" in state["optim"]
+assert not any(m.startswith("lazygen") for m in sys.modules)
+print("equal")
+"""
 
 
 @pytest.mark.multiprocess
