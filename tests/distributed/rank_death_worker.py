@@ -1,6 +1,7 @@
 """One rank of a lazy-device training job in which one rank dies (run by ``launch.run``).
-``python rank_death_worker.py <how> [<dying rank>]`` (rank 1 by default; rank 0 hosts the
-job's store, so its death is seen through the store as well):
+``python rank_death_worker.py <how> [<dying rank> [cut]]`` (rank 1 by default; rank 0 hosts
+the job's store, so its death is seen through the store as well; ``cut``: the backend runs
+collectives outside its graphs, each a graph cut):
 
 * ``kill_mid_step``: the dying rank is killed (SIGKILL) halfway through tracing step 2;
   the other reaches the step's all-reduce and must stop with an error naming it.
@@ -55,8 +56,10 @@ def step(model, x, dying: bool, how: str, index: int) -> None:
         p.grad = None
 
 
-def main(how: str, dying_rank: int) -> int:
+def main(how: str, dying_rank: int, cut: bool) -> int:
     lr.init()
+    if cut:
+        lr.backend().collectives_in_graph = False
     dist.init_process_group("cpu:gloo,lazygen:lazygen", timeout=datetime.timedelta(seconds=120))
     rank = dist.get_rank()
     torch.manual_seed(0)
@@ -79,4 +82,4 @@ def main(how: str, dying_rank: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1, "cut" in sys.argv[3:]))

@@ -18,8 +18,8 @@ TIMEOUT = 180.0  # the launcher's bound; a survivor stops within seconds of the 
 STOPPED = re.compile(r"stopped after ([\d.]+) s: (\w+): (.*)")
 
 
-def _survivor_stops(how: str, dying: int, cause: str) -> None:
-    argv = [str(HERE / "rank_death_worker.py"), how, str(dying)]
+def _survivor_stops(how: str, dying: int, cause: str, *extra: str) -> None:
+    argv = [str(HERE / "rank_death_worker.py"), how, str(dying), *extra]
     env = {"LAZYGEN_BACKEND": "torchscript", "LAZYGEN_GC_FREEZE": "0"}
     result = launch.run(argv, nproc=2, timeout=TIMEOUT, env=env)
     survivor = 1 - dying
@@ -61,3 +61,10 @@ def test_a_rank_killed_while_another_waits_in_a_collective_is_named():
 @pytest.mark.slow
 def test_rank_0_which_hosts_the_store_killed_mid_step_is_named():
     _survivor_stops("kill_mid_step", 0, "the store does not answer")
+
+
+@pytest.mark.multiprocess
+@pytest.mark.slow
+def test_a_rank_killed_is_named_where_collectives_cut_the_graph():
+    """A backend that runs collectives outside its graphs (each a graph cut) says the same."""
+    _survivor_stops("kill_mid_step", 1, "its process", "cut")
