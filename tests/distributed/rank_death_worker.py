@@ -10,6 +10,9 @@ collectives outside its graphs, each a graph cut):
   all-reduce (the other comes late), which the other then enters.
 * ``killed_while_waited_for``: the other rank waits inside the all-reduce; the dying rank
   dies before it comes.
+* ``read_alone``: nobody dies; the "dying" rank never traces the step's all-reduce (a read
+  under ``if rank == ...`` on the other), and stays alive past the group's timeout (5 s
+  here): the other must stop with the timeout explained.
 
 The surviving rank prints ``stopped after <seconds> s: <error type>: <message>`` and exits 3 when the
 error reaches it (a hang is the launcher's timeout).
@@ -56,11 +59,23 @@ def step(model, x, dying: bool, how: str, index: int) -> None:
         p.grad = None
 
 
+def read_alone(model, x, dying: bool) -> None:
+    """An all-reduce traced and read on one rank alone; the other stays alive past the
+    timeout, then leaves."""
+    if dying:
+        time.sleep(15.0)
+        return
+    total = model(x).sum().detach()
+    dist.all_reduce(total)
+    print("read alone:", total.item(), flush=True)
+
+
 def main(how: str, dying_rank: int, cut: bool) -> int:
     lr.init()
     if cut:
         lr.backend().collectives_in_graph = False
-    dist.init_process_group("cpu:gloo,lazygen:lazygen", timeout=datetime.timedelta(seconds=120))
+    timeout = datetime.timedelta(seconds=5 if how == "read_alone" else 120)
+    dist.init_process_group("cpu:gloo,lazygen:lazygen", timeout=timeout)
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
@@ -68,6 +83,9 @@ def main(how: str, dying_rank: int, cut: bool) -> int:
     x = torch.randn(4, 8, device=lr.device())
     start = time.monotonic()
     try:
+        if how == "read_alone":
+            read_alone(model, x, rank == dying_rank)
+            return 0
         for index in range(4):
             step(model, x, rank == dying_rank, how, index)
             start = time.monotonic() if index == 1 else start

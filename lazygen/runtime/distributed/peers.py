@@ -11,6 +11,8 @@ lost connection, ``explain`` looks for the ranks that died: an exception one lef
 process on this host that is gone; a store that no longer answers means the process that
 hosted it (rank 0, unless a launcher such as torchrun hosts it) died. It returns a
 ``RankFailedError`` naming them, which the failed graph carries instead of the gloo text.
+A collective that times out while every rank lives is a program that issued it on some
+ranks only: ``CollectiveTimeoutError`` says so, and what to do.
 
 Bounded: the error comes when gloo sees the connection close (at once for a process that
 dies on this host, or the group's timeout at worst), and the diagnosis waits at most
@@ -38,6 +40,8 @@ _LOST = re.compile(
     r"|Connection refused|Socket closed",
     re.IGNORECASE,
 )
+#: gloo's words for a collective that waited past the group's timeout.
+_TIMED_OUT = re.compile(r"Timed out waiting \d+ ?ms", re.IGNORECASE)
 _SETTLE_S = 3.0  # a killed process closes its sockets just before it is gone
 _STORE_TIMEOUT = datetime.timedelta(seconds=5)
 _WHERE = "lazygen-ranks/{}"  # "host pid" of each rank
@@ -56,6 +60,26 @@ class RankFailedError(LazyGraphError):
         self.stage, self.failed_node, self.cause, self.backend = "execution", None, cause, None
         self.op_name = self.source = None
         self.dead_ranks = dict(dead)
+
+
+class CollectiveTimeoutError(LazyGraphError):
+    """A collective waited past the process group's timeout while every other rank was
+    alive: they did not issue it (a tensor that needs it read on some ranks alone)."""
+
+    def __init__(self, rank: int, size: int, cause: BaseException) -> None:
+        LazygenRuntimeError.__init__(
+            self,
+            f"lazygen: a collective on this rank ({rank} of {size}) waited past the process "
+            "group's timeout; the other ranks are alive but did not issue it. Every rank must "
+            "run the same collectives in the same order, and on the lazy device a collective "
+            "runs when a tensor that needs it is read: a read on some ranks alone (a DTensor's "
+            "full_tensor(), an all-reduced tensor printed or .item()'d under `if rank == 0`) "
+            "waits for ranks that never traced it. Compute it on every rank; reading it on "
+            "one alone is fine once every rank has traced it and called dist.barrier(), "
+            "which issues the traced collectives",
+        )
+        self.stage, self.failed_node, self.cause, self.backend = "execution", None, cause, None
+        self.op_name = self.source = None
 
 
 def _message(dead: dict[int, str], rank: int, size: int) -> str:
@@ -95,25 +119,30 @@ def _note_exception(kind, value, tb) -> None:
     _hook[0](kind, value, tb)
 
 
-def explain(error: BaseException) -> RankFailedError | None:
-    """A ``RankFailedError`` when ``error`` is a lost connection and dead ranks are found."""
-    if not _watch or not _lost_connection(error):
+def explain(error: BaseException) -> LazyGraphError | None:
+    """A ``RankFailedError`` when ``error`` is a lost connection (or a timeout) and dead
+    ranks are found; a ``CollectiveTimeoutError`` for a timeout with every rank alive."""
+    lost, timed_out = _says(error, _LOST), _says(error, _TIMED_OUT)
+    if not _watch or not (lost or timed_out):
         return None
     store, rank, size = _watch[0]
-    deadline = time.monotonic() + _SETTLE_S
+    deadline = time.monotonic() + (_SETTLE_S if lost else 0.0)
     while True:
         dead = _dead_ranks(store, rank, size)
         if dead or time.monotonic() > deadline:
             break
         time.sleep(0.1)
-    return RankFailedError(dead, rank, size, error) if dead else None
+    if dead:
+        return RankFailedError(dead, rank, size, error)
+    return CollectiveTimeoutError(rank, size, error) if timed_out else None
 
 
-def _lost_connection(error: BaseException | None) -> bool:
+def _says(error: BaseException | None, words: re.Pattern) -> bool:
+    """Whether ``error`` or an error it came from says ``words``."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        if _LOST.search(str(error)):
+        if words.search(str(error)):
             return True
         error = error.__cause__ or error.__context__
     return False
