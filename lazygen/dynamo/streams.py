@@ -46,7 +46,7 @@ def current_stream(device: torch.device) -> torch.Stream:
     stream = _by_device.get(device)
     if stream is not None:
         return stream
-    if not devices.is_lazy_device(device):
+    if not state.is_lazy_device(device):
         return _torch_lookup[0](device)
     index = devices.current_index() if device.index is None else device.index
     stream = _streams.get(index)

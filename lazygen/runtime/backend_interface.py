@@ -175,7 +175,7 @@ class Backend(ABC):
         Each is mapped to None (always) or to a predicate ``(op, args, kwargs) -> bool``
         (this call): on this backend's devices each such call cuts the graph and runs
         eagerly, counted and listed as refused in ``metrics.fallback_report()`` (see
-        ``lazygen.runtime.tracing.refusals`` for the keys). Read once, when the backend is
+        ``lazygen.runtime.dispatch.refusals`` for the keys). Read once, when the backend is
         installed; none by default.
         """
         return {}

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import torch
 
+from . import dispatch
 from .errors import LazygenRuntimeError
 from .execution import executor
 from .graph import dynamic
 from .state import settings
-from .tracing import dispatch, ir_reuse, shape_inference
+from .tracing import ir_reuse, shape_inference
 
 __all__ = [
     "get_async_execution",

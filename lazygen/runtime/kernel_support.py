@@ -10,8 +10,9 @@ from types import MappingProxyType
 
 import torch
 
-from . import op_facts, state
+from . import dispatch, op_facts, state
 from .devices import LazyDevice, default_device, several_in_use
+from .dispatch.fallback import eager_fallback
 from .errors import LazygenRuntimeError
 from .execution import executor
 from .graph import dynamic
@@ -29,8 +30,7 @@ from .ir import (
 )
 from .metrics import count
 from .state import settings
-from .tracing import dispatch, ir_reuse, random_inputs
-from .tracing.fallback import eager_fallback
+from .tracing import ir_reuse, random_inputs
 from .tracing.shape_inference import cached_shapes, compute_shapes, infer_shapes, shape_key
 from .tracing.tensor import LazyTensor, device_data, new_lazy
 
@@ -72,7 +72,7 @@ def elsewhere(device) -> bool:
 
 
 def eager(op, args, kwargs):
-    """The old name of ``eager_fallback`` (``tracing.fallback.eager_fallback``), which code
+    """The old name of ``eager_fallback`` (``dispatch.fallback.eager_fallback``), which code
     generated before the rename calls: it still runs, with a deprecation warning saying to
     regenerate (``lazygen gen``)."""
     warnings.warn(

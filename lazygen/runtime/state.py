@@ -36,6 +36,8 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 
+import torch
+
 
 def _env_int(name: str, default: int) -> int:
     try:
@@ -104,6 +106,15 @@ class _Settings:
 
 
 settings = _Settings()
+
+
+def is_lazy_device(device) -> bool:
+    """Whether ``device`` (a ``torch.device``, a string such as ``"lazygen:0"``) is the lazy
+    device, under whatever name ``init(device_name=...)`` gave it."""
+    if isinstance(device, str):
+        return device.partition(":")[0] == settings.device_type
+    return isinstance(device, torch.device) and device.type == settings.device_type
+
 
 #: The dispatch table ``LazyTensor.__torch_dispatch__`` reads: ``torch.ops`` overload ->
 #: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).

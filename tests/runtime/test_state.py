@@ -9,9 +9,8 @@ import weakref
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import metrics, state
+from lazygen.runtime import dispatch, metrics, state
 from lazygen.runtime.execution import executor
-from lazygen.runtime.tracing import dispatch
 
 aten = torch.ops.aten
 
@@ -24,7 +23,7 @@ def test_every_stateful_module_declares_its_reset():
     assert {
         f"lazygen.runtime.{m}"
         for m in (
-            "tracing.dispatch",
+            "dispatch",
             "tracing.shape_inference",
             "kernel_support",
             "metrics",

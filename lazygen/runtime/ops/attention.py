@@ -39,11 +39,10 @@ from torch.nn.attention import SDPBackend
 
 from .. import devices, state
 from .. import kernel_support as rt
+from ..dispatch import call, refusals
 from ..errors import LazygenRuntimeError
 from ..ir import Node
 from ..lowering_context import overload_of
-from ..tracing import refusals
-from ..tracing.dispatch import call
 from ..tracing.tensor import LazyTensor, from_data
 from . import attention_op, attention_reference
 

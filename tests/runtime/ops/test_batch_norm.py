@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 import lazygen.runtime as lr
+from lazygen.runtime import dispatch
 from lazygen.runtime.ops import batch_norm
-from lazygen.runtime.tracing import dispatch
 
 
 def test_the_installed_kernel_is_wrapped_by_the_runtime():

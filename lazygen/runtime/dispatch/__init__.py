@@ -1,4 +1,9 @@
-"""Which kernel handles which ``torch.ops`` overload.
+"""The dispatch stage: which kernel handles which ``torch.ops`` overload of a lazy tensor.
+
+This package sits above tracing and execution: a lazy kernel traces (``tracing``), an op
+without one is decomposed (``decompositions``) or run on the synced device data by the eager
+``fallback`` (which runs pending IR through ``execution``), and a backend's ``refusals``
+send the calls it cannot put in a graph there too. This module holds the table.
 
 The table holds the kernels of the backends in use (``install_tables``, from each
 backend's ``KernelTables``) and kernels added with ``register_kernels`` (tests, experiments).
@@ -17,10 +22,10 @@ from .. import metrics, state
 from ..errors import LazygenRuntimeError
 from ..ir import Node
 from ..state import active_kernels, settings
+from ..tracing import tensor as _tensor
+from ..tracing.overloads import library_name
 from . import decompositions, refusals
-from . import tensor as _tensor
 from .fallback import eager_fallback
-from .overloads import library_name
 
 #: The union of every installed ``KernelTables`` (a generated registration's ``KERNELS``,
 #: ``AUTOGRAD_KERNELS`` and ``NODE_CLASSES``, the runtime's own, wrappers applied): what
