@@ -65,7 +65,8 @@ OP_MODULES = {
     **dict.fromkeys(
         (
             "backends/inductor/compile.py", "backends/inductor/culprits.py",
-            "backends/inductor/direct.py", "backends/inductor/lowering.py",
+            "backends/inductor/direct.py", "backends/inductor/op_lowerings.py",
+            "backends/fx/lowering.py",
             "backends/inductor/random_draws.py", "backends/inductor/trace.py",
             "backends/jax/lowering.py", "backends/jax/ops/__init__.py",
             "backends/jax/ops/conv_pool.py", "backends/jax/ops/elementwise.py",
