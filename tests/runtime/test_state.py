@@ -25,7 +25,7 @@ def test_every_stateful_module_declares_its_reset():
         for m in (
             "dispatch",
             "tracing.shape_inference",
-            "kernel_support",
+            "kernel_support.operands",
             "metrics",
             "devices",
         )
