@@ -24,7 +24,7 @@ def test_every_stateful_module_declares_its_reset():
         f"lazygen.runtime.{m}"
         for m in (
             "dispatch",
-            "tracing.shape_inference",
+            "tracing.output_shapes",
             "kernel_support.operands",
             "metrics",
             "devices",
@@ -130,7 +130,7 @@ def test_reset_leaves_no_registered_state_behind():
     lr.mark_step()
     state.reset()
     before = _registered_state()
-    assert ("lazygen.runtime.tracing.shape_inference", "_recent") in before
+    assert ("lazygen.runtime.tracing.output_shapes", "_recent") in before
     assert ("lazygen.dynamo.compiled", "_graphs") in before
 
     _small_training_step(lr.device())

@@ -19,7 +19,7 @@ from ..dispatch.fallback import eager_fallback
 from ..ir import Node, Shape, Value
 from ..metrics import count
 from ..state import settings
-from ..tracing.shape_inference import infer_shapes, shape_key
+from ..tracing.output_shapes import infer_shapes, shape_key
 from ..tracing.tensor import LazyTensor
 from .nodes import TracedOp, inplace, make_node, trace, wrap, wrap_list, wrap_tuple
 from .operands import (

@@ -12,7 +12,7 @@ from ..ir import Node, Value
 from ..metrics import count
 from ..state import settings
 from ..tracing import ir_reuse
-from ..tracing.shape_inference import cached_shapes, compute_shapes
+from ..tracing.output_shapes import cached_shapes, compute_shapes
 from ..tracing.tensor import LazyTensor, new_lazy
 from .operands import _other_device
 
