@@ -14,6 +14,8 @@ import warnings
 
 import torch
 
+from lazygen import renamed
+
 from .. import dispatch
 from ..dispatch.fallback import eager_fallback
 from ..ir import Node, Shape, Value
@@ -74,17 +76,21 @@ def elsewhere(device) -> bool:
     return device is not None and torch.device(device).type != settings.device_type
 
 
-def eager(op, args, kwargs):
-    """The old name of ``eager_fallback`` (``dispatch.fallback.eager_fallback``), which code
-    generated before the rename calls: it still runs, with a deprecation warning saying to
-    regenerate (``lazygen gen``)."""
+def __getattr__(name: str):
+    """A name generated code called before it was renamed (``lazygen.renamed``:
+    ``KERNEL_SUPPORT_NAMES``, e.g. ``eager`` for ``eager_fallback``): the new function, with a
+    deprecation warning saying to regenerate. Only missing names come here (no per-call cost)."""
+    old = renamed.KERNEL_SUPPORT_NAMES.get(name)
+    if old is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(
-        "lazygen: kernel_support.eager is now kernel_support.eager_fallback; regenerate "
-        "this backend's code with `lazygen gen` (or reinstall it) to use the new name",
+        f"lazygen: kernel_support.{name} is now kernel_support.{old.new} (the old name goes "
+        f"away in lazygen {old.goes_away_in}); regenerate this backend's code with "
+        "`lazygen gen` (or reinstall it) to use the new name",
         DeprecationWarning,
         stacklevel=2,
     )
-    return eager_fallback(op, args, kwargs)
+    return globals()[old.new]
 
 
 def node_class(op_name: str) -> type[Node]:
