@@ -117,7 +117,7 @@ def init(
         settings.device_type = name
         _privateuse1.install(name)
         dispatch.install()
-        dispatch.register_tables(ops.kernel_tables())
+        dispatch.register_tables(ops.runtime_tables())
         dispatch.install_tables(tables)
         dispatch.register_tables(KernelTables(kernels=distributed.install()))
         dispatch.install_refusals(chosen)

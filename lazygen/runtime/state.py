@@ -2,7 +2,7 @@
 
 * ``settings``: the knobs read on the hot path (``config`` is their public facade, whose
   setters also refresh what a setting affects);
-* ``active_kernels``: the table ``LazyTensor.__torch_dispatch__`` reads (op -> kernel),
+* ``kernel_table``: the kernel table, what ``LazyTensor.__torch_dispatch__`` runs (op -> kernel),
   filled in place by ``dispatch``;
 * every other piece of mutable state (kernel tables, shape and IR caches, compile caches,
   counters, pending step closures) is owned by one module, which declares it here with
@@ -118,7 +118,7 @@ def is_lazy_device(device) -> bool:
 
 #: The dispatch table ``LazyTensor.__torch_dispatch__`` reads: ``torch.ops`` overload ->
 #: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).
-active_kernels: dict = {}
+kernel_table: dict = {}
 
 _resets: dict[str, list[Callable[[], None]]] = {}
 _owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
@@ -175,7 +175,7 @@ once_per_process(
 )
 # Emptied first (in place: readers hold a reference); ``dispatch``'s reset, registered
 # after this one, fills it again from the installed tables.
-register(__name__, active_kernels.clear, owns=("active_kernels",))
+register(__name__, kernel_table.clear, owns=("kernel_table",))
 
 
 def log(level: int, message: str) -> None:

@@ -374,7 +374,7 @@ ATTENTION_KERNELS = MappingProxyType(
 def neutral_kernels() -> dict:
     """Kernels for the neutral ops called on lazy tensors (``torch.ops.lazygen.attention``
     in a user's code or a captured graph): one node each, as ``scaled_dot_product_attention``
-    makes. Asked for once ``init()`` has defined them (``ops.kernel_tables``)."""
+    makes. Asked for once ``init()`` has defined them (``ops.runtime_tables``)."""
 
     def attention(query, key, value, attn_mask=None, *, is_causal=False, scale=None):
         return _attention(query, key, value, attn_mask, is_causal, scale)
