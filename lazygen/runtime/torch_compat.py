@@ -19,6 +19,7 @@ Differences handled here:
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 
 import torch
 
@@ -49,9 +50,9 @@ def require_supported(version: str) -> tuple[int, int]:
 RELEASE: tuple[int, int] = require_supported(torch.__version__)
 
 #: Ops each release added to CUDA's autocast policy (``ATen/autocast_mode.cpp``), by list.
-_AUTOCAST_ADDED: dict[tuple[int, int], dict[str, tuple[str, ...]]] = {
-    (2, 14): {"fp32": ("linalg_matrix_sqrth",)},
-}
+_AUTOCAST_ADDED: MappingProxyType[tuple[int, int], MappingProxyType[str, tuple[str, ...]]] = (
+    MappingProxyType({(2, 14): MappingProxyType({"fp32": ("linalg_matrix_sqrth",)})})
+)
 
 
 def autocast_added(policy_list: str) -> tuple[str, ...]:
