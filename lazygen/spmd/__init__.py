@@ -22,16 +22,18 @@ from .api import (
     global_device_count,
     is_spmd,
     mark_sharding,
+    mark_sharding_with_gradients,
     set_global_mesh,
     sharding_of,
     use_spmd,
 )
 from .diagnostics import ProgramReport, parameter_bytes, programs, report
-from .mesh import Mesh
+from .mesh import HybridMesh, Mesh
 from .multihost import initialize, process_index
 from .plans import SpmdFullyShardedDataParallel, fsdp_spec, shard_by_name, shard_fsdp
 
 __all__ = [
+    "HybridMesh",
     "Mesh",
     "ProgramReport",
     "SpmdFullyShardedDataParallel",
@@ -43,6 +45,7 @@ __all__ = [
     "initialize",
     "is_spmd",
     "mark_sharding",
+    "mark_sharding_with_gradients",
     "parameter_bytes",
     "process_index",
     "programs",

@@ -30,7 +30,14 @@ def use_spmd() -> None:
     ``lazygen.spmd.initialize(...)`` first for several processes, and set the number of
     CPU devices (``jax.config.update("jax_num_cpu_devices", n)``) before it to emulate them.
     """
-    lr.init(backend="jax")
+    try:
+        lr.init(backend="jax")
+    except LazygenRuntimeError as error:
+        raise LazygenRuntimeError(
+            f"lazygen.spmd.use_spmd(): the lazy device already runs another backend "
+            f"({lr.backend(0).name!r}); SPMD runs on the jax backend: call use_spmd() (or "
+            "lazygen.runtime.init(backend='jax')) before anything else initialises lazygen"
+        ) from error
     sharding.start_spmd(devices.get_device(0))
 
 
@@ -98,6 +105,31 @@ def mark_sharding(tensor: torch.Tensor, mesh: Mesh, partition_spec: Sequence) ->
     with torch.no_grad():
         sharding.annotate(tensor, placement, mesh.layout)
     return tensor
+
+
+class _WithGradients(torch.autograd.Function):
+    """The identity, laid out as a partition spec both ways: its result in the forward,
+    the gradient flowing back through it in the backward."""
+
+    @staticmethod
+    def forward(ctx, tensor, mesh, spec):
+        ctx.mesh, ctx.spec = mesh, spec
+        return mark_sharding(tensor.clone(), mesh, spec)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return mark_sharding(grad.clone(), ctx.mesh, ctx.spec), None, None
+
+
+def mark_sharding_with_gradients(
+    tensor: torch.Tensor, mesh: Mesh, partition_spec: Sequence
+) -> torch.Tensor:
+    """``tensor`` laid out as ``partition_spec``, and so is its gradient in the backward
+    (torch_xla's ``xs.mark_sharding_with_gradients``). Returns a new tensor (a copy XLA
+    removes): use it in place of ``tensor``."""
+    _check_tensor(tensor, "mark_sharding_with_gradients")
+    spec = tuple(partition_spec)
+    return _WithGradients.apply(tensor, mesh, spec)
 
 
 def clear_sharding(tensor: torch.Tensor) -> torch.Tensor:

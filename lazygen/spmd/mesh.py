@@ -119,6 +119,34 @@ class Mesh:
         return f"Mesh(shape={dict(self.shape())}, device_ids={list(self.layout.device_ids)})"
 
 
+class HybridMesh(Mesh):
+    """torch_xla's ``HybridMesh``: a mesh whose axis ``k`` has ``dcn_mesh_shape[k]``
+    groups of ``ici_mesh_shape[k]`` devices, the groups being processes (the slow links
+    between hosts, DCN) and the devices of a group one process's (the fast links, ICI).
+    Global device ids are process-major (each process's devices contiguous), as
+    ``jax.devices()`` orders them; without ``dcn_mesh_shape`` it is a plain ``Mesh``."""
+
+    def __init__(
+        self,
+        *,
+        ici_mesh_shape: Sequence[int],
+        dcn_mesh_shape: Sequence[int] | None = None,
+        axis_names: Sequence[str] | None = None,
+    ) -> None:
+        ici = tuple(int(s) for s in ici_mesh_shape)
+        dcn = tuple(int(s) for s in dcn_mesh_shape) if dcn_mesh_shape else (1,) * len(ici)
+        if len(dcn) != len(ici):
+            raise LazygenRuntimeError(
+                f"lazygen.spmd.HybridMesh: ici_mesh_shape {ici} and dcn_mesh_shape {dcn} "
+                "must have one entry per mesh axis each"
+            )
+        ids = np.arange(math.prod(ici) * math.prod(dcn)).reshape(dcn + ici)
+        rank = len(ici)
+        interleaved = [k for d in range(rank) for k in (d, rank + d)]
+        shape = tuple(d * i for d, i in zip(dcn, ici, strict=True))
+        super().__init__(ids.transpose(interleaved).reshape(shape), shape, axis_names)
+
+
 def spec_entry(axes: tuple[str, ...]):
     """How ``sharding_of`` writes one dimension: None, an axis name (index, for an unnamed
     mesh), or a tuple of them."""

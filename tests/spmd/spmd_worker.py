@@ -15,6 +15,7 @@ import io
 import json
 import os
 import sys
+import warnings
 
 import jax
 
@@ -50,6 +51,7 @@ def mlp(args) -> dict:
 
     import lazygen.runtime as lr
     import lazygen.spmd as xs
+    from lazygen.runtime import devices
 
     count = xs.global_device_count()
     mesh = xs.Mesh(range(count), (count // 2, 2), ("data", "model"))
@@ -60,6 +62,7 @@ def mlp(args) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     generator = torch.Generator().manual_seed(1)
     losses, eager_losses, compiles, specs = [], [], [], []
+    caught = _warnings()
     for _ in range(5):
         x = torch.randn(32, 16, generator=generator)
         y = torch.randint(0, 8, (32,), generator=generator)
@@ -79,7 +82,10 @@ def mlp(args) -> dict:
         compiles.append(_compiles())
         specs.append({n: xs.sharding_of(p) for n, p in model.named_parameters()})
     state = opt.state[model[0].weight]
+    executables = list(devices.get_device(0).cache.executables.values())
     return {
+        "donated": [len(e.donated) for e in executables],
+        "unusable_donations": [str(w.message) for w in caught if "donat" in str(w.message)],
         "losses": losses,
         "eager_losses": eager_losses,
         "compiles": compiles,
@@ -93,6 +99,14 @@ def mlp(args) -> dict:
         "shard_bytes": _shard_bytes(model),
         "process": xs.process_index(),
     }
+
+
+def _warnings() -> list:
+    """The warnings given from now on (JAX warns when XLA cannot use a donated buffer)."""
+    catcher = warnings.catch_warnings(record=True)
+    caught = catcher.__enter__()
+    warnings.simplefilter("always")
+    return caught
 
 
 def _collectives(programs) -> dict:
@@ -144,6 +158,7 @@ def layouts(args) -> dict:
             "host_kept": node._host is not None,
         }
     out["dtensor"] = _dtensor(xs, lr, torch)
+    out["gradients"] = _with_gradients(xs, lr, torch)
     out["normal_form"] = _normal_form(xs, lr, torch)
     out["explained"] = _sharding_change(xs, lr, torch)
     out["random"] = _random(xs, lr, torch)
@@ -172,6 +187,22 @@ def _dtensor(xs, lr, torch) -> dict:
         "batch": xs.sharding_of(batch),
         "loss": loss.item(),
         "eager_loss": eager(x).square().mean().item(),
+    }
+
+
+def _with_gradients(xs, lr, torch) -> dict:
+    """mark_sharding_with_gradients: the gradient flowing back is laid out too."""
+    mesh = xs.Mesh(range(8), (8,), ("data",))
+    w = torch.ones(16, 4).to("lazygen").requires_grad_()
+    plain = torch.ones(16, 4).to("lazygen").requires_grad_()
+    y = xs.mark_sharding_with_gradients(w, mesh, ("data", None))
+    ((y * 3).sum() + (plain * 3).sum()).backward()
+    lr.mark_step()
+    return {
+        "output": xs.sharding_of(y),
+        "grad": xs.sharding_of(w.grad),
+        "plain_grad": xs.sharding_of(plain.grad),
+        "values": w.grad.cpu().unique().tolist(),
     }
 
 

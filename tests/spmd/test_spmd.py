@@ -87,6 +87,13 @@ def test_nothing_compiles_after_the_second_step(mlp):
     assert mlp["compiles"][1] == mlp["compiles"][-1], mlp["compiles"]
 
 
+def test_updated_parameters_and_state_are_donated(mlp):
+    # the steady step's graph donates the 4 parameters and their 8 AdamW states (and the
+    # step counters); XLA could reuse every donated buffer (JAX warns otherwise)
+    assert max(mlp["donated"]) >= 12, mlp["donated"]
+    assert mlp["unusable_donations"] == []
+
+
 def test_the_compiled_programs_report_their_collectives_and_parameter_bytes(mlp):
     # the data-parallel gradient sum and the row-parallel layer's partial sums
     assert mlp["collectives"].get("all-reduce", 0) >= 1, mlp["programs"]
@@ -168,6 +175,13 @@ def test_random_numbers_are_drawn_split(layouts):
     assert set(random["collectives"]) <= {"all-reduce"}  # the sum only
 
 
+def test_gradients_can_be_laid_out_with_their_values(layouts):
+    got = layouts["gradients"]
+    assert got["output"] == ["data", None] and got["grad"] == ["data", None]
+    assert got["plain_grad"] == [None, None]
+    assert got["values"] == [3.0]
+
+
 def test_torch_parallel_styles_split_parameters_as_torch_would(layouts):
     got = layouts["dtensor"]
     assert got["specs"] == {
@@ -205,6 +219,13 @@ def test_mesh_reads_torch_xla_partition_specs():
     assert mesh.get_logical_mesh().shape == (2, 2, 2)
     unnamed = xs.Mesh(range(4), (2, 2))
     assert unnamed.dims((1, None)) == (("#1",), ())
+
+
+def test_a_hybrid_mesh_keeps_each_process_devices_on_its_fast_axes():
+    mesh = xs.HybridMesh(ici_mesh_shape=(2, 2), dcn_mesh_shape=(2, 1), axis_names=("data", "model"))
+    # data = 2 processes x 2 devices, model within a process (devices 0-3 and 4-7)
+    assert mesh.get_logical_mesh().tolist() == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert xs.HybridMesh(ici_mesh_shape=(8,)).get_logical_mesh().tolist() == list(range(8))
 
 
 @pytest.mark.parametrize(
