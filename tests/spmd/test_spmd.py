@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distributed import launch  # tests/ is on sys.path (tests/README.md)
+from filelock import FileLock
 
 import lazygen.spmd as xs
 from lazygen.runtime.errors import LazygenRuntimeError
@@ -44,14 +45,25 @@ def run_worker(
     return found
 
 
-@pytest.fixture(scope="module")
-def mlp():
-    return run_worker("mlp")[0]
+def shared_result(tmp_path_factory, scenario: str) -> dict:
+    """``scenario``'s result, run once per test session: pytest-xdist's workers share the
+    session's base directory, and the first to ask runs the child while the others wait."""
+    base = tmp_path_factory.getbasetemp().parent
+    path = base / f"spmd-{scenario}.json"
+    with FileLock(str(path) + ".lock"):
+        if not path.exists():
+            path.write_text(json.dumps(run_worker(scenario)[0]))
+        return json.loads(path.read_text())
 
 
 @pytest.fixture(scope="module")
-def layouts():
-    return run_worker("layouts")[0]
+def mlp(tmp_path_factory):
+    return shared_result(tmp_path_factory, "mlp")
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory):
+    return shared_result(tmp_path_factory, "layouts")
 
 
 def close_params(got: dict, want: dict) -> list[str]:
