@@ -158,6 +158,7 @@ def layouts(args) -> dict:
             "host_kept": node._host is not None,
         }
     out["dtensor"] = _dtensor(xs, lr, torch)
+    out["after_linear"] = _after_linear(xs, lr, torch)
     out["gradients"] = _with_gradients(xs, lr, torch)
     out["normal_form"] = _normal_form(xs, lr, torch)
     out["explained"] = _sharding_change(xs, lr, torch)
@@ -188,6 +189,18 @@ def _dtensor(xs, lr, torch) -> dict:
         "loss": loss.item(),
         "eager_loss": eager(x).square().mean().item(),
     }
+
+
+def _after_linear(xs, lr, torch) -> dict:
+    """pytorch/xla#7846: a linear layer's output read as replicated. Here it is unknown
+    while traced, and once its graph ran, the layout the partitioner gave it."""
+    mesh = xs.Mesh(range(8), (8,), ("data",))
+    layer = torch.nn.Linear(16, 32).to("lazygen")
+    x = xs.mark_sharding(torch.randn(64, 16).to("lazygen"), mesh, ("data", None))
+    h = layer(x)
+    traced = xs.sharding_of(h)
+    lr.mark_step()
+    return {"traced": traced, "ran": xs.sharding_of(h)}
 
 
 def _with_gradients(xs, lr, torch) -> dict:

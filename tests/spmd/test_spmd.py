@@ -187,6 +187,11 @@ def test_random_numbers_are_drawn_split(layouts):
     assert set(random["collectives"]) <= {"all-reduce"}  # the sum only
 
 
+def test_a_linear_layers_output_reports_the_partitioners_layout(layouts):
+    # unknown while traced (not "replicated"); once run, the batch split it was given
+    assert layouts["after_linear"] == {"traced": None, "ran": ["data", None]}
+
+
 def test_gradients_can_be_laid_out_with_their_values(layouts):
     got = layouts["gradients"]
     assert got["output"] == ["data", None] and got["grad"] == ["data", None]
