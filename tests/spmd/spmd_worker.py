@@ -291,6 +291,7 @@ def _errors(xs, torch) -> dict:
         "axis_twice": lambda: xs.mark_sharding(t, mesh, ("model", "model")),
         "cpu_tensor": lambda: xs.mark_sharding(torch.ones(4), mesh, ("data",)),
         "partial_mesh": lambda: xs.mark_sharding(t, xs.Mesh(range(4), (4,), ("x",)), (None, "x")),
+        "two_meshes": lambda: _two_meshes(xs, torch, mesh),
     }.items():
         try:
             call()
@@ -383,6 +384,13 @@ def gpt2(args) -> dict:
         "specs": {n: xs.sharding_of(p) for n, p in model.named_parameters()},
         "report": xs.report(model),
     }
+
+
+def _two_meshes(xs, torch, mesh) -> None:
+    other = xs.Mesh(range(8), (8,), ("rows",))
+    a = xs.mark_sharding(torch.ones(8, 4).to("lazygen"), mesh, ("data", "model"))
+    b = xs.mark_sharding(torch.ones(8, 4).to("lazygen"), other, ("rows", None))
+    (a + b).sum().item()
 
 
 SCENARIOS = {"mlp": mlp, "layouts": layouts, "gpt2": gpt2}

@@ -220,6 +220,7 @@ def test_torch_parallel_styles_split_parameters_as_torch_would(layouts):
         ("axis_twice", "mesh axis 'model' splits two dimensions"),
         ("cpu_tensor", "move it to the lazy device first"),
         ("partial_mesh", "must hold each of the 8 devices"),
+        ("two_meshes", "one graph lays values out over several meshes"),
     ],
 )
 def test_bad_annotations_are_named(layouts, case, words):
