@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from distributed import launch  # tests/ is on sys.path (tests/README.md)
 from filelock import FileLock
 
@@ -302,3 +303,17 @@ def test_torch_device_meshes_need_a_process_per_device():
             init_device_mesh("cpu", (4, 2), mesh_dim_names=("data", "model"))
     finally:
         dist.destroy_process_group()
+
+
+def test_a_torch_device_mesh_is_read_for_its_ranks_and_names():
+    from torch.distributed.device_mesh import DeviceMesh
+
+    from lazygen.spmd.dtensor import as_mesh
+
+    ranks = torch.arange(8).reshape(4, 2)
+    device_mesh = DeviceMesh(
+        "cpu", ranks, mesh_dim_names=("data", "model"), _init_backend=False, _rank=0
+    )
+    mesh = as_mesh(device_mesh)
+    assert mesh.axis_names == ("data", "model")
+    assert mesh.get_logical_mesh().tolist() == ranks.tolist()
