@@ -121,12 +121,15 @@ def normal_form(mesh: MeshLayout, dims, sizes) -> Placement | None:
 class ProgramLayout:
     """What one compiled SPMD program does with its devices (``Backend.program_layout``):
     each input's and each result's placement (None: replicated; inputs in the backend's
-    parameter order, results in the graph's), and the collectives the partitioner inserted,
-    by kind, as the compiled program holds them."""
+    parameter order, results in the graph's), the collectives the partitioner inserted, by
+    kind, as the compiled program holds them, and the bytes one device holds for it
+    (``arguments``, ``outputs``, ``temporaries``, as the compiler reports them; empty when
+    it does not)."""
 
     inputs: tuple
     outputs: tuple
     collectives: dict
+    device_bytes: dict
 
 
 class ShardingConstraint(Node):

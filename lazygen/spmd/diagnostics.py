@@ -26,11 +26,13 @@ def _spec(placement) -> tuple | None:
 @dataclass(frozen=True)
 class ProgramReport:
     """One compiled SPMD graph: each input's and result's partition spec (None:
-    replicated), and how many of each collective the compiled program runs."""
+    replicated), how many of each collective the compiled program runs, and the bytes of
+    arguments, outputs and temporaries one device holds for it (XLA's memory analysis)."""
 
     inputs: tuple
     outputs: tuple
     collectives: dict
+    device_bytes: dict
 
     def __str__(self) -> str:
         def side(specs) -> str:
@@ -39,9 +41,10 @@ class ProgramReport:
             return f"{replicated} replicated" + (f"; split: {', '.join(split)}" if split else "")
 
         collectives = ", ".join(f"{k} x{n}" for k, n in sorted(self.collectives.items()))
+        held = ", ".join(f"{k} {n}" for k, n in self.device_bytes.items())
         return (
             f"inputs: {side(self.inputs)}\noutputs: {side(self.outputs)}\n"
-            f"collectives: {collectives or 'none'}"
+            f"collectives: {collectives or 'none'}\nbytes per device: {held or 'not reported'}"
         )
 
 
@@ -58,6 +61,7 @@ def programs() -> list[ProgramReport]:
                 tuple(map(_spec, layout.inputs)),
                 tuple(map(_spec, layout.outputs)),
                 dict(layout.collectives),
+                dict(layout.device_bytes),
             )
         )
     return reports

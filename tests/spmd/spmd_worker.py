@@ -94,6 +94,7 @@ def mlp(args) -> dict:
         "params": {n: p.detach().cpu().tolist() for n, p in model.named_parameters()},
         "eager_params": {n: p.detach().tolist() for n, p in eager.named_parameters()},
         "programs": [str(p) for p in xs.programs()],
+        "device_bytes": [p.device_bytes for p in xs.programs()],
         "collectives": _collectives(xs.programs()),
         "bytes": xs.parameter_bytes(model),
         "shard_bytes": _shard_bytes(model),

@@ -116,6 +116,11 @@ def test_the_compiled_programs_report_their_collectives_and_parameter_bytes(mlp)
     assert set(mlp["bytes"].values()) == {per_device}
     assert {int(k): v for k, v in mlp["shard_bytes"].items()} == dict.fromkeys(range(8), per_device)
     assert per_device < whole
+    # XLA's own count for the steady step: a device holds its pieces of the parameters and
+    # of their two AdamW states (and a piece of the batch), not the whole of them
+    held = mlp["device_bytes"][-1]["arguments"]
+    assert 3 * per_device <= held < 3 * whole, mlp["device_bytes"]
+    assert "bytes per device: arguments" in mlp["programs"][-1]
 
 
 # Slow: the same program on 2 processes x 4 devices; GPT-2 under both plans -----------------

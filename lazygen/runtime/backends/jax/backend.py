@@ -43,7 +43,7 @@ from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
 from .refusals import refused_ops
-from .sharding import Spmd, collectives
+from .sharding import Spmd, collectives, device_bytes
 from .uploads import SmallUploads
 
 
@@ -152,7 +152,9 @@ class JaxBackend(Backend):
         if layouts is None:
             return None
         text = executable.compiled.as_text()
-        return ProgramLayout(layouts.inputs, layouts.outputs, collectives(text))
+        return ProgramLayout(
+            layouts.inputs, layouts.outputs, collectives(text), device_bytes(executable.compiled)
+        )
 
     # Data -------------------------------------------------------------------------------
 

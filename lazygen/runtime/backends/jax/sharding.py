@@ -252,6 +252,22 @@ def collectives(program_text: str) -> dict[str, int]:
     return dict(Counter(m.group(1) for m in COLLECTIVES.finditer(program_text)))
 
 
+def device_bytes(compiled) -> dict[str, int]:
+    """What one device holds for a compiled program, as XLA reports it (its memory
+    analysis of the partitioned program); empty where the platform reports nothing."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - a platform without the analysis
+        return {}
+    if stats is None:
+        return {}
+    return {
+        "arguments": int(stats.argument_size_in_bytes),
+        "outputs": int(stats.output_size_in_bytes),
+        "temporaries": int(stats.temp_size_in_bytes),
+    }
+
+
 #: Nodes one search from a result visits at most (the input it replaces is a few
 #: elementwise ops away: ``param - lr * update``).
 SEARCH_LIMIT = 64
