@@ -19,8 +19,11 @@ import warnings
 
 import jax
 
+#: A tensor put on the lazy device before ``use_spmd()`` (``layouts`` reads it after).
+EARLY: list = []
 
-def _setup(devices: int) -> None:
+
+def _setup(devices: int, scenario: str) -> None:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     import lazygen.spmd as xs
 
@@ -28,6 +31,13 @@ def _setup(devices: int) -> None:
         xs.initialize(local_device_count=devices, timeout_seconds=60)
     else:
         jax.config.update("jax_num_cpu_devices", devices)
+    if scenario == "layouts":
+        import torch
+
+        import lazygen.runtime as lr
+
+        lr.init(backend="jax")
+        EARLY.append(torch.arange(8.0).to("lazygen") * 2)  # pending, on one device
     xs.use_spmd()
 
 
@@ -159,6 +169,9 @@ def layouts(args) -> dict:
             "host_kept": node._host is not None,
         }
     out["dtensor"] = _dtensor(xs, lr, torch)
+    early = EARLY[0]
+    split = xs.mark_sharding(torch.ones(8).to("lazygen"), xs.Mesh(range(8), (8,), ("x",)), ("x",))
+    out["early"] = {"spec": xs.sharding_of(early), "sum": (early + split).sum().item()}
     out["after_linear"] = _after_linear(xs, lr, torch)
     out["gradients"] = _with_gradients(xs, lr, torch)
     out["normal_form"] = _normal_form(xs, lr, torch)
@@ -403,7 +416,7 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=8)
     parser.add_argument("--plan", choices=("fsdp", "tp"), default="fsdp")
     args = parser.parse_args()
-    _setup(args.devices)
+    _setup(args.devices, args.scenario)
     result = SCENARIOS[args.scenario](args)
     sys.stdout.write("RESULT " + json.dumps(result) + "\n")
     sys.stdout.flush()

@@ -171,6 +171,10 @@ def test_each_mesh_splits_the_data_and_computes_like_eager(layouts, mesh, spec, 
     assert not got["host_kept"]  # a host read of a split value keeps no copy
 
 
+def test_tensors_made_before_use_spmd_are_replicated_on_every_device(layouts):
+    assert layouts["early"] == {"spec": [None], "sum": 2 * 28.0 + 8}
+
+
 def test_replicated_has_one_normal_form(layouts):
     # no annotation, all None, an axis of size 1, a cleared annotation: one graph
     assert layouts["normal_form"]["compiles"] == 1
