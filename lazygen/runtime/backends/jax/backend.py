@@ -58,9 +58,8 @@ class JaxExecutable:
     def __init__(
         self, compiled, static: dict[int, int], make, donated=frozenset(), returned=None
     ) -> None:
-        #: Under SPMD (``sharding.py``): each result's placement in the graph's order, the
-        #: results to re-place, the ``Spmd`` that does it, the replicated inputs to lay out
-        #: in the mesh's device order and that layout; None otherwise.
+        #: Under SPMD, the program's ``sharding.Layouts`` (its inputs' and results'
+        #: placements, what it re-places); None otherwise.
         self.layouts = None
         self.compiled = compiled
         self.static = tuple(static.items())
