@@ -7,10 +7,11 @@ its ``Placement`` says (``Spmd.sharding``: a ``NamedSharding`` on the ``jax.shar
 of its ``MeshLayout``). The program's inputs are lowered with their shardings
 (``ShapeDtypeStruct(sharding=...)``), ``ShardingConstraint`` nodes with
 ``jax.lax.with_sharding_constraint``, and the results get ``out_shardings``: a result that
-replaces an input (a parameter's or an optimizer state's new value, found as donation
-``replaced_inputs``) keeps that input's layout, a constrained one its constraint's;
-the others are laid out by the partitioner (Shardy), and lazygen reads their layout from
-the compiled program (``output_layouts``), so the next step's graph key holds it.
+replaces an input (a parameter's or an optimizer state's new value: ``replaced_inputs``)
+keeps that input's layout, a constrained one its constraint's; the others are laid out by
+the partitioner (Shardy), and lazygen reads their layout from the compiled program
+(``Spmd.layouts``), so the next step's graph key holds it. One program's shardings share
+one mesh (``Spmd.program_mesh``).
 
 Host reads of split data gather the shards (``host_values``) and are never kept
 (``DeviceData``): nothing of a sharded tensor stays on the host.
