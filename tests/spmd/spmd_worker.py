@@ -172,6 +172,7 @@ def layouts(args) -> dict:
     early = EARLY[0]
     split = xs.mark_sharding(torch.ones(8).to("lazygen"), xs.Mesh(range(8), (8,), ("x",)), ("x",))
     out["early"] = {"spec": xs.sharding_of(early), "sum": (early + split).sum().item()}
+    out["permuted"] = _permuted(xs, lr, torch)
     out["after_linear"] = _after_linear(xs, lr, torch)
     out["gradients"] = _with_gradients(xs, lr, torch)
     out["normal_form"] = _normal_form(xs, lr, torch)
@@ -203,6 +204,32 @@ def _dtensor(xs, lr, torch) -> dict:
         "loss": loss.item(),
         "eager_loss": eager(x).square().mean().item(),
     }
+
+
+def _permuted(xs, lr, torch) -> dict:
+    """A mesh listing the devices in another order than JAX's: data is placed onto it
+    (a jitted identity refused the move) and replicated inputs are laid out in its order."""
+    mesh = xs.Mesh(list(reversed(range(8))), (4, 2), ("data", "model"))
+    eager, model = _mlp(), _mlp().to("lazygen")
+    xs.mark_sharding(model[0].weight, mesh, ("model", None))
+    eager_opt = torch.optim.AdamW(eager.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(2)
+    losses, eager_losses = [], []
+    for _ in range(3):
+        x = torch.randn(8, 16, generator=generator)
+        loss = eager(x).square().mean()
+        loss.backward()
+        eager_opt.step()
+        eager_opt.zero_grad()
+        eager_losses.append(loss.item())
+        loss = model(xs.mark_sharding(x.to("lazygen"), mesh, ("data", None))).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        lr.mark_step()
+        losses.append(loss.item())
+    return {"losses": losses, "eager_losses": eager_losses, "spec": xs.sharding_of(model[0].weight)}
 
 
 def _after_linear(xs, lr, torch) -> dict:

@@ -175,6 +175,13 @@ def test_tensors_made_before_use_spmd_are_replicated_on_every_device(layouts):
     assert layouts["early"] == {"spec": [None], "sum": 2 * 28.0 + 8}
 
 
+def test_a_mesh_in_another_device_order_trains_like_eager(layouts):
+    got = layouts["permuted"]
+    assert got["spec"] == ["model", None]
+    for loss, want in zip(got["losses"], got["eager_losses"], strict=True):
+        assert math.isclose(loss, want, rel_tol=1e-4), got
+
+
 def test_replicated_has_one_normal_form(layouts):
     # no annotation, all None, an axis of size 1, a cleared annotation: one graph
     assert layouts["normal_form"]["compiles"] == 1

@@ -70,7 +70,6 @@ class Spmd:
         self._shardings: dict[Placement, NamedSharding] = {}
         self._layouts: dict[Mesh, MeshLayout] = {}
         self._placements: dict[tuple, Placement | None] = {}
-        self._reshards: dict[NamedSharding, object] = {}
         self._replicated_on: dict[Mesh, NamedSharding] = {}
 
     # Placements -> shardings ---------------------------------------------------------------
@@ -145,16 +144,13 @@ class Spmd:
         return jax.make_array_from_callback(values.shape, sharding, lambda index: values[index])
 
     def place(self, array: jax.Array, placement: Placement | None) -> jax.Array:
-        """``array`` laid out as ``placement``, moved between devices by XLA (no host copy)."""
+        """``array`` laid out as ``placement``, moved between devices by JAX (no host copy;
+        ``jax.device_put`` reshards global arrays too, between meshes that list the
+        devices in other orders, which a jitted identity refuses)."""
         sharding = self.sharding(placement)
         if array.sharding == sharding:
             return array
-        if len(array.sharding.device_set) == 1 and not self.multi_process:
-            return jax.device_put(array, sharding)
-        reshard = self._reshards.get(sharding)
-        if reshard is None:
-            reshard = self._reshards[sharding] = jax.jit(lambda x: x, out_shardings=sharding)
-        return reshard(array)
+        return jax.device_put(array, sharding)
 
     def host_values(self, array: jax.Array) -> np.ndarray:
         """The whole value of a global array on this host (a copy: gathered from the shards,
