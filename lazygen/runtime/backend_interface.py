@@ -280,11 +280,7 @@ class Backend(ABC):
     # One program over many devices (single-controller SPMD, ``lazygen.spmd``) -------------
 
     def use_spmd(self) -> None:
-        """Run every graph as one program over all of the backend's devices.
-
-        Device data may then be split (``place``; ``DeviceData.placement``) and values
-        constrained (``LoweringContext.constrain``). A one-device backend refuses (default).
-        """
+        """Run every graph as one program over all devices (one device: refuse, the default)."""
         raise LazygenRuntimeError(
             f"lazygen: the {self.name!r} backend runs each graph on one device; "
             "single-controller SPMD (lazygen.spmd) needs a backend that spreads one program "
@@ -298,6 +294,10 @@ class Backend(ABC):
     def place(self, data: Any, placement: Any) -> Any:
         """``data`` laid out as ``placement`` (a ``sharding.Placement``; None: replicated)."""
         return data
+
+    def upload(self, tensor: torch.Tensor, placement: Any) -> Any:
+        """Host ``tensor`` as device data laid out as ``placement``, each device sent its piece."""
+        return self.place(self.to_data(tensor, self.data_device(0)), placement)
 
     def output_placements(self, executable: Any) -> tuple | None:
         """Each result's ``Placement`` (or None), in the graph's order; None: replicated."""

@@ -30,8 +30,8 @@ import torch
 from .devices import LazyDevice
 from .errors import LazygenRuntimeError
 from .execution import executor
-from .ir import DeviceData, Node, Value
-from .tracing.tensor import inner
+from .ir import DeviceData, Node, Shape, Value
+from .tracing.tensor import inner, new_lazy, to_functional
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +198,17 @@ def start_spmd(device: LazyDevice) -> None:
     for lazy in device.live_tensors():
         if type(lazy._value.node) is DeviceData:
             _place(lazy, lazy._value.node.placement, again=True)
+
+
+def upload(tensor: torch.Tensor, placement: Placement | None, device: LazyDevice) -> torch.Tensor:
+    """Host ``tensor`` as a new lazy tensor of ``device`` laid out as ``placement``: the
+    backend sends each device its piece (``Backend.upload``), never a whole copy first."""
+    host = tensor.detach().cpu().resolve_conj().resolve_neg().contiguous()
+    backend = device.backend
+    data = backend.upload(host, placement)
+    shape = Shape(host.dtype, tuple(host.shape))
+    node = DeviceData(data, None, shape, None if backend.torch_data else backend, placement)
+    return to_functional(new_lazy(Value(node, 0), device))
 
 
 def unannotate(tensor: torch.Tensor) -> None:

@@ -25,6 +25,7 @@ from .api import (
     mark_sharding_with_gradients,
     set_global_mesh,
     sharding_of,
+    to_device,
     use_spmd,
 )
 from .diagnostics import ProgramReport, parameter_bytes, programs, report
@@ -54,5 +55,6 @@ __all__ = [
     "shard_by_name",
     "shard_fsdp",
     "sharding_of",
+    "to_device",
     "use_spmd",
 ]

@@ -132,6 +132,26 @@ def mark_sharding_with_gradients(
     return _WithGradients.apply(tensor, mesh, spec)
 
 
+def to_device(tensor: torch.Tensor, mesh: Mesh, partition_spec: Sequence) -> torch.Tensor:
+    """Host ``tensor`` on the lazy device, laid out as ``partition_spec``: each device is
+    sent its piece only (``mark_sharding(tensor.to("lazygen"), ...)`` first copies the
+    whole tensor to every device). For input batches, as torch_xla's loader with an
+    ``input_sharding``; returns the new lazy tensor."""
+    if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu":
+        where = tensor.device if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+        raise LazygenRuntimeError(f"lazygen.spmd.to_device: takes a CPU tensor, got {where}")
+    _check_mesh(mesh)
+    spec = tuple(partition_spec)
+    dims = mesh.dims(spec, f"a tensor of shape {tuple(tensor.shape)}")
+    if len(dims) != tensor.dim():
+        raise LazygenRuntimeError(
+            f"lazygen.spmd.to_device: the partition spec {spec!r} has {len(dims)} entries "
+            f"for a tensor of {tensor.dim()} dimensions {tuple(tensor.shape)}"
+        )
+    placement = sharding.normal_form(mesh.layout, dims, tuple(tensor.shape))
+    return sharding.upload(tensor, placement, devices.get_device(0))
+
+
 def clear_sharding(tensor: torch.Tensor) -> torch.Tensor:
     """Forget ``tensor``'s annotation: its data becomes replicated, a constrained value is
     left to the partitioner. Returns it."""

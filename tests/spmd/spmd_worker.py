@@ -172,6 +172,7 @@ def layouts(args) -> dict:
     early = EARLY[0]
     split = xs.mark_sharding(torch.ones(8).to("lazygen"), xs.Mesh(range(8), (8,), ("x",)), ("x",))
     out["early"] = {"spec": xs.sharding_of(early), "sum": (early + split).sum().item()}
+    out["to_device"] = _to_device(xs, torch)
     out["permuted"] = _permuted(xs, lr, torch)
     out["after_linear"] = _after_linear(xs, lr, torch)
     out["gradients"] = _with_gradients(xs, lr, torch)
@@ -203,6 +204,21 @@ def _dtensor(xs, lr, torch) -> dict:
         "batch": xs.sharding_of(batch),
         "loss": loss.item(),
         "eager_loss": eager(x).square().mean().item(),
+    }
+
+
+def _to_device(xs, torch) -> dict:
+    """A host batch sent in pieces (no replicated copy first), numpy's dtypes and others."""
+    from lazygen.runtime.tracing.tensor import inner
+
+    mesh = xs.Mesh(range(8), (4, 2), ("d", "m"))
+    sent = xs.to_device(torch.arange(64.0).reshape(8, 8), mesh, ("d", "m"))
+    half = xs.to_device(torch.ones(8, 2, dtype=torch.bfloat16), mesh, ("d", None))
+    return {
+        "spec": xs.sharding_of(sent),
+        "shard_shape": list(inner(sent)._value.node.native.addressable_shards[0].data.shape),
+        "sum": (sent * 2).sum().item(),
+        "bf16": xs.sharding_of(half),
     }
 
 

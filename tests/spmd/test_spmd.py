@@ -182,6 +182,15 @@ def test_a_mesh_in_another_device_order_trains_like_eager(layouts):
         assert math.isclose(loss, want, rel_tol=1e-4), got
 
 
+def test_to_device_sends_each_device_its_piece(layouts):
+    assert layouts["to_device"] == {
+        "spec": ["d", "m"],
+        "shard_shape": [2, 4],
+        "sum": 2 * sum(range(64)),
+        "bf16": ["d", None],
+    }
+
+
 def test_replicated_has_one_normal_form(layouts):
     # no annotation, all None, an axis of size 1, a cleared annotation: one graph
     assert layouts["normal_form"]["compiles"] == 1

@@ -142,6 +142,12 @@ class JaxBackend(Backend):
     def place(self, data: jax.Array, placement) -> jax.Array:
         return self.spmd.place(data, placement)
 
+    def upload(self, tensor: torch.Tensor, placement) -> jax.Array:
+        check_supported(tensor.dtype)
+        if jnp.dtype(to_jax(tensor.dtype)) in _NUMPY_SHARED:
+            return self.spmd.upload(tensor.numpy(), placement)  # numpy: each piece sent
+        return self.spmd.upload(jax.dlpack.from_dlpack(tensor), placement)
+
     def output_placements(self, executable) -> tuple | None:
         layouts = getattr(executable, "layouts", None)
         return None if layouts is None else layouts.outputs
