@@ -16,7 +16,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime import sharding
-from lazygen.runtime.backends.inductor.backend import FxBackend
+from lazygen.runtime.backends.fx.backend import FxBackend
 from lazygen.runtime.errors import LazygenRuntimeError
 from lazygen.runtime.ir import DeviceData, Shape
 from lazygen.runtime.sharding import MeshLayout, ShardingConstraint, normal_form

@@ -28,6 +28,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from ... import op_facts
 from ...ir import DeviceData, Node, Value
 from ...sharding import MeshLayout, Placement, ShardingConstraint
 
@@ -270,14 +271,6 @@ def device_bytes(compiled) -> dict[str, int]:
 SEARCH_LIMIT = 64
 
 
-#: Ops that read their tensor operand's sizes, never its values: an optimizer's first
-#: step makes its state as ``zeros_like(param)``, which does not replace the parameter
-#: (the state is laid out like it: ``replaced_inputs``).
-READS_SIZES_ONLY = frozenset(
-    {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"}
-)
-
-
 def replaced_inputs(order: list[Node], outputs: list[Value]) -> dict[int, int]:
     """``{output index: position in order}``: the device data input whose layout each
     result takes. Foremost the input it replaces: the nearest one reached through
@@ -310,11 +303,15 @@ def _elementwise_inputs(root: Node, sizes, position: dict) -> tuple[list, list]:
     """``(distance, position)`` of the device data inputs of ``sizes`` that ``root`` reads
     through elementwise ops of ``sizes`` (see ``replaced_inputs``), breadth first; and of
     those it reaches as the operand of an op reading only their sizes."""
+    # ops reading their operand's dtype and sizes only: an optimizer's first step makes its
+    # state as ``zeros_like(param)``, which does not replace the parameter (it is laid out
+    # like it: ``replaced_inputs``)
+    reads_sizes_only = op_facts.get("metadata_only")
     found, like, seen, queue = [], [], {id(root)}, deque([(root, 0)])
     while queue and len(seen) < SEARCH_LIMIT:
         node, distance = queue.popleft()
         operands = node.inputs()
-        if node.op_name in READS_SIZES_ONLY:
+        if node.op_name in reads_sizes_only:
             like += [
                 (distance + 1, position[id(v.node)]) for v in operands if id(v.node) in position
             ]
