@@ -271,6 +271,19 @@ def test_conformance_is_a_client_of_the_runtime():
     assert not wrong, "\n".join(wrong)
 
 
+def test_spmd_is_a_client_of_the_runtime():
+    """``lazygen.spmd`` (torch_xla's SPMD surface) speaks the runtime's neutral sharding
+    hooks; neither the runtime nor the generator imports it."""
+    spmd = "lazygen.spmd"
+    wrong = [
+        f"{s} -> {t} (line {n})"
+        for s, t, n in _edges()
+        if (t.startswith(spmd) and s.startswith((RUNTIME, *GENERATOR)))
+        or (s.startswith(spmd) and t.startswith(BACKENDS))
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
 #: What ``lazygen.dynamo`` may import of the runtime: the public API, the public ``metrics``
 #: module, and the one interface module written for it.
 DYNAMO_MAY_IMPORT = frozenset({RUNTIME, f"{RUNTIME}.metrics", f"{RUNTIME}.capture_interface"})

@@ -154,12 +154,12 @@ def _sync_device(
                 device.cache.forget(template.key)  # a later, fixed lowering must not reuse it
                 failures.fail(device, tensors, values, error)
                 raise
-            data_of = running.as_device_data(device, outputs, results)
+            data_of = running.as_device_data(device, outputs, results, executable)
         else:
             launch = running.launch(
                 device, executable, template.key, order, inputs, outputs, tensors, values
             )
-            data_of = _pending_outputs(device, launch, outputs)
+            data_of = _pending_outputs(device, launch, outputs, executable)
         for t, value in zip(tensors, values, strict=True):
             if t._value is value:  # unless another thread re-pointed it meanwhile
                 t._value = data_of[value]
@@ -206,11 +206,13 @@ def _compiled(device: LazyDevice, outputs: list[Value]) -> tuple[GraphTemplate, 
     return template, order, executable
 
 
-def _pending_outputs(device: LazyDevice, launch, outputs: list[Value]) -> dict:
+def _pending_outputs(device: LazyDevice, launch, outputs: list[Value], executable) -> dict:
     """Each output value's data: the launch's pending output (the launch now in flight)."""
     native = None if device.backend.torch_data else device.backend
+    placements = running.output_placements(device, executable, len(outputs))
     data_of = {
-        value: Value(launch.output(value.node.shapes[value.index], native), 0) for value in outputs
+        value: Value(launch.output(value.node.shapes[value.index], native, p), 0)
+        for value, p in zip(outputs, placements, strict=True)
     }
     device.in_flight.append(launch)
     return data_of

@@ -105,6 +105,11 @@ class JaxLoweringContext(LoweringContext):
         self.static_values: dict[int, int] = {}
         #: Lowering a graph compiled for all sizes (its shapes hide their sizes).
         self.generic = False
+        #: Under SPMD, the backend's ``sharding.Spmd`` (shardings of placements); None:
+        #: the program runs on one device and constraints keep their value as it is.
+        self.spmd = None
+        #: Under SPMD, the ``jax.sharding.Mesh`` the program's shardings are written on.
+        self.mesh = None
         #: Each slot's shape as recorded (inputs, results), or per item for a list result.
         self.slot_shapes: dict[int, Any] = {}
 
@@ -207,6 +212,18 @@ class JaxLoweringContext(LoweringContext):
             instruction = Instruction(impl, name, tuple(args), dict(kwargs), outputs, shapes)
         self.program.append(instruction)
         return refs
+
+    def constrain(self, value, placement):
+        if self.spmd is None:
+            return value
+        ref = self._new()
+        shape = self.node.shapes[0] if self.node is not None else None
+        self.slot_shapes[ref.slot] = shape
+        impl = self.spmd.constraint(placement)
+        self.program.append(
+            Instruction(impl, "sharding_constraint", (value,), {}, (ref.slot,), (shape,))
+        )
+        return ref
 
     def _all_sizes_arguments(self, name: str, impl: Callable, args: list) -> list:
         """``args`` of ``impl`` in a graph compiled for all sizes: its ``static_args``
