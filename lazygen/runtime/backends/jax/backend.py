@@ -32,7 +32,7 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
-from . import donation
+from . import decomposed, donation
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
@@ -96,6 +96,9 @@ class JaxBackend(Backend):
     def __init__(self) -> None:
         enable_x64()
         self.ops = dict(JAX_OPS)
+        #: torch's formulas of the ops the table lacks (``decomposed.py``).
+        self.decompositions = decomposed.table(self.ops)
+        self._decompose = decomposed.lowering(self.decompositions)
         self._refused: dict | None = None
         #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
         self.small_uploads = SmallUploads()
@@ -105,7 +108,7 @@ class JaxBackend(Backend):
 
     def refused_ops(self) -> dict:
         if self._refused is None:
-            self._refused = refused_ops(self.kernel_tables(), self.ops)
+            self._refused = refused_ops(self.kernel_tables(), self.ops, self.decompositions)
         return self._refused
 
     # Data -------------------------------------------------------------------------------
@@ -156,7 +159,9 @@ class JaxBackend(Backend):
     # Graphs -----------------------------------------------------------------------------
 
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
-        return JaxLoweringContext(device, self.ops)
+        ctx = JaxLoweringContext(device, self.ops)
+        ctx.decompose = self._decompose
+        return ctx
 
     def _lowered(self, order, outputs, device, static_values=None, dead=(), inputs=None):
         """The graph lowered for ``jax.jit``, donating the inputs at positions ``dead`` (in

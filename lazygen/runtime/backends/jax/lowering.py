@@ -107,6 +107,9 @@ class JaxLoweringContext(LoweringContext):
         self.generic = False
         #: Each slot's shape as recorded (inputs, results), or per item for a list result.
         self.slot_shapes: dict[int, Any] = {}
+        #: ``decompose(ctx, name, args, kwargs, num_outputs) -> refs`` for an op the table
+        #: lacks (torch's formula of it, ``decomposed.py``), or None: such an op is an error.
+        self.decompose: Callable | None = None
 
     def _new(self) -> Ref:
         ref = Ref(self.slot_count)
@@ -184,6 +187,8 @@ class JaxLoweringContext(LoweringContext):
         name = op_string(op)
         impl = self.ops.get(op_key(name))
         if impl is None:
+            if self.decompose is not None:  # torch's formula of the op (``decomposed.py``)
+                return self.decompose(self, name, list(args), dict(kwargs), num_outputs)
             raise UnsupportedOpError(
                 f"{name} has no implementation on the jax backend (lazygen.runtime.backends."
                 "jax.ops); the backend refuses the ops it lacks (refused_ops), so this call "
@@ -191,8 +196,13 @@ class JaxLoweringContext(LoweringContext):
             )
         if self.generic:
             args = self._all_sizes_arguments(name, impl, list(args))
-        refs = [self._new() for _ in range(num_outputs)]
         shapes = self.call_shapes(name, args, kwargs, num_outputs)
+        return self.record(impl, name, args, kwargs, num_outputs, shapes)
+
+    def record(self, impl, name: str, args, kwargs: dict, num_outputs: int, shapes) -> list:
+        """Append ``impl``'s call on these arguments, computing ``shapes``; its result refs
+        (one ref holding a list for an op returning one ``Tensor[]``)."""
+        refs = [self._new() for _ in range(num_outputs)]
         outputs = tuple(r.slot for r in refs)
         if num_outputs == 1 and _returns_list(name):
             # one ``Tensor[]`` result (a list) that ``unpack_list`` takes apart
@@ -242,7 +252,7 @@ class JaxLoweringContext(LoweringContext):
             return own
         overload = overload_of(name)
         try:
-            result = overload(*self._meta(args), **self._meta(kwargs))
+            result = overload(*self.meta(args), **self.meta(kwargs))
         except Exception:  # noqa: BLE001 - torch cannot tell: the node's shapes, as before
             return own
         if isinstance(result, torch.Tensor):
@@ -253,8 +263,9 @@ class JaxLoweringContext(LoweringContext):
             return own
         return tuple(Shape(t.dtype, tuple(t.shape)) for t in result)
 
-    def _meta(self, arg):
-        """``arg`` with every slot as a meta tensor of its recorded shape."""
+    def meta(self, arg):
+        """``arg`` with every slot as a meta tensor of its recorded shape (LookupError for
+        a slot without one)."""
         kind = type(arg)
         if kind is Ref:
             shape = self.slot_shapes[arg.slot]
@@ -264,9 +275,9 @@ class JaxLoweringContext(LoweringContext):
         if kind is Cast:
             return torch.empty((), dtype=arg.dtype, device="meta")
         if kind is list or kind is tuple:
-            return [self._meta(a) for a in arg]
+            return [self.meta(a) for a in arg]
         if kind is dict:
-            return {k: self._meta(v) for k, v in arg.items()}
+            return {k: self.meta(v) for k, v in arg.items()}
         if isinstance(arg, jnp.ndarray):
             return torch.from_numpy(np.asarray(arg)).to("meta")
         if kind is torch.device:

@@ -4,8 +4,7 @@
   (``ops.JAX_OPS``) has no implementation for: it runs eagerly on the data's host view,
   counted as refused in ``metrics.fallback_report()``.
 * Calls whose torch semantics JAX does not give: integer division, remainder and powers
-  (torch raises on a zero divisor or a negative integer exponent, XLA returns a number),
-  and transposed convolutions (not in the table yet).
+  (torch raises on a zero divisor or a negative integer exponent, XLA returns a number).
 * Random integers (``random_(from, to)``) with bounds torch rejects, or without an upper
   bound.
 * Calls whose ``dtype`` argument names a dtype JAX lacks (``complex32``, the float8
@@ -21,6 +20,7 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
+from . import decomposed
 from .dtypes import SUPPORTED
 from .lowering import op_key
 
@@ -53,11 +53,6 @@ def _dtype_argument(overload) -> bool:
     return any(a.name == "dtype" for a in overload._schema.arguments)
 
 
-def _transposed(op, args, kwargs) -> bool:
-    """A transposed convolution (``convolution``'s ``transposed`` argument)."""
-    return bool(args[6] if len(args) > 6 else kwargs.get("transposed", False))
-
-
 def _random_bounds(op, args, kwargs) -> bool:
     """``random_(from, to)`` calls run eagerly unless their bounds are valid for the dtype:
     torch raises for ``from >= to`` and bounds out of the dtype's range (``2**digits`` for
@@ -81,11 +76,35 @@ def _random_bounds(op, args, kwargs) -> bool:
     return low < least or high - 1 > most
 
 
+def _masks(indices) -> list:
+    return [i for i in indices if i is not None and i.dtype in (torch.bool, torch.uint8)]
+
+
+def _masked_index(op, args, kwargs) -> bool:
+    """An index by a boolean mask: its result's sizes are the mask's count of True."""
+    return bool(_masks(args[1]))
+
+
+def _masked_put(op, args, kwargs) -> bool:
+    """A write through a boolean mask, unless it is one mask over leading dimensions and
+    values that broadcast over the rest (``x[mask] = 0``: a ``where``); other writes take
+    as many values as the mask has True, known only from the data."""
+    x, indices, values = args[0], args[1], args[2]
+    masks = _masks(indices)
+    if not masks:
+        return False
+    if len(indices) != 1 or masks[0].dtype != torch.bool:
+        return True
+    return values.dim() > x.dim() - masks[0].dim()
+
+
 #: Calls refused by a predicate of their own: the table lowers the op's other calls.
 PREDICATES = MappingProxyType(
     {
-        "convolution": _transposed,
-        "convolution_backward": lambda op, a, k: bool(a[7]),
+        "index.Tensor": _masked_index,
+        "_unsafe_index.Tensor": _masked_index,
+        "index_put": _masked_put,
+        "_unsafe_index_put": _masked_put,
         "random.from": _random_bounds,
         "random.to": _random_bounds,
     }
@@ -103,9 +122,12 @@ def node_op_key(cls) -> str | None:
     return op_key(f"aten::{name}")
 
 
-def refused_ops(tables: KernelTables, ops: dict[str, Callable]) -> dict:
-    """``refused_ops()``'s mapping for these kernel tables and op table."""
+def refused_ops(tables: KernelTables, ops: dict[str, Callable], decompositions: dict) -> dict:
+    """``refused_ops()``'s mapping for these kernel tables, op table and decompositions of
+    the ops the table lacks (``decomposed.py``: a call whose formula lowers is not
+    refused)."""
     refused: dict = {}
+    traceable = decomposed.refusing(decompositions, ops)
     lacking = set()
     for cls in tables.node_classes.values():
         key = node_op_key(cls)
@@ -119,7 +141,7 @@ def refused_ops(tables: KernelTables, ops: dict[str, Callable]) -> dict:
             continue
         key = op_key(f"{name}.{overload._overloadname}")
         if key in lacking:
-            refused[overload] = None
+            refused[overload] = traceable if overload in decompositions else None
         elif key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
             refused[overload] = _integer_call
         elif key in PREDICATES:
