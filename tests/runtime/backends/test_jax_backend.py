@@ -454,12 +454,11 @@ def test_recurrent_layers_and_cells_train_as_eager(kind, node, fresh_metrics):
 
 def test_every_op_the_core_lowers_is_in_the_table_where_it_can_reach_jax():
     """``CORE_LOWERED_OPS`` are handed to a backend whatever its op list says: the jax table
-    must have each one that can reach it (not the collectives: ``collectives_in_graph`` is
-    off; not ``copy_``: ``writes_inputs`` is off; not the CPU flash kernels, which only the
+    must have each one that can reach it (the collectives too: ``collectives_in_graph`` is
+    on; not ``copy_``: ``writes_inputs`` is off; not the CPU flash kernels, which only the
     torch backends lower ``lazygen::attention`` to)."""
     backend = BACKENDS["jax"]
-    assert not backend.collectives_in_graph and not backend.writes_inputs
+    assert backend.collectives_in_graph and not backend.writes_inputs
     unreachable = {"aten::copy_", *(op for op in CORE_LOWERED_OPS if "flash_attention" in op)}
-    unreachable |= {op for op in CORE_LOWERED_OPS if op.startswith("_c10d_functional::")}
     missing = [op for op in CORE_LOWERED_OPS if op not in unreachable and op_key(op) not in JAX_OPS]
     assert not missing, f"add to lazygen.runtime.backends.jax.ops: {missing}"

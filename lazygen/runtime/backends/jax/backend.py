@@ -32,12 +32,13 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
-from . import decomposed, donation
+from . import donation
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
+from .decomposed import Decompositions
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
-from .refusals import refused_ops
+from .refusals import call_refused, refused_ops
 from .uploads import SmallUploads
 
 
@@ -89,6 +90,9 @@ class JaxBackend(Backend):
     torch_data = False
     random_numbers = "seed"
     donates_inputs = True
+    #: torch's functional collectives run inside the graph, as ordered host callbacks on the
+    #: data's process group (``ops/collectives.py``).
+    collectives_in_graph = True
     #: One lowering serves every size (sizes from operands and size inputs); XLA still
     #: compiles each new set of sizes, kept by the executable (``all_sizes.py``).
     size_generic = True
@@ -97,8 +101,7 @@ class JaxBackend(Backend):
         enable_x64()
         self.ops = dict(JAX_OPS)
         #: torch's formulas of the ops the table lacks (``decomposed.py``).
-        self.decompositions = decomposed.table(self.ops)
-        self._decompose = decomposed.lowering(self.decompositions)
+        self.decompositions = Decompositions(self.ops, call_refused)
         self._refused: dict | None = None
         #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
         self.small_uploads = SmallUploads()
@@ -160,7 +163,7 @@ class JaxBackend(Backend):
 
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         ctx = JaxLoweringContext(device, self.ops)
-        ctx.decompose = self._decompose
+        ctx.decompose = self.decompositions.lower
         return ctx
 
     def _lowered(self, order, outputs, device, static_values=None, dead=(), inputs=None):

@@ -14,14 +14,16 @@ What a trace fixes, and why it is keyed so:
 * Sizes: the decomposition reads the call's sizes (an interpolation's index tensors, a
   padding's ranges), so a graph holding a decomposed op is compiled for its own sizes
   (``SizeHidden`` in a graph compiled for all sizes).
-* ``Scalar`` arguments are traced as 0-dim tensors: on the lazy device they are graph
-  inputs (a learning rate, ``hardtanh``'s bounds), so their value must stay an input
-  of the traced formula instead of a constant of it. A decomposition that needs the number
-  itself (a branch on it) fails to trace, and the call is refused.
+* ``Scalar`` arguments (a norm's ``p``, a loss's margin) and Python numbers given for
+  tensors (``i // 4``) are traced as the numbers they hold: a formula may branch on them
+  or pass them on as numbers. On the lazy device each is a wrapped-number graph input;
+  the lowering compiles its number in, as it does
+  ``SymInt`` inputs (``JaxLoweringContext.compiled_number``): each run checks it, and
+  another number compiles a variant of the graph (``JaxStaticInputCompile``).
 * Random ops are never decomposed: their formulas draw from torch's generators, and the
   jax backend draws from seeds (``ops/sampling.py``).
 
-Traces are kept per op and call signature (dtypes, sizes, attribute values).
+Traces are kept per op and call signature (dtypes, sizes, attribute and ``Scalar`` values).
 """
 
 from __future__ import annotations
@@ -36,15 +38,10 @@ import torch
 from torch._decomp import core_aten_decompositions, decomposition_table
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from ... import state
 from ...graph.dynamic import SizeHidden
 from ...ir import Shape
 from ...lowering_context import overload_of
-from .dtypes import to_jax
 from .lowering import Cast, JaxLoweringContext, Ref, UnsupportedOpError, op_key
-
-#: Signature -> traced graph (or None: not lowerable), for every op decomposed.
-_traces: dict[tuple, Any] = {}
 
 _NUMBER_DTYPES = MappingProxyType(
     {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
@@ -66,6 +63,104 @@ def table(ops: dict[str, Callable]) -> dict:
     }
 
 
+#: ``refuses(op, args, kwargs) -> bool``: whether the backend refuses a call of a table op.
+CallRefusal = Callable[[Any, list, dict], bool]
+
+
+class Decompositions:
+    """torch's formulas of the ops ``ops`` lacks, and what lowers through them: a call is
+    lowered as its formula's ops when each is in ``ops`` and none of their calls is one the
+    backend refuses (``call_refused``: ``i // 0``'s formula divides by 0)."""
+
+    def __init__(self, ops: dict[str, Callable], call_refused: CallRefusal) -> None:
+        self.ops = ops
+        self.table = table(ops)
+        self.call_refused = call_refused
+        #: Call signature -> traced graph (or None: not lowerable).
+        self.traces: dict[tuple, Any] = {}
+
+    def __contains__(self, overload) -> bool:
+        return overload in self.table
+
+    def refuses(self, op, args, kwargs) -> bool:
+        """The refusal predicate (``refusals.py``): True (run eagerly) for a call whose
+        formula does not lower."""
+        if op not in self.table:
+            return True
+        try:
+            leaves = Leaves(op, args, kwargs, _meta_of_lazy, lambda value: None)
+        except UnsupportedOpError:
+            return True
+        return self.trace(op, leaves) is None
+
+    def trace(self, overload, leaves: Leaves):
+        """The formula of this call as an FX graph that lowers, or None."""
+        key = tuple(leaves.key)
+        if key in self.traces:
+            return self.traces[key]
+
+        def call(*tensors):
+            args, kwargs = leaves.rebuild(tensors)
+            return overload(*args, **kwargs)
+
+        graph = None
+        try:
+            with torch.no_grad():
+                traced = make_fx(call, decomposition_table=self.table)(*leaves.metas)
+            if self._lowerable(traced.graph):
+                graph = traced.graph
+        except Exception:  # noqa: BLE001 - a formula that cannot trace on meta: not lowerable
+            graph = None
+        self.traces[key] = graph
+        return graph
+
+    def _lowerable(self, graph: torch.fx.Graph) -> bool:
+        for node in graph.nodes:
+            if node.op == "get_attr":
+                return False  # a tensor constant made on the meta device holds no numbers
+            if node.op != "call_function" or node.target is operator.getitem:
+                continue
+            target = node.target
+            if not isinstance(target, torch._ops.OpOverload):
+                return False
+            if op_key(target.name()) not in self.ops:
+                return False
+            args, kwargs = _values(node.args), _values(node.kwargs)
+            if self.call_refused(target, args, kwargs):
+                return False
+        return True
+
+    def lower(self, ctx: JaxLoweringContext, name: str, args, kwargs, num_outputs: int):
+        """``JaxLoweringContext.decompose``: the call's formula recorded in ``ctx``."""
+        overload = overload_of(name)
+        if overload not in self.table:
+            raise UnsupportedOpError(
+                f"{name} has no implementation on the jax backend (lazygen.runtime.backends."
+                "jax.ops) and no decomposition in torch._decomp; the backend refuses such ops "
+                "(refused_ops), so this call came from a hand-written lowering: add it to the "
+                "table"
+            )
+        if ctx.generic:
+            raise SizeHidden(
+                f"the jax backend lowers {name} as torch's decomposition, traced for the "
+                "call's sizes"
+            )
+        meta = lambda v: _meta_of_slot(ctx, v)  # noqa: E731
+        leaves = Leaves(overload, args, kwargs, meta, lambda v: _number_of_slot(ctx, v))
+        graph = self.trace(overload, leaves)
+        if graph is None:
+            raise UnsupportedOpError(
+                f"{name}'s decomposition does not lower to the jax backend's ops for these "
+                "arguments, and the backend's refusal did not catch it (refusals.py)"
+            )
+        return _emit(ctx, graph, leaves, num_outputs)
+
+
+def _values(arg):
+    """An FX node's arguments with each node as the value it traced (a meta tensor)."""
+    return _plain(torch.fx.node.map_arg(arg, lambda n: n.meta.get("val")))
+
+
 def _scalar_positions(overload) -> tuple[set[int], set[str]]:
     """Positions and names of the schema's ``Scalar`` / ``Scalar?`` arguments."""
     positions, names = set(), set()
@@ -77,27 +172,29 @@ def _scalar_positions(overload) -> tuple[set[int], set[str]]:
     return positions, names
 
 
-def _number_tensor(value) -> torch.Tensor:
-    return torch.empty((), dtype=_NUMBER_DTYPES[type(value)], device="meta")
-
-
 class Leaves:
     """A call's arguments with every tensor (and ``Scalar``) taken out as a leaf: the
     traced graph's placeholders, in order, and a signature that keys the trace."""
 
-    def __init__(self, overload, args, kwargs, meta: Callable) -> None:
+    def __init__(self, overload, args, kwargs, meta: Callable, number: Callable) -> None:
         self.values: list = []  # what each placeholder stands for
         self.metas: list = []
         self.key: list = [overload]
         positions, names = _scalar_positions(overload)
-        self.args = [self._take(a, i in positions, meta) for i, a in enumerate(args)]
-        self.kwargs = {k: self._take(v, k in names, meta) for k, v in kwargs.items()}
+        self.args = [self._take(a, i in positions, meta, number) for i, a in enumerate(args)]
+        self.kwargs = {k: self._take(v, k in names, meta, number) for k, v in kwargs.items()}
 
-    def _take(self, value, scalar: bool, meta: Callable):
+    def _take(self, value, scalar: bool, meta: Callable, number: Callable):
         kind = type(value)
         if kind is list or kind is tuple:
-            return [self._take(v, False, meta) for v in value]
-        tensor = _number_tensor(value) if scalar and kind in _NUMBER_DTYPES else meta(value)
+            return [self._take(v, False, meta, number) for v in value]
+        if kind not in _NUMBER_DTYPES and value is not None:
+            found = number(value)  # a wrapped number (where the call saw a Python number)
+            if found is None and scalar:
+                raise UnsupportedOpError("a Scalar argument that is not a wrapped number")
+            if found is not None:
+                value, kind, scalar = found, type(found), True
+        tensor = None if scalar else meta(value)
         if tensor is None:
             self.key.append(("n", kind, value if kind is not float else repr(value)))
             return value
@@ -124,86 +221,18 @@ class _Slot:
         self.index = index
 
 
-def trace(overload, leaves: Leaves, decompositions: dict, ops: dict[str, Callable]):
-    """The decomposition of this call as an FX graph of ops all in ``ops``, or None."""
-    key = tuple(leaves.key)
-    if key in _traces:
-        return _traces[key]
-
-    def call(*tensors):
-        args, kwargs = leaves.rebuild(tensors)
-        return overload(*args, **kwargs)
-
-    graph = None
-    try:
-        with torch.no_grad():
-            traced = make_fx(call, decomposition_table=decompositions)(*leaves.metas)
-        if _lowerable(traced.graph, ops):
-            graph = traced.graph
-    except Exception:  # noqa: BLE001 - a formula that cannot trace on meta: not lowerable
-        graph = None
-    _traces[key] = graph
-    return graph
-
-
-def _lowerable(graph: torch.fx.Graph, ops: dict[str, Callable]) -> bool:
-    for node in graph.nodes:
-        if node.op == "get_attr":
-            return False  # a tensor constant made on the meta device holds no numbers
-        if node.op != "call_function" or node.target is operator.getitem:
-            continue
-        target = node.target
-        if not isinstance(target, torch._ops.OpOverload) or op_key(target.name()) not in ops:
-            return False
-    return True
-
-
 def _meta_of_lazy(value):
     if isinstance(value, torch.Tensor):
         return torch.empty(value.shape, dtype=value.dtype, device="meta")
     return None
 
 
-def refusing(decompositions: dict, ops: dict[str, Callable]) -> Callable:
-    """The refusal predicate of the ops in ``decompositions``: True (run eagerly) for a call
-    whose decomposition does not lower to ``ops``."""
-
-    def refuses(op, args, kwargs) -> bool:
-        if op not in decompositions:
-            return True
-        leaves = Leaves(op, args, kwargs, _meta_of_lazy)
-        return trace(op, leaves, decompositions, ops) is None
-
-    return refuses
-
-
-def lowering(decompositions: dict) -> Callable:
-    """``JaxLoweringContext.decompose`` for these decompositions."""
-
-    def decompose(ctx: JaxLoweringContext, name: str, args, kwargs, num_outputs: int) -> list:
-        overload = overload_of(name)
-        if overload not in decompositions:
-            raise UnsupportedOpError(
-                f"{name} has no implementation on the jax backend (lazygen.runtime.backends."
-                "jax.ops) and no decomposition in torch._decomp; the backend refuses such ops "
-                "(refused_ops), so this call came from a hand-written lowering: add it to the "
-                "table"
-            )
-        if ctx.generic:
-            raise SizeHidden(
-                f"the jax backend lowers {name} as torch's decomposition, traced for the "
-                "call's sizes"
-            )
-        leaves = Leaves(overload, args, kwargs, lambda v: _meta_of_slot(ctx, v))
-        graph = trace(overload, leaves, decompositions, ctx.ops)
-        if graph is None:
-            raise UnsupportedOpError(
-                f"{name}'s decomposition does not lower to the jax backend's ops for these "
-                "arguments, and the backend's refusal did not catch it (refusals.py)"
-            )
-        return _emit(ctx, graph, leaves, num_outputs)
-
-    return decompose
+def _number_of_slot(ctx: JaxLoweringContext, value):
+    """The Python number the traced call saw where the lowering has a wrapped number: a
+    ``FixedScalar``'s constant, or a ``ScalarData`` input's number, compiled in."""
+    if isinstance(value, jnp.ndarray) and value.ndim == 0:
+        return value.item()
+    return ctx.compiled_number(value)
 
 
 def _meta_of_slot(ctx: JaxLoweringContext, value):
@@ -226,10 +255,7 @@ def _emit(ctx: JaxLoweringContext, graph: torch.fx.Graph, leaves: Leaves, num_ou
 
     for node in graph.nodes:
         if node.op == "placeholder":
-            leaf, meta = next(inputs)
-            if type(leaf) in _NUMBER_DTYPES:  # a ``Scalar``: the number as its 0-dim tensor
-                leaf = jnp.asarray(leaf, to_jax(meta.dtype))
-            env[node] = leaf
+            env[node] = next(inputs)[0]
         elif node.op == "output":
             results = node.args[0]
             results = list(results) if isinstance(results, (list, tuple)) else [results]
@@ -278,8 +304,3 @@ def _fresh(ctx: JaxLoweringContext, value):
         return value
     shapes = (_shape(ctx.meta(value)),)
     return ctx.record(ctx.ops["alias_copy"], "aten::alias_copy", [value], {}, 1, shapes)[0]
-
-
-state.once_per_process(
-    __name__, ("_traces",), "a cache of traced decompositions, keyed by op and call signature"
-)

@@ -107,6 +107,8 @@ class JaxLoweringContext(LoweringContext):
         self.generic = False
         #: Each slot's shape as recorded (inputs, results), or per item for a list result.
         self.slot_shapes: dict[int, Any] = {}
+        #: The numbers wrapped-number inputs hold when the graph is lowered, by slot.
+        self.scalar_numbers: dict[int, Any] = {}
         #: ``decompose(ctx, name, args, kwargs, num_outputs) -> refs`` for an op the table
         #: lacks (torch's formula of it, ``decomposed.py``), or None: such an op is an error.
         self.decompose: Callable | None = None
@@ -128,7 +130,21 @@ class JaxLoweringContext(LoweringContext):
         self.input_slots.append(ref.slot)
         if node.shapes and isinstance(node.shapes[0], Shape):
             self.slot_shapes[ref.slot] = node.shapes[0]
+        if isinstance(node, ScalarData):
+            self.scalar_numbers[ref.slot] = node.value
         return ref
+
+    def compiled_number(self, value):
+        """The number a wrapped-number input (a ``Scalar`` argument) holds, compiled in as
+        ``SymInt`` inputs are (each run checks it; another number compiles a variant), or
+        None for anything else."""
+        kind = type(value)
+        if kind is not Ref and kind is not Cast or value.slot not in self.scalar_numbers:
+            return None
+        position = self.input_slots.index(value.slot)
+        number = self.static_values.get(position, self.scalar_numbers[value.slot])
+        self.static_inputs[position] = number
+        return number
 
     def set_graph_outputs(self, outputs: list[Value]) -> None:
         self.output_refs = [self.values[v] for v in outputs]

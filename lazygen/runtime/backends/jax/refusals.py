@@ -3,8 +3,9 @@
 * Every op of the built-in list whose IR node lowers to an aten overload the op table
   (``ops.JAX_OPS``) has no implementation for: it runs eagerly on the data's host view,
   counted as refused in ``metrics.fallback_report()``.
-* Calls whose torch semantics JAX does not give: integer division, remainder and powers
-  (torch raises on a zero divisor or a negative integer exponent, XLA returns a number).
+* Calls whose torch semantics JAX does not give: integer division, remainder and powers by
+  a tensor, a zero or a negative exponent (torch raises on a zero divisor or a negative
+  integer exponent, XLA returns a number); by other numbers they lower.
 * Random integers (``random_(from, to)``) with bounds torch rejects, or without an upper
   bound.
 * Calls whose ``dtype`` argument names a dtype JAX lacks (``complex32``, the float8
@@ -20,7 +21,6 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
-from . import decomposed
 from .dtypes import SUPPORTED
 from .lowering import op_key
 
@@ -37,7 +37,18 @@ def _tensors(args, kwargs):
 
 
 def _integer_call(op, args, kwargs) -> bool:
-    return any(not (t.is_floating_point() or t.is_complex()) for t in _tensors(args, kwargs))
+    """An integer division, remainder or power that may meet what torch raises for: a zero
+    divisor (a tensor, which may hold one, or the number 0), a negative exponent (a tensor,
+    or a negative number). ``x // 4``, ``i % n``, ``k ** 2`` with numbers lower."""
+    if all(t.is_floating_point() or t.is_complex() for t in _tensors(args, kwargs)):
+        return False
+    name = op._schema.name
+    if name == "aten::div" and kwargs.get("rounding_mode") is None:
+        return False  # true division: a float result, inf for a zero divisor, as torch
+    operand = args[1] if len(args) > 1 else None
+    if isinstance(operand, torch.Tensor) or not isinstance(operand, (int, float, bool)):
+        return True
+    return operand < 0 if name == "aten::pow" else operand == 0
 
 
 def _unsupported_dtype(op, args, kwargs) -> bool:
@@ -105,6 +116,8 @@ PREDICATES = MappingProxyType(
         "_unsafe_index.Tensor": _masked_index,
         "index_put": _masked_put,
         "_unsafe_index_put": _masked_put,
+        "linalg_lu_factor_ex": lambda op, a, k: not k.get("pivot", True),  # CPU raises
+        "linalg_lu": lambda op, a, k: not k.get("pivot", True),
         "random.from": _random_bounds,
         "random.to": _random_bounds,
     }
@@ -122,12 +135,30 @@ def node_op_key(cls) -> str | None:
     return op_key(f"aten::{name}")
 
 
-def refused_ops(tables: KernelTables, ops: dict[str, Callable], decompositions: dict) -> dict:
-    """``refused_ops()``'s mapping for these kernel tables, op table and decompositions of
-    the ops the table lacks (``decomposed.py``: a call whose formula lowers is not
-    refused)."""
+def call_predicate(overload):
+    """The predicate refusing some calls of ``overload``, an op the table has, or None."""
+    key = op_key(overload.name())
+    if key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
+        return _integer_call
+    if key in PREDICATES:
+        return PREDICATES[key]
+    if _dtype_argument(overload):
+        return _unsupported_dtype
+    return None
+
+
+def call_refused(overload, args, kwargs) -> bool:
+    """Whether the backend refuses this call of ``overload`` (an op the table has): for the
+    ops of a decomposition (``decomposed.py``)."""
+    predicate = call_predicate(overload)
+    return predicate is not None and predicate(overload, args, kwargs)
+
+
+def refused_ops(tables: KernelTables, ops: dict[str, Callable], decompositions) -> dict:
+    """``refused_ops()``'s mapping for these kernel tables, op table and ``decompositions``
+    (``decomposed.Decompositions``: a call of an op the table lacks whose formula lowers is
+    not refused)."""
     refused: dict = {}
-    traceable = decomposed.refusing(decompositions, ops)
     lacking = set()
     for cls in tables.node_classes.values():
         key = node_op_key(cls)
@@ -141,11 +172,7 @@ def refused_ops(tables: KernelTables, ops: dict[str, Callable], decompositions: 
             continue
         key = op_key(f"{name}.{overload._overloadname}")
         if key in lacking:
-            refused[overload] = traceable if overload in decompositions else None
-        elif key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
-            refused[overload] = _integer_call
-        elif key in PREDICATES:
-            refused[overload] = PREDICATES[key]
-        elif _dtype_argument(overload):
-            refused[overload] = _unsupported_dtype
+            refused[overload] = decompositions.refuses if overload in decompositions else None
+        elif (predicate := call_predicate(overload)) is not None:
+            refused[overload] = predicate
     return refused

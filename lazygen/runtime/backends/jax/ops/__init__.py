@@ -1,9 +1,11 @@
 """The jax backend's op table: aten overloads of the built-in op list as ``jax.numpy`` /
 ``jax.lax`` code, one function per overload, registered with ``@op("name.overload")``
-(``table.py``) by the module of its family: ``activations``, ``batch_norm``, ``elementwise``, ``views``,
-``reductions``, ``linalg``, ``indexing``, ``nn``, ``sampling``, ``conv_pool``, ``pooling``,
-``sorting``. Importing this package fills ``JAX_OPS``; ops it lacks are lowered as torch's
-decompositions of them where those lower to it (``../decomposed.py``).
+(``table.py``) by the module of its family: ``activations``, ``batch_norm``, ``collectives``,
+``conv_pool``, ``elementwise``, ``embeddings``, ``factorizations``, ``fft``, ``indexing``,
+``linalg``, ``nn``, ``numbers``, ``polynomials``, ``pooling``, ``reductions``, ``sampling``,
+``sorting``, ``special``, ``views``. Importing this package fills ``JAX_OPS``; ops it lacks
+are lowered as torch's decompositions of them where those lower to it
+(``../decomposed.py``).
 
 Ops whose torch semantics JAX does not give (integer division by zero raises in torch; the
 table has no entry, or ``refusals.py`` refuses the call) run eagerly instead.
@@ -14,23 +16,31 @@ from __future__ import annotations
 from . import (
     activations,
     batch_norm,
+    collectives,
     conv_pool,
     elementwise,
+    embeddings,
+    factorizations,
+    fft,
     indexing,
     linalg,
     nn,
+    numbers,
+    polynomials,
     pooling,
     reductions,
     sampling,
     sorting,
+    special,
     views,
 )
 from .table import JAX_OPS, along
 
 #: The families' modules, imported for their registrations.
 FAMILIES = (
-    activations, batch_norm, conv_pool, elementwise, indexing, linalg, nn, pooling, reductions, sampling,
-    sorting, views,
+    activations, batch_norm, collectives, conv_pool, elementwise, embeddings, factorizations, fft,
+    indexing, linalg, nn, numbers, polynomials, pooling, reductions, sampling, sorting, special,
+    views,
 )  # fmt: skip
 
 # 0-dim inputs of ops along one dim (torch takes dim 0 or -1 of a 0-dim tensor)

@@ -1,6 +1,6 @@
-"""Indexing ops of the jax backend's table: gathers, embeddings and scatters into slices
-(``index_select``, ``gather``, ``embedding``, ``slice_scatter``...): apart because they
-read or write data by index rather than compute it."""
+"""Indexing ops of the jax backend's table: gathers and scatters (``index_select``,
+``gather``, ``index``, ``index_put``, ``scatter*``, ``slice_scatter``, ``as_strided``...):
+apart because they read or write data by index rather than compute it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import MappingProxyType
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op
+from .table import as_dtype, dt, op, sizes
 
 # Indexing --------------------------------------------------------------------------------
 
@@ -30,24 +30,6 @@ def _gather(shapes, x, dim, index, sparse_grad=False):
     # gathers so): those positions are read from x's leading part
     x = x[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index.shape))]
     return jnp.take_along_axis(x, index, axis=dim)
-
-
-@op("embedding")
-def _embedding(shapes, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    return jnp.take(weight, indices, axis=0)
-
-
-@op("embedding_dense_backward")
-def _embedding_backward(shapes, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
-    d = dt(shapes)
-    flat = indices.reshape(-1)
-    rows = grad.reshape(flat.shape[0], -1).astype(d)
-    if padding_idx >= 0:
-        rows = jnp.where((flat == padding_idx)[:, None], jnp.zeros((), d), rows)
-    if scale_grad_by_freq:
-        counts = jnp.zeros((num_weights,), d).at[flat].add(1)
-        rows = rows / counts[flat][:, None]
-    return jnp.zeros((num_weights, rows.shape[1]), d).at[flat].add(rows)
 
 
 @op("slice_scatter")
@@ -249,3 +231,55 @@ def _put(shapes, x, index, source, accumulate=False):
 @op("take")
 def _take(shapes, x, index):
     return jnp.reshape(x, (-1,))[index]
+
+
+@op("masked_scatter")
+def _masked_scatter(shapes, x, mask, source):
+    """``source``'s leading elements, in order, where ``mask`` is true (its running count
+    says which element each true position takes)."""
+    d = dt(shapes)
+    x, mask = jnp.broadcast_arrays(as_dtype(x, d), mask)
+    flat = jnp.reshape(mask, (-1,))
+    taken = jnp.cumsum(flat) - 1
+    values = jnp.reshape(as_dtype(source, d), (-1,))[jnp.clip(taken, 0, None)]
+    return jnp.where(mask, jnp.reshape(values, x.shape), x)
+
+
+@op("nonzero_static")
+def _nonzero_static(shapes, x, *, size, fill_value=-1):
+    if x.ndim == 0:  # torch: one row of no coordinates when the number is nonzero
+        return jnp.zeros((size, 0), jnp.int64)
+    found = jnp.nonzero(x, size=size, fill_value=fill_value)
+    return jnp.stack(found, axis=1).astype(jnp.int64)
+
+
+# Results sized by the data (their sizes, read on the host by the lazy device's shape
+# inference, are in the graph's key: a graph compiled for its own sizes) ------------------
+
+
+@op("nonzero", reads_sizes=True)
+def _nonzero(shapes, x):
+    count = sizes(shapes)[0]
+    if x.ndim == 0:
+        return jnp.zeros((count, 0), jnp.int64)
+    return jnp.stack(jnp.nonzero(x, size=count), axis=1).astype(jnp.int64)
+
+
+@op("masked_select", reads_sizes=True)
+def _masked_select(shapes, x, mask):
+    x, mask = jnp.broadcast_arrays(x, mask)
+    where = jnp.nonzero(jnp.reshape(mask, (-1,)), size=sizes(shapes)[0])
+    return jnp.reshape(x, (-1,))[where]
+
+
+@op("diagonal_scatter")
+def _diagonal_scatter(shapes, x, src, offset=0, dim1=0, dim2=1):
+    d = dt(shapes)
+    x, src = as_dtype(x, d), as_dtype(src, d)
+    dim1, dim2 = dim1 % x.ndim, dim2 % x.ndim
+    count = src.shape[-1]
+    steps = jnp.arange(count)
+    rows, columns = (steps - min(offset, 0)), (steps + max(offset, 0))
+    moved = jnp.moveaxis(x, (dim1, dim2), (-2, -1))
+    moved = moved.at[..., rows, columns].set(src)
+    return jnp.moveaxis(moved, (-2, -1), (dim1, dim2))

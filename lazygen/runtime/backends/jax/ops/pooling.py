@@ -11,6 +11,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from .conv_pool import _max_pool_backward, _pool_config
@@ -23,7 +24,8 @@ def _avg_pool(spatial, x, kernel_size, stride, padding, ceil_mode, count_include
     window = (1,) * (x.ndim - spatial) + tuple(kernel)
     strides = (1,) * (x.ndim - spatial) + tuple(stride)
     padded = lead + list(pads)
-    total = lax.reduce_window(x, jnp.zeros((), x.dtype), lax.add, window, strides, padded)
+    # a concrete 0 (numpy's): JAX then knows the window sum, and differentiates it
+    total = lax.reduce_window(x, np.zeros((), x.dtype), lax.add, window, strides, padded)
     if divisor:
         return total / divisor
     # torch's divisor: the window's elements inside the input, and inside the explicit
@@ -35,7 +37,7 @@ def _avg_pool(spatial, x, kernel_size, stride, padding, ceil_mode, count_include
         ones = jnp.pad(ones, explicit, constant_values=1)
         pads = [(lo - e[0], hi - e[1]) for (lo, hi), e in zip(pads, explicit, strict=True)]
     counts = lax.reduce_window(
-        ones, jnp.zeros((), x.dtype), lax.add, tuple(kernel), tuple(stride), pads
+        ones, np.zeros((), x.dtype), lax.add, tuple(kernel), tuple(stride), pads
     )
     return total / counts
 

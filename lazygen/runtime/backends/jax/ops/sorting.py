@@ -176,3 +176,28 @@ def _searchsorted(shapes, seq, values, *, out_int32=False, right=False, side=Non
 @op("bucketize.Tensor", "bucketize.Scalar")
 def _bucketize(shapes, x, boundaries, *, out_int32=False, right=False):
     return _search(boundaries, jnp.asarray(x), right, out_int32)
+
+
+@op("mode")
+def _mode(shapes, x, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest of equally frequent ones) and
+    the index of its last occurrence, as torch's CPU kernel returns them."""
+    if x.ndim == 0:
+        return x, jnp.zeros((), jnp.int64)
+    dim %= x.ndim
+    moved = jnp.moveaxis(x, dim, -1)
+    counts = jnp.sum(moved[..., :, None] == moved[..., None, :], axis=-1)
+    frequent = counts == jnp.max(counts, axis=-1, keepdims=True)
+    value = jnp.min(jnp.where(frequent, moved, jnp.inf if _floating(x) else _largest(x)), -1)
+    positions = jnp.arange(moved.shape[-1])
+    last = jnp.max(jnp.where(moved == value[..., None], positions, -1), axis=-1)
+    value, last = jnp.expand_dims(value, -1), jnp.expand_dims(last, -1).astype(jnp.int64)
+    return _keep(jnp.moveaxis(value, -1, dim), jnp.moveaxis(last, -1, dim), dim, keepdim)
+
+
+def _floating(x) -> bool:
+    return jnp.issubdtype(x.dtype, jnp.floating)
+
+
+def _largest(x):
+    return True if x.dtype == jnp.bool_ else jnp.iinfo(x.dtype).max
