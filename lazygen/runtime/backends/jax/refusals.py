@@ -109,9 +109,22 @@ def _masked_put(op, args, kwargs) -> bool:
     return values.dim() > x.dim() - masks[0].dim()
 
 
+def _beyond_input(op, args, kwargs) -> bool:
+    """An ``as_strided`` view reaching past its input's elements: in eager, the storage of a
+    view may be larger than the view (a base's), but a lazy value's storage is itself, so
+    such a call runs eagerly and raises torch's out-of-bounds error as every backend's."""
+    x, size, stride = args[0], args[1], args[2]
+    offset = (args[3] if len(args) > 3 else kwargs.get("storage_offset")) or 0
+    if any(s == 0 for s in size):
+        return False
+    return offset + sum((s - 1) * st for s, st in zip(size, stride, strict=False)) >= x.numel()
+
+
 #: Calls refused by a predicate of their own: the table lowers the op's other calls.
 PREDICATES = MappingProxyType(
     {
+        "as_strided": _beyond_input,
+        "as_strided_copy": _beyond_input,
         "index.Tensor": _masked_index,
         "_unsafe_index.Tensor": _masked_index,
         "index_put": _masked_put,

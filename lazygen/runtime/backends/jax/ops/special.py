@@ -11,6 +11,7 @@ from types import MappingProxyType
 
 import jax.numpy as jnp
 import jax.scipy.special as sp
+from jax import lax
 
 from .table import JAX_OPS, as_dtype, dt, op
 
@@ -73,6 +74,24 @@ def _digamma_op(shapes, x):
     return _digamma(as_dtype(x, dt(shapes)))
 
 
+def _hurwitz_zeta(s, q):
+    """``sum((q + k) ** -s for k >= 0)`` for an integer ``s``, negative ``q`` included (as
+    torch's Cephes zeta sums it): the terms up to where ``q + k`` is positive added one by
+    one, JAX's zeta (defined for positive ``q``) for the rest."""
+    shift = jnp.maximum(jnp.ceil(-q), 0)
+    last = jnp.max(shift) if q.size else 0
+
+    def add(state):
+        k, total = state
+        term = jnp.where(k < shift, (q + k) ** -s, 0)
+        return k + 1, total + term
+
+    _, head = lax.while_loop(
+        lambda st: st[0] < last, add, (jnp.zeros((), q.dtype), jnp.zeros_like(q))
+    )
+    return head + sp.zeta(s, q + shift)
+
+
 @op("polygamma")
 def _polygamma(shapes, n, x):
     """torch's: digamma, trigamma, then ``(-1)^(n+1) n! zeta(n + 1, x)``, infinite at the
@@ -84,7 +103,8 @@ def _polygamma(shapes, n, x):
         return _trigamma(x)
     pole = (x <= 0) & (x == jnp.trunc(x))
     sign = 1.0 if n % 2 else -1.0
-    value = sign * jnp.exp(sp.gammaln(n + 1.0)) * sp.zeta(jnp.asarray(n + 1.0, x.dtype), x)
+    zeta = _hurwitz_zeta(jnp.asarray(n + 1.0, x.dtype), jnp.where(pole, 1, x))
+    value = sign * jnp.exp(sp.gammaln(n + 1.0)) * zeta
     return jnp.where(pole, sign * jnp.inf, value).astype(x.dtype)
 
 
