@@ -18,8 +18,8 @@ HERE = Path(__file__).resolve().parent
 TIMEOUT = 300.0
 
 
-def _ranks(scenarios: str, nproc: int = 2, **env: str) -> launch.Result:
-    env |= {"LAZYGEN_BACKEND": "torchscript", "LAZYGEN_GC_FREEZE": "0"}
+def _ranks(scenarios: str, nproc: int = 2, backend: str = "torchscript", **env: str):
+    env |= {"LAZYGEN_BACKEND": backend, "LAZYGEN_GC_FREEZE": "0"}
     argv = [str(HERE / "sharded_worker.py"), scenarios]
     result = launch.run(argv, nproc=nproc, timeout=TIMEOUT, env=env)
     assert result.ok, result.report()
@@ -50,6 +50,21 @@ def test_fsdp2_trains_like_cpu_fsdp2_and_eager():
     float32 sensitivity (bf16: CPU FSDP2's); a steady step is one graph and no cut."""
     scenarios = "fsdp_adamw,fsdp_sgd_clip,fsdp_accumulate,fsdp_mixed"
     result = _ranks(scenarios)
+    for out in result.outputs:
+        for scenario in scenarios.split(","):
+            assert f"{scenario}: ok=True graphs/step=1 cuts/step=0" in out, result.report()
+
+
+@pytest.mark.multiprocess
+@pytest.mark.slow  # about 160 s on a loaded 2-core machine: XLA compiles each rank's steps
+def test_fsdp2_on_the_jax_backend_runs_each_step_as_one_graph():
+    """The same FSDP2 training on the jax backend: its collectives (all-gathers of the
+    shards, reduce-scatters of the gradients) run inside the step's XLA program as ordered
+    host callbacks on the gloo group, and its views of the flat shards (``as_strided``) are
+    lowered: a steady step is one graph with no cut, equal to CPU FSDP2 and eager."""
+    pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
+    scenarios = "fsdp_adamw,fsdp_sgd_clip"
+    result = _ranks(scenarios, backend="jax")
     for out in result.outputs:
         for scenario in scenarios.split(","):
             assert f"{scenario}: ok=True graphs/step=1 cuts/step=0" in out, result.report()

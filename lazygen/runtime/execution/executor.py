@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import warnings
 
+import torch.distributed as dist
+
 from .. import debug, metrics, state
 from ..devices import LazyDevice, all_devices
 from ..errors import GraphCutWarning, LazyGraphError
@@ -241,6 +243,7 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     else:
         ir_reuse.reset()  # another device's tensors may still read this step's nodes
     _warn_about_graph_cuts(metrics.take_step_cuts())
+    _warn_about_refusals(metrics.take_step_refusals())
     step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
 
 
@@ -266,6 +269,29 @@ def _warn_about_graph_cuts(cuts: dict[str, int]) -> None:
     )
 
 
+_refusals_warned: list[bool] = []  # likewise, for refusals in a distributed step
+
+
+def _warn_about_refusals(cuts: dict[str, int]) -> None:
+    """Once: in a distributed program, say which refused ops cut the step that just ended.
+    Every rank waits at each cut for its graph to run, so a refusal costs each step what a
+    collective outside the graph would (FSDP2's ``as_strided_copy``, refused, cut GPT-2's
+    steps 940 times a run on the jax backend before it was lowered)."""
+    if not cuts or _refusals_warned or not (dist.is_available() and dist.is_initialized()):
+        return
+    _refusals_warned.append(True)
+    ranked = sorted(cuts.items(), key=lambda item: (-item[1], item[0]))
+    named = ", ".join(f"{op} ({n}x)" for op, n in ranked[:8])
+    warnings.warn(
+        f"lazygen: in this distributed step, calls the backend refuses to run in a graph "
+        f"cut it {sum(cuts.values())} times: {named}. Each ran eagerly after the graph "
+        "traced so far; lazygen.runtime.metrics.fallback_report() lists them under "
+        "'refused' with where they come from. (Warned once per process.)",
+        GraphCutWarning,
+        stacklevel=4,  # the user's ``lr.mark_step()``
+    )
+
+
 def wait_device_ops(device: LazyDevice | None = None) -> None:
     """Wait for every graph in flight, then for the asynchronous step closures; raise the
     first failure."""
@@ -284,8 +310,9 @@ def cut(device: LazyDevice) -> None:
 
 
 def _reset() -> None:
-    """Warn about graph cuts again."""
+    """Warn about graph cuts and refusals again."""
     _cuts_warned.clear()
+    _refusals_warned.clear()
 
 
-state.register(__name__, _reset, owns=("_cuts_warned",))
+state.register(__name__, _reset, owns=("_cuts_warned", "_refusals_warned"))

@@ -39,10 +39,11 @@ from ...ir import Node, ScalarData, Value
 from ...sharding import ProgramLayout
 from . import donation
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
+from .decomposed import Decompositions
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
-from .refusals import refused_ops
+from .refusals import call_refused, refused_ops
 from .sharding import Spmd, collectives, device_bytes
 from .uploads import SmallUploads
 
@@ -103,6 +104,9 @@ class JaxBackend(Backend):
     torch_data = False
     random_numbers = "seed"
     donates_inputs = True
+    #: torch's functional collectives run inside the graph, as ordered host callbacks on the
+    #: data's process group (``ops/collectives.py``).
+    collectives_in_graph = True
     #: One lowering serves every size (sizes from operands and size inputs); XLA still
     #: compiles each new set of sizes, kept by the executable (``all_sizes.py``).
     size_generic = True
@@ -110,6 +114,8 @@ class JaxBackend(Backend):
     def __init__(self) -> None:
         enable_x64()
         self.ops = dict(JAX_OPS)
+        #: torch's formulas of the ops the table lacks (``decomposed.py``).
+        self.decompositions = Decompositions(self.ops, call_refused)
         self._refused: dict | None = None
         #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
         self.small_uploads = SmallUploads()
@@ -122,7 +128,7 @@ class JaxBackend(Backend):
 
     def refused_ops(self) -> dict:
         if self._refused is None:
-            self._refused = refused_ops(self.kernel_tables(), self.ops)
+            self._refused = refused_ops(self.kernel_tables(), self.ops, self.decompositions)
         return self._refused
 
     # One program over every device (``sharding.py``) ------------------------------------
@@ -215,6 +221,7 @@ class JaxBackend(Backend):
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
         ctx = JaxLoweringContext(device, self.ops)
         ctx.spmd = self.spmd
+        ctx.decompose = self.decompositions.lower
         return ctx
 
     def _lowered(self, order, outputs, device, static_values=None, dead=(), inputs=None):
