@@ -18,12 +18,9 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import _disable_current_modes
 
-from lazygen.runtime import metrics, state
-from lazygen.runtime.devices import LazyDevice
-from lazygen.runtime.errors import LazyGraphError
-from lazygen.runtime.execution import executor
-from lazygen.runtime.graph import graph_key
-from lazygen.runtime.state import log, settings
+from lazygen.runtime import LazyGraphError, metrics
+from lazygen.runtime import capture_interface as runtime
+from lazygen.runtime.capture_interface import LazyDevice, graph_key, log, settings
 
 from . import asserts, partition, uploads
 from .capture import ARG, FIXED, PASS, RESULT, VIEW, Capture, capture, host_type_of
@@ -108,7 +105,7 @@ class Replay:
         self, cap: Capture, device: LazyDevice, executable, args, contiguous: frozenset[int]
     ) -> None:
         self.executable = executable
-        self.run = None if executable is None else executor.runner(device, executable)
+        self.run = None if executable is None else runtime.runner(device, executable)
         self.order = cap.order
         self.device = device
         self.template: list = [None] * len(cap.feeds)
@@ -148,26 +145,12 @@ class Replay:
 
     def __call__(self, args: list):
         metrics.count("DynamoGraphRun")
-        if self.copy_in:
-            inputs = self.template.copy()
-            backend, backing = self.device.backend, self.device.backing
-            written = self.written
-            for position, i in self.host_args + self.host_args_checked:
-                inputs[position] = uploads.upload(args[i], backend, backing, i in written)
-        else:
-            inputs = self.gather(args + self.extras)
-            for position, i in self.host_args_checked:
-                t = args[i]
-                inputs[position] = t if t.is_contiguous() else t.contiguous()
-        for position, i in self.lazy_args:
-            inputs[position] = lazy_data(args[i], self.native)
-        if self.random:
-            self.random.fill(inputs)
+        inputs = self._inputs(args)
         native = None  # the backend's own results, when its data is not torch's
         if self.executable is None:  # every output is an argument or a constant
             results = []
         else:
-            results = executor.run(self.device, self.run, self.order, inputs)
+            results = runtime.run(self.device, self.run, self.order, inputs)
             if self.native:  # host views of the backend's results (DLPack, no copy)
                 native = results
                 from_data_ = self.device.backend.from_data
@@ -214,6 +197,26 @@ class Replay:
         if self.container is not None:  # one flat tuple or list: no pytree to rebuild
             return self.container(out)
         return torch.utils._pytree.tree_unflatten(out, self.spec)
+
+    def _inputs(self, args: list) -> list:
+        """The program's inputs: host arguments uploaded (or passed), lazy arguments' data,
+        random seeds."""
+        if self.copy_in:
+            inputs = self.template.copy()
+            backend, backing = self.device.backend, self.device.backing
+            written = self.written
+            for position, i in self.host_args + self.host_args_checked:
+                inputs[position] = uploads.upload(args[i], backend, backing, i in written)
+        else:
+            inputs = self.gather(args + self.extras)
+            for position, i in self.host_args_checked:
+                t = args[i]
+                inputs[position] = t if t.is_contiguous() else t.contiguous()
+        for position, i in self.lazy_args:
+            inputs[position] = lazy_data(args[i], self.native)
+        if self.random:
+            self.random.fill(inputs)
+        return inputs
 
     def _check(self, results: list, inputs: list) -> None:
         """On the first run: results that share memory with an input or with an earlier
@@ -388,7 +391,7 @@ class CompiledGraph:
             # Not under the caller's dispatch modes: the first call runs inside
             # aot_autograd's runtime wrapper, whose mode broke Inductor's own tracing.
             with _disable_current_modes():
-                executable = executor.compile_cached(device, key, order, cap.outputs)
+                executable = runtime.compile_cached(device, key, order, cap.outputs)
         except LazyGraphError as error:
             metrics.count("DynamoEagerGraph")
             self.eager_reasons = [f"compilation failed: {error}"]
@@ -430,4 +433,4 @@ def report() -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-state.register(__name__, _graphs.clear, owns=("_graphs",))
+runtime.register(__name__, _graphs.clear, owns=("_graphs",))

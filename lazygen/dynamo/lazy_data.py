@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import torch
 
-from lazygen.runtime.devices import LazyDevice
-from lazygen.runtime.execution import executor
-from lazygen.runtime.ir import DeviceData, Value
-from lazygen.runtime.tracing.tensor import LazyTensor, from_data, inner, to_functional
+from lazygen.runtime.capture_interface import (
+    DeviceData,
+    LazyDevice,
+    LazyTensor,
+    Value,
+    from_data,
+    inner,
+    sync,
+    to_functional,
+)
 
 
 def lazy_data(t: torch.Tensor, native: bool = False):
@@ -17,7 +23,7 @@ def lazy_data(t: torch.Tensor, native: bool = False):
     lazy = inner(t)
     node = lazy._value.node
     if not node.is_input:
-        executor.sync([lazy])
+        sync([lazy])
         node = lazy._value.node
     return node.materialize() if native else node.data
 

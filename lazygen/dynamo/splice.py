@@ -26,17 +26,24 @@ from __future__ import annotations
 
 import torch
 
+from lazygen.runtime import capture_interface as runtime
 from lazygen.runtime import metrics
-from lazygen.runtime.backend_interface import make_backend
-from lazygen.runtime.backends import BUILTIN
-from lazygen.runtime.devices import LazyDevice
-from lazygen.runtime.execution import executor
-from lazygen.runtime.graph import post_order
-from lazygen.runtime.graph.fragments import Fragment, FragmentCall
-from lazygen.runtime.ir import ScalarData, Value
-from lazygen.runtime.kernel_support import default_generator
-from lazygen.runtime.tracing.random_inputs import SeedData, draw_seeds
-from lazygen.runtime.tracing.tensor import device_data, is_lazy, new_lazy
+from lazygen.runtime.capture_interface import (
+    BUILTIN,
+    Fragment,
+    FragmentCall,
+    LazyDevice,
+    ScalarData,
+    SeedData,
+    Value,
+    default_generator,
+    device_data,
+    draw_seeds,
+    is_lazy,
+    make_backend,
+    new_lazy,
+    post_order,
+)
 
 from .capture import ARG, CONSTANT, FIXED, PASS, RESULT, SEED, Capture
 
@@ -110,7 +117,7 @@ class Splice:
         device = self.device
         if self.fragment in device.spliced:  # called again: the pending step is complete
             metrics.count("DynamoStepLaunch")
-            executor.cut(device)
+            runtime.cut(device)
         operands = self.template.copy()
         for k, i in self.arg_inputs:
             t = args[i]

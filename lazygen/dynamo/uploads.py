@@ -21,7 +21,8 @@ from __future__ import annotations
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from lazygen.runtime import metrics, state
+from lazygen.runtime import capture_interface as runtime
+from lazygen.runtime import metrics
 
 
 class _Kept:
@@ -85,4 +86,4 @@ def _reset() -> None:
     _prune_at[0] = 1024
 
 
-state.register(__name__, _reset, owns=("_kept", "_prune_at"))
+runtime.register(__name__, _reset, owns=("_kept", "_prune_at"))
