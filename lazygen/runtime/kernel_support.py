@@ -14,7 +14,7 @@ from . import op_facts, state
 from .devices import LazyDevice, default_device, several_in_use
 from .errors import LazygenRuntimeError
 from .execution import executor
-from .graph import dynamic
+from .graph import dynamic, size_inputs
 from .ir import (
     _SCALAR_DTYPES,
     DeviceData,
@@ -321,7 +321,12 @@ def _advance(gen: torch.Generator, op, args, kwargs) -> None:
         op(*args, **kwargs)
 
 
-def make_node(cls, operands, attrs, shapes) -> Node:
+def make_node(cls, operands, attrs, shapes, device: LazyDevice | None = None) -> Node:
+    """A node of ``cls``; under dynamic shapes, with its attributes that are sizes traced as
+    size inputs (``graph/size_inputs.py``; ``device``: the node's, default the default one)."""
+    if cls.size_attrs and dynamic.on():
+        backing = (device or default_device()).backing
+        operands, attrs = size_inputs.lift(cls, operands, attrs, shapes, backing)
     if settings.reuse_ir:
         return _reuse_or_make(cls, operands, attrs, shapes)
     if settings.record_source or cls.__init__ is not _node_init:
@@ -380,7 +385,7 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
         shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
     else:
         shapes = compute_shapes(traced.op, args, kwargs, traced.compute_fn)
-    return wrap(make_node(traced.node_class, operands, attrs, shapes), device)
+    return wrap(make_node(traced.node_class, operands, attrs, shapes, device), device)
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:

@@ -23,7 +23,8 @@ The contract, per argument kind (in schema order; keyword-only arguments by name
                                ``SymInt[]`` is a ``SizeConstant`` node lowered before its
                                users as ``ctx.constant(int)`` (``ctx.values[v]``)
 ``Generator?``                 ``ctx.generator(v)``: a ``torch.Generator`` graph input
-any attribute                  ``ctx.constant(value)``
+any attribute                  ``ctx.constant(value)``; a size traced as an input gives
+                               it what ``symint`` returned: keep it (``graph/size_inputs``)
 =============================  =======================================================
 
 then ``ctx.call(op, args, kwargs, num_outputs)``, where ``op`` names the exact overload,
@@ -90,6 +91,7 @@ import torch
 from . import op_facts, state
 from .devices import is_lazy_device
 from .errors import LazygenRuntimeError, LazyGraphError
+from .graph import dynamic
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
 
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
@@ -144,7 +146,8 @@ class LoweringContext(ABC):
         """Lower one node through its generated (or hand-written) ``lower()``."""
         self.node = node
         try:
-            outputs = node.lower(self)
+            self.node = dynamic.as_lowered(node, self.symint)  # its schema's operands
+            outputs = self.node.lower(self)
         except LazyGraphError:
             raise
         except Exception as error:
@@ -164,10 +167,7 @@ class LoweringContext(ABC):
                 self.lower_node(node)
 
     def lower_graph(self, order: list[Node], outputs: list[Value]) -> None:
-        """Lower a whole post-ordered graph and make ``outputs`` its results.
-
-        It uses ``lower_nodes``, then ``set_graph_outputs``.
-        """
+        """Lower a post-ordered graph (``lower_nodes``), then its ``set_graph_outputs``."""
         self.lower_nodes(order)
         self.set_graph_outputs(outputs)
 

@@ -7,11 +7,14 @@ data-dependent sizes keep working. Only the compiled artifact is made size-gener
   ``config.set_dynamic_shapes``, implied by ``mark_dynamic``, or switched on by the
   recompile budget: ``on()``), every int of a size list
   (``view_copy``'s size, ``expand_copy``'s...) is a graph input of its own
-  (``kernel_support.symint_list``), as a ``SymInt`` already is. Sizes then reach a graph
-  only as inputs, as node shapes, and as int attributes.
-* ``generic_key`` is a graph's key with every shape reduced to its dtype and rank. Int
-  attributes (``dim``, kernel sizes, ``topk``'s ``k``) stay in it exactly, so a graph
-  that depends on one compiles again when it changes.
+  (``kernel_support.symint_list``), as a ``SymInt`` already is, and so is every int
+  attribute the schema types ``SymInt`` that equals a size of its node's tensors (a
+  slice's end cut to a sequence length: ``size_inputs.py``). Sizes then reach a graph
+  only as inputs, as node shapes, and as the int attributes that are not sizes.
+* ``generic_key`` is a graph's key with every shape reduced to its dtype and rank and the
+  attributes traced as size inputs hidden. Other int attributes (``dim``, kernel sizes, a
+  ``SymInt`` equal to no size) stay in it exactly, so a graph that depends on one compiles
+  again when it changes.
 * A graph is compiled for all sizes from a copy of it whose shapes hide their sizes
   (``hidden_sizes``): a lowering that reads a size (an unrolled recurrent layer, a view
   update narrowing by its source's shape) raises instead of compiling it in, and that
@@ -19,10 +22,14 @@ data-dependent sizes keep working. Only the compiled artifact is made size-gener
   size-generic graph computes with the sizes it is fed, by construction, on a backend
   whose compiled graphs hold nothing else about sizes (``Backend.size_generic``).
 
-Automatic dynamic, as Dynamo's: the first graph of a structure compiles for its sizes
-(static code for the common case of one size); when the same structure comes back with
-other sizes, it compiles once for all sizes and every later size reuses that graph. A
-graph reading a tensor given to ``mark_dynamic`` compiles for all sizes at once.
+With dynamic shapes on, as with ``torch.compile(dynamic=True)``, every graph compiles for
+all sizes from its first compile, and every later size reuses it (``graph/policy.py``).
+Automatic dynamic shapes (the first size static, the second for all sizes) were measured
+against it: a training step's graphs differ in their first steps (an optimizer creating
+its state, a tensor kept from the first step), so GPT-2 over 16 lengths compiled 6 graphs
+instead of 3 (docs/benchmarks.md). With dynamic shapes off, a graph reading a tensor
+given to ``mark_dynamic`` compiles for all sizes too; the recompile budget switches
+dynamic shapes on for a program whose sizes keep changing.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, Node, ScalarData, Shape, Value
 from ..state import settings
-from . import GraphKey
+from . import GraphKey, size_inputs
 
 # On or off ------------------------------------------------------------------------------
 
@@ -78,10 +85,28 @@ def generic_key(key: GraphKey, constants: bool = True) -> GraphKey:
     constants), but one telling that two graphs differ in sizes only (``budget.py``)."""
     entries, outputs = key.entries
     abstract = tuple(
-        (cls, None if not constants and cls.is_constant else attrs, tuple(map(_rank, shapes)), refs)
+        (cls, _attrs(cls, attrs, constants), tuple(map(_rank, shapes)), refs)
         for cls, attrs, shapes, refs in entries
     )
     return GraphKey(("size-generic" if constants else "sizes", abstract, outputs))
+
+
+def _attrs(cls: type[Node], attrs: tuple, constants: bool):
+    """A node's attributes in a size-generic key: sizes traced as inputs hidden
+    (``size_inputs``), a size constant's value dropped unless ``constants``."""
+    if cls.size_attrs and size_inputs.has_size_arguments(attrs):
+        return size_inputs.generic_attrs(attrs)
+    return None if not constants and cls.is_constant else attrs
+
+
+def as_lowered(node: Node, symint) -> Node:
+    """The node whose ``lower()`` lowers ``node``: itself, or for a node with attributes
+    traced as size inputs, one as its schema has it (``size_inputs.for_lowering``; in a
+    graph compiled for all sizes, each such attribute is ``symint`` of its input)."""
+    if not (node.size_attrs and size_inputs.has_size_arguments(node.attrs)):
+        return node
+    hidden = any(s is not None and type(s.sizes) is HiddenSizes for s in node.shapes)
+    return size_inputs.for_lowering(node, hidden, symint)
 
 
 # Compiling for all sizes ----------------------------------------------------------------------

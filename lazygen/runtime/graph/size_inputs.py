@@ -1,0 +1,144 @@
+"""Int attributes that are sizes, traced as size inputs under dynamic shapes.
+
+An op's int attribute is a constant of its graph, and the graph key holds it: a graph
+whose attribute changes compiles again. Some attributes are sizes: the end of the slice a
+causal mask is cut to (``mask[:, :, :length]``: ``slice_copy``'s ``end`` is the sequence
+length), a split's sizes, an embedding gradient's row count. With dynamic shapes on
+(``dynamic.on()``), a graph compiled for all sizes serves every length, but such an
+attribute keyed it by length all the same: GPT-2 over 16 lengths compiled a graph per
+length until the recompile budget ran it uncompiled.
+
+Here, in one place for every op, such an attribute becomes a size input of the graph, as
+a ``SymInt`` operand is (``kernel_support.symint``):
+
+* ``lift`` (called by ``kernel_support.make_node`` for every node, when dynamic shapes
+  are on and the node's class has attributes its schema types ``SymInt``: generated
+  ``Node.size_attrs``) turns each such int that equals a size of the node's tensors
+  (operands or results; 0 and 1 excepted, as Dynamo specialises them) into a
+  ``SizeArgument`` in the attributes (an ``int``: everything reading attributes as ints
+  keeps working) and appends one graph input per lifted int (a ``ScalarData``) as a last
+  operand, a tuple, in the order the ``SizeArgument``s appear in the attributes;
+* ``generic_attrs`` hides their values from the size-generic key
+  (``dynamic.generic_key``), so the lengths of such a graph share one key;
+* ``for_lowering`` gives a node's ``lower()`` the node as its schema has it (the last
+  operand left out), each ``SizeArgument`` replaced by its int, or, in a graph compiled
+  for all sizes (shapes hidden), by the backend's value of its input read as a ``SymInt``
+  (``ctx.symint``): every lowering, generated or hand-written, receives it in the place
+  of the int, and a backend's ``constant`` returns such a value as it is. A lowering that
+  computes with it anyway fails on a backend whose values are not numbers, and the graph
+  is compiled for its own sizes (``DynamicCompileFallback``), never wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ..ir import Node, ScalarData, Value
+
+
+class SizeArgument(int):
+    """An int attribute traced as a size input (its graph input: the node's last operand)."""
+
+    __slots__ = ()
+
+
+class _HiddenSize:
+    """What the size-generic key holds instead of a lifted attribute's value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<size input>"
+
+
+HIDDEN = _HiddenSize()
+
+
+def _sizes(operands, shapes) -> set[int]:
+    """The sizes of a node's results and tensor operands, 0 and 1 left out."""
+    found: set[int] = set()
+    for shape in shapes:
+        if shape is not None:
+            found.update(shape.sizes)
+    for operand in operands:
+        values = operand if type(operand) is tuple or type(operand) is list else (operand,)
+        for value in values:
+            if type(value) is Value:
+                shape = value.node.shapes[value.index] if value.node.shapes else None
+                if shape is not None:
+                    found.update(shape.sizes)
+    found.discard(0)
+    found.discard(1)
+    return found
+
+
+def lift(cls: type[Node], operands: tuple, attrs: tuple, shapes, backing) -> tuple[tuple, tuple]:
+    """``operands`` and ``attrs`` of a node of ``cls`` with its size attributes that equal a
+    size of its tensors as size inputs (see the module docstring); as given if none does.
+    ``backing``: the device the inputs' 0-dim tensors live on."""
+    sizes = _sizes(operands, shapes)
+    lifted: list[int] = []
+    new = list(attrs)
+    for slot in cls.size_attrs:
+        value = attrs[slot]
+        if type(value) is int:
+            if value in sizes:
+                new[slot] = SizeArgument(value)
+                lifted.append(value)
+        elif type(value) is tuple and any(type(v) is int and v in sizes for v in value):
+            new[slot] = tuple([_lifted(v, sizes, lifted) for v in value])
+    if not lifted:
+        return operands, attrs
+    inputs = tuple([Value(ScalarData(v, torch.int64, backing), 0) for v in lifted])
+    return (*operands, inputs), tuple(new)
+
+
+def _lifted(value, sizes: set[int], lifted: list[int]):
+    if type(value) is int and value in sizes:
+        lifted.append(value)
+        return SizeArgument(value)
+    return value
+
+
+def has_size_arguments(attrs: tuple) -> bool:
+    """Whether ``attrs`` hold a ``SizeArgument`` (then the node's last operand is its
+    size inputs)."""
+    for a in attrs:
+        if type(a) is SizeArgument or (type(a) is tuple and SizeArgument in map(type, a)):
+            return True
+    return False
+
+
+def generic_attrs(attrs: tuple) -> tuple:
+    """``attrs`` with each ``SizeArgument``'s value hidden (the size-generic key's)."""
+    return tuple([_generic(a) for a in attrs])
+
+
+def _generic(a):
+    if type(a) is SizeArgument:
+        return HIDDEN
+    if type(a) is tuple:
+        return tuple([HIDDEN if type(v) is SizeArgument else v for v in a])
+    return a
+
+
+def for_lowering(node: Node, hidden: bool, symint: Callable[[Value], object]) -> Node:
+    """The node a lowering sees for ``node``, whose attributes hold ``SizeArgument``s: its
+    last operand (the size inputs) left out, each ``SizeArgument`` its int, or, when the
+    graph is compiled for all sizes (``hidden``), ``symint(input)`` (the backend's value of
+    the input read as a ``SymInt``)."""
+    *operands, inputs = node.operands
+    feed = iter(inputs)
+
+    def value(a):
+        if type(a) is SizeArgument:
+            return symint(next(feed)) if hidden else int(a)
+        if type(a) is tuple:
+            return tuple([value(v) for v in a])
+        return a
+
+    twin = node.with_operands(tuple(operands))
+    twin.attrs = tuple([value(a) for a in node.attrs])
+    return twin
