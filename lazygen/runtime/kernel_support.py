@@ -325,8 +325,7 @@ def make_node(cls, operands, attrs, shapes, device: LazyDevice | None = None) ->
     """A node of ``cls``; under dynamic shapes, with its attributes that are sizes traced as
     size inputs (``graph/size_inputs.py``; ``device``: the node's, default the default one)."""
     if cls.size_attrs and dynamic.on():
-        backing = (device or default_device()).backing
-        operands, attrs = size_inputs.lift(cls, operands, attrs, shapes, backing)
+        operands, attrs = size_inputs.lift(cls, operands, attrs, shapes, device or default_device())
     if settings.reuse_ir:
         return _reuse_or_make(cls, operands, attrs, shapes)
     if settings.record_source or cls.__init__ is not _node_init:

@@ -82,21 +82,39 @@ def generic_key(key: GraphKey, constants: bool = True) -> GraphKey:
     """``key`` with the sizes of every shape left out (dtypes and ranks kept). With
     ``constants`` false, the values of size constants (sizes traced with dynamic shapes
     off) are left out too: not a key to reuse a compiled graph by (those graphs hold their
-    constants), but one telling that two graphs differ in sizes only (``budget.py``)."""
+    constants), but one telling that two graphs differ in sizes only (``budget.py``): the
+    ``SymInt`` attributes that would be size inputs under dynamic shapes are left out."""
     entries, outputs = key.entries
     abstract = tuple(
-        (cls, _attrs(cls, attrs, constants), tuple(map(_rank, shapes)), refs)
-        for cls, attrs, shapes, refs in entries
+        (cls, _attrs(entries, entry, constants), tuple(map(_rank, entry[2])), entry[3])
+        for entry in entries
+        for cls in (entry[0],)
     )
     return GraphKey(("size-generic" if constants else "sizes", abstract, outputs))
 
 
-def _attrs(cls: type[Node], attrs: tuple, constants: bool):
+def _attrs(entries: tuple, entry: tuple, constants: bool):
     """A node's attributes in a size-generic key: sizes traced as inputs hidden
-    (``size_inputs``), a size constant's value dropped unless ``constants``."""
+    (``size_inputs``), a size constant's value dropped unless ``constants``, and without
+    ``constants``, the ``SymInt`` attributes equal to a size of the node's tensors too."""
+    cls, attrs, shapes, refs = entry
     if cls.size_attrs and size_inputs.has_size_arguments(attrs):
         return size_inputs.generic_attrs(attrs)
+    if not constants and cls.size_attrs:
+        operands = [entries[p][2][i] for p, i in _refs(refs) if i < len(entries[p][2])]
+        return size_inputs.hide_sizes(cls, attrs, size_inputs.sizes_of(shapes, operands))
     return None if not constants and cls.is_constant else attrs
+
+
+def _refs(refs):
+    """The ``(position, index)`` operand references of a key entry, lists flattened."""
+    for ref in refs:
+        if ref is None:
+            continue
+        if isinstance(ref[0], tuple) or ref[0] is None:  # a list operand
+            yield from (r for r in ref if r is not None)
+        else:
+            yield ref
 
 
 def as_lowered(node: Node, symint) -> Node:

@@ -56,50 +56,65 @@ class _HiddenSize:
 HIDDEN = _HiddenSize()
 
 
-def _sizes(operands, shapes) -> set[int]:
-    """The sizes of a node's results and tensor operands, 0 and 1 left out."""
+def sizes_of(results, operands) -> set[int]:
+    """The sizes of a node's result shapes and its tensor operands' shapes, 0 and 1 left
+    out (None entries skipped)."""
     found: set[int] = set()
-    for shape in shapes:
+    for shape in (*results, *operands):
         if shape is not None:
             found.update(shape.sizes)
-    for operand in operands:
-        values = operand if type(operand) is tuple or type(operand) is list else (operand,)
-        for value in values:
-            if type(value) is Value:
-                shape = value.node.shapes[value.index] if value.node.shapes else None
-                if shape is not None:
-                    found.update(shape.sizes)
     found.discard(0)
     found.discard(1)
     return found
 
 
-def lift(cls: type[Node], operands: tuple, attrs: tuple, shapes, backing) -> tuple[tuple, tuple]:
-    """``operands`` and ``attrs`` of a node of ``cls`` with its size attributes that equal a
-    size of its tensors as size inputs (see the module docstring); as given if none does.
-    ``backing``: the device the inputs' 0-dim tensors live on."""
-    sizes = _sizes(operands, shapes)
-    lifted: list[int] = []
+def _operand_shapes(operands) -> list:
+    shapes = []
+    for operand in operands:
+        values = operand if type(operand) is tuple or type(operand) is list else (operand,)
+        for value in values:
+            if type(value) is Value and value.node.shapes:
+                shapes.append(value.node.shapes[value.index])
+    return shapes
+
+
+def _marked(cls: type[Node], attrs: tuple, sizes: set[int], mark) -> tuple[tuple, list[int]]:
+    """``attrs`` with each int of a ``size_attrs`` slot found in ``sizes`` replaced by
+    ``mark(int)``, and those ints in order."""
+    found: list[int] = []
     new = list(attrs)
     for slot in cls.size_attrs:
         value = attrs[slot]
         if type(value) is int:
             if value in sizes:
-                new[slot] = SizeArgument(value)
-                lifted.append(value)
+                new[slot] = mark(value)
+                found.append(value)
         elif type(value) is tuple and any(type(v) is int and v in sizes for v in value):
-            new[slot] = tuple([_lifted(v, sizes, lifted) for v in value])
+            found.extend(v for v in value if type(v) is int and v in sizes)
+            new[slot] = tuple([mark(v) if type(v) is int and v in sizes else v for v in value])
+    return tuple(new), found
+
+
+def lift(cls: type[Node], operands: tuple, attrs: tuple, shapes, device) -> tuple[tuple, tuple]:
+    """``operands`` and ``attrs`` of a node of ``cls`` with its size attributes that equal a
+    size of its tensors as size inputs (see the module docstring); as given if none does.
+    ``device``: the node's ``LazyDevice``; each input is a ``ScalarData`` on its backing
+    device, or its number table's kind (a ``FixedScalar`` in a Dynamo capture, whose
+    numbers are constants: ``kernel_support.symint`` does the same)."""
+    sizes = sizes_of(shapes, _operand_shapes(operands))
+    new, lifted = _marked(cls, attrs, sizes, SizeArgument)
     if not lifted:
         return operands, attrs
-    inputs = tuple([Value(ScalarData(v, torch.int64, backing), 0) for v in lifted])
-    return (*operands, inputs), tuple(new)
+    table = device.shared_scalars
+    kind = ScalarData if table is None else table.node_type
+    inputs = tuple([Value(kind(v, torch.int64, device.backing), 0) for v in lifted])
+    return (*operands, inputs), new
 
 
-def _lifted(value, sizes: set[int], lifted: list[int]):
-    if type(value) is int and value in sizes:
-        lifted.append(value)
-        return SizeArgument(value)
-    return value
+def hide_sizes(cls: type[Node], attrs: tuple, sizes: set[int]) -> tuple:
+    """``attrs`` with the values ``lift`` would make size inputs hidden: what tells, with
+    dynamic shapes off, that two graphs differ in sizes only (``dynamic.generic_key``)."""
+    return _marked(cls, attrs, sizes, lambda v: HIDDEN)[0]
 
 
 def has_size_arguments(attrs: tuple) -> bool:

@@ -10,7 +10,7 @@ import lazygen.runtime as lr
 from lazygen.runtime.backends.inductor import compile as compile_module
 from lazygen.runtime.execution import executor
 from runtime.graph.test_dynamic_shapes import check_transformer_over_24_lengths
-from runtime.graph.test_recompile_budget import by_k, by_size, run_and_compare
+from runtime.graph.test_recompile_budget import by_shift, by_size, run_and_compare
 
 from .conftest import INDUCTOR, index_zero_on
 
@@ -92,7 +92,7 @@ def test_inductor_past_the_limit_a_changing_size_compiles_for_all_sizes(fresh_me
 
 
 def test_inductor_past_the_limit_a_changing_attribute_runs_uncompiled(fresh_metrics):
-    _past_a_limit_of_one(by_k, [1, 2, 3], fresh_metrics)
+    _past_a_limit_of_one(by_shift, [1, 2, 3], fresh_metrics)
     assert not lr.config.get_dynamic_shapes()  # not a size change: dynamic shapes stay off
 
 

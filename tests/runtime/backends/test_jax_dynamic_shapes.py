@@ -22,6 +22,7 @@ from lazygen.runtime.backends.jax.ops import JAX_OPS, table  # noqa: E402
 from lazygen.runtime.execution import executor  # noqa: E402
 from runtime.graph.test_dynamic_shapes import _check_against_eager  # noqa: E402
 from runtime.graph.test_recompile_budget import by_size, run_and_compare  # noqa: E402
+from runtime.graph.test_size_inputs import check_causal_lm_over_lengths  # noqa: E402
 
 from .conftest import BACKENDS, index_zero_on  # noqa: E402
 from .test_jax_backend import _arrays  # noqa: E402
@@ -97,6 +98,19 @@ def test_sequence_lengths_share_one_graph_and_match_eager(dynamic, fresh_metrics
     # 5's XLA compile is the graph's first, explained as "compiled once for all sizes"
     assert fresh_metrics.counter_value("Recompile_sizes") == 3, err
     assert "backend 'jax' compiles another variant" in err and "[3, 12, 8]" in err, err
+
+
+def test_a_causal_model_over_lengths_compiles_its_graphs_once(dynamic, fresh_metrics):
+    """Regression (issue 49): a causal mask cut to the length (``slice_copy``'s end) keyed
+    the graph by length, and GPT-2 over 16 lengths ran 7 steps uncompiled on jax. The end
+    is a size input now: the first and the steady step compile for all sizes, once; XLA
+    still compiles each new length (``JaxSizeCompile``)."""
+    with index_zero_on("jax"):
+        check_causal_lm_over_lengths((5, 9, 7))  # ~30 s here: XLA compiles each length
+        counts = _counts(fresh_metrics)
+    assert counts["DynamicCompile"] == counts["UncachedCompile"] <= 4, counts
+    assert counts["DynamicShapeReuse"] >= 1 and not counts["DynamicCompileFallback"], counts
+    assert not fresh_metrics.counter_value("UncompiledGraphRun"), counts
 
 
 def _train_mlp(batches, device: str, dtype=torch.float32, marked: bool = False, first=None):
