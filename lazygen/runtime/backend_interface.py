@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from lazygen import renamed
+
 from . import state
 from .errors import LazygenRuntimeError
 from .ir import Node, Value
@@ -76,7 +78,7 @@ class KernelTables:
                 f"{error.name!r}. It takes the generated registration module "
                 "(`<package>.generated.registration`), which `lazygen gen` or the "
                 "package's build writes: check the name, and that the package is built"
-                + _renamed_hint(module_name)
+                + renamed.generated_package_hint(module_name)
             ) from error
         return cls._from_registration(module_name, module, wrappers)
 
@@ -97,21 +99,6 @@ class KernelTables:
             dict(wrappers or {}),
             dict(getattr(module, "COUNTER_ALIASES", {})),
         )
-
-
-#: The built-in op list's generated package before it was named ``builtin`` everywhere.
-_OLD_BUILTIN_GENERATED = "lazygen.generated."
-_BUILTIN_REGISTRATION = "lazygen.runtime.builtin.generated.registration"
-
-
-def _renamed_hint(module_name: str) -> str:
-    if not module_name.startswith(_OLD_BUILTIN_GENERATED):
-        return ""
-    return (
-        f". The built-in op list's generated package moved: its registration is now "
-        f"{_BUILTIN_REGISTRATION!r} (`lazygen.runtime.builtin.tables.kernel_tables()` "
-        "gives its tables)"
-    )
 
 
 class Backend(ABC):
@@ -175,7 +162,7 @@ class Backend(ABC):
         Each is mapped to None (always) or to a predicate ``(op, args, kwargs) -> bool``
         (this call): on this backend's devices each such call cuts the graph and runs
         eagerly, counted and listed as refused in ``metrics.fallback_report()`` (see
-        ``lazygen.runtime.tracing.refusals`` for the keys). Read once, when the backend is
+        ``lazygen.runtime.dispatch.refusals`` for the keys). Read once, when the backend is
         installed; none by default.
         """
         return {}
@@ -276,6 +263,36 @@ class Backend(ABC):
         tensor that has a Python object (see ``launches.py``).
         """
         raise NotImplementedError(f"backend {self.name!r} runs graphs synchronously")
+
+    # One program over many devices (single-controller SPMD, ``lazygen.spmd``) -------------
+
+    def use_spmd(self) -> None:
+        """Run every graph as one program over all devices (one device: refuse, the default)."""
+        raise LazygenRuntimeError(
+            f"lazygen: the {self.name!r} backend runs each graph on one device; "
+            "single-controller SPMD (lazygen.spmd) needs a backend that spreads one program "
+            "over several devices: init(backend='jax')"
+        )
+
+    def spmd_devices(self) -> tuple[int, ...]:
+        """The global ids of the devices one SPMD program spans (every process's)."""
+        return (0,)
+
+    def place(self, data: Any, placement: Any) -> Any:
+        """``data`` laid out as ``placement`` (a ``sharding.Placement``; None: replicated)."""
+        return data
+
+    def upload(self, tensor: torch.Tensor, placement: Any) -> Any:
+        """Host ``tensor`` as device data laid out as ``placement``, each device sent its piece."""
+        return self.place(self.to_data(tensor, self.data_device(0)), placement)
+
+    def output_placements(self, executable: Any) -> tuple | None:
+        """Each result's ``Placement`` (or None), in the graph's order; None: replicated."""
+        return None
+
+    def program_layout(self, executable: Any) -> Any:
+        """A ``sharding.ProgramLayout`` of ``executable``; None for a program on one device."""
+        return None
 
     def dump(self, order: list[Node], outputs: list[Value], device: torch.device) -> str:
         """The backend's text of a graph (``debug.dump_ir(..., "backend")``)."""

@@ -36,11 +36,10 @@ schema order. An op returning ``Tensor[]`` is called with ``num_outputs=1`` and 
 result split with ``ctx.unpack_list(result, count)``. A backend's ``call`` receives ``op``
 as the lowering gave it and normalises it with ``op_string(op)`` / ``overload_of(op)``.
 
-What a lowering may ask the context about the node being lowered (never ``ctx.node``'s
-internals): ``ctx.output_shapes()`` (one ``Shape(dtype, sizes)`` per output, None for an
-output the op leaves undefined), ``ctx.output_dtype(i)``, ``ctx.output_sizes(i)``; and
-``ctx.is_lazy_device(d)`` tells whether a device attribute names the lazy device (which
-means ``ctx.device``, where the graph's data live).
+What a lowering may ask about the node being lowered (never ``ctx.node``'s internals):
+``ctx.output_shapes()`` (a ``Shape(dtype, sizes)`` per output, None for one the op leaves
+undefined), ``ctx.output_dtype(i)``, ``ctx.output_sizes(i)``; ``ctx.is_lazy_device(d)``:
+whether a device attribute names the lazy device (``ctx.device``, where the data live).
 
 Two rules every lowering and every ``call`` can rely on:
 
@@ -75,10 +74,9 @@ Two rules every lowering and every ``call`` can rely on:
   (a class attribute of its context): their ``lower()`` then emits their reference
   decomposition into plain ATen ops (matmul, softmax, ...) through ``call`` instead.
 * **Masked-off outputs.** An op with an ``output_mask`` (``native_layer_norm_backward``,
-  ``convolution_backward``, ``native_group_norm_backward``...) whose mask leaves an output
-  off has ``None`` as that output's shape. ``call`` still returns one value per output
-  (``num_outputs`` counts them all), and the value of a masked-off output may be anything
-  (None, an undefined tensor, a dummy): no node and no graph output ever reads it.
+  ``convolution_backward``...) whose mask leaves an output off has ``None`` as that
+  output's shape. ``call`` still returns one value per output (``num_outputs`` counts them
+  all); a masked-off one may be anything (None, a dummy): nothing ever reads it.
 """
 
 from __future__ import annotations
@@ -89,9 +87,7 @@ from typing import Any
 import torch
 
 from . import op_facts, state
-from .devices import is_lazy_device
 from .errors import LazygenRuntimeError, LazyGraphError
-from .graph import dynamic
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
 
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
@@ -146,8 +142,7 @@ class LoweringContext(ABC):
         """Lower one node through its generated (or hand-written) ``lower()``."""
         self.node = node
         try:
-            self.node = dynamic.as_lowered(node, self.symint)  # its schema's operands
-            outputs = self.node.lower(self)
+            outputs = node.lower(self)
         except LazyGraphError:
             raise
         except Exception as error:
@@ -167,7 +162,10 @@ class LoweringContext(ABC):
                 self.lower_node(node)
 
     def lower_graph(self, order: list[Node], outputs: list[Value]) -> None:
-        """Lower a post-ordered graph (``lower_nodes``), then its ``set_graph_outputs``."""
+        """Lower a whole post-ordered graph and make ``outputs`` its results.
+
+        It uses ``lower_nodes``, then ``set_graph_outputs``.
+        """
         self.lower_nodes(order)
         self.set_graph_outputs(outputs)
 
@@ -282,6 +280,10 @@ class LoweringContext(ABC):
     def unpack_list(self, value: Any, count: int) -> list:
         """The ``count`` tensors of a ``Tensor[]`` result."""
 
+    def constrain(self, value: Any, placement: Any) -> Any:
+        """``value`` laid out as ``placement`` (a ``ShardingConstraint``); one device: as is."""
+        return value
+
     def value_list(self, items: list) -> Any:
         """A ``Tensor[]`` argument made of backend values this context handed out.
 
@@ -330,7 +332,7 @@ class LoweringContext(ABC):
 
         ``device`` is a ``torch.device`` or its string, as a device attribute carries it.
         """
-        return is_lazy_device(device)
+        return state.is_lazy_device(device)
 
     # Helpers for implementations ------------------------------------------------------------
 

@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from lazygen import renamed
+
 from . import state
 
 # Each thread counts into its own dicts (no lock on the hot path, no lost updates between
@@ -64,6 +66,7 @@ def reset() -> None:
         _refused.clear()
         _declined.clear()
         _step_cuts.clear()
+        _step_refused.clear()
 
 
 def _merged_counters() -> dict[str, int]:
@@ -108,16 +111,11 @@ def add_counter_aliases(aliases: dict[str, str]) -> None:
     _aliases.update(aliases)
 
 
-#: The runtime's own counters under other names: LTC's ``SyncedTensorsWithIR`` (tensors
-#: with pending IR a sync materialised) is lazygen's ``SyncedTensors``; ``EagerGraphRun``
-#: and ``EagerGraphCompiled`` are the names before graphs run op by op were called
-#: uncompiled (issue 42: "eager" names what torch runs itself, the eager fallback).
+#: The runtime's own counters under other names: torch._lazy's (``SyncedTensorsWithIR`` is
+#: lazygen's ``SyncedTensors``) and the old names of renamed counters, both listed in
+#: ``lazygen.renamed`` (the latter with the release that drops them).
 _CORE_ALIASES = MappingProxyType(
-    {
-        "SyncedTensorsWithIR": "SyncedTensors",
-        "EagerGraphRun": "UncompiledGraphRun",
-        "EagerGraphCompiled": "UncompiledGraphCompiled",
-    }
+    {**renamed.LTC_COUNTERS, **{old: r.new for old, r in renamed.COUNTERS.items()}}
 )
 
 #: LTC names a reused node's counter after its C++ class (``IrNodeReused_torch::lazy::
@@ -228,6 +226,7 @@ _host_reads: dict[str, FallbackEntry] = {}
 _refused: dict[str, FallbackEntry] = {}
 _declined: dict[str, FallbackEntry] = {}  # decomposed, not run eagerly: no graph cut
 _step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since the last ``mark_step``
+_step_refused: dict[str, int] = {}  # refused calls that cut a graph, likewise
 
 
 def record_fallback(
@@ -255,7 +254,9 @@ def record_fallback(
         entry.count += 1
         if graph_cut:
             entry.graph_cuts += 1
-            if not host_read and not refused:
+            if refused:
+                _step_refused[op] = _step_refused.get(op, 0) + 1
+            elif not host_read:
                 _step_cuts[op] = _step_cuts.get(op, 0) + 1
 
 
@@ -277,6 +278,14 @@ def take_step_cuts() -> dict[str, int]:
     with _registry_lock:
         cuts = dict(_step_cuts)
         _step_cuts.clear()
+    return cuts
+
+
+def take_step_refusals() -> dict[str, int]:
+    """The refused calls that cut a graph since the last call (``mark_step`` asks), by op."""
+    with _registry_lock:
+        cuts = dict(_step_refused)
+        _step_refused.clear()
     return cuts
 
 
@@ -346,7 +355,7 @@ def fallback_report() -> FallbackReport:
 state.register(
     __name__,
     reset,
-    owns=("_fallbacks", "_host_reads", "_refused", "_declined", "_step_cuts"),
+    owns=("_fallbacks", "_host_reads", "_refused", "_declined", "_step_cuts", "_step_refused"),
 )
 state.once_per_process(
     __name__,

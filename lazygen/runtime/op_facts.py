@@ -27,9 +27,9 @@ from . import state
 FACTS: Mapping[str, str] = MappingProxyType(
     {
         "cpu_statistics": "schema names of normalisations whose CPU kernels give their "
-        "statistics in the input's dtype (shape_inference declares the CPU dtypes)",
+        "statistics in the input's dtype (tracing.output_shapes declares the CPU dtypes)",
         "same_dtype": "schema names of ops whose eager kernels need one dtype across their "
-        "tensors (shape_inference raises the user's error at trace time)",
+        "tensors (tracing.output_shapes raises the user's error at trace time)",
         "value_independent_random": "schema names of random ops whose draws depend on "
         "their inputs' metadata only (kernel_support replays them on zero stand-ins)",
         "host_reads": "schema names of ops whose eager run is the host reading device data, "
@@ -37,7 +37,8 @@ FACTS: Mapping[str, str] = MappingProxyType(
         "host_results": "schema name -> positions of results that stay host tensors "
         "(fallback leaves them on the CPU)",
         "metadata_only": "aten names of ops reading only their tensor argument's dtype and "
-        "sizes (decompositions run them on a stand-in)",
+        "sizes (decompositions run them on a stand-in; the jax backend's SPMD lays out a "
+        "result made from one like its argument)",
         "foreach_element": "a _foreach_ op's name suffix -> its element op's aten name, "
         "where the names differ (decompositions)",
         "view_copies": "aten names of functionalization's view copies, which a lowering may "

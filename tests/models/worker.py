@@ -104,7 +104,9 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=5)
     # For backends that draw their own random numbers (``Backend.random_numbers = "seed"``:
     # the jax backend), whose dropout masks differ from eager's by design.
-    parser.add_argument("--dropout-off", action="store_true", help="every nn.Dropout p=0")
+    parser.add_argument(
+        "--dropout-off", action="store_true", help="every nn.Dropout and dropout rate 0"
+    )
     # Issue 49: token batches whose length changes every step (cycling through these; a
     # language model's ids as its labels), with dynamic shapes on or off.
     parser.add_argument("--lengths", help="sequence lengths, comma-separated")
@@ -128,6 +130,9 @@ def main(argv=None) -> int:
         for module in model.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
+            for rate in ("dropout", "attention_dropout"):  # a rate given to F.dropout (T5)
+                if type(getattr(module, rate, None)) is float:
+                    setattr(module, rate, 0.0)
     generator = torch.Generator().manual_seed(1)
     batches = [spec.batch(generator) for _ in range(args.steps)]
     if args.lengths:

@@ -117,16 +117,6 @@ def _refs(refs):
             yield ref
 
 
-def as_lowered(node: Node, symint) -> Node:
-    """The node whose ``lower()`` lowers ``node``: itself, or for a node with attributes
-    traced as size inputs, one as its schema has it (``size_inputs.for_lowering``; in a
-    graph compiled for all sizes, each such attribute is ``symint`` of its input)."""
-    if not (node.size_attrs and size_inputs.has_size_arguments(node.attrs)):
-        return node
-    hidden = any(s is not None and type(s.sizes) is HiddenSizes for s in node.shapes)
-    return size_inputs.for_lowering(node, hidden, symint)
-
-
 # Compiling for all sizes ----------------------------------------------------------------------
 
 
@@ -193,7 +183,11 @@ def hidden_sizes(order: list[Node], outputs: list[Value]) -> tuple[list[Node], l
         if node.is_input:
             twin = _stand_in(node, shapes)
         else:
-            twin = node.with_operands(tuple(_operand(o, copies) for o in node.operands))
+            operands = tuple(_operand(o, copies) for o in node.operands)
+            if size_inputs.is_sized(node):  # its lowering reads its size inputs
+                twin = size_inputs.hidden_copy(node, operands)
+            else:
+                twin = node.with_operands(operands)
             twin.shapes = shapes
         copies[node] = twin
         copied.append(twin)

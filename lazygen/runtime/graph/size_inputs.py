@@ -16,25 +16,26 @@ a ``SymInt`` operand is (``kernel_support.symint``):
   ``Node.size_attrs``) turns each such int that equals a size of the node's tensors
   (operands or results; 0 and 1 excepted, as Dynamo specialises them) into a
   ``SizeArgument`` in the attributes (an ``int``: everything reading attributes as ints
-  keeps working) and appends one graph input per lifted int (a ``ScalarData``) as a last
-  operand, a tuple, in the order the ``SizeArgument``s appear in the attributes;
+  keeps working), appends one graph input per lifted int (a ``ScalarData``) as a last
+  operand, a tuple, in the order the ``SizeArgument``s appear in the attributes, and
+  makes the node of ``sized_class(cls)``, the class's own with a ``lower()`` of its own;
 * ``generic_attrs`` hides their values from the size-generic key
   (``dynamic.generic_key``), so the lengths of such a graph share one key;
-* ``for_lowering`` gives a node's ``lower()`` the node as its schema has it (the last
-  operand left out), each ``SizeArgument`` replaced by its int, or, in a graph compiled
-  for all sizes (shapes hidden), by the backend's value of its input read as a ``SymInt``
-  (``ctx.symint``): every lowering, generated or hand-written, receives it in the place
-  of the int, and a backend's ``constant`` returns such a value as it is. A lowering that
-  computes with it anyway fails on a backend whose values are not numbers, and the graph
-  is compiled for its own sizes (``DynamicCompileFallback``), never wrong.
+* that ``lower()`` (``_SizedNode``) lowers the node as its schema has it (the last operand
+  left out), each ``SizeArgument`` its int, or, in the copy of a graph compiled for all
+  sizes (``dynamic.hidden_sizes`` makes its nodes of ``sized_class(cls, hidden=True)``),
+  the backend's value of its input read as a ``SymInt`` (``ctx.symint``): every lowering,
+  generated or hand-written, receives it in the place of the int, and a backend's
+  ``constant`` returns such a value as it is. A lowering that computes with it anyway
+  fails on a backend whose values are not numbers, and the graph is compiled for its own
+  sizes (``DynamicCompileFallback``), never wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
+from .. import state
 from ..ir import Node, ScalarData, Value
 
 
@@ -95,20 +96,20 @@ def _marked(cls: type[Node], attrs: tuple, sizes: set[int], mark) -> tuple[tuple
     return tuple(new), found
 
 
-def lift(cls: type[Node], operands: tuple, attrs: tuple, shapes, device) -> tuple[tuple, tuple]:
-    """``operands`` and ``attrs`` of a node of ``cls`` with its size attributes that equal a
-    size of its tensors as size inputs (see the module docstring); as given if none does.
+def lift(cls: type[Node], operands: tuple, attrs: tuple, shapes, device) -> tuple:
+    """``(cls, operands, attrs)`` of a node with its size attributes that equal a size of
+    its tensors as size inputs (see the module docstring); as given if none does.
     ``device``: the node's ``LazyDevice``; each input is a ``ScalarData`` on its backing
     device, or its number table's kind (a ``FixedScalar`` in a Dynamo capture, whose
     numbers are constants: ``kernel_support.symint`` does the same)."""
     sizes = sizes_of(shapes, _operand_shapes(operands))
     new, lifted = _marked(cls, attrs, sizes, SizeArgument)
     if not lifted:
-        return operands, attrs
+        return cls, operands, attrs
     table = device.shared_scalars
     kind = ScalarData if table is None else table.node_type
     inputs = tuple([Value(kind(v, torch.int64, device.backing), 0) for v in lifted])
-    return (*operands, inputs), new
+    return sized_class(cls), (*operands, inputs), new
 
 
 def hide_sizes(cls: type[Node], attrs: tuple, sizes: set[int]) -> tuple:
@@ -139,21 +140,65 @@ def _generic(a):
     return a
 
 
-def for_lowering(node: Node, hidden: bool, symint: Callable[[Value], object]) -> Node:
-    """The node a lowering sees for ``node``, whose attributes hold ``SizeArgument``s: its
-    last operand (the size inputs) left out, each ``SizeArgument`` its int, or, when the
-    graph is compiled for all sizes (``hidden``), ``symint(input)`` (the backend's value of
-    the input read as a ``SymInt``)."""
-    *operands, inputs = node.operands
-    feed = iter(inputs)
+class _SizedNode(Node):
+    """The ``lower()`` of a node whose attributes hold ``SizeArgument``s (see the module
+    docstring); mixed into ``sized_class(cls)`` ahead of ``cls``."""
 
-    def value(a):
-        if type(a) is SizeArgument:
-            return symint(next(feed)) if hidden else int(a)
-        if type(a) is tuple:
-            return tuple([value(v) for v in a])
-        return a
+    __slots__ = ()
+    #: The node class of the op (``cls``), whose ``lower()`` lowers the schema's view.
+    node_class: type[Node] = Node
+    #: Whether this is the copy of a graph compiled for all sizes (sizes read as inputs).
+    hidden = False
 
-    twin = node.with_operands(tuple(operands))
-    twin.attrs = tuple([value(a) for a in node.attrs])
-    return twin
+    def lower(self, ctx) -> list:
+        *operands, inputs = self.operands
+        feed = iter(inputs)
+        hidden, symint = self.hidden, ctx.symint
+
+        def value(a):
+            if type(a) is SizeArgument:
+                return symint(next(feed)) if hidden else int(a)
+            if type(a) is tuple:
+                return tuple([value(v) for v in a])
+            return a
+
+        view = object.__new__(self.node_class)
+        view.operands = tuple(operands)
+        view.attrs = tuple([value(a) for a in self.attrs])
+        view.shapes, view.source = self.shapes, self.source
+        ctx.node = view  # what the lowering may ask about (its shapes, its operands)
+        return self.node_class.lower(view, ctx)
+
+
+_SIZED_CLASSES: dict[tuple[type, bool], type] = {}
+
+
+def sized_class(cls: type[Node], hidden: bool = False) -> type[Node]:
+    """``cls`` for nodes with attributes traced as size inputs (``hidden``: in the copy of
+    a graph compiled for all sizes); one class per op, made on first use."""
+    if issubclass(cls, _SizedNode):
+        cls = cls.node_class
+    found = _SIZED_CLASSES.get((cls, hidden))
+    if found is None:
+        namespace = {"__slots__": (), "node_class": cls, "hidden": hidden}
+        namespace.update(__module__=cls.__module__, __qualname__=cls.__qualname__)
+        found = _SIZED_CLASSES[(cls, hidden)] = type(cls.__name__, (_SizedNode, cls), namespace)
+    return found
+
+
+def hidden_copy(node: Node, operands: tuple) -> Node:
+    """The copy of a node with attributes traced as size inputs, reading ``operands``, in
+    the copy of a graph compiled for all sizes (its lowering reads them as inputs)."""
+    copy = object.__new__(sized_class(type(node), hidden=True))
+    copy.operands, copy.attrs, copy.shapes, copy.source = operands, node.attrs, (), node.source
+    return copy
+
+
+def is_sized(node: Node) -> bool:
+    """Whether ``node`` has attributes traced as size inputs."""
+    return isinstance(node, _SizedNode)
+
+
+state.once_per_process(
+    __name__, ("_SIZED_CLASSES",), "memo of a pure function: one class per op and kind"
+)

@@ -122,17 +122,20 @@ def _slice_node(sizes, start, end, operand_sizes=None):
 def test_lift_makes_inputs_of_the_sizes_only():
     cpu = lr.devices.default_device()
     operands, attrs, shapes = _slice_node((9, 24), 0, 9)
-    lifted_operands, lifted = size_inputs.lift(ir.SliceCopyTensor, operands, attrs, shapes, cpu)
+    cls, lifted_operands, lifted = size_inputs.lift(
+        ir.SliceCopyTensor, operands, attrs, shapes, cpu
+    )
     assert lifted == (0, 0, 9) and [type(a) for a in lifted] == [int, int, size_inputs.SizeArgument]
+    assert cls is size_inputs.sized_class(ir.SliceCopyTensor) and issubclass(
+        cls, ir.SliceCopyTensor
+    )
     (end,) = lifted_operands[-1]
     assert end.node.value == 9 and lifted_operands[:-1] == operands
     # 0 and 1 are not lifted (Dynamo specialises them), nor a number equal to no size
     for start, end in ((1, 2**63 - 1), (0, 1), (3, 7)):
         operands, attrs, shapes = _slice_node((min(end, 24) - start, 24), start, end)
-        assert size_inputs.lift(ir.SliceCopyTensor, operands, attrs, shapes, cpu) == (
-            operands,
-            attrs,
-        )
+        as_given = size_inputs.lift(ir.SliceCopyTensor, operands, attrs, shapes, cpu)
+        assert as_given == (ir.SliceCopyTensor, operands, attrs)
     assert size_inputs.generic_attrs(lifted) == (0, 0, size_inputs.HIDDEN)
 
 
