@@ -239,6 +239,8 @@ def _masked_scatter(shapes, x, mask, source):
     says which element each true position takes)."""
     d = dt(shapes)
     x, mask = jnp.broadcast_arrays(as_dtype(x, d), mask)
+    if jnp.size(source) == 0:  # nothing to take: torch requires the mask to be all false
+        return x
     flat = jnp.reshape(mask, (-1,))
     taken = jnp.cumsum(flat) - 1
     values = jnp.reshape(as_dtype(source, d), (-1,))[jnp.clip(taken, 0, None)]
