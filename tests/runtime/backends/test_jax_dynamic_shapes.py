@@ -238,15 +238,16 @@ def test_every_op_reading_traced_sizes_declares_it():
 @pytest.mark.slow
 def test_transformer_training_over_lengths_is_eager_with_one_graph_for_all(dynamic):
     """A small transformer + Adam trained over 5 sequence lengths: like eager within its
-    own float32 error; the first three steps compile their graphs for all sizes (Adam's
-    state appears at the second, the third is the steady step), the others reuse them
-    (~25 s: XLA compiles each length)."""
+    own float32 error; the first two steps compile their graphs for all sizes (the
+    first makes Adam's state, the second is the steady step), the others reuse the
+    second's; XLA compiles each length of each graph (~40 s)."""
     with index_zero_on("jax"):
         lr.metrics.reset()
         _check_against_eager([5, 7, 9, 6, 11])
         counts = _counts(lr.metrics)
-    assert counts["UncachedCompile"] == 3 and counts["DynamicCompile"] == 3, counts
-    assert counts["DynamicShapeReuse"] == 2 and counts["JaxSizeCompile"] == 5, counts
+    assert counts["UncachedCompile"] == 2 and counts["DynamicCompile"] == 2, counts
+    assert counts["DynamicShapeReuse"] == 3 and counts["JaxSizeCompile"] == 5, counts
+    assert counts["DynamicCompileFallback"] == 0, counts
 
 
 def test_a_graph_for_all_sizes_donates_what_the_step_updates(dynamic):
