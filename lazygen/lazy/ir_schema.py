@@ -93,6 +93,19 @@ class LazyIrSchema:
         return tuple(a for a in self.arguments if a.is_attribute)
 
     @property
+    def attr_schema(self) -> tuple[str, ...]:
+        """Each attribute's schema text (``"SymInt? end"``), in ``Node.attrs`` order: what a
+        recompile explanation names when an attribute changes."""
+        return tuple(f"{a.type} {a.name}" for a in self.attributes)
+
+    @property
+    def size_attrs(self) -> tuple[int, ...]:
+        """The ``Node.attrs`` slots of attributes the schema types ``SymInt`` (``SymInt?``,
+        ``SymInt[]``...): values that may be sizes, which the runtime traces as size
+        inputs under dynamic shapes when they equal a size of the node's tensors."""
+        return tuple(a.slot for a in self.attributes if a.type.base().name is BaseTy.SymInt)
+
+    @property
     def positional(self) -> tuple[LazyArgument, ...]:
         return tuple(a for a in self.arguments if not a.keyword_only)
 

@@ -126,8 +126,15 @@ class KernelView:
 
     @property
     def node_args(self) -> tuple[str, ...]:
-        """The arguments of `rt.make_node`: the node class, operands, attributes, shapes."""
-        return (self.node_class, self.operands_var, self.attrs_var, self.shapes_var)
+        """The arguments of `rt.make_node`: the node class, operands, attributes, shapes,
+        device."""
+        return (
+            self.node_class,
+            self.operands_var,
+            self.attrs_var,
+            self.shapes_var,
+            self.device_var,
+        )
 
     @property
     def fast_path(self) -> bool:

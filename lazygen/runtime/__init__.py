@@ -97,8 +97,8 @@ def init(
     ``device_name``: the torch device type of the lazy device (else ``LAZYGEN_DEVICE_NAME``,
     else the backend's ``device_name``, else ``"lazygen"``); torch allows one such device
     per process.
-    ``dynamic_shapes``: trace sizes as graph inputs so that a step seen with other sizes
-    compiles once for all of them (else ``LAZYGEN_DYNAMIC_SHAPES``; ``mark_dynamic``).
+    ``dynamic_shapes``: trace sizes as graph inputs so that every graph compiles once for
+    all sizes (else ``LAZYGEN_DYNAMIC_SHAPES``; ``mark_dynamic``).
     ``device_count``: how many lazy devices (``<device>:0`` ... ``<device>:<count-1>``) the
     process offers (else ``LAZYGEN_DEVICE_COUNT``, else ``devices.DEFAULT_DEVICE_COUNT``).
     """
@@ -273,8 +273,8 @@ def mark_dynamic(tensor: torch.Tensor, dim: int) -> None:
     Use it when ``dim`` changes from step to step (Dynamo's ``torch._dynamo.mark_dynamic``),
     rather than compiling for its sizes first. Turns dynamic shapes on
     (``config.set_dynamic_shapes``). A graph is compiled for all sizes as a whole, so
-    marking one dimension makes all of its sizes inputs; int attributes (a ``dim``, a
-    ``topk``'s ``k``) stay compiled in.
+    marking one dimension makes all of its sizes inputs; int attributes that are not sizes
+    (a ``dim``) stay compiled in.
     """
     if not (isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type):
         where = tensor.device if isinstance(tensor, torch.Tensor) else type(tensor).__name__

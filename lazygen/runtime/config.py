@@ -62,9 +62,9 @@ def get_explain_recompiles() -> bool:
 def set_dynamic_shapes(enabled: bool) -> None:
     """Trace sizes as graph inputs (``LAZYGEN_DYNAMIC_SHAPES=1``; see ``graph/dynamic.py``).
 
-    A graph seen with a second set of sizes then compiles once for all of them. Takes effect
-    for ops traced from now on. Switching it off also undoes the recompile budget's switch
-    (``graph/policy.py``).
+    Every graph then compiles once for all sizes (tensor sizes, size lists and the ``SymInt``
+    attributes equal to a size are its inputs). Takes effect for ops traced from now on.
+    Switching it off also undoes the recompile budget's switch (``graph/policy.py``).
     """
     settings.dynamic_shapes = bool(enabled)
     if not enabled:
@@ -84,9 +84,9 @@ def set_recompile_limit(limit: int) -> None:
     """Compiles allowed per step structure before a warning and a bounded behaviour.
 
     A step structure is graphs with the same ops, whatever their sizes and attributes. The
-    bounded behaviour: sizes become graph inputs, or the graph runs op by op uncompiled (see
-    ``graph/budget.py``). ``LAZYGEN_RECOMPILE_LIMIT`` sets it too; default 8, 0 means no
-    limit.
+    bounded behaviour: at most one more graph, for all sizes; the others run op by op
+    uncompiled (``graph/budget.py``'s ``PAST_THE_LIMIT``). ``LAZYGEN_RECOMPILE_LIMIT`` sets it
+    too; default 8, 0 means no limit.
     """
     limit = int(limit)
     if limit < 0:

@@ -96,8 +96,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LAZYGEN_DYNAMIC_SHAPES",
         "0",
-        "`1` makes sizes graph inputs: a step seen with other sizes compiles one graph for all "
-        "of them",
+        "`1` makes sizes graph inputs (tensor sizes, size lists, `SymInt` attributes equal to "
+        "a size): every graph compiles once for all sizes",
         "`lr.init(dynamic_shapes=True)`, `lr.config.set_dynamic_shapes`, `lr.mark_dynamic`",
         setting="dynamic_shapes",
         kind="flag",
@@ -106,8 +106,8 @@ VARIABLES: tuple[Variable, ...] = (
         "LAZYGEN_RECOMPILE_LIMIT",
         "8",
         "graphs one step structure (same ops, any sizes and attributes) may compile (`0`: no "
-        "limit); past it a `RecompileLimitWarning`, then sizes become graph inputs or the "
-        "structure's graphs run uncompiled, op by op",
+        "limit); past it a `RecompileLimitWarning`, at most one more graph (for all sizes), "
+        "and the structure's other graphs run uncompiled, op by op",
         "`lr.config.set_recompile_limit`",
         setting="recompile_limit",
         kind="int",

@@ -78,6 +78,11 @@ class Node:
     schema: str = ""
     is_input = False
     is_constant = False  # a value every graph recreates itself (``SizeConstant``)
+    #: Each attribute's schema text (``"SymInt? end"``), in ``attrs`` order (generated).
+    attr_schema: tuple[str, ...] = ()
+    #: The ``attrs`` slots the schema types ``SymInt``: sizes, traced as size inputs under
+    #: dynamic shapes when they equal a size of the node's tensors (``graph/size_inputs.py``).
+    size_attrs: tuple[int, ...] = ()
 
     def __init__(self, operands, attrs, shapes) -> None:
         self.operands = operands

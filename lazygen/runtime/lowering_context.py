@@ -23,7 +23,8 @@ The contract, per argument kind (in schema order; keyword-only arguments by name
                                ``SymInt[]`` is a ``SizeConstant`` node lowered before its
                                users as ``ctx.constant(int)`` (``ctx.values[v]``)
 ``Generator?``                 ``ctx.generator(v)``: a ``torch.Generator`` graph input
-any attribute                  ``ctx.constant(value)``
+any attribute                  ``ctx.constant(value)``; a size traced as an input gives
+                               it what ``symint`` returned: keep it (``graph/size_inputs``)
 =============================  =======================================================
 
 then ``ctx.call(op, args, kwargs, num_outputs)``, where ``op`` names the exact overload,

@@ -1,6 +1,7 @@
 """Train one model of the zoo eagerly and with lazygen, in this process; print one JSON line.
 
     python -m tests.models.worker MODEL MODE [--steps N] [--dropout-off]
+                                  [--lengths L1,L2,...] [--dynamic]
 
 MODE is ``lazy`` (the model on the lazy device, ``mark_step`` after each optimizer step),
 ``inductor`` (the same on the inductor backend: Inductor compiles each graph),
@@ -28,7 +29,7 @@ import torch
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-from tests.models.zoo import MODELS  # noqa: E402
+from tests.models.zoo import BATCH, MODELS, VOCAB  # noqa: E402
 
 LR = 1e-3
 
@@ -91,6 +92,11 @@ def train(model, batches, device, *, compiled=False, after_step=None, loop=False
     return losses, state, times
 
 
+def _token_batch(generator: torch.Generator, length: int) -> dict:
+    ids = torch.randint(1, VOCAB, (BATCH, length), generator=generator)
+    return {"input_ids": ids, "labels": ids}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("model", choices=sorted(MODELS))
@@ -101,6 +107,10 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--dropout-off", action="store_true", help="every nn.Dropout and dropout rate 0"
     )
+    # Issue 49: token batches whose length changes every step (cycling through these; a
+    # language model's ids as its labels), with dynamic shapes on or off.
+    parser.add_argument("--lengths", help="sequence lengths, comma-separated")
+    parser.add_argument("--dynamic", action="store_true", help="lr.init(dynamic_shapes=True)")
     args = parser.parse_args(argv)
     spec = MODELS[args.model]
     reason = None
@@ -113,7 +123,7 @@ def main(argv=None) -> int:
 
     import lazygen.runtime as lr
 
-    lr.init(backend="inductor" if args.mode == "inductor" else None)
+    lr.init(backend="inductor" if args.mode == "inductor" else None, dynamic_shapes=args.dynamic)
     torch.manual_seed(0)
     model = spec.build()
     if args.dropout_off:
@@ -125,6 +135,9 @@ def main(argv=None) -> int:
                     setattr(module, rate, 0.0)
     generator = torch.Generator().manual_seed(1)
     batches = [spec.batch(generator) for _ in range(args.steps)]
+    if args.lengths:
+        lengths = [int(n) for n in args.lengths.split(",")]
+        batches = [_token_batch(generator, lengths[i % len(lengths)]) for i in range(args.steps)]
 
     loop = args.mode == "loop"  # the lazy device in a training script's loop
     eager = train(copy.deepcopy(model), batches, "cpu", loop=loop)
@@ -174,6 +187,7 @@ def main(argv=None) -> int:
                 "eager_ms_per_step": [1e3 * t for t in eager[2]],
                 "fallbacks": {k: v for k, v in counters.items() if k.startswith("aten::")},
                 "compiles": per_step_counts("UncachedCompile"),
+                "uncompiled": per_step_counts("UncompiledGraphRun"),
                 "backend_recompiles": per_step_counts("InductorRecompile"),
                 "captures": per_step_counts("DynamoCapture"),
                 "counters": {

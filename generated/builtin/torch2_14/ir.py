@@ -501,6 +501,8 @@ class AdaptiveAvgPool2d(Node):
     op_kind = "aten::_adaptive_avg_pool2d"
     op_name = "_adaptive_avg_pool2d"
     schema = "_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor"
+    attr_schema = ("SymInt[2] output_size",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -534,6 +536,8 @@ class AdaptiveAvgPool3d(Node):
     op_kind = "aten::_adaptive_avg_pool3d"
     op_name = "_adaptive_avg_pool3d"
     schema = "_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor"
+    attr_schema = ("SymInt[3] output_size",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -567,6 +571,7 @@ class BatchNormWithUpdateFunctional(Node):
     op_kind = "aten::_batch_norm_with_update_functional"
     op_name = "_batch_norm_with_update_functional"
     schema = "_batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"
+    attr_schema = ("float momentum", "float eps")
 
     def lower(self, ctx):
         input, weight, bias, running_mean, running_var = self.operands
@@ -595,6 +600,7 @@ class CdistBackward(Node):
     schema = (
         "_cdist_backward(Tensor grad_output, Tensor x1, Tensor x2, float p, Tensor cdist) -> Tensor"
     )
+    attr_schema = ("float p",)
 
     def lower(self, ctx):
         grad_output, x1, x2, cdist = self.operands
@@ -619,6 +625,7 @@ class CdistForward(Node):
     op_kind = "aten::_cdist_forward"
     op_name = "_cdist_forward"
     schema = "_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"
+    attr_schema = ("float p", "int? compute_mode")
 
     def lower(self, ctx):
         x1, x2 = self.operands
@@ -642,6 +649,7 @@ class CholeskySolveHelper(Node):
     op_kind = "aten::_cholesky_solve_helper"
     op_name = "_cholesky_solve_helper"
     schema = "_cholesky_solve_helper(Tensor self, Tensor A, bool upper) -> Tensor"
+    attr_schema = ("bool upper",)
 
     def lower(self, ctx):
         self_, A = self.operands
@@ -660,6 +668,13 @@ class EmbeddingBag(Node):
     op_kind = "aten::_embedding_bag"
     op_name = "_embedding_bag"
     schema = "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"
+    attr_schema = (
+        "bool scale_grad_by_freq",
+        "int mode",
+        "bool sparse",
+        "bool include_last_offset",
+        "int padding_idx",
+    )
 
     def lower(self, ctx):
         weight, indices, offsets, per_sample_weights = self.operands
@@ -688,6 +703,14 @@ class EmbeddingBagBackward(Node):
     op_kind = "aten::_embedding_bag_backward"
     op_name = "_embedding_bag_backward"
     schema = "_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor"
+    attr_schema = (
+        "SymInt num_weights",
+        "bool scale_grad_by_freq",
+        "int mode",
+        "bool sparse",
+        "int padding_idx",
+    )
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad, indices, offsets, offset2bag, bag_size, maximum_indices, per_sample_weights = (
@@ -721,6 +744,8 @@ class EmbeddingBagDenseBackward(Node):
     op_kind = "aten::_embedding_bag_dense_backward"
     op_name = "_embedding_bag_dense_backward"
     schema = "_embedding_bag_dense_backward(Tensor grad, Tensor indices, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor"
+    attr_schema = ("SymInt num_weights", "bool scale_grad_by_freq", "int mode", "int padding_idx")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad, indices, offset2bag, bag_size, maximum_indices, per_sample_weights = self.operands
@@ -750,6 +775,13 @@ class EmbeddingBagForwardOnly(Node):
     op_kind = "aten::_embedding_bag_forward_only"
     op_name = "_embedding_bag_forward_only"
     schema = "_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"
+    attr_schema = (
+        "bool scale_grad_by_freq",
+        "int mode",
+        "bool sparse",
+        "bool include_last_offset",
+        "int padding_idx",
+    )
 
     def lower(self, ctx):
         weight, indices, offsets, per_sample_weights = self.operands
@@ -778,6 +810,7 @@ class EmbeddingBagPerSampleWeightsBackward(Node):
     op_kind = "aten::_embedding_bag_per_sample_weights_backward"
     op_name = "_embedding_bag_per_sample_weights_backward"
     schema = "_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor"
+    attr_schema = ("int mode", "int padding_idx")
 
     def lower(self, ctx):
         grad, weight, indices, offsets, offset2bag = self.operands
@@ -804,6 +837,8 @@ class FftC2c(Node):
     op_kind = "aten::_fft_c2c"
     op_name = "_fft_c2c"
     schema = "_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor"
+    attr_schema = ("SymInt[] dim", "int normalization", "bool forward")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -827,6 +862,8 @@ class FftC2r(Node):
     op_kind = "aten::_fft_c2r"
     op_name = "_fft_c2r"
     schema = "_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor"
+    attr_schema = ("int[] dim", "int normalization", "SymInt last_dim_size")
+    size_attrs = (2,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -850,6 +887,7 @@ class FftR2c(Node):
     op_kind = "aten::_fft_r2c"
     op_name = "_fft_r2c"
     schema = "_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor"
+    attr_schema = ("int[] dim", "int normalization", "bool onesided")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -901,6 +939,7 @@ class LinalgSolveEx(Node):
     op_kind = "aten::_linalg_solve_ex"
     op_name = "_linalg_solve_ex"
     schema = "_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)"
+    attr_schema = ("bool left", "bool check_errors")
 
     def lower(self, ctx):
         A, B = self.operands
@@ -919,6 +958,7 @@ class LogSoftmax(Node):
     op_kind = "aten::_log_softmax"
     op_name = "_log_softmax"
     schema = "_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"
+    attr_schema = ("int dim", "bool half_to_float")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -937,6 +977,7 @@ class LogSoftmaxBackwardData(Node):
     op_kind = "aten::_log_softmax_backward_data"
     op_name = "_log_softmax_backward_data"
     schema = "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor"
+    attr_schema = ("int dim", "ScalarType input_dtype")
 
     def lower(self, ctx):
         grad_output, output = self.operands
@@ -960,6 +1001,7 @@ class NativeBatchNormLegitNoStats(Node):
     op_kind = "aten::_native_batch_norm_legit"
     op_name = "_native_batch_norm_legit.no_stats"
     schema = "_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("bool training", "float momentum", "float eps")
 
     def lower(self, ctx):
         input, weight, bias = self.operands
@@ -985,6 +1027,7 @@ class NativeBatchNormLegitFunctional(Node):
     op_kind = "aten::_native_batch_norm_legit_functional"
     op_name = "_native_batch_norm_legit_functional"
     schema = "_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"
+    attr_schema = ("bool training", "float momentum", "float eps")
 
     def lower(self, ctx):
         input, weight, bias, running_mean, running_var = self.operands
@@ -1012,6 +1055,7 @@ class PdistBackward(Node):
     op_kind = "aten::_pdist_backward"
     op_name = "_pdist_backward"
     schema = "_pdist_backward(Tensor grad_output, Tensor self, float p, Tensor pdist) -> Tensor"
+    attr_schema = ("float p",)
 
     def lower(self, ctx):
         grad_output, self_, pdist = self.operands
@@ -1035,6 +1079,7 @@ class PdistForward(Node):
     op_kind = "aten::_pdist_forward"
     op_name = "_pdist_forward"
     schema = "_pdist_forward(Tensor self, float p=2) -> Tensor"
+    attr_schema = ("float p",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1101,6 +1146,7 @@ class SegmentReduceBackward(Node):
     op_kind = "aten::_segment_reduce_backward"
     op_name = "_segment_reduce_backward"
     schema = "_segment_reduce_backward(Tensor grad, Tensor output, Tensor data, str reduce, *, Tensor? lengths=None, Tensor? offsets=None, int axis=0, Scalar? initial=None) -> Tensor"
+    attr_schema = ("str reduce", "int axis")
 
     def lower(self, ctx):
         grad, output, data, lengths, offsets, initial = self.operands
@@ -1124,6 +1170,7 @@ class Softmax(Node):
     op_kind = "aten::_softmax"
     op_name = "_softmax"
     schema = "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"
+    attr_schema = ("int dim", "bool half_to_float")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1142,6 +1189,7 @@ class SoftmaxBackwardData(Node):
     op_kind = "aten::_softmax_backward_data"
     op_name = "_softmax_backward_data"
     schema = "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor"
+    attr_schema = ("int dim", "ScalarType input_dtype")
 
     def lower(self, ctx):
         grad_output, output = self.operands
@@ -1165,6 +1213,13 @@ class UpsampleBicubic2dAa(Node):
     op_kind = "aten::_upsample_bicubic2d_aa"
     op_name = "_upsample_bicubic2d_aa"
     schema = "_upsample_bicubic2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1189,6 +1244,14 @@ class UpsampleBicubic2dAaBackward(Node):
     op_kind = "aten::_upsample_bicubic2d_aa_backward"
     op_name = "_upsample_bicubic2d_aa_backward"
     schema = "_upsample_bicubic2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "SymInt[4] input_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -1214,6 +1277,13 @@ class UpsampleBilinear2dAa(Node):
     op_kind = "aten::_upsample_bilinear2d_aa"
     op_name = "_upsample_bilinear2d_aa"
     schema = "_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1238,6 +1308,14 @@ class UpsampleBilinear2dAaBackward(Node):
     op_kind = "aten::_upsample_bilinear2d_aa_backward"
     op_name = "_upsample_bilinear2d_aa_backward"
     schema = "_upsample_bilinear2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "SymInt[4] input_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -1263,6 +1341,8 @@ class UpsampleNearestExact1d(Node):
     op_kind = "aten::_upsample_nearest_exact1d"
     op_name = "_upsample_nearest_exact1d"
     schema = "_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor"
+    attr_schema = ("SymInt[1] output_size", "float? scales")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1281,6 +1361,8 @@ class UpsampleNearestExact1dBackward(Node):
     op_kind = "aten::_upsample_nearest_exact1d_backward"
     op_name = "_upsample_nearest_exact1d_backward"
     schema = "_upsample_nearest_exact1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor"
+    attr_schema = ("SymInt[1] output_size", "SymInt[3] input_size", "float? scales")
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -1304,6 +1386,8 @@ class UpsampleNearestExact2d(Node):
     op_kind = "aten::_upsample_nearest_exact2d"
     op_name = "_upsample_nearest_exact2d"
     schema = "_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = ("SymInt[2] output_size", "float? scales_h", "float? scales_w")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1327,6 +1411,13 @@ class UpsampleNearestExact2dBackward(Node):
     op_kind = "aten::_upsample_nearest_exact2d_backward"
     op_name = "_upsample_nearest_exact2d_backward"
     schema = "_upsample_nearest_exact2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "SymInt[4] input_size",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -1351,6 +1442,8 @@ class UpsampleNearestExact3d(Node):
     op_kind = "aten::_upsample_nearest_exact3d"
     op_name = "_upsample_nearest_exact3d"
     schema = "_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = ("SymInt[3] output_size", "float? scales_d", "float? scales_h", "float? scales_w")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1375,6 +1468,14 @@ class UpsampleNearestExact3dBackward(Node):
     op_kind = "aten::_upsample_nearest_exact3d_backward"
     op_name = "_upsample_nearest_exact3d_backward"
     schema = "_upsample_nearest_exact3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[3] output_size",
+        "SymInt[5] input_size",
+        "float? scales_d",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -1400,6 +1501,7 @@ class WeightNormInterface(Node):
     op_kind = "aten::_weight_norm_interface"
     op_name = "_weight_norm_interface"
     schema = "_weight_norm_interface(Tensor v, Tensor g, int dim=0) -> (Tensor, Tensor)"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         v, g = self.operands
@@ -1418,6 +1520,7 @@ class WeightNormInterfaceBackward(Node):
     op_kind = "aten::_weight_norm_interface_backward"
     op_name = "_weight_norm_interface_backward"
     schema = "_weight_norm_interface_backward(Tensor grad_w, Tensor saved_v, Tensor saved_g, Tensor saved_norms, int dim) -> (Tensor, Tensor)"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         grad_w, saved_v, saved_g, saved_norms = self.operands
@@ -1481,6 +1584,7 @@ class AdaptiveMaxPool2d(Node):
     op_kind = "aten::adaptive_max_pool2d"
     op_name = "adaptive_max_pool2d"
     schema = "adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"
+    attr_schema = ("int[2] output_size",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1516,6 +1620,7 @@ class AdaptiveMaxPool3d(Node):
     op_kind = "aten::adaptive_max_pool3d"
     op_name = "adaptive_max_pool3d"
     schema = "adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"
+    attr_schema = ("int[3] output_size",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1724,6 +1829,7 @@ class AllDim(Node):
     op_kind = "aten::all"
     op_name = "all.dim"
     schema = "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"
+    attr_schema = ("int dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1742,6 +1848,7 @@ class AllDims(Node):
     op_kind = "aten::all"
     op_name = "all.dims"
     schema = "all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"
+    attr_schema = ("int[]? dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1760,6 +1867,7 @@ class Amax(Node):
     op_kind = "aten::amax"
     op_name = "amax"
     schema = "amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"
+    attr_schema = ("int[1] dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1778,6 +1886,7 @@ class Amin(Node):
     op_kind = "aten::amin"
     op_name = "amin"
     schema = "amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor"
+    attr_schema = ("int[1] dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1798,6 +1907,7 @@ class Aminmax(Node):
     schema = (
         "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)"
     )
+    attr_schema = ("int? dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1842,6 +1952,7 @@ class AnyDim(Node):
     op_kind = "aten::any"
     op_name = "any.dim"
     schema = "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor"
+    attr_schema = ("int dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1860,6 +1971,7 @@ class AnyDims(Node):
     op_kind = "aten::any"
     op_name = "any.dims"
     schema = "any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"
+    attr_schema = ("int[]? dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1898,6 +2010,7 @@ class Argmax(Node):
     op_kind = "aten::argmax"
     op_name = "argmax"
     schema = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"
+    attr_schema = ("int? dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1916,6 +2029,7 @@ class Argmin(Node):
     op_kind = "aten::argmin"
     op_name = "argmin"
     schema = "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"
+    attr_schema = ("int? dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -1934,6 +2048,8 @@ class AsStridedCopy(Node):
     op_kind = "aten::as_strided_copy"
     op_name = "as_strided_copy"
     schema = "as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor"
+    attr_schema = ("SymInt? storage_offset",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         self_, size, stride = self.operands
@@ -1957,6 +2073,8 @@ class AsStridedScatter(Node):
     op_kind = "aten::as_strided_scatter"
     op_name = "as_strided_scatter"
     schema = "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor"
+    attr_schema = ("SymInt? storage_offset",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         self_, src, size, stride = self.operands
@@ -2046,6 +2164,14 @@ class AvgPool2d(Node):
     op_kind = "aten::avg_pool2d"
     op_name = "avg_pool2d"
     schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
+    attr_schema = (
+        "int[2] kernel_size",
+        "int[2] stride",
+        "int[2] padding",
+        "bool ceil_mode",
+        "bool count_include_pad",
+        "int? divisor_override",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2072,6 +2198,14 @@ class AvgPool2dBackward(Node):
     op_kind = "aten::avg_pool2d_backward"
     op_name = "avg_pool2d_backward"
     schema = "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor"
+    attr_schema = (
+        "int[2] kernel_size",
+        "int[2] stride",
+        "int[2] padding",
+        "bool ceil_mode",
+        "bool count_include_pad",
+        "int? divisor_override",
+    )
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -2099,6 +2233,14 @@ class AvgPool3d(Node):
     op_kind = "aten::avg_pool3d"
     op_name = "avg_pool3d"
     schema = "avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"
+    attr_schema = (
+        "int[3] kernel_size",
+        "int[3] stride",
+        "int[3] padding",
+        "bool ceil_mode",
+        "bool count_include_pad",
+        "int? divisor_override",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2125,6 +2267,14 @@ class AvgPool3dBackward(Node):
     op_kind = "aten::avg_pool3d_backward"
     op_name = "avg_pool3d_backward"
     schema = "avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor"
+    attr_schema = (
+        "int[3] kernel_size",
+        "int[3] stride",
+        "int[3] padding",
+        "bool ceil_mode",
+        "bool count_include_pad",
+        "int? divisor_override",
+    )
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -2170,6 +2320,7 @@ class BatchNormBackward(Node):
     op_kind = "aten::batch_norm_backward"
     op_name = "batch_norm_backward"
     schema = "batch_norm_backward(Tensor grad_out, Tensor input, Tensor weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_var, bool update, float eps, bool[3] output_mask, Tensor reserve) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("bool update", "float eps", "bool[3] output_mask")
 
     def lower(self, ctx):
         grad_out, input, weight, running_mean, running_var, save_mean, save_var, reserve = (
@@ -2217,6 +2368,7 @@ class BernoulliP(Node):
     op_kind = "aten::bernoulli"
     op_name = "bernoulli.p"
     schema = "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("float p",)
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -2235,6 +2387,7 @@ class BinaryCrossEntropy(Node):
     op_kind = "aten::binary_cross_entropy"
     op_name = "binary_cross_entropy"
     schema = "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor"
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         self_, target, weight = self.operands
@@ -2258,6 +2411,7 @@ class BinaryCrossEntropyBackward(Node):
     op_kind = "aten::binary_cross_entropy_backward"
     op_name = "binary_cross_entropy_backward"
     schema = "binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor"
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         grad_output, self_, target, weight = self.operands
@@ -2386,6 +2540,7 @@ class BucketizeTensor(Node):
     op_kind = "aten::bucketize"
     op_name = "bucketize.Tensor"
     schema = "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"
+    attr_schema = ("bool out_int32", "bool right")
 
     def lower(self, ctx):
         self_, boundaries = self.operands
@@ -2404,6 +2559,7 @@ class Cat(Node):
     op_kind = "aten::cat"
     op_name = "cat"
     schema = "cat(Tensor[] tensors, int dim=0) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (tensors,) = self.operands
@@ -2419,6 +2575,7 @@ class Cauchy(Node):
     schema = (
         "cauchy(Tensor self, float median=0, float sigma=1, *, Generator? generator=None) -> Tensor"
     )
+    attr_schema = ("float median", "float sigma")
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -2450,6 +2607,8 @@ class ChannelShuffle(Node):
     op_kind = "aten::channel_shuffle"
     op_name = "channel_shuffle"
     schema = "channel_shuffle(Tensor self, SymInt groups) -> Tensor"
+    attr_schema = ("SymInt groups",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2465,6 +2624,7 @@ class CholeskyInverse(Node):
     op_kind = "aten::cholesky_inverse"
     op_name = "cholesky_inverse"
     schema = "cholesky_inverse(Tensor self, bool upper=False) -> Tensor"
+    attr_schema = ("bool upper",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2568,6 +2728,14 @@ class Col2im(Node):
     op_kind = "aten::col2im"
     op_name = "col2im"
     schema = "col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "int[2] kernel_size",
+        "int[2] dilation",
+        "int[2] padding",
+        "int[2] stride",
+    )
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2606,6 +2774,8 @@ class ConstantPadNd(Node):
     op_kind = "aten::constant_pad_nd"
     op_name = "constant_pad_nd"
     schema = "constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor"
+    attr_schema = ("SymInt[] pad",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         self_, value = self.operands
@@ -2624,6 +2794,15 @@ class Convolution(Node):
     op_kind = "aten::convolution"
     op_name = "convolution"
     schema = "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"
+    attr_schema = (
+        "SymInt[] stride",
+        "SymInt[] padding",
+        "SymInt[] dilation",
+        "bool transposed",
+        "SymInt[] output_padding",
+        "SymInt groups",
+    )
+    size_attrs = (0, 1, 2, 4, 5)
 
     def lower(self, ctx):
         input, weight, bias = self.operands
@@ -2652,6 +2831,17 @@ class ConvolutionBackward(Node):
     op_kind = "aten::convolution_backward"
     op_name = "convolution_backward"
     schema = "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)"
+    attr_schema = (
+        "SymInt[]? bias_sizes",
+        "SymInt[] stride",
+        "SymInt[] padding",
+        "SymInt[] dilation",
+        "bool transposed",
+        "SymInt[] output_padding",
+        "SymInt groups",
+        "bool[3] output_mask",
+    )
+    size_attrs = (0, 1, 2, 3, 5, 6)
 
     def lower(self, ctx):
         grad_output, input, weight = self.operands
@@ -2721,6 +2911,7 @@ class CountNonzeroDimIntlist(Node):
     op_kind = "aten::count_nonzero"
     op_name = "count_nonzero.dim_IntList"
     schema = "count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor"
+    attr_schema = ("int[] dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2739,6 +2930,7 @@ class Cummax(Node):
     op_kind = "aten::cummax"
     op_name = "cummax"
     schema = "cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2752,6 +2944,7 @@ class Cummin(Node):
     op_kind = "aten::cummin"
     op_name = "cummin"
     schema = "cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2765,6 +2958,7 @@ class Cumprod(Node):
     op_kind = "aten::cumprod"
     op_name = "cumprod"
     schema = "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int dim", "ScalarType? dtype")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2783,6 +2977,7 @@ class Cumsum(Node):
     op_kind = "aten::cumsum"
     op_name = "cumsum"
     schema = "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int dim", "ScalarType? dtype")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2827,6 +3022,7 @@ class DiagEmbed(Node):
     op_kind = "aten::diag_embed"
     op_name = "diag_embed"
     schema = "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor"
+    attr_schema = ("int offset", "int dim1", "int dim2")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2850,6 +3046,7 @@ class DiagonalBackward(Node):
     op_kind = "aten::diagonal_backward"
     op_name = "diagonal_backward"
     schema = "diagonal_backward(Tensor grad_output, SymInt[] input_sizes, int offset, int dim1, int dim2) -> Tensor"
+    attr_schema = ("int offset", "int dim1", "int dim2")
 
     def lower(self, ctx):
         grad_output, input_sizes = self.operands
@@ -2874,6 +3071,7 @@ class DiagonalCopy(Node):
     op_kind = "aten::diagonal_copy"
     op_name = "diagonal_copy"
     schema = "diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor"
+    attr_schema = ("int offset", "int dim1", "int dim2")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -2899,6 +3097,7 @@ class DiagonalScatter(Node):
     schema = (
         "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"
     )
+    attr_schema = ("int offset", "int dim1", "int dim2")
 
     def lower(self, ctx):
         self_, src = self.operands
@@ -2949,6 +3148,7 @@ class DivScalarMode(Node):
     op_kind = "aten::div"
     op_name = "div.Scalar_mode"
     schema = "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor"
+    attr_schema = ("str? rounding_mode",)
 
     def lower(self, ctx):
         self_, other = self.operands
@@ -2980,6 +3180,7 @@ class DivTensorMode(Node):
     op_kind = "aten::div"
     op_name = "div.Tensor_mode"
     schema = "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor"
+    attr_schema = ("str? rounding_mode",)
 
     def lower(self, ctx):
         self_, other = self.operands
@@ -3029,6 +3230,7 @@ class EluBackward(Node):
     op_kind = "aten::elu_backward"
     op_name = "elu_backward"
     schema = "elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor"
+    attr_schema = ("bool is_result",)
 
     def lower(self, ctx):
         grad_output, alpha, scale, input_scale, self_or_result = self.operands
@@ -3054,6 +3256,8 @@ class Embedding(Node):
     op_kind = "aten::embedding"
     op_name = "embedding"
     schema = "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor"
+    attr_schema = ("SymInt padding_idx", "bool scale_grad_by_freq", "bool sparse")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         weight, indices = self.operands
@@ -3078,6 +3282,8 @@ class EmbeddingDenseBackward(Node):
     op_kind = "aten::embedding_dense_backward"
     op_name = "embedding_dense_backward"
     schema = "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor"
+    attr_schema = ("SymInt num_weights", "SymInt padding_idx", "bool scale_grad_by_freq")
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         grad_output, indices = self.operands
@@ -3104,6 +3310,7 @@ class EmbeddingRenorm(Node):
     schema = (
         "embedding_renorm(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor"
     )
+    attr_schema = ("float max_norm", "float norm_type")
 
     def lower(self, ctx):
         self_, indices = self.operands
@@ -3127,6 +3334,13 @@ class EmptyLike(Node):
     op_kind = "aten::empty_like"
     op_name = "empty_like"
     schema = "empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+    attr_schema = (
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+        "MemoryFormat? memory_format",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -3242,6 +3456,7 @@ class ExpandCopy(Node):
     op_kind = "aten::expand_copy"
     op_name = "expand_copy"
     schema = "expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor"
+    attr_schema = ("bool implicit",)
 
     def lower(self, ctx):
         self_, size = self.operands
@@ -3273,6 +3488,7 @@ class Exponential(Node):
     op_kind = "aten::exponential"
     op_name = "exponential"
     schema = "exponential(Tensor self, float lambd=1, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("float lambd",)
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -3317,6 +3533,7 @@ class Flip(Node):
     op_kind = "aten::flip"
     op_name = "flip"
     schema = "flip(Tensor self, int[] dims) -> Tensor"
+    attr_schema = ("int[] dims",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -3421,6 +3638,7 @@ class FractionalMaxPool2d(Node):
     op_kind = "aten::fractional_max_pool2d"
     op_name = "fractional_max_pool2d"
     schema = "fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)"
+    attr_schema = ("int[2] kernel_size", "int[2] output_size")
 
     def lower(self, ctx):
         self_, random_samples = self.operands
@@ -3444,6 +3662,7 @@ class FractionalMaxPool2dBackward(Node):
     op_kind = "aten::fractional_max_pool2d_backward"
     op_name = "fractional_max_pool2d_backward"
     schema = "fractional_max_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] output_size, Tensor indices) -> Tensor"
+    attr_schema = ("int[2] kernel_size", "int[2] output_size")
 
     def lower(self, ctx):
         grad_output, self_, indices = self.operands
@@ -3468,6 +3687,7 @@ class FractionalMaxPool3d(Node):
     op_kind = "aten::fractional_max_pool3d"
     op_name = "fractional_max_pool3d"
     schema = "fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)"
+    attr_schema = ("int[3] kernel_size", "int[3] output_size")
 
     def lower(self, ctx):
         self_, random_samples = self.operands
@@ -3504,6 +3724,13 @@ class FullLike(Node):
     op_kind = "aten::full_like"
     op_name = "full_like"
     schema = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+    attr_schema = (
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+        "MemoryFormat? memory_format",
+    )
 
     def lower(self, ctx):
         self_, fill_value = self.operands
@@ -3528,6 +3755,7 @@ class Gather(Node):
     op_kind = "aten::gather"
     op_name = "gather"
     schema = "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"
+    attr_schema = ("int dim", "bool sparse_grad")
 
     def lower(self, ctx):
         self_, index = self.operands
@@ -3585,6 +3813,7 @@ class Gelu(Node):
     op_kind = "aten::gelu"
     op_name = "gelu"
     schema = "gelu(Tensor self, *, str approximate='none') -> Tensor"
+    attr_schema = ("str approximate",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -3600,6 +3829,7 @@ class GeluBackward(Node):
     op_kind = "aten::gelu_backward"
     op_name = "gelu_backward"
     schema = "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor"
+    attr_schema = ("str approximate",)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -3618,6 +3848,7 @@ class Geometric(Node):
     op_kind = "aten::geometric"
     op_name = "geometric"
     schema = "geometric(Tensor self, float p, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("float p",)
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -3636,6 +3867,7 @@ class Glu(Node):
     op_kind = "aten::glu"
     op_name = "glu"
     schema = "glu(Tensor self, int dim=-1) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -3649,6 +3881,7 @@ class GluBackward(Node):
     op_kind = "aten::glu_backward"
     op_name = "glu_backward"
     schema = "glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -3667,6 +3900,7 @@ class GluJvp(Node):
     op_kind = "aten::glu_jvp"
     op_name = "glu_jvp"
     schema = "glu_jvp(Tensor glu, Tensor x, Tensor dx, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         glu, x, dx = self.operands
@@ -3685,6 +3919,7 @@ class GridSampler2d(Node):
     op_kind = "aten::grid_sampler_2d"
     op_name = "grid_sampler_2d"
     schema = "grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"
+    attr_schema = ("int interpolation_mode", "int padding_mode", "bool align_corners")
 
     def lower(self, ctx):
         input, grid = self.operands
@@ -3709,6 +3944,12 @@ class GridSampler2dBackward(Node):
     op_kind = "aten::grid_sampler_2d_backward"
     op_name = "grid_sampler_2d_backward"
     schema = "grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)"
+    attr_schema = (
+        "int interpolation_mode",
+        "int padding_mode",
+        "bool align_corners",
+        "bool[2] output_mask",
+    )
 
     def lower(self, ctx):
         grad_output, input, grid = self.operands
@@ -3735,6 +3976,7 @@ class GridSampler3d(Node):
     op_kind = "aten::grid_sampler_3d"
     op_name = "grid_sampler_3d"
     schema = "grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"
+    attr_schema = ("int interpolation_mode", "int padding_mode", "bool align_corners")
 
     def lower(self, ctx):
         input, grid = self.operands
@@ -3759,6 +4001,12 @@ class GridSampler3dBackward(Node):
     op_kind = "aten::grid_sampler_3d_backward"
     op_name = "grid_sampler_3d_backward"
     schema = "grid_sampler_3d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)"
+    attr_schema = (
+        "int interpolation_mode",
+        "int padding_mode",
+        "bool align_corners",
+        "bool[2] output_mask",
+    )
 
     def lower(self, ctx):
         grad_output, input, grid = self.operands
@@ -3931,6 +4179,7 @@ class HashTensor(Node):
     op_kind = "aten::hash_tensor"
     op_name = "hash_tensor"
     schema = "hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor"
+    attr_schema = ("int[1] dim", "bool keepdim", "int mode")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -3962,6 +4211,7 @@ class Histc(Node):
     op_kind = "aten::histc"
     op_name = "histc"
     schema = "histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor"
+    attr_schema = ("int bins",)
 
     def lower(self, ctx):
         self_, min, max = self.operands
@@ -3980,6 +4230,7 @@ class HuberLoss(Node):
     op_kind = "aten::huber_loss"
     op_name = "huber_loss"
     schema = "huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor"
+    attr_schema = ("int reduction", "float delta")
 
     def lower(self, ctx):
         self_, target = self.operands
@@ -4003,6 +4254,7 @@ class HuberLossBackward(Node):
     op_kind = "aten::huber_loss_backward"
     op_name = "huber_loss_backward"
     schema = "huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor"
+    attr_schema = ("int reduction", "float delta")
 
     def lower(self, ctx):
         grad_output, self_, target = self.operands
@@ -4079,6 +4331,7 @@ class Im2col(Node):
     op_kind = "aten::im2col"
     op_name = "im2col"
     schema = "im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"
+    attr_schema = ("int[2] kernel_size", "int[2] dilation", "int[2] padding", "int[2] stride")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -4120,6 +4373,7 @@ class IndexAdd(Node):
     schema = (
         "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"
     )
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index, source, alpha = self.operands
@@ -4138,6 +4392,7 @@ class IndexCopy(Node):
     op_kind = "aten::index_copy"
     op_name = "index_copy"
     schema = "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index, source = self.operands
@@ -4156,6 +4411,7 @@ class IndexFillIntScalar(Node):
     op_kind = "aten::index_fill"
     op_name = "index_fill.int_Scalar"
     schema = "index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index, value = self.operands
@@ -4174,6 +4430,7 @@ class IndexFillIntTensor(Node):
     op_kind = "aten::index_fill"
     op_name = "index_fill.int_Tensor"
     schema = "index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index, value = self.operands
@@ -4194,6 +4451,7 @@ class IndexPut(Node):
     schema = (
         "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"
     )
+    attr_schema = ("bool accumulate",)
 
     def lower(self, ctx):
         self_, indices, values = self.operands
@@ -4217,6 +4475,7 @@ class IndexReduce(Node):
     op_kind = "aten::index_reduce"
     op_name = "index_reduce"
     schema = "index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor"
+    attr_schema = ("int dim", "str reduce", "bool include_self")
 
     def lower(self, ctx):
         self_, index, source = self.operands
@@ -4241,6 +4500,7 @@ class IndexSelect(Node):
     op_kind = "aten::index_select"
     op_name = "index_select"
     schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index = self.operands
@@ -4259,6 +4519,7 @@ class Isclose(Node):
     op_kind = "aten::isclose"
     op_name = "isclose"
     schema = "isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor"
+    attr_schema = ("float rtol", "float atol", "bool equal_nan")
 
     def lower(self, ctx):
         self_, other = self.operands
@@ -4283,6 +4544,7 @@ class IsinTensorTensor(Node):
     op_kind = "aten::isin"
     op_name = "isin.Tensor_Tensor"
     schema = "isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor"
+    attr_schema = ("bool assume_unique", "bool invert")
 
     def lower(self, ctx):
         elements, test_elements = self.operands
@@ -4340,6 +4602,8 @@ class Kthvalue(Node):
     op_kind = "aten::kthvalue"
     op_name = "kthvalue"
     schema = "kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
+    attr_schema = ("SymInt k", "int dim", "bool keepdim")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -4415,6 +4679,7 @@ class LeakyReluBackward(Node):
     op_kind = "aten::leaky_relu_backward"
     op_name = "leaky_relu_backward"
     schema = "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor"
+    attr_schema = ("bool self_is_result",)
 
     def lower(self, ctx):
         grad_output, self_, negative_slope = self.operands
@@ -4481,6 +4746,7 @@ class LinalgCholeskyEx(Node):
     op_kind = "aten::linalg_cholesky_ex"
     op_name = "linalg_cholesky_ex"
     schema = "linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)"
+    attr_schema = ("bool upper", "bool check_errors")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -4499,6 +4765,7 @@ class LinalgCross(Node):
     op_kind = "aten::linalg_cross"
     op_name = "linalg_cross"
     schema = "linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, other = self.operands
@@ -4532,6 +4799,7 @@ class LinalgInvEx(Node):
     op_kind = "aten::linalg_inv_ex"
     op_name = "linalg_inv_ex"
     schema = "linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"
+    attr_schema = ("bool check_errors",)
 
     def lower(self, ctx):
         (A,) = self.operands
@@ -4547,6 +4815,7 @@ class LinalgLdlFactorEx(Node):
     op_kind = "aten::linalg_ldl_factor_ex"
     op_name = "linalg_ldl_factor_ex"
     schema = "linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)"
+    attr_schema = ("bool hermitian", "bool check_errors")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -4567,6 +4836,7 @@ class LinalgLdlSolve(Node):
     schema = (
         "linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor"
     )
+    attr_schema = ("bool hermitian",)
 
     def lower(self, ctx):
         LD, pivots, B = self.operands
@@ -4585,6 +4855,7 @@ class LinalgLu(Node):
     op_kind = "aten::linalg_lu"
     op_name = "linalg_lu"
     schema = "linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)"
+    attr_schema = ("bool pivot",)
 
     def lower(self, ctx):
         (A,) = self.operands
@@ -4600,6 +4871,7 @@ class LinalgLuFactorEx(Node):
     op_kind = "aten::linalg_lu_factor_ex"
     op_name = "linalg_lu_factor_ex"
     schema = "linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)"
+    attr_schema = ("bool pivot", "bool check_errors")
 
     def lower(self, ctx):
         (A,) = self.operands
@@ -4618,6 +4890,7 @@ class LinalgLuSolve(Node):
     op_kind = "aten::linalg_lu_solve"
     op_name = "linalg_lu_solve"
     schema = "linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor"
+    attr_schema = ("bool left", "bool adjoint")
 
     def lower(self, ctx):
         LU, pivots, B = self.operands
@@ -4649,6 +4922,7 @@ class LinalgQr(Node):
     op_kind = "aten::linalg_qr"
     op_name = "linalg_qr"
     schema = "linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)"
+    attr_schema = ("str mode",)
 
     def lower(self, ctx):
         (A,) = self.operands
@@ -4662,6 +4936,7 @@ class LinalgSolveTriangular(Node):
     op_kind = "aten::linalg_solve_triangular"
     op_name = "linalg_solve_triangular"
     schema = "linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor"
+    attr_schema = ("bool upper", "bool left", "bool unitriangular")
 
     def lower(self, ctx):
         self_, B = self.operands
@@ -4684,6 +4959,7 @@ class LinalgVectorNorm(Node):
     op_kind = "aten::linalg_vector_norm"
     op_name = "linalg_vector_norm"
     schema = "linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool keepdim", "ScalarType? dtype")
 
     def lower(self, ctx):
         self_, ord = self.operands
@@ -4761,6 +5037,7 @@ class LogNormal(Node):
     schema = (
         "log_normal(Tensor self, float mean=1, float std=2, *, Generator? generator=None) -> Tensor"
     )
+    attr_schema = ("float mean", "float std")
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -4836,6 +5113,7 @@ class Logcumsumexp(Node):
     op_kind = "aten::logcumsumexp"
     op_name = "logcumsumexp"
     schema = "logcumsumexp(Tensor self, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -4916,6 +5194,7 @@ class Logit(Node):
     op_kind = "aten::logit"
     op_name = "logit"
     schema = "logit(Tensor self, float? eps=None) -> Tensor"
+    attr_schema = ("float? eps",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -4929,6 +5208,7 @@ class LogitBackward(Node):
     op_kind = "aten::logit_backward"
     op_name = "logit_backward"
     schema = "logit_backward(Tensor grad_output, Tensor self, float? eps=None) -> Tensor"
+    attr_schema = ("float? eps",)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -4947,6 +5227,7 @@ class Logsumexp(Node):
     op_kind = "aten::logsumexp"
     op_name = "logsumexp"
     schema = "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor"
+    attr_schema = ("int[1] dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -4991,6 +5272,7 @@ class LuUnpack(Node):
     op_kind = "aten::lu_unpack"
     op_name = "lu_unpack"
     schema = "lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"
+    attr_schema = ("bool unpack_data", "bool unpack_pivots")
 
     def lower(self, ctx):
         LU_data, LU_pivots = self.operands
@@ -5091,6 +5373,7 @@ class MaxDim(Node):
     op_kind = "aten::max"
     op_name = "max.dim"
     schema = "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
+    attr_schema = ("int dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5109,6 +5392,13 @@ class MaxPool2dWithIndices(Node):
     op_kind = "aten::max_pool2d_with_indices"
     op_name = "max_pool2d_with_indices"
     schema = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"
+    attr_schema = (
+        "int[2] kernel_size",
+        "int[2] stride",
+        "int[2] padding",
+        "int[2] dilation",
+        "bool ceil_mode",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5134,6 +5424,13 @@ class MaxPool2dWithIndicesBackward(Node):
     op_kind = "aten::max_pool2d_with_indices_backward"
     op_name = "max_pool2d_with_indices_backward"
     schema = "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor"
+    attr_schema = (
+        "int[2] kernel_size",
+        "int[2] stride",
+        "int[2] padding",
+        "int[2] dilation",
+        "bool ceil_mode",
+    )
 
     def lower(self, ctx):
         grad_output, self_, indices = self.operands
@@ -5161,6 +5458,8 @@ class MaxUnpool2d(Node):
     op_kind = "aten::max_unpool2d"
     op_name = "max_unpool2d"
     schema = "max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor"
+    attr_schema = ("SymInt[2] output_size",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         self_, indices = self.operands
@@ -5179,6 +5478,8 @@ class MaxUnpool3d(Node):
     op_kind = "aten::max_unpool3d"
     op_name = "max_unpool3d"
     schema = "max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"
+    attr_schema = ("SymInt[3] output_size", "int[3] stride", "int[3] padding")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         self_, indices = self.operands
@@ -5216,6 +5517,7 @@ class Mean(Node):
     op_kind = "aten::mean"
     op_name = "mean"
     schema = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("ScalarType? dtype",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5231,6 +5533,7 @@ class MeanDim(Node):
     op_kind = "aten::mean"
     op_name = "mean.dim"
     schema = "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool keepdim", "ScalarType? dtype")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5264,6 +5567,7 @@ class MedianDim(Node):
     schema = (
         "median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
     )
+    attr_schema = ("int dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5295,6 +5599,7 @@ class MinDim(Node):
     op_kind = "aten::min"
     op_name = "min.dim"
     schema = "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
+    attr_schema = ("int dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5365,6 +5670,7 @@ class Mode(Node):
     op_kind = "aten::mode"
     op_name = "mode"
     schema = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
+    attr_schema = ("int dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5383,6 +5689,7 @@ class MseLoss(Node):
     op_kind = "aten::mse_loss"
     op_name = "mse_loss"
     schema = "mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         self_, target = self.operands
@@ -5403,6 +5710,7 @@ class MseLossBackward(Node):
     schema = (
         "mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor"
     )
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         grad_output, self_, target = self.operands
@@ -5452,6 +5760,7 @@ class MultiMarginLoss(Node):
     op_kind = "aten::multi_margin_loss"
     op_name = "multi_margin_loss"
     schema = "multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor"
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         self_, target, p, margin, weight = self.operands
@@ -5477,6 +5786,7 @@ class MultilabelMarginLossForward(Node):
     op_kind = "aten::multilabel_margin_loss_forward"
     op_name = "multilabel_margin_loss_forward"
     schema = "multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)"
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         self_, target = self.operands
@@ -5510,6 +5820,7 @@ class NanToNum(Node):
     schema = (
         "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor"
     )
+    attr_schema = ("float? nan", "float? posinf", "float? neginf")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5548,6 +5859,7 @@ class NanmedianDim(Node):
     schema = (
         "nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
     )
+    attr_schema = ("int dim", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5566,6 +5878,7 @@ class Nansum(Node):
     op_kind = "aten::nansum"
     op_name = "nansum"
     schema = "nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool keepdim", "ScalarType? dtype")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -5584,6 +5897,7 @@ class NativeBatchNorm(Node):
     op_kind = "aten::native_batch_norm"
     op_name = "native_batch_norm"
     schema = "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("bool training", "float momentum", "float eps")
 
     def lower(self, ctx):
         input, weight, bias, running_mean, running_var = self.operands
@@ -5611,6 +5925,7 @@ class NativeBatchNormBackward(Node):
     op_kind = "aten::native_batch_norm_backward"
     op_name = "native_batch_norm_backward"
     schema = "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("bool train", "float eps", "bool[3] output_mask")
 
     def lower(self, ctx):
         grad_out, input, weight, running_mean, running_var, save_mean, save_invstd = self.operands
@@ -5640,6 +5955,7 @@ class NativeDropoutBackward(Node):
     op_kind = "aten::native_dropout_backward"
     op_name = "native_dropout_backward"
     schema = "native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor"
+    attr_schema = ("float scale",)
 
     def lower(self, ctx):
         grad_output, mask = self.operands
@@ -5658,6 +5974,8 @@ class NativeGroupNorm(Node):
     op_kind = "aten::native_group_norm"
     op_name = "native_group_norm"
     schema = "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("SymInt N", "SymInt C", "SymInt HxW", "int group", "float eps")
+    size_attrs = (0, 1, 2)
 
     def lower(self, ctx):
         input, weight, bias = self.operands
@@ -5685,6 +6003,8 @@ class NativeGroupNormBackward(Node):
     op_kind = "aten::native_group_norm_backward"
     op_name = "native_group_norm_backward"
     schema = "native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("SymInt N", "SymInt C", "SymInt HxW", "int group", "bool[3] output_mask")
+    size_attrs = (0, 1, 2)
 
     def lower(self, ctx):
         grad_out, input, mean, rstd, weight = self.operands
@@ -5714,6 +6034,8 @@ class NativeLayerNorm(Node):
     op_kind = "aten::native_layer_norm"
     op_name = "native_layer_norm"
     schema = "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("SymInt[] normalized_shape", "float eps")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         input, weight, bias = self.operands
@@ -5738,6 +6060,8 @@ class NativeLayerNormBackward(Node):
     op_kind = "aten::native_layer_norm_backward"
     op_name = "native_layer_norm_backward"
     schema = "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("SymInt[] normalized_shape", "bool[3] output_mask")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad_out, input, mean, rstd, weight, bias = self.operands
@@ -5804,6 +6128,7 @@ class NewEmpty(Node):
     op_kind = "aten::new_empty"
     op_name = "new_empty"
     schema = "new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+    attr_schema = ("ScalarType? dtype", "Layout? layout", "Device? device", "bool? pin_memory")
 
     def lower(self, ctx):
         self_, size = self.operands
@@ -5827,6 +6152,7 @@ class NewFull(Node):
     op_kind = "aten::new_full"
     op_name = "new_full"
     schema = "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+    attr_schema = ("ScalarType? dtype", "Layout? layout", "Device? device", "bool? pin_memory")
 
     def lower(self, ctx):
         self_, size, fill_value = self.operands
@@ -5850,6 +6176,7 @@ class NewOnes(Node):
     op_kind = "aten::new_ones"
     op_name = "new_ones"
     schema = "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+    attr_schema = ("ScalarType? dtype", "Layout? layout", "Device? device", "bool? pin_memory")
 
     def lower(self, ctx):
         self_, size = self.operands
@@ -5873,6 +6200,7 @@ class NewZeros(Node):
     op_kind = "aten::new_zeros"
     op_name = "new_zeros"
     schema = "new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+    attr_schema = ("ScalarType? dtype", "Layout? layout", "Device? device", "bool? pin_memory")
 
     def lower(self, ctx):
         self_, size = self.operands
@@ -5909,6 +6237,8 @@ class NllLoss2dBackward(Node):
     op_kind = "aten::nll_loss2d_backward"
     op_name = "nll_loss2d_backward"
     schema = "nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor"
+    attr_schema = ("int reduction", "SymInt ignore_index")
+    size_attrs = (1,)
 
     def lower(self, ctx):
         grad_output, self_, target, weight, total_weight = self.operands
@@ -5935,6 +6265,8 @@ class NllLoss2dForward(Node):
     op_kind = "aten::nll_loss2d_forward"
     op_name = "nll_loss2d_forward"
     schema = "nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)"
+    attr_schema = ("int reduction", "SymInt ignore_index")
+    size_attrs = (1,)
 
     def lower(self, ctx):
         self_, target, weight = self.operands
@@ -5959,6 +6291,8 @@ class NllLossBackward(Node):
     op_kind = "aten::nll_loss_backward"
     op_name = "nll_loss_backward"
     schema = "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor"
+    attr_schema = ("int reduction", "SymInt ignore_index")
+    size_attrs = (1,)
 
     def lower(self, ctx):
         grad_output, self_, target, weight, total_weight = self.operands
@@ -5985,6 +6319,8 @@ class NllLossForward(Node):
     op_kind = "aten::nll_loss_forward"
     op_name = "nll_loss_forward"
     schema = "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)"
+    attr_schema = ("int reduction", "SymInt ignore_index")
+    size_attrs = (1,)
 
     def lower(self, ctx):
         self_, target, weight = self.operands
@@ -6022,6 +6358,8 @@ class NonzeroStatic(Node):
     op_kind = "aten::nonzero_static"
     op_name = "nonzero_static"
     schema = "nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor"
+    attr_schema = ("SymInt size", "int fill_value")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6040,6 +6378,7 @@ class NormScalaroptDim(Node):
     op_kind = "aten::norm"
     op_name = "norm.ScalarOpt_dim"
     schema = "norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor"
+    attr_schema = ("int[1] dim", "bool keepdim")
 
     def lower(self, ctx):
         self_, p = self.operands
@@ -6081,6 +6420,7 @@ class NormalTensorFloat(Node):
     op_kind = "aten::normal"
     op_name = "normal.Tensor_float"
     schema = "normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("float std",)
 
     def lower(self, ctx):
         mean, generator = self.operands
@@ -6099,6 +6439,7 @@ class NormalFloatTensor(Node):
     op_kind = "aten::normal"
     op_name = "normal.float_Tensor"
     schema = "normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("float mean",)
 
     def lower(self, ctx):
         std, generator = self.operands
@@ -6117,6 +6458,16 @@ class NormalFloatFloat(Node):
     op_kind = "aten::normal"
     op_name = "normal.float_float"
     schema = "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+    attr_schema = (
+        "float mean",
+        "float std",
+        "SymInt[] size",
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+    )
+    size_attrs = (2,)
 
     def lower(self, ctx):
         (generator,) = self.operands
@@ -6141,6 +6492,7 @@ class NormalFunctional(Node):
     op_kind = "aten::normal_functional"
     op_name = "normal_functional"
     schema = "normal_functional(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("float mean", "float std")
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -6159,6 +6511,13 @@ class OnesLike(Node):
     op_kind = "aten::ones_like"
     op_name = "ones_like"
     schema = "ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+    attr_schema = (
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+        "MemoryFormat? memory_format",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6183,6 +6542,7 @@ class Ormqr(Node):
     op_kind = "aten::ormqr"
     op_name = "ormqr"
     schema = "ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor"
+    attr_schema = ("bool left", "bool transpose")
 
     def lower(self, ctx):
         self_, input2, input3 = self.operands
@@ -6207,6 +6567,7 @@ class PermuteCopy(Node):
     op_kind = "aten::permute_copy"
     op_name = "permute_copy"
     schema = "permute_copy(Tensor self, int[] dims) -> Tensor"
+    attr_schema = ("int[] dims",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6235,6 +6596,7 @@ class Polygamma(Node):
     op_kind = "aten::polygamma"
     op_name = "polygamma"
     schema = "polygamma(int n, Tensor self) -> Tensor"
+    attr_schema = ("int n",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6287,6 +6649,7 @@ class Prod(Node):
     op_kind = "aten::prod"
     op_name = "prod"
     schema = "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("ScalarType? dtype",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6302,6 +6665,7 @@ class ProdDimInt(Node):
     op_kind = "aten::prod"
     op_name = "prod.dim_int"
     schema = "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int dim", "bool keepdim", "ScalarType? dtype")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6320,6 +6684,7 @@ class Put(Node):
     op_kind = "aten::put"
     op_name = "put"
     schema = "put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor"
+    attr_schema = ("bool accumulate",)
 
     def lower(self, ctx):
         self_, index, source = self.operands
@@ -6366,6 +6731,7 @@ class RandomFrom(Node):
     op_kind = "aten::random"
     op_name = "random.from"
     schema = "random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("int from", "int? to")
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -6384,6 +6750,7 @@ class RandomTo(Node):
     op_kind = "aten::random"
     op_name = "random.to"
     schema = "random.to(Tensor self, int to, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("int to",)
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -6415,6 +6782,8 @@ class ReflectionPad1d(Node):
     op_kind = "aten::reflection_pad1d"
     op_name = "reflection_pad1d"
     schema = "reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor"
+    attr_schema = ("SymInt[2] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6432,6 +6801,8 @@ class ReflectionPad1dBackward(Node):
     schema = (
         "reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor"
     )
+    attr_schema = ("SymInt[2] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -6450,6 +6821,8 @@ class ReflectionPad2d(Node):
     op_kind = "aten::reflection_pad2d"
     op_name = "reflection_pad2d"
     schema = "reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor"
+    attr_schema = ("SymInt[4] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6467,6 +6840,8 @@ class ReflectionPad2dBackward(Node):
     schema = (
         "reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor"
     )
+    attr_schema = ("SymInt[4] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -6485,6 +6860,8 @@ class ReflectionPad3d(Node):
     op_kind = "aten::reflection_pad3d"
     op_name = "reflection_pad3d"
     schema = "reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor"
+    attr_schema = ("SymInt[6] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6502,6 +6879,8 @@ class ReflectionPad3dBackward(Node):
     schema = (
         "reflection_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor"
     )
+    attr_schema = ("SymInt[6] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -6574,6 +6953,7 @@ class Renorm(Node):
     op_kind = "aten::renorm"
     op_name = "renorm"
     schema = "renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, p, maxnorm = self.operands
@@ -6592,6 +6972,8 @@ class Repeat(Node):
     op_kind = "aten::repeat"
     op_name = "repeat"
     schema = "repeat(Tensor self, SymInt[] repeats) -> Tensor"
+    attr_schema = ("SymInt[] repeats",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6605,6 +6987,8 @@ class ReplicationPad1d(Node):
     op_kind = "aten::replication_pad1d"
     op_name = "replication_pad1d"
     schema = "replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor"
+    attr_schema = ("SymInt[2] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6622,6 +7006,8 @@ class ReplicationPad1dBackward(Node):
     schema = (
         "replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor"
     )
+    attr_schema = ("SymInt[2] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -6640,6 +7026,8 @@ class ReplicationPad2d(Node):
     op_kind = "aten::replication_pad2d"
     op_name = "replication_pad2d"
     schema = "replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor"
+    attr_schema = ("SymInt[4] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6657,6 +7045,8 @@ class ReplicationPad2dBackward(Node):
     schema = (
         "replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor"
     )
+    attr_schema = ("SymInt[4] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -6675,6 +7065,8 @@ class ReplicationPad3d(Node):
     op_kind = "aten::replication_pad3d"
     op_name = "replication_pad3d"
     schema = "replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor"
+    attr_schema = ("SymInt[6] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6692,6 +7084,8 @@ class ReplicationPad3dBackward(Node):
     schema = (
         "replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor"
     )
+    attr_schema = ("SymInt[6] padding",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         grad_output, self_ = self.operands
@@ -6710,6 +7104,8 @@ class Roll(Node):
     op_kind = "aten::roll"
     op_name = "roll"
     schema = "roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"
+    attr_schema = ("SymInt[1] shifts", "int[1] dims")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6741,6 +7137,7 @@ class RoundDecimals(Node):
     op_kind = "aten::round"
     op_name = "round.decimals"
     schema = "round.decimals(Tensor self, *, int decimals) -> Tensor"
+    attr_schema = ("int decimals",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -6807,6 +7204,7 @@ class ScatterReduce(Node):
     schema = (
         "scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor"
     )
+    attr_schema = ("int dim", "str reduce")
 
     def lower(self, ctx):
         self_, index, src = self.operands
@@ -6825,6 +7223,7 @@ class ScatterSrc(Node):
     op_kind = "aten::scatter"
     op_name = "scatter.src"
     schema = "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index, src = self.operands
@@ -6843,6 +7242,7 @@ class ScatterValue(Node):
     op_kind = "aten::scatter"
     op_name = "scatter.value"
     schema = "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index, value = self.operands
@@ -6861,6 +7261,7 @@ class ScatterValueReduce(Node):
     op_kind = "aten::scatter"
     op_name = "scatter.value_reduce"
     schema = "scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor"
+    attr_schema = ("int dim", "str reduce")
 
     def lower(self, ctx):
         self_, index, value = self.operands
@@ -6879,6 +7280,7 @@ class ScatterAdd(Node):
     op_kind = "aten::scatter_add"
     op_name = "scatter_add"
     schema = "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, index, src = self.operands
@@ -6897,6 +7299,7 @@ class ScatterReduceTwo(Node):
     op_kind = "aten::scatter_reduce"
     op_name = "scatter_reduce.two"
     schema = "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor"
+    attr_schema = ("int dim", "str reduce", "bool include_self")
 
     def lower(self, ctx):
         self_, index, src = self.operands
@@ -6921,6 +7324,7 @@ class SearchsortedScalar(Node):
     op_kind = "aten::searchsorted"
     op_name = "searchsorted.Scalar"
     schema = "searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"
+    attr_schema = ("bool out_int32", "bool right", "str? side")
 
     def lower(self, ctx):
         sorted_sequence, self_, sorter = self.operands
@@ -6944,6 +7348,7 @@ class SearchsortedTensor(Node):
     op_kind = "aten::searchsorted"
     op_name = "searchsorted.Tensor"
     schema = "searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"
+    attr_schema = ("bool out_int32", "bool right", "str? side")
 
     def lower(self, ctx):
         sorted_sequence, self_, sorter = self.operands
@@ -6967,6 +7372,7 @@ class SegmentReduce(Node):
     op_kind = "aten::segment_reduce"
     op_name = "segment_reduce"
     schema = "segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor"
+    attr_schema = ("str reduce", "int axis", "bool unsafe")
 
     def lower(self, ctx):
         data, lengths, indices, offsets, initial = self.operands
@@ -6994,6 +7400,7 @@ class SelectBackward(Node):
     schema = (
         "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor"
     )
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         grad_output, input_sizes, index = self.operands
@@ -7017,6 +7424,8 @@ class SelectCopyInt(Node):
     op_kind = "aten::select_copy"
     op_name = "select_copy.int"
     schema = "select_copy.int(Tensor self, int dim, SymInt index) -> Tensor"
+    attr_schema = ("int dim", "SymInt index")
+    size_attrs = (1,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -7035,6 +7444,8 @@ class SelectScatter(Node):
     op_kind = "aten::select_scatter"
     op_name = "select_scatter"
     schema = "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor"
+    attr_schema = ("int dim", "SymInt index")
+    size_attrs = (1,)
 
     def lower(self, ctx):
         self_, src = self.operands
@@ -7203,6 +7614,7 @@ class SliceBackward(Node):
     op_kind = "aten::slice_backward"
     op_name = "slice_backward"
     schema = "slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt start, SymInt end, SymInt step) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         grad_output, input_sizes, start, end, step = self.operands
@@ -7228,6 +7640,8 @@ class SliceCopyTensor(Node):
     op_kind = "aten::slice_copy"
     op_name = "slice_copy.Tensor"
     schema = "slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor"
+    attr_schema = ("int dim", "SymInt? start", "SymInt? end")
+    size_attrs = (1, 2)
 
     def lower(self, ctx):
         self_, step = self.operands
@@ -7252,6 +7666,8 @@ class SliceScatter(Node):
     op_kind = "aten::slice_scatter"
     op_name = "slice_scatter"
     schema = "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor"
+    attr_schema = ("int dim", "SymInt? start", "SymInt? end")
+    size_attrs = (1, 2)
 
     def lower(self, ctx):
         self_, src, step = self.operands
@@ -7279,6 +7695,7 @@ class SmoothL1Loss(Node):
     schema = (
         "smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor"
     )
+    attr_schema = ("int reduction", "float beta")
 
     def lower(self, ctx):
         self_, target = self.operands
@@ -7302,6 +7719,7 @@ class SmoothL1LossBackward(Node):
     op_kind = "aten::smooth_l1_loss_backward"
     op_name = "smooth_l1_loss_backward"
     schema = "smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta) -> Tensor"
+    attr_schema = ("int reduction", "float beta")
 
     def lower(self, ctx):
         grad_output, self_, target = self.operands
@@ -7326,6 +7744,7 @@ class SoftMarginLoss(Node):
     op_kind = "aten::soft_margin_loss"
     op_name = "soft_margin_loss"
     schema = "soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor"
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         self_, target = self.operands
@@ -7344,6 +7763,7 @@ class SoftMarginLossBackward(Node):
     op_kind = "aten::soft_margin_loss_backward"
     op_name = "soft_margin_loss_backward"
     schema = "soft_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor"
+    attr_schema = ("int reduction",)
 
     def lower(self, ctx):
         grad_output, self_, target = self.operands
@@ -7433,6 +7853,7 @@ class Sort(Node):
     schema = (
         "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"
     )
+    attr_schema = ("int dim", "bool descending")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -7451,6 +7872,7 @@ class SortStable(Node):
     op_kind = "aten::sort"
     op_name = "sort.stable"
     schema = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"
+    attr_schema = ("bool? stable", "int dim", "bool descending")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -7924,6 +8346,8 @@ class SplitCopyTensor(Node):
     op_kind = "aten::split_copy"
     op_name = "split_copy.Tensor"
     schema = "split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]"
+    attr_schema = ("SymInt split_size", "int dim")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -7943,6 +8367,8 @@ class SplitWithSizesCopy(Node):
     op_kind = "aten::split_with_sizes_copy"
     op_name = "split_with_sizes_copy"
     schema = "split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]"
+    attr_schema = ("SymInt[] split_sizes", "int dim")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -7988,6 +8414,7 @@ class SqueezeCopyDim(Node):
     op_kind = "aten::squeeze_copy"
     op_name = "squeeze_copy.dim"
     schema = "squeeze_copy.dim(Tensor self, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8003,6 +8430,7 @@ class SqueezeCopyDims(Node):
     op_kind = "aten::squeeze_copy"
     op_name = "squeeze_copy.dims"
     schema = "squeeze_copy.dims(Tensor self, int[] dim) -> Tensor"
+    attr_schema = ("int[] dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8018,6 +8446,7 @@ class Stack(Node):
     op_kind = "aten::stack"
     op_name = "stack"
     schema = "stack(Tensor[] tensors, int dim=0) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (tensors,) = self.operands
@@ -8033,6 +8462,7 @@ class Std(Node):
     op_kind = "aten::std"
     op_name = "std"
     schema = "std(Tensor self, bool unbiased=True) -> Tensor"
+    attr_schema = ("bool unbiased",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8046,6 +8476,7 @@ class StdCorrection(Node):
     op_kind = "aten::std"
     op_name = "std.correction"
     schema = "std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool keepdim")
 
     def lower(self, ctx):
         self_, correction = self.operands
@@ -8064,6 +8495,7 @@ class StdDim(Node):
     op_kind = "aten::std"
     op_name = "std.dim"
     schema = "std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool unbiased", "bool keepdim")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8087,6 +8519,7 @@ class StdMeanCorrection(Node):
     op_kind = "aten::std_mean"
     op_name = "std_mean.correction"
     schema = "std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"
+    attr_schema = ("int[1]? dim", "bool keepdim")
 
     def lower(self, ctx):
         self_, correction = self.operands
@@ -8138,6 +8571,7 @@ class Sum(Node):
     op_kind = "aten::sum"
     op_name = "sum"
     schema = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("ScalarType? dtype",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8151,6 +8585,7 @@ class SumDimIntlist(Node):
     op_kind = "aten::sum"
     op_name = "sum.dim_IntList"
     schema = "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool keepdim", "ScalarType? dtype")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8267,6 +8702,8 @@ class Topk(Node):
     op_kind = "aten::topk"
     op_name = "topk"
     schema = "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)"
+    attr_schema = ("SymInt k", "int dim", "bool largest", "bool sorted")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8304,6 +8741,7 @@ class TransposeCopyInt(Node):
     op_kind = "aten::transpose_copy"
     op_name = "transpose_copy.int"
     schema = "transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor"
+    attr_schema = ("int dim0", "int dim1")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8322,6 +8760,7 @@ class TriangularSolve(Node):
     op_kind = "aten::triangular_solve"
     op_name = "triangular_solve"
     schema = "triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)"
+    attr_schema = ("bool upper", "bool transpose", "bool unitriangular")
 
     def lower(self, ctx):
         self_, A = self.operands
@@ -8346,6 +8785,8 @@ class Tril(Node):
     op_kind = "aten::tril"
     op_name = "tril"
     schema = "tril(Tensor self, SymInt diagonal=0) -> Tensor"
+    attr_schema = ("SymInt diagonal",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8359,6 +8800,15 @@ class TrilIndices(Node):
     op_kind = "aten::tril_indices"
     op_name = "tril_indices"
     schema = "tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+    attr_schema = (
+        "int row",
+        "int col",
+        "int offset",
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+    )
 
     def lower(self, ctx):
         return ctx.call(
@@ -8381,6 +8831,8 @@ class Triu(Node):
     op_kind = "aten::triu"
     op_name = "triu"
     schema = "triu(Tensor self, SymInt diagonal=0) -> Tensor"
+    attr_schema = ("SymInt diagonal",)
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8394,6 +8846,15 @@ class TriuIndices(Node):
     op_kind = "aten::triu_indices"
     op_name = "triu_indices"
     schema = "triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"
+    attr_schema = (
+        "int row",
+        "int col",
+        "int offset",
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+    )
 
     def lower(self, ctx):
         return ctx.call(
@@ -8429,6 +8890,7 @@ class UnbindCopyInt(Node):
     op_kind = "aten::unbind_copy"
     op_name = "unbind_copy.int"
     schema = "unbind_copy.int(Tensor self, int dim=0) -> Tensor[]"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8445,6 +8907,7 @@ class UnfoldBackward(Node):
     op_kind = "aten::unfold_backward"
     op_name = "unfold_backward"
     schema = "unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor"
+    attr_schema = ("int dim", "int size", "int step")
 
     def lower(self, ctx):
         grad_in, input_sizes = self.operands
@@ -8469,6 +8932,7 @@ class UnfoldCopy(Node):
     op_kind = "aten::unfold_copy"
     op_name = "unfold_copy"
     schema = "unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor"
+    attr_schema = ("int dimension", "int size", "int step")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8494,6 +8958,7 @@ class Uniform(Node):
     schema = (
         "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor"
     )
+    attr_schema = ("float from", "float to")
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -8512,6 +8977,7 @@ class UnsqueezeCopy(Node):
     op_kind = "aten::unsqueeze_copy"
     op_name = "unsqueeze_copy"
     schema = "unsqueeze_copy(Tensor self, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8527,6 +8993,13 @@ class UpsampleBicubic2d(Node):
     op_kind = "aten::upsample_bicubic2d"
     op_name = "upsample_bicubic2d"
     schema = "upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8551,6 +9024,14 @@ class UpsampleBicubic2dBackward(Node):
     op_kind = "aten::upsample_bicubic2d_backward"
     op_name = "upsample_bicubic2d_backward"
     schema = "upsample_bicubic2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "SymInt[4] input_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -8576,6 +9057,13 @@ class UpsampleBilinear2d(Node):
     op_kind = "aten::upsample_bilinear2d"
     op_name = "upsample_bilinear2d"
     schema = "upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8600,6 +9088,14 @@ class UpsampleBilinear2dBackward(Node):
     op_kind = "aten::upsample_bilinear2d_backward"
     op_name = "upsample_bilinear2d_backward"
     schema = "upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "SymInt[4] input_size",
+        "bool align_corners",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -8625,6 +9121,8 @@ class UpsampleLinear1d(Node):
     op_kind = "aten::upsample_linear1d"
     op_name = "upsample_linear1d"
     schema = "upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor"
+    attr_schema = ("SymInt[1] output_size", "bool align_corners", "float? scales")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8648,6 +9146,13 @@ class UpsampleLinear1dBackward(Node):
     op_kind = "aten::upsample_linear1d_backward"
     op_name = "upsample_linear1d_backward"
     schema = "upsample_linear1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, bool align_corners, float? scales=None) -> Tensor"
+    attr_schema = (
+        "SymInt[1] output_size",
+        "SymInt[3] input_size",
+        "bool align_corners",
+        "float? scales",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -8672,6 +9177,8 @@ class UpsampleNearest1d(Node):
     op_kind = "aten::upsample_nearest1d"
     op_name = "upsample_nearest1d"
     schema = "upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor"
+    attr_schema = ("SymInt[1] output_size", "float? scales")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8690,6 +9197,8 @@ class UpsampleNearest1dBackward(Node):
     op_kind = "aten::upsample_nearest1d_backward"
     op_name = "upsample_nearest1d_backward"
     schema = "upsample_nearest1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor"
+    attr_schema = ("SymInt[1] output_size", "SymInt[3] input_size", "float? scales")
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -8713,6 +9222,8 @@ class UpsampleNearest2d(Node):
     op_kind = "aten::upsample_nearest2d"
     op_name = "upsample_nearest2d"
     schema = "upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = ("SymInt[2] output_size", "float? scales_h", "float? scales_w")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8736,6 +9247,13 @@ class UpsampleNearest2dBackward(Node):
     op_kind = "aten::upsample_nearest2d_backward"
     op_name = "upsample_nearest2d_backward"
     schema = "upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[2] output_size",
+        "SymInt[4] input_size",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -8760,6 +9278,8 @@ class UpsampleNearest3d(Node):
     op_kind = "aten::upsample_nearest3d"
     op_name = "upsample_nearest3d"
     schema = "upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = ("SymInt[3] output_size", "float? scales_d", "float? scales_h", "float? scales_w")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8784,6 +9304,14 @@ class UpsampleNearest3dBackward(Node):
     op_kind = "aten::upsample_nearest3d_backward"
     op_name = "upsample_nearest3d_backward"
     schema = "upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[3] output_size",
+        "SymInt[5] input_size",
+        "float? scales_d",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -8809,6 +9337,14 @@ class UpsampleTrilinear3d(Node):
     op_kind = "aten::upsample_trilinear3d"
     op_name = "upsample_trilinear3d"
     schema = "upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[3] output_size",
+        "bool align_corners",
+        "float? scales_d",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -8834,6 +9370,15 @@ class UpsampleTrilinear3dBackward(Node):
     op_kind = "aten::upsample_trilinear3d_backward"
     op_name = "upsample_trilinear3d_backward"
     schema = "upsample_trilinear3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor"
+    attr_schema = (
+        "SymInt[3] output_size",
+        "SymInt[5] input_size",
+        "bool align_corners",
+        "float? scales_d",
+        "float? scales_h",
+        "float? scales_w",
+    )
+    size_attrs = (0, 1)
 
     def lower(self, ctx):
         (grad_output,) = self.operands
@@ -8860,6 +9405,7 @@ class VarCorrection(Node):
     op_kind = "aten::var"
     op_name = "var.correction"
     schema = "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool keepdim")
 
     def lower(self, ctx):
         self_, correction = self.operands
@@ -8878,6 +9424,7 @@ class VarMeanCorrection(Node):
     op_kind = "aten::var_mean"
     op_name = "var_mean.correction"
     schema = "var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"
+    attr_schema = ("int[1]? dim", "bool keepdim")
 
     def lower(self, ctx):
         self_, correction = self.operands
@@ -8948,6 +9495,7 @@ class ViewCopyDtype(Node):
     op_kind = "aten::view_copy"
     op_name = "view_copy.dtype"
     schema = "view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor"
+    attr_schema = ("ScalarType dtype",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -9004,6 +9552,13 @@ class ZerosLike(Node):
     op_kind = "aten::zeros_like"
     op_name = "zeros_like"
     schema = "zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor"
+    attr_schema = (
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+        "MemoryFormat? memory_format",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands

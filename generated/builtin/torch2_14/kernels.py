@@ -39,7 +39,7 @@ def _adaptive_avg_pool2d(self, output_size):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(output_size),)
     shapes = rt.infer_shapes(aten._adaptive_avg_pool2d.default, (self, output_size), {})
-    node = rt.make_node(ir.AdaptiveAvgPool2d, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveAvgPool2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -67,7 +67,7 @@ def _adaptive_avg_pool2d_backward(grad_output, self):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = ()
     shapes = rt.infer_shapes(aten._adaptive_avg_pool2d_backward.default, (grad_output, self), {})
-    node = rt.make_node(ir.AdaptiveAvgPool2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveAvgPool2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -93,7 +93,7 @@ def _adaptive_avg_pool3d(self, output_size):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(output_size),)
     shapes = rt.infer_shapes(aten._adaptive_avg_pool3d.default, (self, output_size), {})
-    node = rt.make_node(ir.AdaptiveAvgPool3d, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveAvgPool3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -121,7 +121,7 @@ def _adaptive_avg_pool3d_backward(grad_output, self):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = ()
     shapes = rt.infer_shapes(aten._adaptive_avg_pool3d_backward.default, (grad_output, self), {})
-    node = rt.make_node(ir.AdaptiveAvgPool3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveAvgPool3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -143,7 +143,7 @@ def _batch_norm_with_update_functional(
         (input, weight, bias, running_mean, running_var, momentum, eps),
         {},
     )
-    node = rt.make_node(ir.BatchNormWithUpdateFunctional, operands, attrs, shapes)
+    node = rt.make_node(ir.BatchNormWithUpdateFunctional, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -186,7 +186,7 @@ def _cdist_backward(grad_output, x1, x2, p, cdist):
     )
     attrs = (p,)
     shapes = rt.infer_shapes(aten._cdist_backward.default, (grad_output, x1, x2, p, cdist), {})
-    node = rt.make_node(ir.CdistBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.CdistBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -212,7 +212,7 @@ def _cdist_forward(x1, x2, p, compute_mode):
     operands = (rt.tensor(x1, device), rt.tensor(x2, device))
     attrs = (p, compute_mode)
     shapes = rt.infer_shapes(aten._cdist_forward.default, (x1, x2, p, compute_mode), {})
-    node = rt.make_node(ir.CdistForward, operands, attrs, shapes)
+    node = rt.make_node(ir.CdistForward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -238,7 +238,7 @@ def _cholesky_solve_helper(self, A, upper):
     operands = (rt.tensor(self, device), rt.tensor(A, device))
     attrs = (upper,)
     shapes = rt.infer_shapes(aten._cholesky_solve_helper.default, (self, A, upper), {})
-    node = rt.make_node(ir.CholeskySolveHelper, operands, attrs, shapes)
+    node = rt.make_node(ir.CholeskySolveHelper, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -277,7 +277,7 @@ def _embedding_bag(
         ),
         {},
     )
-    node = rt.make_node(ir.EmbeddingBag, operands, attrs, shapes)
+    node = rt.make_node(ir.EmbeddingBag, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -385,7 +385,7 @@ def _embedding_bag_backward(
         ),
         {},
     )
-    node = rt.make_node(ir.EmbeddingBagBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.EmbeddingBagBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -482,7 +482,7 @@ def _embedding_bag_dense_backward(
         ),
         {},
     )
-    node = rt.make_node(ir.EmbeddingBagDenseBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.EmbeddingBagDenseBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -521,7 +521,7 @@ def _embedding_bag_forward_only(
         ),
         {},
     )
-    node = rt.make_node(ir.EmbeddingBagForwardOnly, operands, attrs, shapes)
+    node = rt.make_node(ir.EmbeddingBagForwardOnly, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -576,7 +576,7 @@ def _embedding_bag_per_sample_weights_backward(
         (grad, weight, indices, offsets, offset2bag, mode, padding_idx),
         {},
     )
-    node = rt.make_node(ir.EmbeddingBagPerSampleWeightsBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.EmbeddingBagPerSampleWeightsBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -606,7 +606,7 @@ def _fft_c2c(self, dim, normalization, forward):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim), normalization, forward)
     shapes = rt.infer_shapes(aten._fft_c2c.default, (self, dim, normalization, forward), {})
-    node = rt.make_node(ir.FftC2c, operands, attrs, shapes)
+    node = rt.make_node(ir.FftC2c, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -636,7 +636,7 @@ def _fft_c2r(self, dim, normalization, last_dim_size):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim), normalization, last_dim_size)
     shapes = rt.infer_shapes(aten._fft_c2r.default, (self, dim, normalization, last_dim_size), {})
-    node = rt.make_node(ir.FftC2r, operands, attrs, shapes)
+    node = rt.make_node(ir.FftC2r, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -666,7 +666,7 @@ def _fft_r2c(self, dim, normalization, onesided):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim), normalization, onesided)
     shapes = rt.infer_shapes(aten._fft_r2c.default, (self, dim, normalization, onesided), {})
-    node = rt.make_node(ir.FftR2c, operands, attrs, shapes)
+    node = rt.make_node(ir.FftR2c, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -676,7 +676,7 @@ def _linalg_det(A):
     operands = (rt.tensor(A, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten._linalg_det.default, (A,), {})
-    node = rt.make_node(ir.LinalgDet, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgDet, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -686,7 +686,7 @@ def _linalg_slogdet(A):
     operands = (rt.tensor(A, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten._linalg_slogdet.default, (A,), {})
-    node = rt.make_node(ir.LinalgSlogdet, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgSlogdet, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -702,7 +702,7 @@ def _linalg_solve_ex(A, B, *, left=True, check_errors=False):
     shapes = rt.infer_shapes(
         aten._linalg_solve_ex.default, (A, B), {"left": left, "check_errors": check_errors}
     )
-    node = rt.make_node(ir.LinalgSolveEx, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgSolveEx, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -726,7 +726,7 @@ def _log_softmax(self, dim, half_to_float):
     operands = (rt.tensor(self, device),)
     attrs = (dim, half_to_float)
     shapes = rt.infer_shapes(aten._log_softmax.default, (self, dim, half_to_float), {})
-    node = rt.make_node(ir.LogSoftmax, operands, attrs, shapes)
+    node = rt.make_node(ir.LogSoftmax, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -762,7 +762,7 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     shapes = rt.infer_shapes(
         aten._log_softmax_backward_data.default, (grad_output, output, dim, input_dtype), {}
     )
-    node = rt.make_node(ir.LogSoftmaxBackwardData, operands, attrs, shapes)
+    node = rt.make_node(ir.LogSoftmaxBackwardData, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -778,7 +778,7 @@ def _native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, e
     shapes = rt.infer_shapes(
         aten._native_batch_norm_legit.no_stats, (input, weight, bias, training, momentum, eps), {}
     )
-    node = rt.make_node(ir.NativeBatchNormLegitNoStats, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeBatchNormLegitNoStats, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -800,7 +800,7 @@ def _native_batch_norm_legit_functional(
         (input, weight, bias, running_mean, running_var, training, momentum, eps),
         {},
     )
-    node = rt.make_node(ir.NativeBatchNormLegitFunctional, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeBatchNormLegitFunctional, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -826,7 +826,7 @@ def _pdist_backward(grad_output, self, p, pdist):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(pdist, device))
     attrs = (p,)
     shapes = rt.infer_shapes(aten._pdist_backward.default, (grad_output, self, p, pdist), {})
-    node = rt.make_node(ir.PdistBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.PdistBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -852,7 +852,7 @@ def _pdist_forward(self, p=2.0):
     operands = (rt.tensor(self, device),)
     attrs = (p,)
     shapes = rt.infer_shapes(aten._pdist_forward.default, (self, p), {})
-    node = rt.make_node(ir.PdistForward, operands, attrs, shapes)
+    node = rt.make_node(ir.PdistForward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -876,7 +876,7 @@ def _prelu_kernel(self, weight):
     operands = (rt.tensor(self, device), rt.tensor(weight, device))
     attrs = ()
     shapes = rt.infer_shapes(aten._prelu_kernel.default, (self, weight), {})
-    node = rt.make_node(ir.PreluKernel, operands, attrs, shapes)
+    node = rt.make_node(ir.PreluKernel, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -886,7 +886,7 @@ def _prelu_kernel_backward(grad_output, self, weight):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(weight, device))
     attrs = ()
     shapes = rt.infer_shapes(aten._prelu_kernel_backward.default, (grad_output, self, weight), {})
-    node = rt.make_node(ir.PreluKernelBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.PreluKernelBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -916,7 +916,7 @@ def _reshape_alias_copy(self, size, stride):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten._reshape_alias_copy.default, (self, size, stride), {})
-    node = rt.make_node(ir.ReshapeAliasCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.ReshapeAliasCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -974,7 +974,7 @@ def _segment_reduce_backward(
         (grad, output, data, reduce),
         {"lengths": lengths, "offsets": offsets, "axis": axis, "initial": initial},
     )
-    node = rt.make_node(ir.SegmentReduceBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SegmentReduceBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -998,7 +998,7 @@ def _softmax(self, dim, half_to_float):
     operands = (rt.tensor(self, device),)
     attrs = (dim, half_to_float)
     shapes = rt.infer_shapes(aten._softmax.default, (self, dim, half_to_float), {})
-    node = rt.make_node(ir.Softmax, operands, attrs, shapes)
+    node = rt.make_node(ir.Softmax, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1032,7 +1032,7 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
     shapes = rt.infer_shapes(
         aten._softmax_backward_data.default, (grad_output, output, dim, input_dtype), {}
     )
-    node = rt.make_node(ir.SoftmaxBackwardData, operands, attrs, shapes)
+    node = rt.make_node(ir.SoftmaxBackwardData, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1069,7 +1069,7 @@ def _upsample_bicubic2d_aa(self, output_size, align_corners, scales_h=None, scal
         (self, output_size, align_corners, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleBicubic2dAa, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBicubic2dAa, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1111,7 +1111,7 @@ def _upsample_bicubic2d_aa_backward(
         (grad_output, output_size, input_size, align_corners, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleBicubic2dAaBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBicubic2dAaBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1148,7 +1148,7 @@ def _upsample_bilinear2d_aa(self, output_size, align_corners, scales_h=None, sca
         (self, output_size, align_corners, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleBilinear2dAa, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBilinear2dAa, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1190,7 +1190,7 @@ def _upsample_bilinear2d_aa_backward(
         (grad_output, output_size, input_size, align_corners, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleBilinear2dAaBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBilinear2dAaBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1225,7 +1225,7 @@ def _upsample_nearest_exact1d(self, output_size, scales=None):
     shapes = rt.infer_shapes(
         aten._upsample_nearest_exact1d.default, (self, output_size, scales), {}
     )
-    node = rt.make_node(ir.UpsampleNearestExact1d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearestExact1d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1263,7 +1263,7 @@ def _upsample_nearest_exact1d_backward(grad_output, output_size, input_size, sca
         (grad_output, output_size, input_size, scales),
         {},
     )
-    node = rt.make_node(ir.UpsampleNearestExact1dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearestExact1dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1299,7 +1299,7 @@ def _upsample_nearest_exact2d(self, output_size, scales_h=None, scales_w=None):
     shapes = rt.infer_shapes(
         aten._upsample_nearest_exact2d.default, (self, output_size, scales_h, scales_w), {}
     )
-    node = rt.make_node(ir.UpsampleNearestExact2d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearestExact2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1340,7 +1340,7 @@ def _upsample_nearest_exact2d_backward(
         (grad_output, output_size, input_size, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleNearestExact2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearestExact2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1379,7 +1379,7 @@ def _upsample_nearest_exact3d(self, output_size, scales_d=None, scales_h=None, s
         (self, output_size, scales_d, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleNearestExact3d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearestExact3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1421,7 +1421,7 @@ def _upsample_nearest_exact3d_backward(
         (grad_output, output_size, input_size, scales_d, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleNearestExact3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearestExact3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1431,7 +1431,7 @@ def _weight_norm_interface(v, g, dim=0):
     operands = (rt.tensor(v, device), rt.tensor(g, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten._weight_norm_interface.default, (v, g, dim), {})
-    node = rt.make_node(ir.WeightNormInterface, operands, attrs, shapes)
+    node = rt.make_node(ir.WeightNormInterface, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -1450,7 +1450,7 @@ def _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim):
         (grad_w, saved_v, saved_g, saved_norms, dim),
         {},
     )
-    node = rt.make_node(ir.WeightNormInterfaceBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.WeightNormInterfaceBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -1466,7 +1466,7 @@ def abs(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.abs.default, (self,), {})
-    node = rt.make_node(ir.Abs, operands, attrs, shapes)
+    node = rt.make_node(ir.Abs, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1482,7 +1482,7 @@ def acos(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.acos.default, (self,), {})
-    node = rt.make_node(ir.Acos, operands, attrs, shapes)
+    node = rt.make_node(ir.Acos, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1498,7 +1498,7 @@ def acosh(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.acosh.default, (self,), {})
-    node = rt.make_node(ir.Acosh, operands, attrs, shapes)
+    node = rt.make_node(ir.Acosh, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1508,7 +1508,7 @@ def adaptive_max_pool2d(self, output_size):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(output_size),)
     shapes = rt.infer_shapes(aten.adaptive_max_pool2d.default, (self, output_size), {})
-    node = rt.make_node(ir.AdaptiveMaxPool2d, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveMaxPool2d, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -1538,7 +1538,7 @@ def adaptive_max_pool2d_backward(grad_output, self, indices):
     shapes = rt.infer_shapes(
         aten.adaptive_max_pool2d_backward.default, (grad_output, self, indices), {}
     )
-    node = rt.make_node(ir.AdaptiveMaxPool2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveMaxPool2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1548,7 +1548,7 @@ def adaptive_max_pool3d(self, output_size):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(output_size),)
     shapes = rt.infer_shapes(aten.adaptive_max_pool3d.default, (self, output_size), {})
-    node = rt.make_node(ir.AdaptiveMaxPool3d, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveMaxPool3d, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -1578,7 +1578,7 @@ def adaptive_max_pool3d_backward(grad_output, self, indices):
     shapes = rt.infer_shapes(
         aten.adaptive_max_pool3d_backward.default, (grad_output, self, indices), {}
     )
-    node = rt.make_node(ir.AdaptiveMaxPool3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.AdaptiveMaxPool3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1602,7 +1602,7 @@ def add_scalar(self, other, alpha=1):
     operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Scalar, (self, other, alpha), {})
-    node = rt.make_node(ir.AddScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.AddScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1626,7 +1626,7 @@ def add_tensor(self, other, *, alpha=1):
     operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Tensor, (self, other), {"alpha": alpha})
-    node = rt.make_node(ir.AddTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.AddTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1671,7 +1671,7 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
     shapes = rt.infer_shapes(
         aten.addbmm.default, (self, batch1, batch2), {"beta": beta, "alpha": alpha}
     )
-    node = rt.make_node(ir.Addbmm, operands, attrs, shapes)
+    node = rt.make_node(ir.Addbmm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1700,7 +1700,7 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addcdiv.default, (self, tensor1, tensor2), {"value": value})
-    node = rt.make_node(ir.Addcdiv, operands, attrs, shapes)
+    node = rt.make_node(ir.Addcdiv, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1729,7 +1729,7 @@ def addcmul(self, tensor1, tensor2, *, value=1):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addcmul.default, (self, tensor1, tensor2), {"value": value})
-    node = rt.make_node(ir.Addcmul, operands, attrs, shapes)
+    node = rt.make_node(ir.Addcmul, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1772,7 +1772,7 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addmm.default, (self, mat1, mat2), {"beta": beta, "alpha": alpha})
-    node = rt.make_node(ir.Addmm, operands, attrs, shapes)
+    node = rt.make_node(ir.Addmm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1815,7 +1815,7 @@ def addmv(self, mat, vec, *, beta=1, alpha=1):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addmv.default, (self, mat, vec), {"beta": beta, "alpha": alpha})
-    node = rt.make_node(ir.Addmv, operands, attrs, shapes)
+    node = rt.make_node(ir.Addmv, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1858,7 +1858,7 @@ def addr(self, vec1, vec2, *, beta=1, alpha=1):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addr.default, (self, vec1, vec2), {"beta": beta, "alpha": alpha})
-    node = rt.make_node(ir.Addr, operands, attrs, shapes)
+    node = rt.make_node(ir.Addr, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1876,7 +1876,7 @@ def alias_copy(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.alias_copy.default, (self,), {})
-    node = rt.make_node(ir.AliasCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.AliasCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1892,7 +1892,7 @@ def all(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.all.default, (self,), {})
-    node = rt.make_node(ir.All, operands, attrs, shapes)
+    node = rt.make_node(ir.All, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1916,7 +1916,7 @@ def all_dim(self, dim, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.all.dim, (self, dim, keepdim), {})
-    node = rt.make_node(ir.AllDim, operands, attrs, shapes)
+    node = rt.make_node(ir.AllDim, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1940,7 +1940,7 @@ def all_dims(self, dim=None, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (None if dim is None else tuple(dim), keepdim)
     shapes = rt.infer_shapes(aten.all.dims, (self, dim, keepdim), {})
-    node = rt.make_node(ir.AllDims, operands, attrs, shapes)
+    node = rt.make_node(ir.AllDims, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1964,7 +1964,7 @@ def amax(self, dim=(), keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim), keepdim)
     shapes = rt.infer_shapes(aten.amax.default, (self, dim, keepdim), {})
-    node = rt.make_node(ir.Amax, operands, attrs, shapes)
+    node = rt.make_node(ir.Amax, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1988,7 +1988,7 @@ def amin(self, dim=(), keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim), keepdim)
     shapes = rt.infer_shapes(aten.amin.default, (self, dim, keepdim), {})
-    node = rt.make_node(ir.Amin, operands, attrs, shapes)
+    node = rt.make_node(ir.Amin, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -1998,7 +1998,7 @@ def aminmax(self, *, dim=None, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.aminmax.default, (self,), {"dim": dim, "keepdim": keepdim})
-    node = rt.make_node(ir.Aminmax, operands, attrs, shapes)
+    node = rt.make_node(ir.Aminmax, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -2014,7 +2014,7 @@ def angle(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.angle.default, (self,), {})
-    node = rt.make_node(ir.Angle, operands, attrs, shapes)
+    node = rt.make_node(ir.Angle, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2030,7 +2030,7 @@ def any(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.any.default, (self,), {})
-    node = rt.make_node(ir.Any, operands, attrs, shapes)
+    node = rt.make_node(ir.Any, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2054,7 +2054,7 @@ def any_dim(self, dim, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.any.dim, (self, dim, keepdim), {})
-    node = rt.make_node(ir.AnyDim, operands, attrs, shapes)
+    node = rt.make_node(ir.AnyDim, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2078,7 +2078,7 @@ def any_dims(self, dim=None, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (None if dim is None else tuple(dim), keepdim)
     shapes = rt.infer_shapes(aten.any.dims, (self, dim, keepdim), {})
-    node = rt.make_node(ir.AnyDims, operands, attrs, shapes)
+    node = rt.make_node(ir.AnyDims, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2095,7 +2095,7 @@ def arange_start_out(start, end, step=1, *, out):
     shapes = rt.infer_shapes(
         aten.arange.start_out, (start, end, step), {"out": out}, value_dependent=True
     )
-    node = rt.make_node(ir.ArangeStartOut, operands, attrs, shapes)
+    node = rt.make_node(ir.ArangeStartOut, operands, attrs, shapes, device)
     return rt.inplace(out, node)
 
 
@@ -2119,7 +2119,7 @@ def argmax(self, dim=None, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.argmax.default, (self, dim, keepdim), {})
-    node = rt.make_node(ir.Argmax, operands, attrs, shapes)
+    node = rt.make_node(ir.Argmax, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2143,7 +2143,7 @@ def argmin(self, dim=None, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.argmin.default, (self, dim, keepdim), {})
-    node = rt.make_node(ir.Argmin, operands, attrs, shapes)
+    node = rt.make_node(ir.Argmin, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2179,7 +2179,7 @@ def as_strided_copy(self, size, stride, storage_offset=None):
     )
     attrs = (storage_offset,)
     shapes = rt.infer_shapes(aten.as_strided_copy.default, (self, size, stride, storage_offset), {})
-    node = rt.make_node(ir.AsStridedCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.AsStridedCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2219,7 +2219,7 @@ def as_strided_scatter(self, src, size, stride, storage_offset=None):
     shapes = rt.infer_shapes(
         aten.as_strided_scatter.default, (self, src, size, stride, storage_offset), {}
     )
-    node = rt.make_node(ir.AsStridedScatter, operands, attrs, shapes)
+    node = rt.make_node(ir.AsStridedScatter, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2235,7 +2235,7 @@ def asin(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.asin.default, (self,), {})
-    node = rt.make_node(ir.Asin, operands, attrs, shapes)
+    node = rt.make_node(ir.Asin, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2251,7 +2251,7 @@ def asinh(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.asinh.default, (self,), {})
-    node = rt.make_node(ir.Asinh, operands, attrs, shapes)
+    node = rt.make_node(ir.Asinh, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2267,7 +2267,7 @@ def atan(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.atan.default, (self,), {})
-    node = rt.make_node(ir.Atan, operands, attrs, shapes)
+    node = rt.make_node(ir.Atan, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2291,7 +2291,7 @@ def atan2(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.atan2.default, (self, other), {})
-    node = rt.make_node(ir.Atan2, operands, attrs, shapes)
+    node = rt.make_node(ir.Atan2, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2307,7 +2307,7 @@ def atanh(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.atanh.default, (self,), {})
-    node = rt.make_node(ir.Atanh, operands, attrs, shapes)
+    node = rt.make_node(ir.Atanh, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2366,7 +2366,7 @@ def avg_pool2d(
         (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
         {},
     )
-    node = rt.make_node(ir.AvgPool2d, operands, attrs, shapes)
+    node = rt.make_node(ir.AvgPool2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2440,7 +2440,7 @@ def avg_pool2d_backward(
         ),
         {},
     )
-    node = rt.make_node(ir.AvgPool2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.AvgPool2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2499,7 +2499,7 @@ def avg_pool3d(
         (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
         {},
     )
-    node = rt.make_node(ir.AvgPool3d, operands, attrs, shapes)
+    node = rt.make_node(ir.AvgPool3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2573,7 +2573,7 @@ def avg_pool3d_backward(
         ),
         {},
     )
-    node = rt.make_node(ir.AvgPool3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.AvgPool3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2618,7 +2618,7 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
     shapes = rt.infer_shapes(
         aten.baddbmm.default, (self, batch1, batch2), {"beta": beta, "alpha": alpha}
     )
-    node = rt.make_node(ir.Baddbmm, operands, attrs, shapes)
+    node = rt.make_node(ir.Baddbmm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2667,7 +2667,7 @@ def batch_norm_backward(
         ),
         {},
     )
-    node = rt.make_node(ir.BatchNormBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.BatchNormBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -2680,7 +2680,7 @@ def bernoulli(self, *, generator=None):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.bernoulli.default, (self,), {"generator": generator})
-    node = rt.make_node(ir.Bernoulli, operands, attrs, shapes)
+    node = rt.make_node(ir.Bernoulli, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2693,7 +2693,7 @@ def bernoulli_p(self, p, *, generator=None):
     )
     attrs = (p,)
     shapes = rt.infer_shapes(aten.bernoulli.p, (self, p), {"generator": generator})
-    node = rt.make_node(ir.BernoulliP, operands, attrs, shapes)
+    node = rt.make_node(ir.BernoulliP, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2731,7 +2731,7 @@ def binary_cross_entropy(self, target, weight=None, reduction=1):
     shapes = rt.infer_shapes(
         aten.binary_cross_entropy.default, (self, target, weight, reduction), {}
     )
-    node = rt.make_node(ir.BinaryCrossEntropy, operands, attrs, shapes)
+    node = rt.make_node(ir.BinaryCrossEntropy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2775,7 +2775,7 @@ def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduct
         (grad_output, self, target, weight, reduction),
         {},
     )
-    node = rt.make_node(ir.BinaryCrossEntropyBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.BinaryCrossEntropyBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2801,7 +2801,7 @@ def bitwise_and_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_and.Scalar, (self, other), {})
-    node = rt.make_node(ir.BitwiseAndScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.BitwiseAndScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2827,7 +2827,7 @@ def bitwise_and_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_and.Tensor, (self, other), {})
-    node = rt.make_node(ir.BitwiseAndTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.BitwiseAndTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2845,7 +2845,7 @@ def bitwise_not(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_not.default, (self,), {})
-    node = rt.make_node(ir.BitwiseNot, operands, attrs, shapes)
+    node = rt.make_node(ir.BitwiseNot, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2871,7 +2871,7 @@ def bitwise_or_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_or.Scalar, (self, other), {})
-    node = rt.make_node(ir.BitwiseOrScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.BitwiseOrScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2897,7 +2897,7 @@ def bitwise_or_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_or.Tensor, (self, other), {})
-    node = rt.make_node(ir.BitwiseOrTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.BitwiseOrTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2923,7 +2923,7 @@ def bitwise_xor_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_xor.Scalar, (self, other), {})
-    node = rt.make_node(ir.BitwiseXorScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.BitwiseXorScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2949,7 +2949,7 @@ def bitwise_xor_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.bitwise_xor.Tensor, (self, other), {})
-    node = rt.make_node(ir.BitwiseXorTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.BitwiseXorTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -2973,7 +2973,7 @@ def bmm(self, mat2):
     operands = (rt.tensor(self, device), rt.tensor(mat2, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.bmm.default, (self, mat2), {})
-    node = rt.make_node(ir.Bmm, operands, attrs, shapes)
+    node = rt.make_node(ir.Bmm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3007,7 +3007,7 @@ def bucketize_tensor(self, boundaries, *, out_int32=False, right=False):
     shapes = rt.infer_shapes(
         aten.bucketize.Tensor, (self, boundaries), {"out_int32": out_int32, "right": right}
     )
-    node = rt.make_node(ir.BucketizeTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.BucketizeTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3017,7 +3017,7 @@ def cat(tensors, dim=0):
     operands = (rt.tensor_list(tensors, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.cat.default, (tensors, dim), {})
-    node = rt.make_node(ir.Cat, operands, attrs, shapes)
+    node = rt.make_node(ir.Cat, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3032,7 +3032,7 @@ def cauchy(self, median=0.0, sigma=1.0, *, generator=None):
     )
     attrs = (median, sigma)
     shapes = rt.infer_shapes(aten.cauchy.default, (self, median, sigma), {"generator": generator})
-    node = rt.make_node(ir.Cauchy, operands, attrs, shapes)
+    node = rt.make_node(ir.Cauchy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3048,7 +3048,7 @@ def ceil(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.ceil.default, (self,), {})
-    node = rt.make_node(ir.Ceil, operands, attrs, shapes)
+    node = rt.make_node(ir.Ceil, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3074,7 +3074,7 @@ def channel_shuffle(self, groups):
     operands = (rt.tensor(self, device),)
     attrs = (groups,)
     shapes = rt.infer_shapes(aten.channel_shuffle.default, (self, groups), {})
-    node = rt.make_node(ir.ChannelShuffle, operands, attrs, shapes)
+    node = rt.make_node(ir.ChannelShuffle, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3100,7 +3100,7 @@ def cholesky_inverse(self, upper=False):
     operands = (rt.tensor(self, device),)
     attrs = (upper,)
     shapes = rt.infer_shapes(aten.cholesky_inverse.default, (self, upper), {})
-    node = rt.make_node(ir.CholeskyInverse, operands, attrs, shapes)
+    node = rt.make_node(ir.CholeskyInverse, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3128,7 +3128,7 @@ def clamp(self, min=None, max=None):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp.default, (self, min, max), {})
-    node = rt.make_node(ir.Clamp, operands, attrs, shapes)
+    node = rt.make_node(ir.Clamp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3156,7 +3156,7 @@ def clamp_tensor(self, min=None, max=None):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp.Tensor, (self, min, max), {})
-    node = rt.make_node(ir.ClampTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.ClampTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3180,7 +3180,7 @@ def clamp_max(self, max):
     operands = (rt.tensor(self, device), rt.scalar(max, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp_max.default, (self, max), {})
-    node = rt.make_node(ir.ClampMax, operands, attrs, shapes)
+    node = rt.make_node(ir.ClampMax, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3206,7 +3206,7 @@ def clamp_max_tensor(self, max):
     operands = (rt.tensor(self, device), rt.tensor(max, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp_max.Tensor, (self, max), {})
-    node = rt.make_node(ir.ClampMaxTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.ClampMaxTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3230,7 +3230,7 @@ def clamp_min(self, min):
     operands = (rt.tensor(self, device), rt.scalar(min, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp_min.default, (self, min), {})
-    node = rt.make_node(ir.ClampMin, operands, attrs, shapes)
+    node = rt.make_node(ir.ClampMin, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3256,7 +3256,7 @@ def clamp_min_tensor(self, min):
     operands = (rt.tensor(self, device), rt.tensor(min, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp_min.Tensor, (self, min), {})
-    node = rt.make_node(ir.ClampMinTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.ClampMinTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3296,7 +3296,7 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride):
     shapes = rt.infer_shapes(
         aten.col2im.default, (self, output_size, kernel_size, dilation, padding, stride), {}
     )
-    node = rt.make_node(ir.Col2im, operands, attrs, shapes)
+    node = rt.make_node(ir.Col2im, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3320,7 +3320,7 @@ def complex(real, imag):
     operands = (rt.tensor(real, device), rt.tensor(imag, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.complex.default, (real, imag), {})
-    node = rt.make_node(ir.Complex, operands, attrs, shapes)
+    node = rt.make_node(ir.Complex, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3346,7 +3346,7 @@ def constant_pad_nd(self, pad, value=0):
     operands = (rt.tensor(self, device), rt.scalar(value, device))
     attrs = (tuple(pad),)
     shapes = rt.infer_shapes(aten.constant_pad_nd.default, (self, pad, value), {})
-    node = rt.make_node(ir.ConstantPadNd, operands, attrs, shapes)
+    node = rt.make_node(ir.ConstantPadNd, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3403,7 +3403,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups),
         {},
     )
-    node = rt.make_node(ir.Convolution, operands, attrs, shapes)
+    node = rt.make_node(ir.Convolution, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3450,7 +3450,7 @@ def convolution_backward(
         ),
         {},
     )
-    node = rt.make_node(ir.ConvolutionBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ConvolutionBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -3474,7 +3474,7 @@ def copysign_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.copysign.Tensor, (self, other), {})
-    node = rt.make_node(ir.CopysignTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.CopysignTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3490,7 +3490,7 @@ def cos(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.cos.default, (self,), {})
-    node = rt.make_node(ir.Cos, operands, attrs, shapes)
+    node = rt.make_node(ir.Cos, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3506,7 +3506,7 @@ def cosh(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.cosh.default, (self,), {})
-    node = rt.make_node(ir.Cosh, operands, attrs, shapes)
+    node = rt.make_node(ir.Cosh, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3532,7 +3532,7 @@ def count_nonzero_dim_intlist(self, dim):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim),)
     shapes = rt.infer_shapes(aten.count_nonzero.dim_IntList, (self, dim), {})
-    node = rt.make_node(ir.CountNonzeroDimIntlist, operands, attrs, shapes)
+    node = rt.make_node(ir.CountNonzeroDimIntlist, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3542,7 +3542,7 @@ def cummax(self, dim):
     operands = (rt.tensor(self, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.cummax.default, (self, dim), {})
-    node = rt.make_node(ir.Cummax, operands, attrs, shapes)
+    node = rt.make_node(ir.Cummax, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -3552,7 +3552,7 @@ def cummin(self, dim):
     operands = (rt.tensor(self, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.cummin.default, (self, dim), {})
-    node = rt.make_node(ir.Cummin, operands, attrs, shapes)
+    node = rt.make_node(ir.Cummin, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -3576,7 +3576,7 @@ def cumprod(self, dim, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (dim, dtype)
     shapes = rt.infer_shapes(aten.cumprod.default, (self, dim), {"dtype": dtype})
-    node = rt.make_node(ir.Cumprod, operands, attrs, shapes)
+    node = rt.make_node(ir.Cumprod, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3600,7 +3600,7 @@ def cumsum(self, dim, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (dim, dtype)
     shapes = rt.infer_shapes(aten.cumsum.default, (self, dim), {"dtype": dtype})
-    node = rt.make_node(ir.Cumsum, operands, attrs, shapes)
+    node = rt.make_node(ir.Cumsum, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3618,7 +3618,7 @@ def deg2rad(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.deg2rad.default, (self,), {})
-    node = rt.make_node(ir.Deg2rad, operands, attrs, shapes)
+    node = rt.make_node(ir.Deg2rad, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3636,7 +3636,7 @@ def detach_copy(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.detach_copy.default, (self,), {})
-    node = rt.make_node(ir.DetachCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.DetachCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3666,7 +3666,7 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
     operands = (rt.tensor(self, device),)
     attrs = (offset, dim1, dim2)
     shapes = rt.infer_shapes(aten.diag_embed.default, (self, offset, dim1, dim2), {})
-    node = rt.make_node(ir.DiagEmbed, operands, attrs, shapes)
+    node = rt.make_node(ir.DiagEmbed, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3701,7 +3701,7 @@ def diagonal_backward(grad_output, input_sizes, offset, dim1, dim2):
     shapes = rt.infer_shapes(
         aten.diagonal_backward.default, (grad_output, input_sizes, offset, dim1, dim2), {}
     )
-    node = rt.make_node(ir.DiagonalBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.DiagonalBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3731,7 +3731,7 @@ def diagonal_copy(self, offset=0, dim1=0, dim2=1):
     operands = (rt.tensor(self, device),)
     attrs = (offset, dim1, dim2)
     shapes = rt.infer_shapes(aten.diagonal_copy.default, (self, offset, dim1, dim2), {})
-    node = rt.make_node(ir.DiagonalCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.DiagonalCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3764,7 +3764,7 @@ def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
     operands = (rt.tensor(self, device), rt.tensor(src, device))
     attrs = (offset, dim1, dim2)
     shapes = rt.infer_shapes(aten.diagonal_scatter.default, (self, src, offset, dim1, dim2), {})
-    node = rt.make_node(ir.DiagonalScatter, operands, attrs, shapes)
+    node = rt.make_node(ir.DiagonalScatter, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3782,7 +3782,7 @@ def digamma(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.digamma.default, (self,), {})
-    node = rt.make_node(ir.Digamma, operands, attrs, shapes)
+    node = rt.make_node(ir.Digamma, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3806,7 +3806,7 @@ def div_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.div.Scalar, (self, other), {})
-    node = rt.make_node(ir.DivScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.DivScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3830,7 +3830,7 @@ def div_scalar_mode(self, other, *, rounding_mode):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = (rounding_mode,)
     shapes = rt.infer_shapes(aten.div.Scalar_mode, (self, other), {"rounding_mode": rounding_mode})
-    node = rt.make_node(ir.DivScalarMode, operands, attrs, shapes)
+    node = rt.make_node(ir.DivScalarMode, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3854,7 +3854,7 @@ def div_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.div.Tensor, (self, other), {})
-    node = rt.make_node(ir.DivTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.DivTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3878,7 +3878,7 @@ def div_tensor_mode(self, other, *, rounding_mode):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = (rounding_mode,)
     shapes = rt.infer_shapes(aten.div.Tensor_mode, (self, other), {"rounding_mode": rounding_mode})
-    node = rt.make_node(ir.DivTensorMode, operands, attrs, shapes)
+    node = rt.make_node(ir.DivTensorMode, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3888,7 +3888,7 @@ def div__tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.div.Tensor, (self, other), {})
-    node = rt.make_node(ir.DivTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.DivTensor, operands, attrs, shapes, device)
     return rt.inplace(self, node)
 
 
@@ -3912,7 +3912,7 @@ def dot(self, tensor):
     operands = (rt.tensor(self, device), rt.tensor(tensor, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.dot.default, (self, tensor), {})
-    node = rt.make_node(ir.Dot, operands, attrs, shapes)
+    node = rt.make_node(ir.Dot, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -3952,7 +3952,7 @@ def elu(self, alpha=1, scale=1, input_scale=1):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.elu.default, (self, alpha, scale, input_scale), {})
-    node = rt.make_node(ir.Elu, operands, attrs, shapes)
+    node = rt.make_node(ir.Elu, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4000,7 +4000,7 @@ def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_resu
         (grad_output, alpha, scale, input_scale, is_result, self_or_result),
         {},
     )
-    node = rt.make_node(ir.EluBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.EluBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4033,7 +4033,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     shapes = rt.infer_shapes(
         aten.embedding.default, (weight, indices, padding_idx, scale_grad_by_freq, sparse), {}
     )
-    node = rt.make_node(ir.Embedding, operands, attrs, shapes)
+    node = rt.make_node(ir.Embedding, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4072,7 +4072,7 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
         (grad_output, indices, num_weights, padding_idx, scale_grad_by_freq),
         {},
     )
-    node = rt.make_node(ir.EmbeddingDenseBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.EmbeddingDenseBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4106,7 +4106,7 @@ def embedding_renorm(self, indices, max_norm, norm_type):
     shapes = rt.infer_shapes(
         aten.embedding_renorm.default, (self, indices, max_norm, norm_type), {}
     )
-    node = rt.make_node(ir.EmbeddingRenorm, operands, attrs, shapes)
+    node = rt.make_node(ir.EmbeddingRenorm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4138,7 +4138,7 @@ def empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, m
             "memory_format": memory_format,
         },
     )
-    node = rt.make_node(ir.EmptyLike, operands, attrs, shapes)
+    node = rt.make_node(ir.EmptyLike, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -4162,7 +4162,7 @@ def eq_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.eq.Scalar, (self, other), {})
-    node = rt.make_node(ir.EqScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.EqScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4186,7 +4186,7 @@ def eq_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.eq.Tensor, (self, other), {})
-    node = rt.make_node(ir.EqTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.EqTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4202,7 +4202,7 @@ def erf(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.erf.default, (self,), {})
-    node = rt.make_node(ir.Erf, operands, attrs, shapes)
+    node = rt.make_node(ir.Erf, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4218,7 +4218,7 @@ def erfc(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.erfc.default, (self,), {})
-    node = rt.make_node(ir.Erfc, operands, attrs, shapes)
+    node = rt.make_node(ir.Erfc, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4236,7 +4236,7 @@ def erfinv(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.erfinv.default, (self,), {})
-    node = rt.make_node(ir.Erfinv, operands, attrs, shapes)
+    node = rt.make_node(ir.Erfinv, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4252,7 +4252,7 @@ def exp(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.exp.default, (self,), {})
-    node = rt.make_node(ir.Exp, operands, attrs, shapes)
+    node = rt.make_node(ir.Exp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4268,7 +4268,7 @@ def exp2(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.exp2.default, (self,), {})
-    node = rt.make_node(ir.Exp2, operands, attrs, shapes)
+    node = rt.make_node(ir.Exp2, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4292,7 +4292,7 @@ def expand_copy(self, size, *, implicit=False):
     operands = (rt.tensor(self, device), rt.symint_list(size, device))
     attrs = (implicit,)
     shapes = rt.infer_shapes(aten.expand_copy.default, (self, size), {"implicit": implicit})
-    node = rt.make_node(ir.ExpandCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.ExpandCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4308,7 +4308,7 @@ def expm1(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.expm1.default, (self,), {})
-    node = rt.make_node(ir.Expm1, operands, attrs, shapes)
+    node = rt.make_node(ir.Expm1, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4323,7 +4323,7 @@ def exponential(self, lambd=1.0, *, generator=None):
     )
     attrs = (lambd,)
     shapes = rt.infer_shapes(aten.exponential.default, (self, lambd), {"generator": generator})
-    node = rt.make_node(ir.Exponential, operands, attrs, shapes)
+    node = rt.make_node(ir.Exponential, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4347,7 +4347,7 @@ def fill_scalar(self, value):
     operands = (rt.tensor(self, device), rt.scalar(value, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.fill.Scalar, (self, value), {})
-    node = rt.make_node(ir.FillScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.FillScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4371,7 +4371,7 @@ def fill_tensor(self, value):
     operands = (rt.tensor(self, device), rt.tensor(value, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.fill.Tensor, (self, value), {})
-    node = rt.make_node(ir.FillTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.FillTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4395,7 +4395,7 @@ def flip(self, dims):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dims),)
     shapes = rt.infer_shapes(aten.flip.default, (self, dims), {})
-    node = rt.make_node(ir.Flip, operands, attrs, shapes)
+    node = rt.make_node(ir.Flip, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4411,7 +4411,7 @@ def floor(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.floor.default, (self,), {})
-    node = rt.make_node(ir.Floor, operands, attrs, shapes)
+    node = rt.make_node(ir.Floor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4435,7 +4435,7 @@ def floor_divide(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.floor_divide.default, (self, other), {})
-    node = rt.make_node(ir.FloorDivide, operands, attrs, shapes)
+    node = rt.make_node(ir.FloorDivide, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4459,7 +4459,7 @@ def fmax(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.fmax.default, (self, other), {})
-    node = rt.make_node(ir.Fmax, operands, attrs, shapes)
+    node = rt.make_node(ir.Fmax, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4483,7 +4483,7 @@ def fmin(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.fmin.default, (self, other), {})
-    node = rt.make_node(ir.Fmin, operands, attrs, shapes)
+    node = rt.make_node(ir.Fmin, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4507,7 +4507,7 @@ def fmod_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.fmod.Scalar, (self, other), {})
-    node = rt.make_node(ir.FmodScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.FmodScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4531,7 +4531,7 @@ def fmod_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.fmod.Tensor, (self, other), {})
-    node = rt.make_node(ir.FmodTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.FmodTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4547,7 +4547,7 @@ def frac(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.frac.default, (self,), {})
-    node = rt.make_node(ir.Frac, operands, attrs, shapes)
+    node = rt.make_node(ir.Frac, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4559,7 +4559,7 @@ def fractional_max_pool2d(self, kernel_size, output_size, random_samples):
     shapes = rt.infer_shapes(
         aten.fractional_max_pool2d.default, (self, kernel_size, output_size, random_samples), {}
     )
-    node = rt.make_node(ir.FractionalMaxPool2d, operands, attrs, shapes)
+    node = rt.make_node(ir.FractionalMaxPool2d, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -4598,7 +4598,7 @@ def fractional_max_pool2d_backward(grad_output, self, kernel_size, output_size, 
         (grad_output, self, kernel_size, output_size, indices),
         {},
     )
-    node = rt.make_node(ir.FractionalMaxPool2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.FractionalMaxPool2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4610,7 +4610,7 @@ def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
     shapes = rt.infer_shapes(
         aten.fractional_max_pool3d.default, (self, kernel_size, output_size, random_samples), {}
     )
-    node = rt.make_node(ir.FractionalMaxPool3d, operands, attrs, shapes)
+    node = rt.make_node(ir.FractionalMaxPool3d, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -4620,7 +4620,7 @@ def frexp_tensor(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.frexp.Tensor, (self,), {})
-    node = rt.make_node(ir.FrexpTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.FrexpTensor, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -4654,7 +4654,7 @@ def full_like(
             "memory_format": memory_format,
         },
     )
-    node = rt.make_node(ir.FullLike, operands, attrs, shapes)
+    node = rt.make_node(ir.FullLike, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -4678,7 +4678,7 @@ def gather(self, dim, index, *, sparse_grad=False):
     operands = (rt.tensor(self, device), rt.tensor(index, device))
     attrs = (dim, sparse_grad)
     shapes = rt.infer_shapes(aten.gather.default, (self, dim, index), {"sparse_grad": sparse_grad})
-    node = rt.make_node(ir.Gather, operands, attrs, shapes)
+    node = rt.make_node(ir.Gather, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4702,7 +4702,7 @@ def gcd(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.gcd.default, (self, other), {})
-    node = rt.make_node(ir.Gcd, operands, attrs, shapes)
+    node = rt.make_node(ir.Gcd, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4726,7 +4726,7 @@ def ge_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.ge.Scalar, (self, other), {})
-    node = rt.make_node(ir.GeScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.GeScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4750,7 +4750,7 @@ def ge_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.ge.Tensor, (self, other), {})
-    node = rt.make_node(ir.GeTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.GeTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4774,7 +4774,7 @@ def gelu(self, *, approximate="none"):
     operands = (rt.tensor(self, device),)
     attrs = (approximate,)
     shapes = rt.infer_shapes(aten.gelu.default, (self,), {"approximate": approximate})
-    node = rt.make_node(ir.Gelu, operands, attrs, shapes)
+    node = rt.make_node(ir.Gelu, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4800,7 +4800,7 @@ def gelu_backward(grad_output, self, *, approximate="none"):
     shapes = rt.infer_shapes(
         aten.gelu_backward.default, (grad_output, self), {"approximate": approximate}
     )
-    node = rt.make_node(ir.GeluBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.GeluBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4815,7 +4815,7 @@ def geometric(self, p, *, generator=None):
     )
     attrs = (p,)
     shapes = rt.infer_shapes(aten.geometric.default, (self, p), {"generator": generator})
-    node = rt.make_node(ir.Geometric, operands, attrs, shapes)
+    node = rt.make_node(ir.Geometric, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4839,7 +4839,7 @@ def glu(self, dim=-1):
     operands = (rt.tensor(self, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.glu.default, (self, dim), {})
-    node = rt.make_node(ir.Glu, operands, attrs, shapes)
+    node = rt.make_node(ir.Glu, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4863,7 +4863,7 @@ def glu_backward(grad_output, self, dim):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.glu_backward.default, (grad_output, self, dim), {})
-    node = rt.make_node(ir.GluBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.GluBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4897,7 +4897,7 @@ def glu_jvp(glu, x, dx, dim):
         {},
         compute_fn=shape_functions.compute_shape_glu_jvp,
     )
-    node = rt.make_node(ir.GluJvp, operands, attrs, shapes)
+    node = rt.make_node(ir.GluJvp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4934,7 +4934,7 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
         (input, grid, interpolation_mode, padding_mode, align_corners),
         {},
     )
-    node = rt.make_node(ir.GridSampler2d, operands, attrs, shapes)
+    node = rt.make_node(ir.GridSampler2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -4950,7 +4950,7 @@ def grid_sampler_2d_backward(
         (grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask),
         {},
     )
-    node = rt.make_node(ir.GridSampler2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.GridSampler2dBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -4987,7 +4987,7 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
         (input, grid, interpolation_mode, padding_mode, align_corners),
         {},
     )
-    node = rt.make_node(ir.GridSampler3d, operands, attrs, shapes)
+    node = rt.make_node(ir.GridSampler3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5003,7 +5003,7 @@ def grid_sampler_3d_backward(
         (grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask),
         {},
     )
-    node = rt.make_node(ir.GridSampler3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.GridSampler3dBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -5027,7 +5027,7 @@ def gt_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.gt.Scalar, (self, other), {})
-    node = rt.make_node(ir.GtScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.GtScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5051,7 +5051,7 @@ def gt_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.gt.Tensor, (self, other), {})
-    node = rt.make_node(ir.GtTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.GtTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5075,7 +5075,7 @@ def hardshrink(self, lambd=0.5):
     operands = (rt.tensor(self, device), rt.scalar(lambd, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.hardshrink.default, (self, lambd), {})
-    node = rt.make_node(ir.Hardshrink, operands, attrs, shapes)
+    node = rt.make_node(ir.Hardshrink, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5101,7 +5101,7 @@ def hardshrink_backward(grad_out, self, lambd):
     operands = (rt.tensor(grad_out, device), rt.tensor(self, device), rt.scalar(lambd, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.hardshrink_backward.default, (grad_out, self, lambd), {})
-    node = rt.make_node(ir.HardshrinkBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.HardshrinkBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5119,7 +5119,7 @@ def hardsigmoid(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.hardsigmoid.default, (self,), {})
-    node = rt.make_node(ir.Hardsigmoid, operands, attrs, shapes)
+    node = rt.make_node(ir.Hardsigmoid, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5145,7 +5145,7 @@ def hardsigmoid_backward(grad_output, self):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.hardsigmoid_backward.default, (grad_output, self), {})
-    node = rt.make_node(ir.HardsigmoidBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.HardsigmoidBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5163,7 +5163,7 @@ def hardswish(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.hardswish.default, (self,), {})
-    node = rt.make_node(ir.Hardswish, operands, attrs, shapes)
+    node = rt.make_node(ir.Hardswish, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5189,7 +5189,7 @@ def hardswish_backward(grad_output, self):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.hardswish_backward.default, (grad_output, self), {})
-    node = rt.make_node(ir.HardswishBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.HardswishBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5213,7 +5213,7 @@ def hardtanh(self, min_val=-1, max_val=1):
     operands = (rt.tensor(self, device), rt.scalar(min_val, device), rt.scalar(max_val, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.hardtanh.default, (self, min_val, max_val), {})
-    node = rt.make_node(ir.Hardtanh, operands, attrs, shapes)
+    node = rt.make_node(ir.Hardtanh, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5257,7 +5257,7 @@ def hardtanh_backward(grad_output, self, min_val, max_val):
     shapes = rt.infer_shapes(
         aten.hardtanh_backward.default, (grad_output, self, min_val, max_val), {}
     )
-    node = rt.make_node(ir.HardtanhBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.HardtanhBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5289,7 +5289,7 @@ def hash_tensor(self, dim=(), *, keepdim=False, mode=0):
     shapes = rt.infer_shapes(
         aten.hash_tensor.default, (self, dim), {"keepdim": keepdim, "mode": mode}
     )
-    node = rt.make_node(ir.HashTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.HashTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5313,7 +5313,7 @@ def heaviside(self, values):
     operands = (rt.tensor(self, device), rt.tensor(values, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.heaviside.default, (self, values), {})
-    node = rt.make_node(ir.Heaviside, operands, attrs, shapes)
+    node = rt.make_node(ir.Heaviside, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5337,7 +5337,7 @@ def histc(self, bins=100, min=0, max=0):
     operands = (rt.tensor(self, device), rt.scalar(min, device), rt.scalar(max, device))
     attrs = (bins,)
     shapes = rt.infer_shapes(aten.histc.default, (self, bins, min, max), {})
-    node = rt.make_node(ir.Histc, operands, attrs, shapes)
+    node = rt.make_node(ir.Histc, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5367,7 +5367,7 @@ def huber_loss(self, target, reduction=1, delta=1.0):
     operands = (rt.tensor(self, device), rt.tensor(target, device))
     attrs = (reduction, delta)
     shapes = rt.infer_shapes(aten.huber_loss.default, (self, target, reduction, delta), {})
-    node = rt.make_node(ir.HuberLoss, operands, attrs, shapes)
+    node = rt.make_node(ir.HuberLoss, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5402,7 +5402,7 @@ def huber_loss_backward(grad_output, self, target, reduction, delta):
     shapes = rt.infer_shapes(
         aten.huber_loss_backward.default, (grad_output, self, target, reduction, delta), {}
     )
-    node = rt.make_node(ir.HuberLossBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.HuberLossBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5426,7 +5426,7 @@ def hypot(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.hypot.default, (self, other), {})
-    node = rt.make_node(ir.Hypot, operands, attrs, shapes)
+    node = rt.make_node(ir.Hypot, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5442,7 +5442,7 @@ def i0(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.i0.default, (self,), {})
-    node = rt.make_node(ir.I0, operands, attrs, shapes)
+    node = rt.make_node(ir.I0, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5466,7 +5466,7 @@ def igamma(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.igamma.default, (self, other), {})
-    node = rt.make_node(ir.Igamma, operands, attrs, shapes)
+    node = rt.make_node(ir.Igamma, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5490,7 +5490,7 @@ def igammac(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.igammac.default, (self, other), {})
-    node = rt.make_node(ir.Igammac, operands, attrs, shapes)
+    node = rt.make_node(ir.Igammac, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5523,7 +5523,7 @@ def im2col(self, kernel_size, dilation, padding, stride):
     shapes = rt.infer_shapes(
         aten.im2col.default, (self, kernel_size, dilation, padding, stride), {}
     )
-    node = rt.make_node(ir.Im2col, operands, attrs, shapes)
+    node = rt.make_node(ir.Im2col, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5557,7 +5557,7 @@ def index_tensor(self, indices):
         {},
         compute_fn=shape_functions.compute_shape_index_tensor,
     )
-    node = rt.make_node(ir.IndexTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5593,7 +5593,7 @@ def index_add(self, dim, index, source, *, alpha=1):
     )
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.index_add.default, (self, dim, index, source), {"alpha": alpha})
-    node = rt.make_node(ir.IndexAdd, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexAdd, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5617,7 +5617,7 @@ def index_copy(self, dim, index, source):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(source, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.index_copy.default, (self, dim, index, source), {})
-    node = rt.make_node(ir.IndexCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5649,7 +5649,7 @@ def index_fill_int_scalar(self, dim, index, value):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.scalar(value, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.index_fill.int_Scalar, (self, dim, index, value), {})
-    node = rt.make_node(ir.IndexFillIntScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexFillIntScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5675,7 +5675,7 @@ def index_fill_int_tensor(self, dim, index, value):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(value, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.index_fill.int_Tensor, (self, dim, index, value), {})
-    node = rt.make_node(ir.IndexFillIntTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexFillIntTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5709,7 +5709,7 @@ def index_put(self, indices, values, accumulate=False):
     )
     attrs = (accumulate,)
     shapes = rt.infer_shapes(aten.index_put.default, (self, indices, values, accumulate), {})
-    node = rt.make_node(ir.IndexPut, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexPut, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5745,7 +5745,7 @@ def index_reduce(self, dim, index, source, reduce, *, include_self=True):
         (self, dim, index, source, reduce),
         {"include_self": include_self},
     )
-    node = rt.make_node(ir.IndexReduce, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexReduce, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5769,7 +5769,7 @@ def index_select(self, dim, index):
     operands = (rt.tensor(self, device), rt.tensor(index, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.index_select.default, (self, dim, index), {})
-    node = rt.make_node(ir.IndexSelect, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexSelect, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5800,7 +5800,7 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = (rtol, atol, equal_nan)
     shapes = rt.infer_shapes(aten.isclose.default, (self, other, rtol, atol, equal_nan), {})
-    node = rt.make_node(ir.Isclose, operands, attrs, shapes)
+    node = rt.make_node(ir.Isclose, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5836,7 +5836,7 @@ def isin_tensor_tensor(elements, test_elements, *, assume_unique=False, invert=F
         (elements, test_elements),
         {"assume_unique": assume_unique, "invert": invert},
     )
-    node = rt.make_node(ir.IsinTensorTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.IsinTensorTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5852,7 +5852,7 @@ def isnan(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.isnan.default, (self,), {})
-    node = rt.make_node(ir.Isnan, operands, attrs, shapes)
+    node = rt.make_node(ir.Isnan, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5870,7 +5870,7 @@ def isneginf(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.isneginf.default, (self,), {})
-    node = rt.make_node(ir.Isneginf, operands, attrs, shapes)
+    node = rt.make_node(ir.Isneginf, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5888,7 +5888,7 @@ def isposinf(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.isposinf.default, (self,), {})
-    node = rt.make_node(ir.Isposinf, operands, attrs, shapes)
+    node = rt.make_node(ir.Isposinf, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5898,7 +5898,7 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (k, dim, keepdim)
     shapes = rt.infer_shapes(aten.kthvalue.default, (self, k, dim, keepdim), {})
-    node = rt.make_node(ir.Kthvalue, operands, attrs, shapes)
+    node = rt.make_node(ir.Kthvalue, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -5922,7 +5922,7 @@ def lcm(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.lcm.default, (self, other), {})
-    node = rt.make_node(ir.Lcm, operands, attrs, shapes)
+    node = rt.make_node(ir.Lcm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5946,7 +5946,7 @@ def le_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.le.Scalar, (self, other), {})
-    node = rt.make_node(ir.LeScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.LeScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5970,7 +5970,7 @@ def le_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.le.Tensor, (self, other), {})
-    node = rt.make_node(ir.LeTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.LeTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -5994,7 +5994,7 @@ def leaky_relu(self, negative_slope=0.01):
     operands = (rt.tensor(self, device), rt.scalar(negative_slope, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.leaky_relu.default, (self, negative_slope), {})
-    node = rt.make_node(ir.LeakyRelu, operands, attrs, shapes)
+    node = rt.make_node(ir.LeakyRelu, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6032,7 +6032,7 @@ def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
     shapes = rt.infer_shapes(
         aten.leaky_relu_backward.default, (grad_output, self, negative_slope, self_is_result), {}
     )
-    node = rt.make_node(ir.LeakyReluBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.LeakyReluBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6056,7 +6056,7 @@ def lerp_scalar(self, end, weight):
     operands = (rt.tensor(self, device), rt.tensor(end, device), rt.scalar(weight, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.lerp.Scalar, (self, end, weight), {})
-    node = rt.make_node(ir.LerpScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.LerpScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6080,7 +6080,7 @@ def lerp_tensor(self, end, weight):
     operands = (rt.tensor(self, device), rt.tensor(end, device), rt.tensor(weight, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.lerp.Tensor, (self, end, weight), {})
-    node = rt.make_node(ir.LerpTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.LerpTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6098,7 +6098,7 @@ def lgamma(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.lgamma.default, (self,), {})
-    node = rt.make_node(ir.Lgamma, operands, attrs, shapes)
+    node = rt.make_node(ir.Lgamma, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6114,7 +6114,7 @@ def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
     shapes = rt.infer_shapes(
         aten.linalg_cholesky_ex.default, (self,), {"upper": upper, "check_errors": check_errors}
     )
-    node = rt.make_node(ir.LinalgCholeskyEx, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgCholeskyEx, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6138,7 +6138,7 @@ def linalg_cross(self, other, *, dim=-1):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.linalg_cross.default, (self, other), {"dim": dim})
-    node = rt.make_node(ir.LinalgCross, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgCross, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6166,7 +6166,7 @@ def linalg_householder_product(input, tau):
     operands = (rt.tensor(input, device), rt.tensor(tau, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.linalg_householder_product.default, (input, tau), {})
-    node = rt.make_node(ir.LinalgHouseholderProduct, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgHouseholderProduct, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6178,7 +6178,7 @@ def linalg_inv_ex(A, *, check_errors=False):
     operands = (rt.tensor(A, device),)
     attrs = (check_errors,)
     shapes = rt.infer_shapes(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
-    node = rt.make_node(ir.LinalgInvEx, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgInvEx, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6198,7 +6198,7 @@ def linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False):
         (self,),
         {"hermitian": hermitian, "check_errors": check_errors},
     )
-    node = rt.make_node(ir.LinalgLdlFactorEx, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgLdlFactorEx, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6226,7 +6226,7 @@ def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
     shapes = rt.infer_shapes(
         aten.linalg_ldl_solve.default, (LD, pivots, B), {"hermitian": hermitian}
     )
-    node = rt.make_node(ir.LinalgLdlSolve, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgLdlSolve, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6236,7 +6236,7 @@ def linalg_lu(A, *, pivot=True):
     operands = (rt.tensor(A, device),)
     attrs = (pivot,)
     shapes = rt.infer_shapes(aten.linalg_lu.default, (A,), {"pivot": pivot})
-    node = rt.make_node(ir.LinalgLu, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgLu, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6252,7 +6252,7 @@ def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
     shapes = rt.infer_shapes(
         aten.linalg_lu_factor_ex.default, (A,), {"pivot": pivot, "check_errors": check_errors}
     )
-    node = rt.make_node(ir.LinalgLuFactorEx, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgLuFactorEx, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6287,7 +6287,7 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     shapes = rt.infer_shapes(
         aten.linalg_lu_solve.default, (LU, pivots, B), {"left": left, "adjoint": adjoint}
     )
-    node = rt.make_node(ir.LinalgLuSolve, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgLuSolve, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6313,7 +6313,7 @@ def linalg_matrix_exp(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.linalg_matrix_exp.default, (self,), {})
-    node = rt.make_node(ir.LinalgMatrixExp, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgMatrixExp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6323,7 +6323,7 @@ def linalg_qr(A, mode="reduced"):
     operands = (rt.tensor(A, device),)
     attrs = (mode,)
     shapes = rt.infer_shapes(aten.linalg_qr.default, (A, mode), {})
-    node = rt.make_node(ir.LinalgQr, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgQr, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6360,7 +6360,7 @@ def linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False):
         (self, B),
         {"upper": upper, "left": left, "unitriangular": unitriangular},
     )
-    node = rt.make_node(ir.LinalgSolveTriangular, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgSolveTriangular, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6395,7 +6395,7 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
     shapes = rt.infer_shapes(
         aten.linalg_vector_norm.default, (self, ord, dim, keepdim), {"dtype": dtype}
     )
-    node = rt.make_node(ir.LinalgVectorNorm, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgVectorNorm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6411,7 +6411,7 @@ def log(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.log.default, (self,), {})
-    node = rt.make_node(ir.Log, operands, attrs, shapes)
+    node = rt.make_node(ir.Log, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6427,7 +6427,7 @@ def log10(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.log10.default, (self,), {})
-    node = rt.make_node(ir.Log10, operands, attrs, shapes)
+    node = rt.make_node(ir.Log10, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6443,7 +6443,7 @@ def log1p(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.log1p.default, (self,), {})
-    node = rt.make_node(ir.Log1p, operands, attrs, shapes)
+    node = rt.make_node(ir.Log1p, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6459,7 +6459,7 @@ def log2(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.log2.default, (self,), {})
-    node = rt.make_node(ir.Log2, operands, attrs, shapes)
+    node = rt.make_node(ir.Log2, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6474,7 +6474,7 @@ def log_normal(self, mean=1.0, std=2.0, *, generator=None):
     )
     attrs = (mean, std)
     shapes = rt.infer_shapes(aten.log_normal.default, (self, mean, std), {"generator": generator})
-    node = rt.make_node(ir.LogNormal, operands, attrs, shapes)
+    node = rt.make_node(ir.LogNormal, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6500,7 +6500,7 @@ def log_sigmoid_backward(grad_output, self, buffer):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.tensor(buffer, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.log_sigmoid_backward.default, (grad_output, self, buffer), {})
-    node = rt.make_node(ir.LogSigmoidBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.LogSigmoidBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6510,7 +6510,7 @@ def log_sigmoid_forward(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.log_sigmoid_forward.default, (self,), {})
-    node = rt.make_node(ir.LogSigmoidForward, operands, attrs, shapes)
+    node = rt.make_node(ir.LogSigmoidForward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6534,7 +6534,7 @@ def logaddexp(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.logaddexp.default, (self, other), {})
-    node = rt.make_node(ir.Logaddexp, operands, attrs, shapes)
+    node = rt.make_node(ir.Logaddexp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6558,7 +6558,7 @@ def logaddexp2(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.logaddexp2.default, (self, other), {})
-    node = rt.make_node(ir.Logaddexp2, operands, attrs, shapes)
+    node = rt.make_node(ir.Logaddexp2, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6582,7 +6582,7 @@ def logcumsumexp(self, dim):
     operands = (rt.tensor(self, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.logcumsumexp.default, (self, dim), {})
-    node = rt.make_node(ir.Logcumsumexp, operands, attrs, shapes)
+    node = rt.make_node(ir.Logcumsumexp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6600,7 +6600,7 @@ def logdet(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.logdet.default, (self,), {})
-    node = rt.make_node(ir.Logdet, operands, attrs, shapes)
+    node = rt.make_node(ir.Logdet, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6624,7 +6624,7 @@ def logical_and(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.logical_and.default, (self, other), {})
-    node = rt.make_node(ir.LogicalAnd, operands, attrs, shapes)
+    node = rt.make_node(ir.LogicalAnd, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6642,7 +6642,7 @@ def logical_not(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.logical_not.default, (self,), {})
-    node = rt.make_node(ir.LogicalNot, operands, attrs, shapes)
+    node = rt.make_node(ir.LogicalNot, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6666,7 +6666,7 @@ def logical_or(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.logical_or.default, (self, other), {})
-    node = rt.make_node(ir.LogicalOr, operands, attrs, shapes)
+    node = rt.make_node(ir.LogicalOr, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6690,7 +6690,7 @@ def logical_xor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.logical_xor.default, (self, other), {})
-    node = rt.make_node(ir.LogicalXor, operands, attrs, shapes)
+    node = rt.make_node(ir.LogicalXor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6714,7 +6714,7 @@ def logit(self, eps=None):
     operands = (rt.tensor(self, device),)
     attrs = (eps,)
     shapes = rt.infer_shapes(aten.logit.default, (self, eps), {})
-    node = rt.make_node(ir.Logit, operands, attrs, shapes)
+    node = rt.make_node(ir.Logit, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6740,7 +6740,7 @@ def logit_backward(grad_output, self, eps=None):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = (eps,)
     shapes = rt.infer_shapes(aten.logit_backward.default, (grad_output, self, eps), {})
-    node = rt.make_node(ir.LogitBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.LogitBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6764,7 +6764,7 @@ def logsumexp(self, dim, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim), keepdim)
     shapes = rt.infer_shapes(aten.logsumexp.default, (self, dim, keepdim), {})
-    node = rt.make_node(ir.Logsumexp, operands, attrs, shapes)
+    node = rt.make_node(ir.Logsumexp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6788,7 +6788,7 @@ def lt_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.lt.Scalar, (self, other), {})
-    node = rt.make_node(ir.LtScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.LtScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6812,7 +6812,7 @@ def lt_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.lt.Tensor, (self, other), {})
-    node = rt.make_node(ir.LtTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.LtTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6824,7 +6824,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     shapes = rt.infer_shapes(
         aten.lu_unpack.default, (LU_data, LU_pivots, unpack_data, unpack_pivots), {}
     )
-    node = rt.make_node(ir.LuUnpack, operands, attrs, shapes)
+    node = rt.make_node(ir.LuUnpack, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6850,7 +6850,7 @@ def masked_fill_scalar(self, mask, value):
     operands = (rt.tensor(self, device), rt.tensor(mask, device), rt.scalar(value, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.masked_fill.Scalar, (self, mask, value), {})
-    node = rt.make_node(ir.MaskedFillScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.MaskedFillScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6876,7 +6876,7 @@ def masked_fill_tensor(self, mask, value):
     operands = (rt.tensor(self, device), rt.tensor(mask, device), rt.tensor(value, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.masked_fill.Tensor, (self, mask, value), {})
-    node = rt.make_node(ir.MaskedFillTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.MaskedFillTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6902,7 +6902,7 @@ def masked_scatter(self, mask, source):
     operands = (rt.tensor(self, device), rt.tensor(mask, device), rt.tensor(source, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.masked_scatter.default, (self, mask, source), {})
-    node = rt.make_node(ir.MaskedScatter, operands, attrs, shapes)
+    node = rt.make_node(ir.MaskedScatter, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6936,7 +6936,7 @@ def masked_select(self, mask):
         {},
         compute_fn=shape_functions.compute_shape_masked_select,
     )
-    node = rt.make_node(ir.MaskedSelect, operands, attrs, shapes)
+    node = rt.make_node(ir.MaskedSelect, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6952,7 +6952,7 @@ def max(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.max.default, (self,), {})
-    node = rt.make_node(ir.Max, operands, attrs, shapes)
+    node = rt.make_node(ir.Max, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -6962,7 +6962,7 @@ def max_dim(self, dim, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.max.dim, (self, dim, keepdim), {})
-    node = rt.make_node(ir.MaxDim, operands, attrs, shapes)
+    node = rt.make_node(ir.MaxDim, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -6978,7 +6978,7 @@ def max_pool2d_with_indices(
         (self, kernel_size, stride, padding, dilation, ceil_mode),
         {},
     )
-    node = rt.make_node(ir.MaxPool2dWithIndices, operands, attrs, shapes)
+    node = rt.make_node(ir.MaxPool2dWithIndices, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7022,7 +7022,7 @@ def max_pool2d_with_indices_backward(
         (grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices),
         {},
     )
-    node = rt.make_node(ir.MaxPool2dWithIndicesBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.MaxPool2dWithIndicesBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7046,7 +7046,7 @@ def max_unpool2d(self, indices, output_size):
     operands = (rt.tensor(self, device), rt.tensor(indices, device))
     attrs = (tuple(output_size),)
     shapes = rt.infer_shapes(aten.max_unpool2d.default, (self, indices, output_size), {})
-    node = rt.make_node(ir.MaxUnpool2d, operands, attrs, shapes)
+    node = rt.make_node(ir.MaxUnpool2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7079,7 +7079,7 @@ def max_unpool3d(self, indices, output_size, stride, padding):
     shapes = rt.infer_shapes(
         aten.max_unpool3d.default, (self, indices, output_size, stride, padding), {}
     )
-    node = rt.make_node(ir.MaxUnpool3d, operands, attrs, shapes)
+    node = rt.make_node(ir.MaxUnpool3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7103,7 +7103,7 @@ def maximum(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.maximum.default, (self, other), {})
-    node = rt.make_node(ir.Maximum, operands, attrs, shapes)
+    node = rt.make_node(ir.Maximum, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7127,7 +7127,7 @@ def mean(self, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (dtype,)
     shapes = rt.infer_shapes(aten.mean.default, (self,), {"dtype": dtype})
-    node = rt.make_node(ir.Mean, operands, attrs, shapes)
+    node = rt.make_node(ir.Mean, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7157,7 +7157,7 @@ def mean_dim(self, dim, keepdim=False, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (None if dim is None else tuple(dim), keepdim, dtype)
     shapes = rt.infer_shapes(aten.mean.dim, (self, dim, keepdim), {"dtype": dtype})
-    node = rt.make_node(ir.MeanDim, operands, attrs, shapes)
+    node = rt.make_node(ir.MeanDim, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7175,7 +7175,7 @@ def median(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.median.default, (self,), {})
-    node = rt.make_node(ir.Median, operands, attrs, shapes)
+    node = rt.make_node(ir.Median, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7185,7 +7185,7 @@ def median_dim(self, dim, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.median.dim, (self, dim, keepdim), {})
-    node = rt.make_node(ir.MedianDim, operands, attrs, shapes)
+    node = rt.make_node(ir.MedianDim, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7201,7 +7201,7 @@ def min(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.min.default, (self,), {})
-    node = rt.make_node(ir.Min, operands, attrs, shapes)
+    node = rt.make_node(ir.Min, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7211,7 +7211,7 @@ def min_dim(self, dim, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.min.dim, (self, dim, keepdim), {})
-    node = rt.make_node(ir.MinDim, operands, attrs, shapes)
+    node = rt.make_node(ir.MinDim, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7235,7 +7235,7 @@ def minimum(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.minimum.default, (self, other), {})
-    node = rt.make_node(ir.Minimum, operands, attrs, shapes)
+    node = rt.make_node(ir.Minimum, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7251,7 +7251,7 @@ def mish(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.mish.default, (self,), {})
-    node = rt.make_node(ir.Mish, operands, attrs, shapes)
+    node = rt.make_node(ir.Mish, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7275,7 +7275,7 @@ def mish_backward(grad_output, self):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.mish_backward.default, (grad_output, self), {})
-    node = rt.make_node(ir.MishBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.MishBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7299,7 +7299,7 @@ def mm(self, mat2):
     operands = (rt.tensor(self, device), rt.tensor(mat2, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.mm.default, (self, mat2), {})
-    node = rt.make_node(ir.Mm, operands, attrs, shapes)
+    node = rt.make_node(ir.Mm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7309,7 +7309,7 @@ def mode(self, dim=-1, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.mode.default, (self, dim, keepdim), {})
-    node = rt.make_node(ir.Mode, operands, attrs, shapes)
+    node = rt.make_node(ir.Mode, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7333,7 +7333,7 @@ def mse_loss(self, target, reduction=1):
     operands = (rt.tensor(self, device), rt.tensor(target, device))
     attrs = (reduction,)
     shapes = rt.infer_shapes(aten.mse_loss.default, (self, target, reduction), {})
-    node = rt.make_node(ir.MseLoss, operands, attrs, shapes)
+    node = rt.make_node(ir.MseLoss, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7367,7 +7367,7 @@ def mse_loss_backward(grad_output, self, target, reduction):
     shapes = rt.infer_shapes(
         aten.mse_loss_backward.default, (grad_output, self, target, reduction), {}
     )
-    node = rt.make_node(ir.MseLossBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.MseLossBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7391,7 +7391,7 @@ def mul_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.mul.Scalar, (self, other), {})
-    node = rt.make_node(ir.MulScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.MulScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7415,7 +7415,7 @@ def mul_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.mul.Tensor, (self, other), {})
-    node = rt.make_node(ir.MulTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.MulTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7463,7 +7463,7 @@ def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
     shapes = rt.infer_shapes(
         aten.multi_margin_loss.default, (self, target, p, margin, weight, reduction), {}
     )
-    node = rt.make_node(ir.MultiMarginLoss, operands, attrs, shapes)
+    node = rt.make_node(ir.MultiMarginLoss, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7475,7 +7475,7 @@ def multilabel_margin_loss_forward(self, target, reduction):
     shapes = rt.infer_shapes(
         aten.multilabel_margin_loss_forward.default, (self, target, reduction), {}
     )
-    node = rt.make_node(ir.MultilabelMarginLossForward, operands, attrs, shapes)
+    node = rt.make_node(ir.MultilabelMarginLossForward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7499,7 +7499,7 @@ def mv(self, vec):
     operands = (rt.tensor(self, device), rt.tensor(vec, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.mv.default, (self, vec), {})
-    node = rt.make_node(ir.Mv, operands, attrs, shapes)
+    node = rt.make_node(ir.Mv, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7529,7 +7529,7 @@ def nan_to_num(self, nan=None, posinf=None, neginf=None):
     operands = (rt.tensor(self, device),)
     attrs = (nan, posinf, neginf)
     shapes = rt.infer_shapes(aten.nan_to_num.default, (self, nan, posinf, neginf), {})
-    node = rt.make_node(ir.NanToNum, operands, attrs, shapes)
+    node = rt.make_node(ir.NanToNum, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7547,7 +7547,7 @@ def nanmedian(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.nanmedian.default, (self,), {})
-    node = rt.make_node(ir.Nanmedian, operands, attrs, shapes)
+    node = rt.make_node(ir.Nanmedian, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7557,7 +7557,7 @@ def nanmedian_dim(self, dim, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim)
     shapes = rt.infer_shapes(aten.nanmedian.dim, (self, dim, keepdim), {})
-    node = rt.make_node(ir.NanmedianDim, operands, attrs, shapes)
+    node = rt.make_node(ir.NanmedianDim, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7581,7 +7581,7 @@ def nansum(self, dim=None, keepdim=False, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (None if dim is None else tuple(dim), keepdim, dtype)
     shapes = rt.infer_shapes(aten.nansum.default, (self, dim, keepdim), {"dtype": dtype})
-    node = rt.make_node(ir.Nansum, operands, attrs, shapes)
+    node = rt.make_node(ir.Nansum, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7601,7 +7601,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         (input, weight, bias, running_mean, running_var, training, momentum, eps),
         {},
     )
-    node = rt.make_node(ir.NativeBatchNorm, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeBatchNorm, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7647,7 +7647,7 @@ def native_batch_norm_backward(
         ),
         {},
     )
-    node = rt.make_node(ir.NativeBatchNormBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeBatchNormBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7673,7 +7673,7 @@ def native_dropout_backward(grad_output, mask, scale):
     operands = (rt.tensor(grad_output, device), rt.tensor(mask, device))
     attrs = (scale,)
     shapes = rt.infer_shapes(aten.native_dropout_backward.default, (grad_output, mask, scale), {})
-    node = rt.make_node(ir.NativeDropoutBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeDropoutBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7689,7 +7689,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     shapes = rt.infer_shapes(
         aten.native_group_norm.default, (input, weight, bias, N, C, HxW, group, eps), {}
     )
-    node = rt.make_node(ir.NativeGroupNorm, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeGroupNorm, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7709,7 +7709,7 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
         (grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask),
         {},
     )
-    node = rt.make_node(ir.NativeGroupNormBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeGroupNormBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7725,7 +7725,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     shapes = rt.infer_shapes(
         aten.native_layer_norm.default, (input, normalized_shape, weight, bias, eps), {}
     )
-    node = rt.make_node(ir.NativeLayerNorm, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeLayerNorm, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7748,7 +7748,7 @@ def native_layer_norm_backward(
         (grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask),
         {},
     )
-    node = rt.make_node(ir.NativeLayerNormBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeLayerNormBackward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -7772,7 +7772,7 @@ def ne_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.ne.Scalar, (self, other), {})
-    node = rt.make_node(ir.NeScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.NeScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7796,7 +7796,7 @@ def ne_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.ne.Tensor, (self, other), {})
-    node = rt.make_node(ir.NeTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.NeTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7812,7 +7812,7 @@ def neg(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.neg.default, (self,), {})
-    node = rt.make_node(ir.Neg, operands, attrs, shapes)
+    node = rt.make_node(ir.Neg, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7822,7 +7822,7 @@ def neg_(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.neg.default, (self,), {})
-    node = rt.make_node(ir.Neg, operands, attrs, shapes)
+    node = rt.make_node(ir.Neg, operands, attrs, shapes, device)
     return rt.inplace(self, node)
 
 
@@ -7842,7 +7842,7 @@ def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=No
         (self, size),
         {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
     )
-    node = rt.make_node(ir.NewEmpty, operands, attrs, shapes)
+    node = rt.make_node(ir.NewEmpty, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -7866,7 +7866,7 @@ def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pi
         (self, size, fill_value),
         {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
     )
-    node = rt.make_node(ir.NewFull, operands, attrs, shapes)
+    node = rt.make_node(ir.NewFull, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -7886,7 +7886,7 @@ def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=Non
         (self, size),
         {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
     )
-    node = rt.make_node(ir.NewOnes, operands, attrs, shapes)
+    node = rt.make_node(ir.NewOnes, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -7906,7 +7906,7 @@ def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=No
         (self, size),
         {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
     )
-    node = rt.make_node(ir.NewZeros, operands, attrs, shapes)
+    node = rt.make_node(ir.NewZeros, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -7930,7 +7930,7 @@ def nextafter(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.nextafter.default, (self, other), {})
-    node = rt.make_node(ir.Nextafter, operands, attrs, shapes)
+    node = rt.make_node(ir.Nextafter, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -7986,7 +7986,7 @@ def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_ind
         (grad_output, self, target, weight, reduction, ignore_index, total_weight),
         {},
     )
-    node = rt.make_node(ir.NllLoss2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.NllLoss2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8002,7 +8002,7 @@ def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
     shapes = rt.infer_shapes(
         aten.nll_loss2d_forward.default, (self, target, weight, reduction, ignore_index), {}
     )
-    node = rt.make_node(ir.NllLoss2dForward, operands, attrs, shapes)
+    node = rt.make_node(ir.NllLoss2dForward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -8058,7 +8058,7 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
         (grad_output, self, target, weight, reduction, ignore_index, total_weight),
         {},
     )
-    node = rt.make_node(ir.NllLossBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.NllLossBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8074,7 +8074,7 @@ def nll_loss_forward(self, target, weight, reduction, ignore_index):
     shapes = rt.infer_shapes(
         aten.nll_loss_forward.default, (self, target, weight, reduction, ignore_index), {}
     )
-    node = rt.make_node(ir.NllLossForward, operands, attrs, shapes)
+    node = rt.make_node(ir.NllLossForward, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -8099,7 +8099,7 @@ def nonzero(self):
     shapes = rt.infer_shapes(
         aten.nonzero.default, (self,), {}, compute_fn=shape_functions.compute_shape_nonzero
     )
-    node = rt.make_node(ir.Nonzero, operands, attrs, shapes)
+    node = rt.make_node(ir.Nonzero, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8127,7 +8127,7 @@ def nonzero_static(self, *, size, fill_value=-1):
     shapes = rt.infer_shapes(
         aten.nonzero_static.default, (self,), {"size": size, "fill_value": fill_value}
     )
-    node = rt.make_node(ir.NonzeroStatic, operands, attrs, shapes)
+    node = rt.make_node(ir.NonzeroStatic, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8159,7 +8159,7 @@ def norm_scalaropt_dim(self, p, dim, keepdim=False):
     operands = (rt.tensor(self, device), rt.optional_scalar(p, device))
     attrs = (tuple(dim), keepdim)
     shapes = rt.infer_shapes(aten.norm.ScalarOpt_dim, (self, p, dim, keepdim), {})
-    node = rt.make_node(ir.NormScalaroptDim, operands, attrs, shapes)
+    node = rt.make_node(ir.NormScalaroptDim, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8175,7 +8175,7 @@ def normal_tensor_tensor(mean, std, *, generator=None):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.normal.Tensor_Tensor, (mean, std), {"generator": generator})
-    node = rt.make_node(ir.NormalTensorTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.NormalTensorTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8190,7 +8190,7 @@ def normal_tensor_float(mean, std=1.0, *, generator=None):
     )
     attrs = (std,)
     shapes = rt.infer_shapes(aten.normal.Tensor_float, (mean, std), {"generator": generator})
-    node = rt.make_node(ir.NormalTensorFloat, operands, attrs, shapes)
+    node = rt.make_node(ir.NormalTensorFloat, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8205,7 +8205,7 @@ def normal_float_tensor(mean, std, *, generator=None):
     )
     attrs = (mean,)
     shapes = rt.infer_shapes(aten.normal.float_Tensor, (mean, std), {"generator": generator})
-    node = rt.make_node(ir.NormalFloatTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.NormalFloatTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8253,7 +8253,7 @@ def normal_float_float(
             "pin_memory": pin_memory,
         },
     )
-    node = rt.make_node(ir.NormalFloatFloat, operands, attrs, shapes)
+    node = rt.make_node(ir.NormalFloatFloat, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -8274,7 +8274,7 @@ def normal_functional(self, mean=0.0, std=1.0, *, generator=None):
     shapes = rt.infer_shapes(
         aten.normal_functional.default, (self, mean, std), {"generator": generator}
     )
-    node = rt.make_node(ir.NormalFunctional, operands, attrs, shapes)
+    node = rt.make_node(ir.NormalFunctional, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8306,7 +8306,7 @@ def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, me
             "memory_format": memory_format,
         },
     )
-    node = rt.make_node(ir.OnesLike, operands, attrs, shapes)
+    node = rt.make_node(ir.OnesLike, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -8337,7 +8337,7 @@ def ormqr(self, input2, input3, left=True, transpose=False):
     operands = (rt.tensor(self, device), rt.tensor(input2, device), rt.tensor(input3, device))
     attrs = (left, transpose)
     shapes = rt.infer_shapes(aten.ormqr.default, (self, input2, input3, left, transpose), {})
-    node = rt.make_node(ir.Ormqr, operands, attrs, shapes)
+    node = rt.make_node(ir.Ormqr, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8361,7 +8361,7 @@ def permute_copy(self, dims):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dims),)
     shapes = rt.infer_shapes(aten.permute_copy.default, (self, dims), {})
-    node = rt.make_node(ir.PermuteCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.PermuteCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8385,7 +8385,7 @@ def polar(abs, angle):
     operands = (rt.tensor(abs, device), rt.tensor(angle, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.polar.default, (abs, angle), {})
-    node = rt.make_node(ir.Polar, operands, attrs, shapes)
+    node = rt.make_node(ir.Polar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8409,7 +8409,7 @@ def polygamma(n, self):
     operands = (rt.tensor(self, device),)
     attrs = (n,)
     shapes = rt.infer_shapes(aten.polygamma.default, (n, self), {})
-    node = rt.make_node(ir.Polygamma, operands, attrs, shapes)
+    node = rt.make_node(ir.Polygamma, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8433,7 +8433,7 @@ def pow_scalar(self, exponent):
     operands = (rt.scalar(self, device), rt.tensor(exponent, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.pow.Scalar, (self, exponent), {})
-    node = rt.make_node(ir.PowScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.PowScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8459,7 +8459,7 @@ def pow_tensor_scalar(self, exponent):
     operands = (rt.tensor(self, device), rt.scalar(exponent, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.pow.Tensor_Scalar, (self, exponent), {})
-    node = rt.make_node(ir.PowTensorScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.PowTensorScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8485,7 +8485,7 @@ def pow_tensor_tensor(self, exponent):
     operands = (rt.tensor(self, device), rt.tensor(exponent, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.pow.Tensor_Tensor, (self, exponent), {})
-    node = rt.make_node(ir.PowTensorTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.PowTensorTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8509,7 +8509,7 @@ def prod(self, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (dtype,)
     shapes = rt.infer_shapes(aten.prod.default, (self,), {"dtype": dtype})
-    node = rt.make_node(ir.Prod, operands, attrs, shapes)
+    node = rt.make_node(ir.Prod, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8539,7 +8539,7 @@ def prod_dim_int(self, dim, keepdim=False, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (dim, keepdim, dtype)
     shapes = rt.infer_shapes(aten.prod.dim_int, (self, dim, keepdim), {"dtype": dtype})
-    node = rt.make_node(ir.ProdDimInt, operands, attrs, shapes)
+    node = rt.make_node(ir.ProdDimInt, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8563,7 +8563,7 @@ def put(self, index, source, accumulate=False):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(source, device))
     attrs = (accumulate,)
     shapes = rt.infer_shapes(aten.put.default, (self, index, source, accumulate), {})
-    node = rt.make_node(ir.Put, operands, attrs, shapes)
+    node = rt.make_node(ir.Put, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8581,7 +8581,7 @@ def rad2deg(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.rad2deg.default, (self,), {})
-    node = rt.make_node(ir.Rad2deg, operands, attrs, shapes)
+    node = rt.make_node(ir.Rad2deg, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8594,7 +8594,7 @@ def random(self, *, generator=None):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.random.default, (self,), {"generator": generator})
-    node = rt.make_node(ir.Random, operands, attrs, shapes)
+    node = rt.make_node(ir.Random, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8615,7 +8615,7 @@ def random_from(self, from_, to, *, generator=None):
     shapes = rt.infer_shapes(
         getattr(aten.random, "from"), (self, from_, to), {"generator": generator}
     )
-    node = rt.make_node(ir.RandomFrom, operands, attrs, shapes)
+    node = rt.make_node(ir.RandomFrom, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8628,7 +8628,7 @@ def random_to(self, to, *, generator=None):
     )
     attrs = (to,)
     shapes = rt.infer_shapes(aten.random.to, (self, to), {"generator": generator})
-    node = rt.make_node(ir.RandomTo, operands, attrs, shapes)
+    node = rt.make_node(ir.RandomTo, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8646,7 +8646,7 @@ def reciprocal(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.reciprocal.default, (self,), {})
-    node = rt.make_node(ir.Reciprocal, operands, attrs, shapes)
+    node = rt.make_node(ir.Reciprocal, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8672,7 +8672,7 @@ def reflection_pad1d(self, padding):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.reflection_pad1d.default, (self, padding), {})
-    node = rt.make_node(ir.ReflectionPad1d, operands, attrs, shapes)
+    node = rt.make_node(ir.ReflectionPad1d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8702,7 +8702,7 @@ def reflection_pad1d_backward(grad_output, self, padding):
     shapes = rt.infer_shapes(
         aten.reflection_pad1d_backward.default, (grad_output, self, padding), {}
     )
-    node = rt.make_node(ir.ReflectionPad1dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ReflectionPad1dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8728,7 +8728,7 @@ def reflection_pad2d(self, padding):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.reflection_pad2d.default, (self, padding), {})
-    node = rt.make_node(ir.ReflectionPad2d, operands, attrs, shapes)
+    node = rt.make_node(ir.ReflectionPad2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8758,7 +8758,7 @@ def reflection_pad2d_backward(grad_output, self, padding):
     shapes = rt.infer_shapes(
         aten.reflection_pad2d_backward.default, (grad_output, self, padding), {}
     )
-    node = rt.make_node(ir.ReflectionPad2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ReflectionPad2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8784,7 +8784,7 @@ def reflection_pad3d(self, padding):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.reflection_pad3d.default, (self, padding), {})
-    node = rt.make_node(ir.ReflectionPad3d, operands, attrs, shapes)
+    node = rt.make_node(ir.ReflectionPad3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8814,7 +8814,7 @@ def reflection_pad3d_backward(grad_output, self, padding):
     shapes = rt.infer_shapes(
         aten.reflection_pad3d_backward.default, (grad_output, self, padding), {}
     )
-    node = rt.make_node(ir.ReflectionPad3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ReflectionPad3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8830,7 +8830,7 @@ def relu(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.relu.default, (self,), {})
-    node = rt.make_node(ir.Relu, operands, attrs, shapes)
+    node = rt.make_node(ir.Relu, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8856,7 +8856,7 @@ def remainder_scalar(self, other):
     operands = (rt.tensor(self, device), rt.scalar(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.remainder.Scalar, (self, other), {})
-    node = rt.make_node(ir.RemainderScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.RemainderScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8882,7 +8882,7 @@ def remainder_scalar_tensor(self, other):
     operands = (rt.scalar(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.remainder.Scalar_Tensor, (self, other), {})
-    node = rt.make_node(ir.RemainderScalarTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.RemainderScalarTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8908,7 +8908,7 @@ def remainder_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.remainder.Tensor, (self, other), {})
-    node = rt.make_node(ir.RemainderTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.RemainderTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8932,7 +8932,7 @@ def renorm(self, p, dim, maxnorm):
     operands = (rt.tensor(self, device), rt.scalar(p, device), rt.scalar(maxnorm, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.renorm.default, (self, p, dim, maxnorm), {})
-    node = rt.make_node(ir.Renorm, operands, attrs, shapes)
+    node = rt.make_node(ir.Renorm, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8956,7 +8956,7 @@ def repeat(self, repeats):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(repeats),)
     shapes = rt.infer_shapes(aten.repeat.default, (self, repeats), {})
-    node = rt.make_node(ir.Repeat, operands, attrs, shapes)
+    node = rt.make_node(ir.Repeat, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -8982,7 +8982,7 @@ def replication_pad1d(self, padding):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.replication_pad1d.default, (self, padding), {})
-    node = rt.make_node(ir.ReplicationPad1d, operands, attrs, shapes)
+    node = rt.make_node(ir.ReplicationPad1d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9012,7 +9012,7 @@ def replication_pad1d_backward(grad_output, self, padding):
     shapes = rt.infer_shapes(
         aten.replication_pad1d_backward.default, (grad_output, self, padding), {}
     )
-    node = rt.make_node(ir.ReplicationPad1dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ReplicationPad1dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9038,7 +9038,7 @@ def replication_pad2d(self, padding):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.replication_pad2d.default, (self, padding), {})
-    node = rt.make_node(ir.ReplicationPad2d, operands, attrs, shapes)
+    node = rt.make_node(ir.ReplicationPad2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9068,7 +9068,7 @@ def replication_pad2d_backward(grad_output, self, padding):
     shapes = rt.infer_shapes(
         aten.replication_pad2d_backward.default, (grad_output, self, padding), {}
     )
-    node = rt.make_node(ir.ReplicationPad2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ReplicationPad2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9094,7 +9094,7 @@ def replication_pad3d(self, padding):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(padding),)
     shapes = rt.infer_shapes(aten.replication_pad3d.default, (self, padding), {})
-    node = rt.make_node(ir.ReplicationPad3d, operands, attrs, shapes)
+    node = rt.make_node(ir.ReplicationPad3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9124,7 +9124,7 @@ def replication_pad3d_backward(grad_output, self, padding):
     shapes = rt.infer_shapes(
         aten.replication_pad3d_backward.default, (grad_output, self, padding), {}
     )
-    node = rt.make_node(ir.ReplicationPad3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ReplicationPad3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9148,7 +9148,7 @@ def roll(self, shifts, dims=()):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(shifts), tuple(dims))
     shapes = rt.infer_shapes(aten.roll.default, (self, shifts, dims), {})
-    node = rt.make_node(ir.Roll, operands, attrs, shapes)
+    node = rt.make_node(ir.Roll, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9164,7 +9164,7 @@ def round(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.round.default, (self,), {})
-    node = rt.make_node(ir.Round, operands, attrs, shapes)
+    node = rt.make_node(ir.Round, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9188,7 +9188,7 @@ def round_decimals(self, *, decimals):
     operands = (rt.tensor(self, device),)
     attrs = (decimals,)
     shapes = rt.infer_shapes(aten.round.decimals, (self,), {"decimals": decimals})
-    node = rt.make_node(ir.RoundDecimals, operands, attrs, shapes)
+    node = rt.make_node(ir.RoundDecimals, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9204,7 +9204,7 @@ def rsqrt(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.rsqrt.default, (self,), {})
-    node = rt.make_node(ir.Rsqrt, operands, attrs, shapes)
+    node = rt.make_node(ir.Rsqrt, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9228,7 +9228,7 @@ def rsub_scalar(self, other, alpha=1):
     operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.rsub.Scalar, (self, other, alpha), {})
-    node = rt.make_node(ir.RsubScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.RsubScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9252,7 +9252,7 @@ def rsub_tensor(self, other, *, alpha=1):
     operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.rsub.Tensor, (self, other), {"alpha": alpha})
-    node = rt.make_node(ir.RsubTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.RsubTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9283,7 +9283,7 @@ def scatter_reduce(self, dim, index, src, *, reduce):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(src, device))
     attrs = (dim, reduce)
     shapes = rt.infer_shapes(aten.scatter.reduce, (self, dim, index, src), {"reduce": reduce})
-    node = rt.make_node(ir.ScatterReduce, operands, attrs, shapes)
+    node = rt.make_node(ir.ScatterReduce, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9307,7 +9307,7 @@ def scatter_src(self, dim, index, src):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(src, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.scatter.src, (self, dim, index, src), {})
-    node = rt.make_node(ir.ScatterSrc, operands, attrs, shapes)
+    node = rt.make_node(ir.ScatterSrc, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9331,7 +9331,7 @@ def scatter_value(self, dim, index, value):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.scalar(value, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.scatter.value, (self, dim, index, value), {})
-    node = rt.make_node(ir.ScatterValue, operands, attrs, shapes)
+    node = rt.make_node(ir.ScatterValue, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9366,7 +9366,7 @@ def scatter_value_reduce(self, dim, index, value, *, reduce):
     shapes = rt.infer_shapes(
         aten.scatter.value_reduce, (self, dim, index, value), {"reduce": reduce}
     )
-    node = rt.make_node(ir.ScatterValueReduce, operands, attrs, shapes)
+    node = rt.make_node(ir.ScatterValueReduce, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9390,7 +9390,7 @@ def scatter_add(self, dim, index, src):
     operands = (rt.tensor(self, device), rt.tensor(index, device), rt.tensor(src, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.scatter_add.default, (self, dim, index, src), {})
-    node = rt.make_node(ir.ScatterAdd, operands, attrs, shapes)
+    node = rt.make_node(ir.ScatterAdd, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9426,7 +9426,7 @@ def scatter_reduce_two(self, dim, index, src, reduce, *, include_self=True):
     shapes = rt.infer_shapes(
         aten.scatter_reduce.two, (self, dim, index, src, reduce), {"include_self": include_self}
     )
-    node = rt.make_node(ir.ScatterReduceTwo, operands, attrs, shapes)
+    node = rt.make_node(ir.ScatterReduceTwo, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9470,7 +9470,7 @@ def searchsorted_scalar(
         (sorted_sequence, self),
         {"out_int32": out_int32, "right": right, "side": side, "sorter": sorter},
     )
-    node = rt.make_node(ir.SearchsortedScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.SearchsortedScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9514,7 +9514,7 @@ def searchsorted_tensor(
         (sorted_sequence, self),
         {"out_int32": out_int32, "right": right, "side": side, "sorter": sorter},
     )
-    node = rt.make_node(ir.SearchsortedTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.SearchsortedTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9582,7 +9582,7 @@ def segment_reduce(
             "initial": initial,
         },
     )
-    node = rt.make_node(ir.SegmentReduce, operands, attrs, shapes)
+    node = rt.make_node(ir.SegmentReduce, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9620,7 +9620,7 @@ def select_backward(grad_output, input_sizes, dim, index):
     shapes = rt.infer_shapes(
         aten.select_backward.default, (grad_output, input_sizes, dim, index), {}
     )
-    node = rt.make_node(ir.SelectBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SelectBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9644,7 +9644,7 @@ def select_copy_int(self, dim, index):
     operands = (rt.tensor(self, device),)
     attrs = (dim, index)
     shapes = rt.infer_shapes(aten.select_copy.int, (self, dim, index), {})
-    node = rt.make_node(ir.SelectCopyInt, operands, attrs, shapes)
+    node = rt.make_node(ir.SelectCopyInt, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9670,7 +9670,7 @@ def select_scatter(self, src, dim, index):
     operands = (rt.tensor(self, device), rt.tensor(src, device))
     attrs = (dim, index)
     shapes = rt.infer_shapes(aten.select_scatter.default, (self, src, dim, index), {})
-    node = rt.make_node(ir.SelectScatter, operands, attrs, shapes)
+    node = rt.make_node(ir.SelectScatter, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9686,7 +9686,7 @@ def sgn(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.sgn.default, (self,), {})
-    node = rt.make_node(ir.Sgn, operands, attrs, shapes)
+    node = rt.make_node(ir.Sgn, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9704,7 +9704,7 @@ def sigmoid(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.sigmoid.default, (self,), {})
-    node = rt.make_node(ir.Sigmoid, operands, attrs, shapes)
+    node = rt.make_node(ir.Sigmoid, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9730,7 +9730,7 @@ def sigmoid_backward(grad_output, output):
     operands = (rt.tensor(grad_output, device), rt.tensor(output, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.sigmoid_backward.default, (grad_output, output), {})
-    node = rt.make_node(ir.SigmoidBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SigmoidBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9746,7 +9746,7 @@ def sign(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.sign.default, (self,), {})
-    node = rt.make_node(ir.Sign, operands, attrs, shapes)
+    node = rt.make_node(ir.Sign, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9764,7 +9764,7 @@ def signbit(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.signbit.default, (self,), {})
-    node = rt.make_node(ir.Signbit, operands, attrs, shapes)
+    node = rt.make_node(ir.Signbit, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9780,7 +9780,7 @@ def silu(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.silu.default, (self,), {})
-    node = rt.make_node(ir.Silu, operands, attrs, shapes)
+    node = rt.make_node(ir.Silu, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9804,7 +9804,7 @@ def silu_backward(grad_output, self):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.silu_backward.default, (grad_output, self), {})
-    node = rt.make_node(ir.SiluBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SiluBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9820,7 +9820,7 @@ def sin(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.sin.default, (self,), {})
-    node = rt.make_node(ir.Sin, operands, attrs, shapes)
+    node = rt.make_node(ir.Sin, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9836,7 +9836,7 @@ def sinc(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.sinc.default, (self,), {})
-    node = rt.make_node(ir.Sinc, operands, attrs, shapes)
+    node = rt.make_node(ir.Sinc, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9852,7 +9852,7 @@ def sinh(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.sinh.default, (self,), {})
-    node = rt.make_node(ir.Sinh, operands, attrs, shapes)
+    node = rt.make_node(ir.Sinh, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9900,7 +9900,7 @@ def slice_backward(grad_output, input_sizes, dim, start, end, step):
     shapes = rt.infer_shapes(
         aten.slice_backward.default, (grad_output, input_sizes, dim, start, end, step), {}
     )
-    node = rt.make_node(ir.SliceBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SliceBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9933,7 +9933,7 @@ def slice_copy_tensor(self, dim=0, start=None, end=None, step=1):
     operands = (rt.tensor(self, device), rt.symint(step, device))
     attrs = (dim, start, end)
     shapes = rt.infer_shapes(aten.slice_copy.Tensor, (self, dim, start, end, step), {})
-    node = rt.make_node(ir.SliceCopyTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.SliceCopyTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9965,7 +9965,7 @@ def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
     operands = (rt.tensor(self, device), rt.tensor(src, device), rt.symint(step, device))
     attrs = (dim, start, end)
     shapes = rt.infer_shapes(aten.slice_scatter.default, (self, src, dim, start, end, step), {})
-    node = rt.make_node(ir.SliceScatter, operands, attrs, shapes)
+    node = rt.make_node(ir.SliceScatter, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -9997,7 +9997,7 @@ def smooth_l1_loss(self, target, reduction=1, beta=1.0):
     operands = (rt.tensor(self, device), rt.tensor(target, device))
     attrs = (reduction, beta)
     shapes = rt.infer_shapes(aten.smooth_l1_loss.default, (self, target, reduction, beta), {})
-    node = rt.make_node(ir.SmoothL1Loss, operands, attrs, shapes)
+    node = rt.make_node(ir.SmoothL1Loss, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10032,7 +10032,7 @@ def smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
     shapes = rt.infer_shapes(
         aten.smooth_l1_loss_backward.default, (grad_output, self, target, reduction, beta), {}
     )
-    node = rt.make_node(ir.SmoothL1LossBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SmoothL1LossBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10058,7 +10058,7 @@ def soft_margin_loss(self, target, reduction=1):
     operands = (rt.tensor(self, device), rt.tensor(target, device))
     attrs = (reduction,)
     shapes = rt.infer_shapes(aten.soft_margin_loss.default, (self, target, reduction), {})
-    node = rt.make_node(ir.SoftMarginLoss, operands, attrs, shapes)
+    node = rt.make_node(ir.SoftMarginLoss, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10094,7 +10094,7 @@ def soft_margin_loss_backward(grad_output, self, target, reduction):
     shapes = rt.infer_shapes(
         aten.soft_margin_loss_backward.default, (grad_output, self, target, reduction), {}
     )
-    node = rt.make_node(ir.SoftMarginLossBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SoftMarginLossBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10118,7 +10118,7 @@ def softplus(self, beta=1, threshold=20):
     operands = (rt.tensor(self, device), rt.scalar(beta, device), rt.scalar(threshold, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.softplus.default, (self, beta, threshold), {})
-    node = rt.make_node(ir.Softplus, operands, attrs, shapes)
+    node = rt.make_node(ir.Softplus, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10162,7 +10162,7 @@ def softplus_backward(grad_output, self, beta, threshold):
     shapes = rt.infer_shapes(
         aten.softplus_backward.default, (grad_output, self, beta, threshold), {}
     )
-    node = rt.make_node(ir.SoftplusBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SoftplusBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10186,7 +10186,7 @@ def softshrink(self, lambd=0.5):
     operands = (rt.tensor(self, device), rt.scalar(lambd, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.softshrink.default, (self, lambd), {})
-    node = rt.make_node(ir.Softshrink, operands, attrs, shapes)
+    node = rt.make_node(ir.Softshrink, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10212,7 +10212,7 @@ def softshrink_backward(grad_output, self, lambd):
     operands = (rt.tensor(grad_output, device), rt.tensor(self, device), rt.scalar(lambd, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.softshrink_backward.default, (grad_output, self, lambd), {})
-    node = rt.make_node(ir.SoftshrinkBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.SoftshrinkBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10222,7 +10222,7 @@ def sort(self, dim=-1, descending=False):
     operands = (rt.tensor(self, device),)
     attrs = (dim, descending)
     shapes = rt.infer_shapes(aten.sort.default, (self, dim, descending), {})
-    node = rt.make_node(ir.Sort, operands, attrs, shapes)
+    node = rt.make_node(ir.Sort, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -10234,7 +10234,7 @@ def sort_stable(self, *, stable, dim=-1, descending=False):
     shapes = rt.infer_shapes(
         aten.sort.stable, (self,), {"stable": stable, "dim": dim, "descending": descending}
     )
-    node = rt.make_node(ir.SortStable, operands, attrs, shapes)
+    node = rt.make_node(ir.SortStable, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -10254,7 +10254,7 @@ def special_airy_ai(x):
     operands = (rt.tensor(x, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_airy_ai.default, (x,), {})
-    node = rt.make_node(ir.SpecialAiryAi, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialAiryAi, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10280,7 +10280,7 @@ def special_bessel_j0(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_bessel_j0.default, (self,), {})
-    node = rt.make_node(ir.SpecialBesselJ0, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialBesselJ0, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10306,7 +10306,7 @@ def special_bessel_j1(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_bessel_j1.default, (self,), {})
-    node = rt.make_node(ir.SpecialBesselJ1, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialBesselJ1, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10332,7 +10332,7 @@ def special_bessel_y0(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_bessel_y0.default, (self,), {})
-    node = rt.make_node(ir.SpecialBesselY0, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialBesselY0, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10358,7 +10358,7 @@ def special_bessel_y1(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_bessel_y1.default, (self,), {})
-    node = rt.make_node(ir.SpecialBesselY1, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialBesselY1, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10386,7 +10386,7 @@ def special_chebyshev_polynomial_t(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_t.default, (x, n), {})
-    node = rt.make_node(ir.SpecialChebyshevPolynomialT, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialChebyshevPolynomialT, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10414,7 +10414,7 @@ def special_chebyshev_polynomial_u(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_u.default, (x, n), {})
-    node = rt.make_node(ir.SpecialChebyshevPolynomialU, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialChebyshevPolynomialU, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10442,7 +10442,7 @@ def special_chebyshev_polynomial_v(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_v.default, (x, n), {})
-    node = rt.make_node(ir.SpecialChebyshevPolynomialV, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialChebyshevPolynomialV, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10470,7 +10470,7 @@ def special_chebyshev_polynomial_w(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_chebyshev_polynomial_w.default, (x, n), {})
-    node = rt.make_node(ir.SpecialChebyshevPolynomialW, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialChebyshevPolynomialW, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10488,7 +10488,7 @@ def special_entr(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_entr.default, (self,), {})
-    node = rt.make_node(ir.SpecialEntr, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialEntr, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10512,7 +10512,7 @@ def special_erfcx(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_erfcx.default, (self,), {})
-    node = rt.make_node(ir.SpecialErfcx, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialErfcx, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10540,7 +10540,7 @@ def special_hermite_polynomial_h(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_hermite_polynomial_h.default, (x, n), {})
-    node = rt.make_node(ir.SpecialHermitePolynomialH, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialHermitePolynomialH, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10568,7 +10568,7 @@ def special_hermite_polynomial_he(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_hermite_polynomial_he.default, (x, n), {})
-    node = rt.make_node(ir.SpecialHermitePolynomialHe, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialHermitePolynomialHe, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10586,7 +10586,7 @@ def special_i0e(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_i0e.default, (self,), {})
-    node = rt.make_node(ir.SpecialI0e, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialI0e, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10604,7 +10604,7 @@ def special_i1(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_i1.default, (self,), {})
-    node = rt.make_node(ir.SpecialI1, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialI1, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10622,7 +10622,7 @@ def special_i1e(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_i1e.default, (self,), {})
-    node = rt.make_node(ir.SpecialI1e, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialI1e, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10650,7 +10650,7 @@ def special_laguerre_polynomial_l(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_laguerre_polynomial_l.default, (x, n), {})
-    node = rt.make_node(ir.SpecialLaguerrePolynomialL, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialLaguerrePolynomialL, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10678,7 +10678,7 @@ def special_legendre_polynomial_p(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_legendre_polynomial_p.default, (x, n), {})
-    node = rt.make_node(ir.SpecialLegendrePolynomialP, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialLegendrePolynomialP, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10704,7 +10704,7 @@ def special_log_ndtr(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_log_ndtr.default, (self,), {})
-    node = rt.make_node(ir.SpecialLogNdtr, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialLogNdtr, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10732,7 +10732,7 @@ def special_modified_bessel_i0(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_modified_bessel_i0.default, (self,), {})
-    node = rt.make_node(ir.SpecialModifiedBesselI0, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialModifiedBesselI0, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10760,7 +10760,7 @@ def special_modified_bessel_i1(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_modified_bessel_i1.default, (self,), {})
-    node = rt.make_node(ir.SpecialModifiedBesselI1, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialModifiedBesselI1, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10788,7 +10788,7 @@ def special_modified_bessel_k0(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_modified_bessel_k0.default, (self,), {})
-    node = rt.make_node(ir.SpecialModifiedBesselK0, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialModifiedBesselK0, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10816,7 +10816,7 @@ def special_modified_bessel_k1(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_modified_bessel_k1.default, (self,), {})
-    node = rt.make_node(ir.SpecialModifiedBesselK1, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialModifiedBesselK1, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10840,7 +10840,7 @@ def special_ndtri(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_ndtri.default, (self,), {})
-    node = rt.make_node(ir.SpecialNdtri, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialNdtri, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10868,7 +10868,7 @@ def special_scaled_modified_bessel_k0(x):
     operands = (rt.tensor(x, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_scaled_modified_bessel_k0.default, (x,), {})
-    node = rt.make_node(ir.SpecialScaledModifiedBesselK0, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialScaledModifiedBesselK0, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10896,7 +10896,7 @@ def special_scaled_modified_bessel_k1(x):
     operands = (rt.tensor(x, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_scaled_modified_bessel_k1.default, (x,), {})
-    node = rt.make_node(ir.SpecialScaledModifiedBesselK1, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialScaledModifiedBesselK1, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10924,7 +10924,7 @@ def special_shifted_chebyshev_polynomial_t(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_t.default, (x, n), {})
-    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialT, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialT, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10952,7 +10952,7 @@ def special_shifted_chebyshev_polynomial_u(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_u.default, (x, n), {})
-    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialU, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialU, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -10980,7 +10980,7 @@ def special_shifted_chebyshev_polynomial_v(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_v.default, (x, n), {})
-    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialV, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialV, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11008,7 +11008,7 @@ def special_shifted_chebyshev_polynomial_w(x, n):
     operands = (rt.tensor(x, device), rt.tensor(n, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_shifted_chebyshev_polynomial_w.default, (x, n), {})
-    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialW, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialShiftedChebyshevPolynomialW, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11036,7 +11036,7 @@ def special_spherical_bessel_j0(x):
     operands = (rt.tensor(x, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.special_spherical_bessel_j0.default, (x,), {})
-    node = rt.make_node(ir.SpecialSphericalBesselJ0, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialSphericalBesselJ0, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11062,7 +11062,7 @@ def special_xlog1py(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_xlog1py.default, (self, other), {})
-    node = rt.make_node(ir.SpecialXlog1py, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialXlog1py, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11086,7 +11086,7 @@ def special_zeta(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.special_zeta.default, (self, other), {})
-    node = rt.make_node(ir.SpecialZeta, operands, attrs, shapes)
+    node = rt.make_node(ir.SpecialZeta, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11096,7 +11096,7 @@ def split_copy_tensor(self, split_size, dim=0):
     operands = (rt.tensor(self, device),)
     attrs = (split_size, dim)
     shapes = rt.infer_shapes(aten.split_copy.Tensor, (self, split_size, dim), {})
-    node = rt.make_node(ir.SplitCopyTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.SplitCopyTensor, operands, attrs, shapes, device)
     return rt.wrap_list(node, device)
 
 
@@ -11106,7 +11106,7 @@ def split_with_sizes_copy(self, split_sizes, dim=0):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(split_sizes), dim)
     shapes = rt.infer_shapes(aten.split_with_sizes_copy.default, (self, split_sizes, dim), {})
-    node = rt.make_node(ir.SplitWithSizesCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.SplitWithSizesCopy, operands, attrs, shapes, device)
     return rt.wrap_list(node, device)
 
 
@@ -11122,7 +11122,7 @@ def sqrt(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.sqrt.default, (self,), {})
-    node = rt.make_node(ir.Sqrt, operands, attrs, shapes)
+    node = rt.make_node(ir.Sqrt, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11140,7 +11140,7 @@ def squeeze_copy(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.squeeze_copy.default, (self,), {})
-    node = rt.make_node(ir.SqueezeCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.SqueezeCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11166,7 +11166,7 @@ def squeeze_copy_dim(self, dim):
     operands = (rt.tensor(self, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.squeeze_copy.dim, (self, dim), {})
-    node = rt.make_node(ir.SqueezeCopyDim, operands, attrs, shapes)
+    node = rt.make_node(ir.SqueezeCopyDim, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11192,7 +11192,7 @@ def squeeze_copy_dims(self, dim):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(dim),)
     shapes = rt.infer_shapes(aten.squeeze_copy.dims, (self, dim), {})
-    node = rt.make_node(ir.SqueezeCopyDims, operands, attrs, shapes)
+    node = rt.make_node(ir.SqueezeCopyDims, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11202,7 +11202,7 @@ def stack(tensors, dim=0):
     operands = (rt.tensor_list(tensors, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.stack.default, (tensors, dim), {})
-    node = rt.make_node(ir.Stack, operands, attrs, shapes)
+    node = rt.make_node(ir.Stack, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11226,7 +11226,7 @@ def std(self, unbiased=True):
     operands = (rt.tensor(self, device),)
     attrs = (unbiased,)
     shapes = rt.infer_shapes(aten.std.default, (self, unbiased), {})
-    node = rt.make_node(ir.Std, operands, attrs, shapes)
+    node = rt.make_node(ir.Std, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11258,7 +11258,7 @@ def std_correction(self, dim=None, *, correction=None, keepdim=False):
     shapes = rt.infer_shapes(
         aten.std.correction, (self, dim), {"correction": correction, "keepdim": keepdim}
     )
-    node = rt.make_node(ir.StdCorrection, operands, attrs, shapes)
+    node = rt.make_node(ir.StdCorrection, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11288,7 +11288,7 @@ def std_dim(self, dim, unbiased=True, keepdim=False):
     operands = (rt.tensor(self, device),)
     attrs = (None if dim is None else tuple(dim), unbiased, keepdim)
     shapes = rt.infer_shapes(aten.std.dim, (self, dim, unbiased, keepdim), {})
-    node = rt.make_node(ir.StdDim, operands, attrs, shapes)
+    node = rt.make_node(ir.StdDim, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11300,7 +11300,7 @@ def std_mean_correction(self, dim=None, *, correction=None, keepdim=False):
     shapes = rt.infer_shapes(
         aten.std_mean.correction, (self, dim), {"correction": correction, "keepdim": keepdim}
     )
-    node = rt.make_node(ir.StdMeanCorrection, operands, attrs, shapes)
+    node = rt.make_node(ir.StdMeanCorrection, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -11324,7 +11324,7 @@ def sub_scalar(self, other, alpha=1):
     operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.sub.Scalar, (self, other, alpha), {})
-    node = rt.make_node(ir.SubScalar, operands, attrs, shapes)
+    node = rt.make_node(ir.SubScalar, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11348,7 +11348,7 @@ def sub_tensor(self, other, *, alpha=1):
     operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.sub.Tensor, (self, other), {"alpha": alpha})
-    node = rt.make_node(ir.SubTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.SubTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11372,7 +11372,7 @@ def sum(self, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (dtype,)
     shapes = rt.infer_shapes(aten.sum.default, (self,), {"dtype": dtype})
-    node = rt.make_node(ir.Sum, operands, attrs, shapes)
+    node = rt.make_node(ir.Sum, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11402,7 +11402,7 @@ def sum_dim_intlist(self, dim, keepdim=False, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (None if dim is None else tuple(dim), keepdim, dtype)
     shapes = rt.infer_shapes(aten.sum.dim_IntList, (self, dim, keepdim), {"dtype": dtype})
-    node = rt.make_node(ir.SumDimIntlist, operands, attrs, shapes)
+    node = rt.make_node(ir.SumDimIntlist, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11420,7 +11420,7 @@ def t_copy(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.t_copy.default, (self,), {})
-    node = rt.make_node(ir.TCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.TCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11444,7 +11444,7 @@ def take(self, index):
     operands = (rt.tensor(self, device), rt.tensor(index, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.take.default, (self, index), {})
-    node = rt.make_node(ir.Take, operands, attrs, shapes)
+    node = rt.make_node(ir.Take, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11460,7 +11460,7 @@ def tan(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.tan.default, (self,), {})
-    node = rt.make_node(ir.Tan, operands, attrs, shapes)
+    node = rt.make_node(ir.Tan, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11476,7 +11476,7 @@ def tanh(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.tanh.default, (self,), {})
-    node = rt.make_node(ir.Tanh, operands, attrs, shapes)
+    node = rt.make_node(ir.Tanh, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11500,7 +11500,7 @@ def tanh_backward(grad_output, output):
     operands = (rt.tensor(grad_output, device), rt.tensor(output, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.tanh_backward.default, (grad_output, output), {})
-    node = rt.make_node(ir.TanhBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.TanhBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11524,7 +11524,7 @@ def threshold(self, threshold, value):
     operands = (rt.tensor(self, device), rt.scalar(threshold, device), rt.scalar(value, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.threshold.default, (self, threshold, value), {})
-    node = rt.make_node(ir.Threshold, operands, attrs, shapes)
+    node = rt.make_node(ir.Threshold, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11554,7 +11554,7 @@ def threshold_backward(grad_output, self, threshold):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.threshold_backward.default, (grad_output, self, threshold), {})
-    node = rt.make_node(ir.ThresholdBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.ThresholdBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11564,7 +11564,7 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     operands = (rt.tensor(self, device),)
     attrs = (k, dim, largest, sorted)
     shapes = rt.infer_shapes(aten.topk.default, (self, k, dim, largest, sorted), {})
-    node = rt.make_node(ir.Topk, operands, attrs, shapes)
+    node = rt.make_node(ir.Topk, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -11580,7 +11580,7 @@ def trace(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.trace.default, (self,), {})
-    node = rt.make_node(ir.Trace, operands, attrs, shapes)
+    node = rt.make_node(ir.Trace, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11606,7 +11606,7 @@ def transpose_copy_int(self, dim0, dim1):
     operands = (rt.tensor(self, device),)
     attrs = (dim0, dim1)
     shapes = rt.infer_shapes(aten.transpose_copy.int, (self, dim0, dim1), {})
-    node = rt.make_node(ir.TransposeCopyInt, operands, attrs, shapes)
+    node = rt.make_node(ir.TransposeCopyInt, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11618,7 +11618,7 @@ def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
     shapes = rt.infer_shapes(
         aten.triangular_solve.default, (self, A, upper, transpose, unitriangular), {}
     )
-    node = rt.make_node(ir.TriangularSolve, operands, attrs, shapes)
+    node = rt.make_node(ir.TriangularSolve, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -11642,7 +11642,7 @@ def tril(self, diagonal=0):
     operands = (rt.tensor(self, device),)
     attrs = (diagonal,)
     shapes = rt.infer_shapes(aten.tril.default, (self, diagonal), {})
-    node = rt.make_node(ir.Tril, operands, attrs, shapes)
+    node = rt.make_node(ir.Tril, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11664,7 +11664,7 @@ def tril_indices(
         (row, col, offset),
         {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
     )
-    node = rt.make_node(ir.TrilIndices, operands, attrs, shapes)
+    node = rt.make_node(ir.TrilIndices, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -11688,7 +11688,7 @@ def triu(self, diagonal=0):
     operands = (rt.tensor(self, device),)
     attrs = (diagonal,)
     shapes = rt.infer_shapes(aten.triu.default, (self, diagonal), {})
-    node = rt.make_node(ir.Triu, operands, attrs, shapes)
+    node = rt.make_node(ir.Triu, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11710,7 +11710,7 @@ def triu_indices(
         (row, col, offset),
         {"dtype": dtype, "layout": layout, "device": device, "pin_memory": pin_memory},
     )
-    node = rt.make_node(ir.TriuIndices, operands, attrs, shapes)
+    node = rt.make_node(ir.TriuIndices, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -11726,7 +11726,7 @@ def trunc(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.trunc.default, (self,), {})
-    node = rt.make_node(ir.Trunc, operands, attrs, shapes)
+    node = rt.make_node(ir.Trunc, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11736,7 +11736,7 @@ def unbind_copy_int(self, dim=0):
     operands = (rt.tensor(self, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.unbind_copy.int, (self, dim), {})
-    node = rt.make_node(ir.UnbindCopyInt, operands, attrs, shapes)
+    node = rt.make_node(ir.UnbindCopyInt, operands, attrs, shapes, device)
     return rt.wrap_list(node, device)
 
 
@@ -11771,7 +11771,7 @@ def unfold_backward(grad_in, input_sizes, dim, size, step):
     shapes = rt.infer_shapes(
         aten.unfold_backward.default, (grad_in, input_sizes, dim, size, step), {}
     )
-    node = rt.make_node(ir.UnfoldBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UnfoldBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11801,7 +11801,7 @@ def unfold_copy(self, dimension, size, step):
     operands = (rt.tensor(self, device),)
     attrs = (dimension, size, step)
     shapes = rt.infer_shapes(aten.unfold_copy.default, (self, dimension, size, step), {})
-    node = rt.make_node(ir.UnfoldCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.UnfoldCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11816,7 +11816,7 @@ def uniform(self, from_=0.0, to=1.0, *, generator=None):
     )
     attrs = (from_, to)
     shapes = rt.infer_shapes(aten.uniform.default, (self, from_, to), {"generator": generator})
-    node = rt.make_node(ir.Uniform, operands, attrs, shapes)
+    node = rt.make_node(ir.Uniform, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11842,7 +11842,7 @@ def unsqueeze_copy(self, dim):
     operands = (rt.tensor(self, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.unsqueeze_copy.default, (self, dim), {})
-    node = rt.make_node(ir.UnsqueezeCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.UnsqueezeCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11877,7 +11877,7 @@ def upsample_bicubic2d(self, output_size, align_corners, scales_h=None, scales_w
     shapes = rt.infer_shapes(
         aten.upsample_bicubic2d.default, (self, output_size, align_corners, scales_h, scales_w), {}
     )
-    node = rt.make_node(ir.UpsampleBicubic2d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBicubic2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11919,7 +11919,7 @@ def upsample_bicubic2d_backward(
         (grad_output, output_size, input_size, align_corners, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleBicubic2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBicubic2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11954,7 +11954,7 @@ def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_
     shapes = rt.infer_shapes(
         aten.upsample_bilinear2d.default, (self, output_size, align_corners, scales_h, scales_w), {}
     )
-    node = rt.make_node(ir.UpsampleBilinear2d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBilinear2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -11996,7 +11996,7 @@ def upsample_bilinear2d_backward(
         (grad_output, output_size, input_size, align_corners, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleBilinear2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleBilinear2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12030,7 +12030,7 @@ def upsample_linear1d(self, output_size, align_corners, scales=None):
     shapes = rt.infer_shapes(
         aten.upsample_linear1d.default, (self, output_size, align_corners, scales), {}
     )
-    node = rt.make_node(ir.UpsampleLinear1d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleLinear1d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12069,7 +12069,7 @@ def upsample_linear1d_backward(grad_output, output_size, input_size, align_corne
         (grad_output, output_size, input_size, align_corners, scales),
         {},
     )
-    node = rt.make_node(ir.UpsampleLinear1dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleLinear1dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12095,7 +12095,7 @@ def upsample_nearest1d(self, output_size, scales=None):
     operands = (rt.tensor(self, device),)
     attrs = (tuple(output_size), scales)
     shapes = rt.infer_shapes(aten.upsample_nearest1d.default, (self, output_size, scales), {})
-    node = rt.make_node(ir.UpsampleNearest1d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearest1d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12131,7 +12131,7 @@ def upsample_nearest1d_backward(grad_output, output_size, input_size, scales=Non
     shapes = rt.infer_shapes(
         aten.upsample_nearest1d_backward.default, (grad_output, output_size, input_size, scales), {}
     )
-    node = rt.make_node(ir.UpsampleNearest1dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearest1dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12165,7 +12165,7 @@ def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None):
     shapes = rt.infer_shapes(
         aten.upsample_nearest2d.default, (self, output_size, scales_h, scales_w), {}
     )
-    node = rt.make_node(ir.UpsampleNearest2d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearest2d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12204,7 +12204,7 @@ def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=N
         (grad_output, output_size, input_size, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleNearest2dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearest2dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12239,7 +12239,7 @@ def upsample_nearest3d(self, output_size, scales_d=None, scales_h=None, scales_w
     shapes = rt.infer_shapes(
         aten.upsample_nearest3d.default, (self, output_size, scales_d, scales_h, scales_w), {}
     )
-    node = rt.make_node(ir.UpsampleNearest3d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearest3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12281,7 +12281,7 @@ def upsample_nearest3d_backward(
         (grad_output, output_size, input_size, scales_d, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleNearest3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleNearest3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12321,7 +12321,7 @@ def upsample_trilinear3d(
         (self, output_size, align_corners, scales_d, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleTrilinear3d, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleTrilinear3d, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12364,7 +12364,7 @@ def upsample_trilinear3d_backward(
         (grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w),
         {},
     )
-    node = rt.make_node(ir.UpsampleTrilinear3dBackward, operands, attrs, shapes)
+    node = rt.make_node(ir.UpsampleTrilinear3dBackward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12396,7 +12396,7 @@ def var_correction(self, dim=None, *, correction=None, keepdim=False):
     shapes = rt.infer_shapes(
         aten.var.correction, (self, dim), {"correction": correction, "keepdim": keepdim}
     )
-    node = rt.make_node(ir.VarCorrection, operands, attrs, shapes)
+    node = rt.make_node(ir.VarCorrection, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12408,7 +12408,7 @@ def var_mean_correction(self, dim=None, *, correction=None, keepdim=False):
     shapes = rt.infer_shapes(
         aten.var_mean.correction, (self, dim), {"correction": correction, "keepdim": keepdim}
     )
-    node = rt.make_node(ir.VarMeanCorrection, operands, attrs, shapes)
+    node = rt.make_node(ir.VarMeanCorrection, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -12432,7 +12432,7 @@ def vdot(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.vdot.default, (self, other), {})
-    node = rt.make_node(ir.Vdot, operands, attrs, shapes)
+    node = rt.make_node(ir.Vdot, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12458,7 +12458,7 @@ def view_as_complex_copy(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.view_as_complex_copy.default, (self,), {})
-    node = rt.make_node(ir.ViewAsComplexCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.ViewAsComplexCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12484,7 +12484,7 @@ def view_as_real_copy(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.view_as_real_copy.default, (self,), {})
-    node = rt.make_node(ir.ViewAsRealCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.ViewAsRealCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12508,7 +12508,7 @@ def view_copy(self, size):
     operands = (rt.tensor(self, device), rt.symint_list(size, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.view_copy.default, (self, size), {})
-    node = rt.make_node(ir.ViewCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.ViewCopy, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12532,7 +12532,7 @@ def view_copy_dtype(self, dtype):
     operands = (rt.tensor(self, device),)
     attrs = (dtype,)
     shapes = rt.infer_shapes(aten.view_copy.dtype, (self, dtype), {})
-    node = rt.make_node(ir.ViewCopyDtype, operands, attrs, shapes)
+    node = rt.make_node(ir.ViewCopyDtype, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12556,7 +12556,7 @@ def where_self(condition, self, other):
     operands = (rt.tensor(condition, device), rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.where.self, (condition, self, other), {})
-    node = rt.make_node(ir.WhereSelf, operands, attrs, shapes)
+    node = rt.make_node(ir.WhereSelf, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12580,7 +12580,7 @@ def xlogy_tensor(self, other):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.xlogy.Tensor, (self, other), {})
-    node = rt.make_node(ir.XlogyTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.XlogyTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12596,7 +12596,7 @@ def zero(self):
     operands = (rt.tensor(self, device),)
     attrs = ()
     shapes = rt.infer_shapes(aten.zero.default, (self,), {})
-    node = rt.make_node(ir.Zero, operands, attrs, shapes)
+    node = rt.make_node(ir.Zero, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -12628,5 +12628,5 @@ def zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, m
             "memory_format": memory_format,
         },
     )
-    node = rt.make_node(ir.ZerosLike, operands, attrs, shapes)
+    node = rt.make_node(ir.ZerosLike, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)

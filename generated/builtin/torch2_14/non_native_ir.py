@@ -33,6 +33,7 @@ class AsStrided(Node):
     op_kind = "aten::as_strided"
     op_name = "as_strided"
     schema = "as_strided(Tensor input, int[] size, int[] stride, int storage_offset) -> Tensor"
+    attr_schema = ("int[] size", "int[] stride", "int storage_offset")
 
     def lower(self, ctx):
         return hand_written.lower_as_strided(self, ctx)
@@ -45,6 +46,7 @@ class AsStridedViewUpdate(Node):
     op_kind = "ltc_as_strided_view_update"
     op_name = "as_strided_view_update"
     schema = "as_strided_view_update(Tensor target, Tensor input, int[] size, int[] stride, int storage_offset) -> Tensor"
+    attr_schema = ("int[] size", "int[] stride", "int storage_offset")
 
     def lower(self, ctx):
         return hand_written.lower_as_strided_view_update(self, ctx)
@@ -57,6 +59,7 @@ class Cast(Node):
     op_kind = "ltc_cast"
     op_name = "cast"
     schema = "cast(Tensor input, ScalarType dtype, ScalarType? stype) -> Tensor"
+    attr_schema = ("ScalarType dtype", "ScalarType? stype")
 
     def lower(self, ctx):
         return hand_written.lower_cast(self, ctx)
@@ -69,6 +72,7 @@ class Diagonal(Node):
     op_kind = "aten::diagonal"
     op_name = "diagonal"
     schema = "diagonal(Tensor input, int offset, int dim1, int dim2) -> Tensor"
+    attr_schema = ("int offset", "int dim1", "int dim2")
 
     def lower(self, ctx):
         (input,) = self.operands
@@ -92,6 +96,7 @@ class DiagonalViewUpdate(Node):
     op_kind = "ltc_diagonal_view_update"
     op_name = "diagonal_view_update"
     schema = "diagonal_view_update(Tensor target, Tensor input, int offset, int dim1, int dim2) -> Tensor"
+    attr_schema = ("int offset", "int dim1", "int dim2")
 
     def lower(self, ctx):
         return hand_written.lower_diagonal_view_update(self, ctx)
@@ -104,6 +109,7 @@ class Expand(Node):
     op_kind = "aten::expand"
     op_name = "expand"
     schema = "expand(Tensor input, int[] size, bool is_scalar_expand) -> Tensor"
+    attr_schema = ("int[] size", "bool is_scalar_expand")
 
     def lower(self, ctx):
         (input,) = self.operands
@@ -122,6 +128,7 @@ class Narrow(Node):
     op_kind = "aten::narrow"
     op_name = "narrow"
     schema = "narrow(Tensor input, int[] base_indices, int[] sizes) -> Tensor"
+    attr_schema = ("int[] base_indices", "int[] sizes")
 
     def lower(self, ctx):
         return hand_written.lower_narrow(self, ctx)
@@ -134,6 +141,7 @@ class NarrowViewUpdate(Node):
     op_kind = "ltc_narrow_view_update"
     op_name = "narrow_view_update"
     schema = "narrow_view_update(Tensor input, Tensor source, int[] base_indices) -> Tensor"
+    attr_schema = ("int[] base_indices",)
 
     def lower(self, ctx):
         return hand_written.lower_narrow_view_update(self, ctx)
@@ -146,6 +154,7 @@ class Permute(Node):
     op_kind = "aten::permute"
     op_name = "permute"
     schema = "permute(Tensor input, int[] dims) -> Tensor"
+    attr_schema = ("int[] dims",)
 
     def lower(self, ctx):
         (input,) = self.operands
@@ -159,6 +168,7 @@ class Resize(Node):
     op_kind = "aten::resize"
     op_name = "resize"
     schema = "resize(Tensor input, int[] size) -> Tensor"
+    attr_schema = ("int[] size",)
 
     def lower(self, ctx):
         return hand_written.lower_resize(self, ctx)
@@ -171,6 +181,7 @@ class Scalar(Node):
     op_kind = "prim::Constant"
     op_name = "scalar"
     schema = "scalar(Scalar value, ScalarType type) -> Tensor"
+    attr_schema = ("Scalar value", "ScalarType type")
 
     def lower(self, ctx):
         return hand_written.lower_scalar(self, ctx)
@@ -186,6 +197,7 @@ class Select(Node):
     op_kind = "aten::select"
     op_name = "select"
     schema = "select(Tensor input, int dim, int start, int end, int stride) -> Tensor"
+    attr_schema = ("int dim", "int start", "int end", "int stride")
 
     def lower(self, ctx):
         return hand_written.lower_select(self, ctx)
@@ -198,6 +210,7 @@ class SelectViewUpdate(Node):
     op_kind = "ltc_select_view_update"
     op_name = "select_view_update"
     schema = "select_view_update(Tensor target, Tensor source, int dim, int start, int end, int stride) -> Tensor"
+    attr_schema = ("int dim", "int start", "int end", "int stride")
 
     def lower(self, ctx):
         return hand_written.lower_select_view_update(self, ctx)
@@ -210,6 +223,7 @@ class Squeeze(Node):
     op_kind = "aten::squeeze"
     op_name = "squeeze"
     schema = "squeeze(Tensor input, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (input,) = self.operands
@@ -223,6 +237,7 @@ class Unsqueeze(Node):
     op_kind = "aten::unsqueeze"
     op_name = "unsqueeze"
     schema = "unsqueeze(Tensor input, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (input,) = self.operands
@@ -236,6 +251,7 @@ class View(Node):
     op_kind = "aten::view"
     op_name = "view"
     schema = "view(Tensor input, int[] output_size) -> Tensor"
+    attr_schema = ("int[] output_size",)
 
     def lower(self, ctx):
         (input,) = self.operands

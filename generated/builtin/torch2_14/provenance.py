@@ -4,5 +4,5 @@ it was generated beside (``lazygen gen --check`` compares them with the trees on
 
 TORCH = "2.14.1"
 BESIDE = {
-    "torch2_13": "sha256:10ec1efeaed1d0d9f07e2aa8a04956a3f23fea1dac250373b9bae83d2064064b",
+    "torch2_13": "sha256:9d279cf0f340580f151d697242abd73ff10c631b122f43b4234e8b1e513ee357",
 }

@@ -36,7 +36,7 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         return decision.executable
     if decision.action is Action.UNCOMPILED:
         metrics.count("UncompiledGraphRun")
-        _explain(cache, key, order, decision.outcome)
+        _explain(cache, key, order, decision)
         return UncompiledGraph(order, outputs, device.backing)
     metrics.count("UncachedCompile")
     executable, outcome = None, decision.outcome
@@ -44,19 +44,20 @@ def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Val
         executable, refused = _compile_for_all_sizes(device, order, outputs)
         if executable is None:
             outcome = f"compiled for its own sizes only: {refused}"
-    _explain(cache, key, order, outcome)
+            decision.refused_for_all_sizes()
+    _explain(cache, key, order, decision, outcome)
     if executable is None:
         executable = _compile(device, key, order, outputs)
-        decision.compiled_for_own_sizes()
     else:
         cache.put(decision.generic, executable)
     cache.put(key, executable)
     return executable
 
 
-def _explain(cache: GraphCache, key, order: list[Node], outcome: str | None) -> None:
+def _explain(cache: GraphCache, key, order: list[Node], decision, outcome=None) -> None:
     if settings.explain_recompiles:
-        recompiles.report(list(cache.executables), key, order, outcome)
+        outcome = outcome or decision.outcome
+        recompiles.report(list(cache.executables), key, order, outcome, decision.generic)
 
 
 def _compile(device: LazyDevice, key, order: list[Node], outputs: list[Value]):

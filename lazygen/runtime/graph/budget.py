@@ -6,18 +6,14 @@ out), whatever its sizes and attributes: a training step over changing sequence 
 or with a changing Python int, is one structure compiling again and again. Each may
 compile ``LAZYGEN_RECOMPILE_LIMIT`` graphs (``config.set_recompile_limit``; 8 by default,
 Dynamo's limit; 0: no limit). Past it, a warning (once per structure), then a bounded
-behaviour, never silent unbounded compiling:
+behaviour, never silent unbounded compiling, stated once in ``PAST_THE_LIMIT``: one more
+graph for all sizes where that can serve (a backend whose graphs serve every size,
+``Backend.size_generic``; dynamic shapes switched on by ``dynamic.switch_on``), and every
+other graph of the structure run op by op, uncompiled (``graph/uncompiled.py``: a
+changing int attribute, a lowering that reads sizes, a backend that is not size-generic).
 
-* when the graph differs from one compiled before in sizes only, on a backend whose
-  graphs can serve every size (``Backend.size_generic``): dynamic shapes are switched on
-  (``dynamic.switch_on``; sizes become graph inputs from the next traced op on), and the structure may compile
-  one more graph, one for all sizes (``graph/dynamic.py``);
-* every other graph of the structure runs op by op, uncompiled (``graph/uncompiled.py``),
-  counted as ``UncompiledGraphRun`` (a changing int attribute, a lowering that reads sizes, a
-  backend that is not size-generic).
-
-Within the budget, the budget also drives automatic dynamic shapes: a graph whose
-size-generic key was compiled before for other sizes compiles for all sizes.
+The record also remembers the size-generic keys a lowering refused to compile for all
+sizes (it reads a size): their later sizes compile for their own sizes without trying.
 """
 
 from __future__ import annotations
@@ -34,15 +30,16 @@ class RecompileLimitWarning(UserWarning):
 
 
 class Structure:
-    """What one step structure compiled: how many graphs, which size-generic keys it
-    compiled for one set of sizes, whether it spent its one compile past the limit."""
+    """What one step structure compiled: how many graphs, which size-generic keys could
+    not be compiled for all sizes, whether it spent its one compile past the limit."""
 
-    __slots__ = ("compiles", "static_generic_keys", "size_keys", "extra_spent", "warned", "ops")
+    __slots__ = ("compiles", "refused_keys", "size_keys", "extra_spent", "warned", "ops")
 
     def __init__(self, ops: int) -> None:
         self.compiles = 0
-        #: Size-generic keys compiled for one set of sizes (a second one compiles for all).
-        self.static_generic_keys: set = set()
+        #: Size-generic keys refused for all sizes (a lowering reads a size): each of their
+        #: sizes compiles for its own sizes, without trying all sizes again.
+        self.refused_keys: set = set()
         #: ``dynamic.generic_key(key, constants=False)`` of every graph compiled: a graph
         #: whose one is among them differs from a compiled one in sizes only.
         self.size_keys: set = set()
@@ -70,22 +67,32 @@ def structure(structures: dict, order: list[Node], outputs: list[Value]) -> Stru
     return found
 
 
-def warn_once(record: Structure, backend_name: str, forcing_dynamic: bool) -> None:
-    """Say, once per structure, that its budget is spent and what happens now."""
+#: What happens past a structure's budget, stated once: the warning says it, and
+#: docs/dynamic-shapes.md and docs/guides/recompiles.md quote it (a test holds them equal).
+PAST_THE_LIMIT = (
+    "Past the limit, the structure compiles one more graph, for all sizes, if its backend "
+    "compiles graphs for all sizes and its graphs differed in sizes only or dynamic shapes "
+    "are on (they are switched on, if off, from the next traced step); every other graph of "
+    "the structure runs op by op, uncompiled (UncompiledGraphRun), and nothing more of it "
+    "is compiled."
+)
+
+
+def warn_once(
+    record: Structure, backend_name: str, forcing_dynamic: bool, dynamic_on: bool
+) -> None:
+    """Say, once per structure, that its budget is spent, what happens past it, and what
+    happens now (``forcing_dynamic``: the one compile for all sizes is still to come)."""
     if record.warned:
         return
     record.warned = True
-    then = (
-        "sizes become graph inputs from now on (dynamic shapes) and one more graph is "
-        "compiled for all sizes; any other graph of this structure runs op by op, uncompiled"
-        if forcing_dynamic
-        else "its other graphs run op by op, uncompiled"
-    )
+    now = "one more graph for all sizes" if forcing_dynamic else "its graphs run uncompiled"
+    sizes = "" if dynamic_on else ", LAZYGEN_DYNAMIC_SHAPES=1 for changing sizes"
     warnings.warn(
         f"lazygen: a step structure of {record.ops} ops compiled {record.compiles} graphs on "
-        f"the {backend_name} backend (LAZYGEN_RECOMPILE_LIMIT={settings.recompile_limit}); "
-        f"{then}. Set LAZYGEN_EXPLAIN_RECOMPILES=1 to see what changes between them, "
-        "LAZYGEN_DYNAMIC_SHAPES=1 or lazygen.runtime.mark_dynamic() for changing sizes, or "
+        f"the {backend_name} backend, its budget (LAZYGEN_RECOMPILE_LIMIT="
+        f"{settings.recompile_limit}). {PAST_THE_LIMIT} Here: {now}. Set "
+        f"LAZYGEN_EXPLAIN_RECOMPILES=1 to see what changes between its graphs{sizes}, or "
         "raise the limit (lazygen.runtime.config.set_recompile_limit).",
         RecompileLimitWarning,
         stacklevel=user_stacklevel(),

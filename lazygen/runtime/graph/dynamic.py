@@ -7,11 +7,14 @@ data-dependent sizes keep working. Only the compiled artifact is made size-gener
   ``config.set_dynamic_shapes``, implied by ``mark_dynamic``, or switched on by the
   recompile budget: ``on()``), every int of a size list
   (``view_copy``'s size, ``expand_copy``'s...) is a graph input of its own
-  (``kernel_support.symint_list``), as a ``SymInt`` already is. Sizes then reach a graph
-  only as inputs, as node shapes, and as int attributes.
-* ``generic_key`` is a graph's key with every shape reduced to its dtype and rank. Int
-  attributes (``dim``, kernel sizes, ``topk``'s ``k``) stay in it exactly, so a graph
-  that depends on one compiles again when it changes.
+  (``kernel_support.symint_list``), as a ``SymInt`` already is, and so is every int
+  attribute the schema types ``SymInt`` that equals a size of its node's tensors (a
+  slice's end cut to a sequence length: ``size_inputs.py``). Sizes then reach a graph
+  only as inputs, as node shapes, and as the int attributes that are not sizes.
+* ``generic_key`` is a graph's key with every shape reduced to its dtype and rank and the
+  attributes traced as size inputs hidden. Other int attributes (``dim``, kernel sizes, a
+  ``SymInt`` equal to no size) stay in it exactly, so a graph that depends on one compiles
+  again when it changes.
 * A graph is compiled for all sizes from a copy of it whose shapes hide their sizes
   (``hidden_sizes``): a lowering that reads a size (an unrolled recurrent layer, a view
   update narrowing by its source's shape) raises instead of compiling it in, and that
@@ -19,10 +22,14 @@ data-dependent sizes keep working. Only the compiled artifact is made size-gener
   size-generic graph computes with the sizes it is fed, by construction, on a backend
   whose compiled graphs hold nothing else about sizes (``Backend.size_generic``).
 
-Automatic dynamic, as Dynamo's: the first graph of a structure compiles for its sizes
-(static code for the common case of one size); when the same structure comes back with
-other sizes, it compiles once for all sizes and every later size reuses that graph. A
-graph reading a tensor given to ``mark_dynamic`` compiles for all sizes at once.
+With dynamic shapes on, as with ``torch.compile(dynamic=True)``, every graph compiles for
+all sizes from its first compile, and every later size reuses it (``graph/policy.py``).
+Automatic dynamic shapes (the first size static, the second for all sizes) were measured
+against it: a training step's graphs differ in their first steps (an optimizer creating
+its state, a tensor kept from the first step), so GPT-2 over 16 lengths compiled 6 graphs
+instead of 3 (docs/benchmarks.md). With dynamic shapes off, a graph reading a tensor
+given to ``mark_dynamic`` compiles for all sizes too; the recompile budget switches
+dynamic shapes on for a program whose sizes keep changing.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, Node, ScalarData, Shape, Value
 from ..state import settings
-from . import GraphKey
+from . import GraphKey, size_inputs
 
 # On or off ------------------------------------------------------------------------------
 
@@ -75,13 +82,39 @@ def generic_key(key: GraphKey, constants: bool = True) -> GraphKey:
     """``key`` with the sizes of every shape left out (dtypes and ranks kept). With
     ``constants`` false, the values of size constants (sizes traced with dynamic shapes
     off) are left out too: not a key to reuse a compiled graph by (those graphs hold their
-    constants), but one telling that two graphs differ in sizes only (``budget.py``)."""
+    constants), but one telling that two graphs differ in sizes only (``budget.py``): the
+    ``SymInt`` attributes that would be size inputs under dynamic shapes are left out."""
     entries, outputs = key.entries
     abstract = tuple(
-        (cls, None if not constants and cls.is_constant else attrs, tuple(map(_rank, shapes)), refs)
-        for cls, attrs, shapes, refs in entries
+        (cls, _attrs(entries, entry, constants), tuple(map(_rank, entry[2])), entry[3])
+        for entry in entries
+        for cls in (entry[0],)
     )
     return GraphKey(("size-generic" if constants else "sizes", abstract, outputs))
+
+
+def _attrs(entries: tuple, entry: tuple, constants: bool):
+    """A node's attributes in a size-generic key: sizes traced as inputs hidden
+    (``size_inputs``), a size constant's value dropped unless ``constants``, and without
+    ``constants``, the ``SymInt`` attributes equal to a size of the node's tensors too."""
+    cls, attrs, shapes, refs = entry
+    if cls.size_attrs and size_inputs.has_size_arguments(attrs):
+        return size_inputs.generic_attrs(attrs)
+    if not constants and cls.size_attrs:
+        operands = [entries[p][2][i] for p, i in _refs(refs) if i < len(entries[p][2])]
+        return size_inputs.hide_sizes(cls, attrs, size_inputs.sizes_of(shapes, operands))
+    return None if not constants and cls.is_constant else attrs
+
+
+def _refs(refs):
+    """The ``(position, index)`` operand references of a key entry, lists flattened."""
+    for ref in refs:
+        if ref is None:
+            continue
+        if isinstance(ref[0], tuple) or ref[0] is None:  # a list operand
+            yield from (r for r in ref if r is not None)
+        else:
+            yield ref
 
 
 # Compiling for all sizes ----------------------------------------------------------------------
@@ -150,7 +183,11 @@ def hidden_sizes(order: list[Node], outputs: list[Value]) -> tuple[list[Node], l
         if node.is_input:
             twin = _stand_in(node, shapes)
         else:
-            twin = node.with_operands(tuple(_operand(o, copies) for o in node.operands))
+            operands = tuple(_operand(o, copies) for o in node.operands)
+            if size_inputs.is_sized(node):  # its lowering reads its size inputs
+                twin = size_inputs.hidden_copy(node, operands)
+            else:
+                twin = node.with_operands(operands)
             twin.shapes = shapes
         copies[node] = twin
         copied.append(twin)

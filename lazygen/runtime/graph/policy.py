@@ -7,8 +7,9 @@ returns a ``Decision`` the executor acts on:
 
 * ``CACHED``: an executable compiled before, for this key or, with dynamic shapes, for
   every size of it (``via_generic``: the executor caches it under this key too);
-* ``COMPILE``: compile now, first for all sizes when ``for_all_sizes`` (automatic dynamic
-  shapes, ``mark_dynamic``, or the budget's one extra compile), else for its own sizes;
+* ``COMPILE``: compile now, first for all sizes when ``for_all_sizes`` (dynamic shapes on,
+  ``mark_dynamic``, or the budget's one extra compile; not for a graph whose size-generic
+  key was refused before, since a lowering reads a size), else for its own sizes;
 * ``UNCOMPILED``: past the structure's budget, run the graph op by op (``uncompiled.py``).
 
 Deciding spends the budget (the structure's record counts the compile) and, past it, may
@@ -49,11 +50,11 @@ class Decision:
     #: ``COMPILE``: the step structure's budget record.
     record: budget.Structure | None = None
 
-    def compiled_for_own_sizes(self) -> None:
-        """Record that the graph was compiled for its own sizes only: a second set of sizes
-        of its size-generic key then compiles for all sizes."""
+    def refused_for_all_sizes(self) -> None:
+        """Record that the graph could not be compiled for all sizes (a lowering reads a
+        size): its other sizes then compile for their own sizes at once."""
         if self.generic is not None and self.record is not None:
-            self.record.static_generic_keys.add(self.generic)
+            self.record.refused_keys.add(self.generic)
 
 
 def decide(
@@ -82,7 +83,7 @@ def decide(
         # Sizes changed (or, with dynamic shapes on, may have): one compile for all sizes.
         sizes_only = sizes_key in record.size_keys or generic is not None
         forcing = size_generic and sizes_only and not record.extra_spent
-        budget.warn_once(record, backend_name, forcing)
+        budget.warn_once(record, backend_name, forcing, dynamic.on())
         if forcing and not dynamic.on():
             dynamic.switch_on()  # the next traced steps have sizes as inputs
         # The one compile left is for a graph traced with sizes as inputs (not one traced
@@ -94,9 +95,7 @@ def decide(
         record.extra_spent = True
         for_all_sizes = True
     else:
-        for_all_sizes = generic is not None and (
-            generic in record.static_generic_keys or dynamic.reads_marked(order)
-        )
+        for_all_sizes = generic is not None and generic not in record.refused_keys
     record.compiles += 1
     record.size_keys.add(sizes_key)
     outcome = "compiled once for all sizes" if for_all_sizes else None

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .. import metrics
-from ..ir import DeviceData, Node
-from . import GraphKey
+from ..ir import DeviceData, Node, Shape
+from . import GraphKey, dynamic
 
 #: What to do, by reason.
 ADVICE = MappingProxyType(
@@ -41,6 +41,30 @@ ADVICE = MappingProxyType(
         "attribute": (
             "a Python value passed to an op (an int, a bool, a list of sizes) changed; it is "
             "a constant of the graph. Pass numbers that change every step as tensors."
+        ),
+        "size_attribute": (
+            "a size passed to an op changed; it is a constant of the graph. Set "
+            "LAZYGEN_DYNAMIC_SHAPES=1 to trace sizes as graph inputs (one graph for all "
+            "sizes), or pad inputs to a few fixed sizes (bucketing)."
+        ),
+        "attribute_dynamic": (
+            "a Python value passed to an op changed; it is a constant of the graph: dynamic "
+            "shapes (on) trace sizes as graph inputs, and this value is not a size of the "
+            "op's tensors. Keep it to a few values, or pass it as a tensor."
+        ),
+        "size_attribute_dynamic": (
+            "this SymInt equals no size of the op's tensors, so it stays a constant of the "
+            "graph (dynamic shapes, on, trace a SymInt equal to one of their sizes as a graph "
+            "input). Keep it to a few values (pad), or pass it as a tensor."
+        ),
+        "shape_dynamic": (
+            "a tensor's size changed. Dynamic shapes are on, but this graph is compiled for "
+            "its own sizes (the reason follows, or its backend compiles per size: "
+            "Backend.size_generic). Pad inputs to a few fixed sizes (bucketing) to bound these."
+        ),
+        "rank_dynamic": (
+            "a tensor's dtype or number of dimensions changed: dynamic shapes (on) serve "
+            "every size, not another rank or dtype. Expected once per kind of input."
         ),
         "sharding": (
             "a graph input is laid out over the devices otherwise than when the graph was "
@@ -91,6 +115,7 @@ class Explanation:
     nodes: int
 
     layer: str = "lazygen"  # who decided to compile: lazygen's graph key, or a backend
+    advice: str = ""  # the key of ``ADVICE`` to print, when not ``reason``
 
     def __str__(self) -> str:
         where = "its outputs" if self.position < 0 else f"node %{self.position} {self.op}"
@@ -115,28 +140,36 @@ class Explanation:
         return (
             f"lazygen: {headline}\n"
             f"  now:    {self.new}\n  cached: {self.cached}\n"
-            f"  reason: {self.reason}: {ADVICE[self.reason]}"
+            f"  reason: {self.reason}: {ADVICE[self.advice or self.reason]}"
         )
 
 
-def explain(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> Explanation | None:
+def explain(
+    cached: list[GraphKey], key: GraphKey, order: list[Node], dynamic_on: bool = False
+) -> Explanation | None:
     """Why ``key`` (the graph of ``order``) is not among ``cached``; None when no cached
-    graph is a variant of it."""
+    graph is a variant of it. ``key`` and ``cached`` may be size-generic keys
+    (``dynamic.generic_key``: shapes as dtype and rank); ``dynamic_on``: whether dynamic
+    shapes are on (the advice never says to turn on what is on)."""
     nearest = _nearest(cached, key)
     if nearest is None:
         return None
-    entries, outputs = key.entries
-    old_entries, old_outputs = nearest.entries
+    return _first_difference(key, nearest, order, dynamic_on)
+
+
+def _first_difference(key: GraphKey, nearest: GraphKey, order: list[Node], dynamic_on: bool):
+    entries, outputs = key.entries[-2:]
+    old_entries, old_outputs = nearest.entries[-2:]
     first_input = None  # an input whose shape changed: the first op reading it tells more
     for i, (entry, old) in enumerate(zip(entries, old_entries, strict=False)):
         if entry != old:
             if order[i].is_input and entry[0] is old[0]:
                 first_input = i if first_input is None else first_input
                 continue
-            return _describe(i, entry, old, entries, old_entries, order)
+            return _describe(i, entry, old, (entries, old_entries), order, dynamic_on)
     if first_input is not None:
         i = first_input
-        return _describe(i, entries[i], old_entries[i], entries, old_entries, order)
+        return _describe(i, entries[i], old_entries[i], (entries, old_entries), order, dynamic_on)
     if len(entries) != len(old_entries):
         i = min(len(entries), len(old_entries))
         if i < len(entries):
@@ -171,15 +204,20 @@ def explain(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> Explana
 
 
 def report(
-    cached: list[GraphKey], key: GraphKey, order: list[Node], outcome: str | None = None
+    cached: list[GraphKey],
+    key: GraphKey,
+    order: list[Node],
+    outcome: str | None = None,
+    generic: GraphKey | None = None,
 ) -> None:
     """Explain the compile of ``key``, count it by reason and print the explanation (to
     stderr), with ``outcome`` (what happens instead of a plain compile: a graph for all
-    sizes, a run past the recompile budget) when there is one. A diagnosis, never a
-    failure: should explaining fail, the compile goes on."""
-    cached = [k for k in cached if type(k.entries[0]) is tuple]  # not size-generic keys
+    sizes, a run past the recompile budget) when there is one. ``generic``: the graph's
+    size-generic key when dynamic shapes apply to it: a graph compiled for all sizes of a
+    variant with the same ops then tells what differs besides sizes (an attribute). A
+    diagnosis, never a failure: should explaining fail, the compile goes on."""
     try:
-        explanation = explain(cached, key, order) or _new_graph(cached, key, order)
+        explanation = _explanation(cached, key, order, generic)
     except Exception as error:  # best effort: the program's compile matters more
         print(f"lazygen: could not explain a recompile ({error!r})", file=sys.stderr)
         return
@@ -191,6 +229,22 @@ def report_explanation(explanation: Explanation, outcome: str | None = None) -> 
     there is one. Backends call it for the variants they compile themselves."""
     metrics.count(f"Recompile_{explanation.reason}")
     print(f"{explanation}\n  so:     {outcome}" if outcome else explanation, file=sys.stderr)
+
+
+def _explanation(cached: list[GraphKey], key: GraphKey, order: list[Node], generic) -> Explanation:
+    dynamic_on = dynamic.on()
+    if generic is not None:
+        same_ops = [k for k in cached if k.entries[0] == "size-generic" and _same_ops(k, generic)]
+        if same_ops:
+            entries = list(generic.entries[1])
+            nearest = max(same_ops, key=lambda k: _common_prefix(entries, list(k.entries[1])))
+            return _first_difference(generic, nearest, order, dynamic_on)
+    cached = [k for k in cached if type(k.entries[0]) is tuple]  # not size-generic keys
+    return explain(cached, key, order, dynamic_on) or _new_graph(cached, key, order)
+
+
+def _same_ops(a: GraphKey, b: GraphKey) -> bool:
+    return _types(a) == _types(b)
 
 
 def _new_graph(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> Explanation:
@@ -211,7 +265,7 @@ def _new_graph(cached: list[GraphKey], key: GraphKey, order: list[Node]) -> Expl
 
 
 def _types(key: GraphKey) -> list:
-    return [entry[0] for entry in key.entries[0]]
+    return [entry[0] for entry in key.entries[-2]]
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -242,9 +296,11 @@ def _op(node: Node) -> str:
 
 
 def _shape_text(shape) -> str:
-    return (
-        "undefined" if shape is None else f"{shape.dtype}{list(shape.sizes)}".replace("torch.", "")
-    )
+    if shape is None:
+        return "undefined"
+    if type(shape) is not Shape:  # a size-generic key's (dtype, rank)
+        return f"{shape[0]}, {shape[1]} dims".replace("torch.", "")
+    return f"{shape.dtype}{list(shape.sizes)}".replace("torch.", "")
 
 
 def _operand_shapes(refs, entries) -> str:
@@ -269,7 +325,8 @@ def _layout(attrs) -> str:
     return repr(attrs[0]) if attrs else "replicated"
 
 
-def _describe(i, entry, old, entries, old_entries, order) -> Explanation:
+def _describe(i, entry, old, keys, order, dynamic_on: bool) -> Explanation:
+    entries, old_entries = keys
     node = order[i]
     cls, attrs, shapes, refs = entry
     old_cls, old_attrs, old_shapes, old_refs = old
@@ -294,21 +351,17 @@ def _describe(i, entry, old, entries, old_entries, order) -> Explanation:
             len(entries),
         )
     if attrs != old_attrs:
-        return Explanation(
-            "attribute",
-            i,
-            _op(node),
-            node.source,
-            f"attributes {attrs!r}",
-            f"attributes {old_attrs!r}",
-            len(entries),
-        )
+        return _attribute(i, node, attrs, old_attrs, len(entries), dynamic_on)
     new_inputs = _operand_shapes(refs, entries)
     old_inputs = _operand_shapes(old_refs, old_entries)
     if shapes != old_shapes or new_inputs != old_inputs:
         now = f"inputs {new_inputs} -> {', '.join(_shape_text(s) for s in shapes)}"
         before = f"inputs {old_inputs} -> {', '.join(_shape_text(s) for s in old_shapes)}"
-        return Explanation("shape", i, _op(node), node.source, now, before, len(entries))
+        generic = any(s is not None and type(s) is not Shape for s in shapes)
+        advice = ("rank_dynamic" if generic else "shape_dynamic") if dynamic_on else ""
+        return Explanation(
+            "shape", i, _op(node), node.source, now, before, len(entries), advice=advice
+        )
     return Explanation(
         "structure",
         i,
@@ -318,3 +371,20 @@ def _describe(i, entry, old, entries, old_entries, order) -> Explanation:
         f"operands {old_refs!r}",
         len(entries),
     )
+
+
+def _attribute(i: int, node: Node, attrs, old_attrs, nodes: int, dynamic_on: bool) -> Explanation:
+    """An attribute changed: which one (its schema text, ``Node.attr_schema``), its value
+    now and in the cached graph, and the advice for a size or another value."""
+    slots = [j for j, (a, b) in enumerate(zip(attrs, old_attrs, strict=False)) if a != b]
+    if len(attrs) != len(old_attrs) or not slots:
+        now, cached, advice = f"attributes {attrs!r}", f"attributes {old_attrs!r}", ""
+    else:
+        j = slots[0]
+        schema = node.attr_schema
+        name = f"'{schema[j]}'" if j < len(schema) else f"{j}"
+        now, cached = f"attribute {name} = {attrs[j]!r}", f"attribute {name} = {old_attrs[j]!r}"
+        advice = "size_attribute" if j in node.size_attrs else "attribute"
+    if dynamic_on:
+        advice = f"{advice or 'attribute'}_dynamic"
+    return Explanation("attribute", i, _op(node), node.source, now, cached, nodes, advice=advice)

@@ -5,9 +5,10 @@ generated-code contract (``kernel_support``); on the hot path."""
 
 from __future__ import annotations
 
-from ..devices import LazyDevice, several_in_use
+from ..devices import LazyDevice, default_device, several_in_use
 from ..errors import LazygenRuntimeError
 from ..execution import executor
+from ..graph import dynamic, size_inputs
 from ..ir import Node, Value
 from ..metrics import count
 from ..state import settings
@@ -21,7 +22,13 @@ _new_object = object.__new__
 _node_init = Node.__init__
 
 
-def make_node(cls, operands, attrs, shapes) -> Node:
+def make_node(cls, operands, attrs, shapes, device: LazyDevice | None = None) -> Node:
+    """A node of ``cls``; under dynamic shapes, with its attributes that are sizes traced as
+    size inputs (``graph/size_inputs.py``; ``device``: the node's, default the default one)."""
+    if cls.size_attrs and dynamic.on():
+        cls, operands, attrs = size_inputs.lift(
+            cls, operands, attrs, shapes, device or default_device()
+        )
     if settings.reuse_ir:
         return _reuse_or_make(cls, operands, attrs, shapes)
     if settings.record_source or cls.__init__ is not _node_init:
@@ -80,7 +87,7 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
         shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
     else:
         shapes = compute_shapes(traced.op, args, kwargs, traced.compute_fn)
-    return wrap(make_node(traced.node_class, operands, attrs, shapes), device)
+    return wrap(make_node(traced.node_class, operands, attrs, shapes, device), device)
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:

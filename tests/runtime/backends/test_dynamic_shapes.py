@@ -10,7 +10,8 @@ import lazygen.runtime as lr
 from lazygen.runtime.backends.inductor import compile as compile_module
 from lazygen.runtime.execution import executor
 from runtime.graph.test_dynamic_shapes import check_transformer_over_24_lengths
-from runtime.graph.test_recompile_budget import by_k, by_size, run_and_compare
+from runtime.graph.test_recompile_budget import by_shift, by_size, run_and_compare
+from runtime.graph.test_size_inputs import check_causal_lm_over_lengths
 
 from .conftest import INDUCTOR, index_zero_on
 
@@ -22,6 +23,44 @@ def test_fx_transformer_over_24_lengths_compiles_at_most_8_graphs():
             check_transformer_over_24_lengths()
     finally:
         lr.config.set_dynamic_shapes(False)
+
+
+def test_fx_a_causal_model_over_lengths_compiles_its_graphs_once(fresh_metrics):
+    """The mask's slice end (a size input under dynamic shapes) on the fx backend: the
+    first and the steady step compile for all sizes, once (issue 49)."""
+    executor.clear_compile_cache()
+    lr.config.set_dynamic_shapes(True)
+    try:
+        with index_zero_on("fx"):
+            check_causal_lm_over_lengths((5, 9, 7, 12))
+    finally:
+        lr.config.set_dynamic_shapes(False)
+    assert fresh_metrics.counter_value("DynamicCompile") == 2
+    assert fresh_metrics.counter_value("UncachedCompile") == 2
+    assert fresh_metrics.counter_value("DynamicShapeReuse") == 2
+
+
+@pytest.mark.slow  # one Inductor compile with symbolic sizes: ~60 s on a loaded machine
+def test_inductor_reads_size_attributes_as_symbols(fresh_metrics):
+    """A mask cut to the length and a padding by the length (``SymInt`` attributes equal
+    to a size) are symbols of Inductor's graph for all sizes: one compile, every length."""
+    executor.clear_compile_cache()
+    mask = torch.ones(16, 16).tril()
+    lazy_mask = mask.to(INDUCTOR)
+    lr.config.set_dynamic_shapes(True)
+    try:
+        for n in (5, 9, 7, 12):
+            x = torch.randn(3, n)
+
+            def f(m, x, n=n):
+                return (m[:n, :n] @ x.t()).sum(0) + torch.nn.functional.pad(x, (0, n)).sum(1)
+
+            torch.testing.assert_close(f(lazy_mask, x.to(INDUCTOR)).cpu(), f(mask, x))
+    finally:
+        lr.config.set_dynamic_shapes(False)
+    assert fresh_metrics.counter_value("UncachedCompile") == 1
+    assert fresh_metrics.counter_value("DynamicShapeReuse") == 3
+    assert not fresh_metrics.counter_value("InductorRecompile")
 
 
 def _past_a_limit_of_one(make, values, metrics):
@@ -73,7 +112,7 @@ def test_inductor_guards_compile_a_variant_for_a_size_they_reject(fresh_metrics,
     assert fresh_metrics.counter_value("Recompile_guard") == 1
     assert fresh_metrics.counter_value("DynamicCompile") == 1
     assert fresh_metrics.counter_value("InductorRecompile") == 1  # n = 1
-    assert fresh_metrics.counter_value("DynamicShapeReuse") == 2  # n = 1 and 7
+    assert fresh_metrics.counter_value("DynamicShapeReuse") == 3  # n = 5, 1 and 7
 
 
 def test_inductor_past_the_limit_a_changing_size_compiles_for_all_sizes(fresh_metrics):
@@ -92,7 +131,7 @@ def test_inductor_past_the_limit_a_changing_size_compiles_for_all_sizes(fresh_me
 
 
 def test_inductor_past_the_limit_a_changing_attribute_runs_uncompiled(fresh_metrics):
-    _past_a_limit_of_one(by_k, [1, 2, 3], fresh_metrics)
+    _past_a_limit_of_one(by_shift, [1, 2, 3], fresh_metrics)
     assert not lr.config.get_dynamic_shapes()  # not a size change: dynamic shapes stay off
 
 
@@ -113,5 +152,5 @@ def test_inductor_compiles_for_its_own_sizes_when_it_cannot_for_all(monkeypatch,
             torch.testing.assert_close(got, (x.view(2 * n, 2) * 2).sum(0), rtol=0, atol=0)
     finally:
         lr.config.set_dynamic_shapes(False)
-    assert fresh_metrics.counter_value("InductorStaticFallback") == 2  # n = 5, then 6
-    assert fresh_metrics.counter_value("InductorRecompile") == 1  # n = 6; 5 again reuses
+    assert fresh_metrics.counter_value("InductorStaticFallback") == 3  # n = 3, 5, then 6
+    assert fresh_metrics.counter_value("InductorRecompile") == 2  # n = 5 and 6; 5 again reuses

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ import torch
 import lazygen.runtime as lr
 from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import dynamic
+from lazygen.runtime.graph.budget import PAST_THE_LIMIT
 from lazygen.runtime.state import settings
 
 
@@ -49,8 +51,16 @@ def by_size(n, device):
 
 
 def by_k(k, device):
+    """``topk``'s ``k``: a ``SymInt`` equal to its result's size (a size input under dynamic
+    shapes)."""
     x = torch.arange(24, dtype=torch.float32).reshape(3, 8).to(device)
     return torch.topk(x * 1.5, k, dim=1)[0]
+
+
+def by_shift(shift, device):
+    """``roll``'s shift: an attribute that is no size of its tensors (5 x 9)."""
+    x = torch.arange(45, dtype=torch.float32).reshape(5, 9).to(device)
+    return torch.roll(x * 1.5, shift, 1)
 
 
 def test_past_the_limit_sizes_become_inputs(limit):
@@ -88,18 +98,32 @@ def test_past_the_limit_the_switch_is_the_graph_layers_not_the_users_setting(lim
 
 def test_past_the_limit_a_changing_attribute_runs_uncompiled(limit):
     metrics = limit(2)
-    caught = run_and_compare(by_k, [1, 2, 3, 4, 5, 6, 3])
+    caught = run_and_compare(by_shift, [1, 2, 3, 4, 6, 7, 3])
     assert len(caught) == 1
     assert metrics.counter_value("UncachedCompile") == 2
     assert metrics.counter_value("UncompiledGraphRun") == 5
     assert metrics.counter_value("EagerGraphRun") == 5  # the name before issue 42
     assert "run uncompiled, op by op" in lr.debug.last_graph()
-    assert "aten::topk" in lr.debug.last_graph()
+    assert "aten::roll" in lr.debug.last_graph()
+
+
+def test_past_the_limit_a_size_attribute_counts_as_a_size(limit):
+    """Regression (issue 49): a ``SymInt`` attribute equal to a size (``topk``'s ``k``, a
+    causal mask's slice end) made graphs differ in more than sizes, so past the budget
+    every later one ran uncompiled (GPT-2 on jax: 8 steps at ~1.2 s each). It is a size:
+    dynamic shapes are switched on, and one more graph serves every k."""
+    metrics = limit(2)
+    caught = run_and_compare(by_k, [2, 3, 4, 5, 6, 7])
+    assert len(caught) == 1 and lr.config.get_dynamic_shapes()
+    # 2 compiles; the 3rd k, traced as a constant, uncompiled; then one graph for all k
+    assert metrics.counter_value("UncompiledGraphRun") == 1
+    assert metrics.counter_value("UncachedCompile") == 3
+    assert metrics.counter_value("DynamicCompile") == 1
 
 
 def test_limit_zero_means_no_limit(limit):
     metrics = limit(0)
-    assert not run_and_compare(by_k, [1, 2, 3, 4, 5])
+    assert not run_and_compare(by_shift, [1, 2, 3, 4, 6])
     assert metrics.counter_value("UncachedCompile") == 5
     assert not metrics.counter_value("UncompiledGraphRun")
 
@@ -143,3 +167,29 @@ def test_the_compile_past_the_limit_is_not_spent_on_a_graph_traced_before(limit)
     assert metrics.counter_value("DynamicCompile") == 3
     assert metrics.counter_value("UncachedCompile") == 9
     assert metrics.counter_value("DynamicShapeReuse") == 36 - 9 - 2
+
+
+def _prose(text: str) -> str:
+    """Text as words: quote marks, backticks and line breaks left out."""
+    return " ".join(text.replace(">", " ").replace("`", "").split())
+
+
+def test_what_happens_past_the_limit_is_stated_once_the_same_everywhere(limit):
+    """Regression (issue 49): the warning and docs/dynamic-shapes.md disagreed about what
+    happens past the budget. One statement (``budget.PAST_THE_LIMIT``): the warning says
+    it, and both pages quote it."""
+    limit(2)
+    caught = run_and_compare(by_size, range(4, 8))
+    assert PAST_THE_LIMIT in str(caught[0].message)
+    docs = Path(__file__).resolve().parents[3] / "docs"
+    for page in ("dynamic-shapes.md", "guides/recompiles.md"):
+        assert _prose(PAST_THE_LIMIT) in _prose((docs / page).read_text()), page
+
+
+def test_the_warning_does_not_advise_dynamic_shapes_when_they_are_on(limit):
+    limit(2)
+    lr.config.set_dynamic_shapes(True)
+    caught = run_and_compare(by_k, [2, 3, 4, 5])  # k equals the result's size: an input
+    assert not caught  # one graph serves every k
+    caught = run_and_compare(by_shift, [2, 3, 4, 6])
+    assert len(caught) == 1 and "LAZYGEN_DYNAMIC_SHAPES=1" not in str(caught[0].message)

@@ -107,11 +107,17 @@ class TSLoweringContext(LoweringContext):
     def constant(self, value) -> torch._C.Value:
         """A TorchScript constant for any attribute value the contract allows: None, bool,
         int, float, complex, str, ``torch.dtype``/``layout``/``memory_format``/``device``,
-        and lists or tuples of them (nested too)."""
+        and lists or tuples of them (nested too); a graph value ``symint`` made, in the
+        place of an int (a size attribute read from its input), is returned as it is."""
         value = _plain(value)
+        if type(value) is torch._C.Value:
+            return value
         if type(value) is list:
             if not value:  # attributes' empty lists are int[] (dims, sizes, padding)
                 return self._list([], _INT_LIST)
+            if torch._C.Value in map(type, value):  # ints, some read from size inputs
+                items = [v if type(v) is torch._C.Value else self.constant(v) for v in value]
+                return self._list(items, _INT_LIST)
             if all(type(v) in (int, float) for v in value) and float in map(type, value):
                 value = [float(v) for v in value]  # float[] given as a mix of ints and floats
         elif type(value) is torch.device and value.type == settings.device_type:

@@ -34,6 +34,7 @@ class PdistForward(Node):
     op_kind = "aten::_pdist_forward"
     op_name = "_pdist_forward"
     schema = "_pdist_forward(Tensor self, float p=2) -> Tensor"
+    attr_schema = ("float p",)
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -49,6 +50,14 @@ class ToCopy(Node):
     op_kind = "aten::_to_copy"
     op_name = "_to_copy"
     schema = "_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor"
+    attr_schema = (
+        "ScalarType? dtype",
+        "Layout? layout",
+        "Device? device",
+        "bool? pin_memory",
+        "bool non_blocking",
+        "MemoryFormat? memory_format",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -112,6 +121,7 @@ class BernoulliP(Node):
     op_kind = "aten::bernoulli"
     op_name = "bernoulli.p"
     schema = "bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("float p",)
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -130,6 +140,7 @@ class Cat(Node):
     op_kind = "aten::cat"
     op_name = "cat"
     schema = "cat(Tensor[] tensors, int dim=0) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         (tensors,) = self.operands
@@ -161,6 +172,7 @@ class DivTensorMode(Node):
     op_kind = "aten::div"
     op_name = "div.Tensor_mode"
     schema = "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor"
+    attr_schema = ("str? rounding_mode",)
 
     def lower(self, ctx):
         self_, other = self.operands
@@ -179,6 +191,7 @@ class GluJvp(Node):
     op_kind = "aten::glu_jvp"
     op_name = "glu_jvp"
     schema = "glu_jvp(Tensor glu, Tensor x, Tensor dx, int dim) -> Tensor"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         glu, x, dx = self.operands
@@ -212,6 +225,7 @@ class LinalgInvEx(Node):
     op_kind = "aten::linalg_inv_ex"
     op_name = "linalg_inv_ex"
     schema = "linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"
+    attr_schema = ("bool check_errors",)
 
     def lower(self, ctx):
         (A,) = self.operands
@@ -227,6 +241,13 @@ class MaxPool2dWithIndices(Node):
     op_kind = "aten::max_pool2d_with_indices"
     op_name = "max_pool2d_with_indices"
     schema = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"
+    attr_schema = (
+        "int[2] kernel_size",
+        "int[2] stride",
+        "int[2] padding",
+        "int[2] dilation",
+        "bool ceil_mode",
+    )
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -252,6 +273,7 @@ class NativeLayerNorm(Node):
     op_kind = "aten::native_layer_norm"
     op_name = "native_layer_norm"
     schema = "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)"
+    attr_schema = ("float eps",)
 
     def lower(self, ctx):
         input, normalized_shape, weight, bias = self.operands
@@ -276,6 +298,7 @@ class RandomFrom(Node):
     op_kind = "aten::random"
     op_name = "random.from"
     schema = "random.from(Tensor self, int from, int? to, *, Generator? generator=None) -> Tensor"
+    attr_schema = ("int from", "int? to")
 
     def lower(self, ctx):
         self_, generator = self.operands
@@ -307,6 +330,7 @@ class SplitCopyTensor(Node):
     op_kind = "aten::split_copy"
     op_name = "split_copy.Tensor"
     schema = "split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]"
+    attr_schema = ("int dim",)
 
     def lower(self, ctx):
         self_, split_size = self.operands
@@ -326,6 +350,7 @@ class SumDimIntlist(Node):
     op_kind = "aten::sum"
     op_name = "sum.dim_IntList"
     schema = "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+    attr_schema = ("int[1]? dim", "bool keepdim", "ScalarType? dtype")
 
     def lower(self, ctx):
         (self_,) = self.operands
@@ -344,6 +369,8 @@ class Topk(Node):
     op_kind = "aten::topk"
     op_name = "topk"
     schema = "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)"
+    attr_schema = ("SymInt k", "int dim", "bool largest", "bool sorted")
+    size_attrs = (0,)
 
     def lower(self, ctx):
         (self_,) = self.operands

@@ -39,7 +39,7 @@ def _pdist_forward(self, p=2.0):
     operands = (rt.tensor(self, device),)
     attrs = (p,)
     shapes = rt.infer_shapes(aten._pdist_forward.default, (self, p), {})
-    node = rt.make_node(ir.PdistForward, operands, attrs, shapes)
+    node = rt.make_node(ir.PdistForward, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -82,7 +82,7 @@ def _to_copy(
             "memory_format": memory_format,
         },
     )
-    node = rt.make_node(ir.ToCopy, operands, attrs, shapes)
+    node = rt.make_node(ir.ToCopy, operands, attrs, shapes, lazy_device)
     return rt.wrap(node, lazy_device)
 
 
@@ -106,7 +106,7 @@ def add_tensor(self, other, *, alpha=1):
     operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Tensor, (self, other), {"alpha": alpha})
-    node = rt.make_node(ir.AddTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.AddTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -116,7 +116,7 @@ def add__tensor(self, other, *, alpha=1):
     operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Tensor, (self, other), {"alpha": alpha})
-    node = rt.make_node(ir.AddTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.AddTensor, operands, attrs, shapes, device)
     return rt.inplace(self, node)
 
 
@@ -133,7 +133,7 @@ def arange_start_out(start, end, step=1, *, out):
     shapes = rt.infer_shapes(
         aten.arange.start_out, (start, end, step), {"out": out}, value_dependent=True
     )
-    node = rt.make_node(ir.ArangeStartOut, operands, attrs, shapes)
+    node = rt.make_node(ir.ArangeStartOut, operands, attrs, shapes, device)
     return rt.inplace(out, node)
 
 
@@ -146,7 +146,7 @@ def bernoulli_p(self, p=0.5, *, generator=None):
     )
     attrs = (p,)
     shapes = rt.infer_shapes(aten.bernoulli.p, (self, p), {"generator": generator})
-    node = rt.make_node(ir.BernoulliP, operands, attrs, shapes)
+    node = rt.make_node(ir.BernoulliP, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -156,7 +156,7 @@ def cat(tensors, dim=0):
     operands = (rt.tensor_list(tensors, device),)
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.cat.default, (tensors, dim), {})
-    node = rt.make_node(ir.Cat, operands, attrs, shapes)
+    node = rt.make_node(ir.Cat, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -184,7 +184,7 @@ def clamp(self, min=None, max=None):
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.clamp.default, (self, min, max), {})
-    node = rt.make_node(ir.Clamp, operands, attrs, shapes)
+    node = rt.make_node(ir.Clamp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -208,7 +208,7 @@ def div_tensor_mode(self, other, *, rounding_mode):
     operands = (rt.tensor(self, device), rt.tensor(other, device))
     attrs = (rounding_mode,)
     shapes = rt.infer_shapes(aten.div.Tensor_mode, (self, other), {"rounding_mode": rounding_mode})
-    node = rt.make_node(ir.DivTensorMode, operands, attrs, shapes)
+    node = rt.make_node(ir.DivTensorMode, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -242,7 +242,7 @@ def glu_jvp(glu, x, dx, dim):
         {},
         compute_fn=shape_functions.compute_shape_glu_jvp,
     )
-    node = rt.make_node(ir.GluJvp, operands, attrs, shapes)
+    node = rt.make_node(ir.GluJvp, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -276,7 +276,7 @@ def index_tensor(self, indices):
         {},
         compute_fn=shape_functions.compute_shape_index_tensor,
     )
-    node = rt.make_node(ir.IndexTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.IndexTensor, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -288,7 +288,7 @@ def linalg_inv_ex(A, *, check_errors=False):
     operands = (rt.tensor(A, device),)
     attrs = (check_errors,)
     shapes = rt.infer_shapes(aten.linalg_inv_ex.default, (A,), {"check_errors": check_errors})
-    node = rt.make_node(ir.LinalgInvEx, operands, attrs, shapes)
+    node = rt.make_node(ir.LinalgInvEx, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -304,7 +304,7 @@ def max_pool2d_with_indices(
         (self, kernel_size, stride, padding, dilation, ceil_mode),
         {},
     )
-    node = rt.make_node(ir.MaxPool2dWithIndices, operands, attrs, shapes)
+    node = rt.make_node(ir.MaxPool2dWithIndices, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -321,7 +321,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     shapes = rt.infer_shapes(
         aten.native_layer_norm.default, (input, normalized_shape, weight, bias, eps), {}
     )
-    node = rt.make_node(ir.NativeLayerNorm, operands, attrs, shapes)
+    node = rt.make_node(ir.NativeLayerNorm, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)
 
 
@@ -342,7 +342,7 @@ def random_from(self, from_, to, *, generator=None):
     shapes = rt.infer_shapes(
         getattr(aten.random, "from"), (self, from_, to), {"generator": generator}
     )
-    node = rt.make_node(ir.RandomFrom, operands, attrs, shapes)
+    node = rt.make_node(ir.RandomFrom, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -352,7 +352,7 @@ def split_copy_tensor(self, split_size, dim=0):
     operands = (rt.tensor(self, device), rt.symint(split_size, device))
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.split_copy.Tensor, (self, split_size, dim), {})
-    node = rt.make_node(ir.SplitCopyTensor, operands, attrs, shapes)
+    node = rt.make_node(ir.SplitCopyTensor, operands, attrs, shapes, device)
     return rt.wrap_list(node, device)
 
 
@@ -382,7 +382,7 @@ def sum_dim_intlist(self, dim, keepdim=False, *, dtype=None):
     operands = (rt.tensor(self, device),)
     attrs = (None if dim is None else tuple(dim), keepdim, dtype)
     shapes = rt.infer_shapes(aten.sum.dim_IntList, (self, dim, keepdim), {"dtype": dtype})
-    node = rt.make_node(ir.SumDimIntlist, operands, attrs, shapes)
+    node = rt.make_node(ir.SumDimIntlist, operands, attrs, shapes, device)
     return rt.wrap(node, device)
 
 
@@ -392,5 +392,5 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     operands = (rt.tensor(self, device),)
     attrs = (k, dim, largest, sorted)
     shapes = rt.infer_shapes(aten.topk.default, (self, k, dim, largest, sorted), {})
-    node = rt.make_node(ir.Topk, operands, attrs, shapes)
+    node = rt.make_node(ir.Topk, operands, attrs, shapes, device)
     return rt.wrap_tuple(node, device)

@@ -23,6 +23,7 @@ class Cast(Node):
     op_kind = "ltc_cast"
     op_name = "cast"
     schema = "cast(Tensor input, ScalarType dtype, ScalarType? stype) -> Tensor"
+    attr_schema = ("ScalarType dtype", "ScalarType? stype")
 
     def __init__(self, operands, attrs, shapes=None):
         if shapes is None:
@@ -40,6 +41,7 @@ class Expand(Node):
     op_kind = "aten::expand"
     op_name = "expand"
     schema = "expand(Tensor input, int[] size, bool is_scalar_expand) -> Tensor"
+    attr_schema = ("int[] size", "bool is_scalar_expand")
 
     def __init__(self, operands, attrs, shapes=None):
         if shapes is None:
@@ -65,6 +67,7 @@ class Scalar(Node):
     op_kind = "prim::Constant"
     op_name = "scalar"
     schema = "scalar(Scalar value, ScalarType type) -> Tensor"
+    attr_schema = ("Scalar value", "ScalarType type")
 
     def __init__(self, operands, attrs, shapes=None):
         if shapes is None:
