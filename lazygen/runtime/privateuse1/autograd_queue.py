@@ -50,10 +50,22 @@ def other_index(device_type: str) -> str:
 
 
 def engine_has_queue(device: torch.device) -> bool:
-    """Run an empty backward on ``device``; False when the engine has no queue for it."""
+    """Run an empty backward on ``device``; False when the engine has no queue for it.
+
+    The engine is called directly (``torch.autograd.graph._engine_run_backward``, what
+    ``torch.autograd.grad`` calls), skipping ``grad``'s check of the given gradient's
+    size: that check imports ``torch.fx.experimental.symbolic_shapes`` (sympy, ~0.3 s),
+    and an implicit gradient (``ones_like``) dispatches to the lazy tensor's class,
+    whose first ``__torch_dispatch__`` makes torch import ``torch.distributed.tensor``
+    (~0.6 s): ``init()`` pays neither (a program's first op and backward do)."""
     leaf = torch.empty(0, device=device, requires_grad=True)
+    grad = torch.empty(0, device=device)
+    run = getattr(torch.autograd.graph, "_engine_run_backward", None)
     try:
-        torch.autograd.grad(leaf, leaf, grad_outputs=torch.empty(0, device=device))
+        if run is None:  # a torch without it: the public way
+            torch.autograd.grad(leaf, leaf, grad_outputs=grad)
+        else:
+            run((leaf,), (grad,), False, False, (leaf,), False, accumulate_grad=False)
     except RuntimeError as error:
         if _ASSERT_TEXT in str(error):
             return False
