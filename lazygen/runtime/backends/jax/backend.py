@@ -32,7 +32,7 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
-from . import donation
+from . import compilation_cache, donation
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
@@ -95,6 +95,7 @@ class JaxBackend(Backend):
 
     def __init__(self) -> None:
         enable_x64()
+        compilation_cache.enable()
         self.ops = dict(JAX_OPS)
         self._refused: dict | None = None
         #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
