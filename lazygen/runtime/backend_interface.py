@@ -164,6 +164,9 @@ class Backend(ABC):
     #: Whether runs go through ``execute_donating``, which may take over the inputs nothing
     #: reads afterwards (``execution/liveness.py`` decides which; non-torch data only).
     donates_inputs: bool = False
+    #: Whether compiled graphs are kept on disk for the next process (``save_executable``,
+    #: ``load_executable``; see ``execution/graph_store.py``).
+    persistent_executables: bool = False
     # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
     # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
     # and as the Python numbers themselves on the others, which cast them where a lowering
@@ -240,6 +243,32 @@ class Backend(ABC):
         lazy tensor's ``__torch_dispatch__`` (a host read): a backend that traces with torch
         while compiling does so under ``outside_dispatch()``.
         """
+
+    def save_executable(self, executable: Any) -> bytes | None:
+        """``executable`` as bytes for another process, or None when it cannot be kept.
+
+        ``load_executable`` turns them back into it. With ``persistent_executables`` set,
+        lazygen stores them under the graph's structure, the backend and
+        ``cache_fingerprint()`` (its persistent store of compiled graphs:
+        ``execution/graph_store.py``).
+        """
+        return None
+
+    def load_executable(self, payload: bytes, order: list[Node], outputs, device) -> Any:
+        """The executable ``save_executable`` gave ``payload`` for.
+
+        ``order`` is the graph now at hand, of the structure compiled then.
+        """
+        raise NotImplementedError
+
+    def cache_fingerprint(self) -> tuple[str, ...]:
+        """What saved executables depend on beyond lazygen's own key.
+
+        lazygen's key holds the machine, Python's, torch's and lazygen's versions and the
+        backend package's source; this adds the rest (a compiler's version, its flags):
+        another value never reads them.
+        """
+        return ()
 
     @abstractmethod
     def execute(self, executable: Any, inputs: list) -> list:

@@ -32,7 +32,7 @@ from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
 from ...ir import Node, ScalarData, Value
-from . import compilation_cache, donation
+from . import compilation_cache, donation, executables
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
@@ -87,6 +87,7 @@ class JaxBackend(Backend):
 
     name = "jax"
     torch_data = False
+    persistent_executables = True  # XLA's programs, serialised (``executables.py``)
     random_numbers = "seed"
     donates_inputs = True
     #: One lowering serves every size (sizes from operands and size inputs); XLA still
@@ -189,15 +190,23 @@ class JaxBackend(Backend):
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
         # that is still referenced: ``_spare_live_inputs``).
+        dead = self._donatable(order)
+        ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
+        variant = self._variants(order, outputs, device, dead)
+        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated, returned)
+
+    def _donatable(self, order: list[Node]) -> list[int]:
         dead = unreferenced_inputs(order, range(len(order)))
         kept = self.small_uploads.ids  # shared arrays: never donated
-        dead = sorted(i for i in dead if id(order[i].native) not in kept)
-        ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
+        return sorted(i for i in dead if id(order[i].native) not in kept)
+
+    def _variants(self, order, outputs, device, dead):
+        """What compiles the graph for other numbers read as sizes (``JaxExecutable.make``)."""
 
         def variant(values: dict[int, int]):
             return self._lowered(order, outputs, device, values, dead)[1].compile()
 
-        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated, returned)
+        return variant
 
     def _compile_for_all_sizes(self, order, outputs, device) -> AllSizesExecutable:
         """One lowering for every size: it runs here once (an op that cannot serve every
@@ -224,6 +233,26 @@ class JaxBackend(Backend):
             return lowered.compile(), donated, donation.placement(returned)
 
         return AllSizesExecutable(variant, static, arrays, len(order))
+
+    def save_executable(self, executable) -> bytes | None:
+        """XLA's compiled program (``jax.experimental.serialize_executable``) after a line
+        of JSON: the numbers compiled in, the donated inputs and where results come back.
+        Programs for all sizes are not kept."""
+        if type(executable) is not JaxExecutable:
+            return None
+        static = dict(executable.static)
+        compiled = executable.variants[tuple(static.values())]
+        return executables.save(compiled, static, executable.donated, executable.placed)
+
+    def load_executable(self, payload: bytes, order, outputs, device) -> JaxExecutable:
+        compiled, static, donated, placed = executables.load(payload)
+        variant = self._variants(order, outputs, device, self._donatable(order))
+        executable = JaxExecutable(compiled, static, variant, donated)
+        executable.placed = placed
+        return executable
+
+    def cache_fingerprint(self) -> tuple[str, ...]:
+        return executables.fingerprint()
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
         return executable(inputs)
