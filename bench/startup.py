@@ -115,6 +115,7 @@ def worker(kind: str, steps: int) -> dict:
 
 def _child_env(cache_home: str) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", XDG_CACHE_HOME=cache_home)
+    env["LAZYGEN_CACHE_DIR"] = os.path.join(cache_home, "lazygen")
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_home, "torchinductor")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
