@@ -79,7 +79,7 @@ def _install_floor_kernels() -> None:
         return tensor.new_lazy(self._value, self._device)
 
     for op in (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor):
-        state.active_kernels[op] = kernel
+        state.kernel_table[op] = kernel
 
 
 def trace(impl: Impl, ops: int, repeats: int) -> dict:

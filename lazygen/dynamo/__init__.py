@@ -27,9 +27,9 @@ import warnings
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import devices, metrics, state
-from lazygen.runtime.backends import BUILTIN
-from lazygen.runtime.devices import LazyDevice
+from lazygen.runtime import capture_interface as runtime
+from lazygen.runtime import metrics
+from lazygen.runtime.capture_interface import BUILTIN, LazyDevice
 
 from . import streams
 from .compiled import CompiledGraph, report
@@ -59,15 +59,15 @@ def device_for(backend: str | None) -> LazyDevice:
     else:
         _init_or_keep(backend)
     if backend is None or _canonical(lr.backend(0).name) == _canonical(backend):
-        return devices.get_device(0)
+        return runtime.get_device(0)
     with _lock:
         index = _index_of_backend.get(_canonical(backend))
         if index is None:
-            used = {d.index for d in devices.all_devices()} | set(_index_of_backend.values())
+            used = {d.index for d in runtime.all_devices()} | set(_index_of_backend.values())
             index = max(used | {0}) + 1
             lr.set_device_backend(index, backend)
             _index_of_backend[_canonical(backend)] = index
-    return devices.get_device(index)
+    return runtime.get_device(index)
 
 
 def _init_or_keep(backend: str) -> None:
@@ -154,7 +154,7 @@ def register() -> None:
         register_backend(lazygen_backend, name=NAME)
 
 
-state.once_per_process(
+runtime.once_per_process(
     __name__,
     ("_index_of_backend", "_graph_ids"),
     "the lazy device index each backend runs on (fixed as devices are) and graph ids, "

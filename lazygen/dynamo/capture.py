@@ -24,13 +24,21 @@ import torch.fx
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import _disable_current_modes
 
-from lazygen.runtime.devices import LazyDevice
-from lazygen.runtime.graph import post_order
-from lazygen.runtime.ir import InputWrite, ScalarData, Value
-from lazygen.runtime.kernel_support import GeneratorData, default_generator
-from lazygen.runtime.ops.facts import MAY_ALIAS_OPS
-from lazygen.runtime.tracing.random_inputs import SeedData
-from lazygen.runtime.tracing.tensor import fixed_scalars, from_data, inner, to_functional
+from lazygen.runtime.capture_interface import (
+    GeneratorData,
+    InputWrite,
+    LazyDevice,
+    ScalarData,
+    SeedData,
+    Value,
+    default_generator,
+    fixed_scalars,
+    from_data,
+    inner,
+    op_fact,
+    post_order,
+    to_functional,
+)
 
 from .interpreter import LazyInterpreter, fallback_counts, is_lazy
 from .layouts import (
@@ -348,7 +356,7 @@ def _mutated_arguments(stand_ins: list, args: list, arg_of: dict) -> tuple[dict,
 def _written_in_graph(mutated: dict, writable: frozenset, node_of: dict, outputs: list) -> set:
     """The changed arguments the graph may write itself (``InputWrite``, after every other
     node). A lowering may make a view copy, ``clone``, ``_to_copy`` or ``copy`` share its
-    input's storage (``MAY_ALIAS_OPS``): a value read from such a result, by a write or
+    input's storage (the op fact ``may_alias``): a value read from such a result, by a write or
     by the caller, after the argument is written would see the new data. So an argument
     qualifies only if no such op, no op outside aten and no other write reads it; the
     others are written back by the replay."""
@@ -356,12 +364,13 @@ def _written_in_graph(mutated: dict, writable: frozenset, node_of: dict, outputs
     if not candidates:
         return set()
     order, _ = post_order(outputs + list(mutated.values()))
+    may_alias = op_fact("may_alias")
     aliased = {value.node for value in mutated.values()}  # a write reads it
     for node in order:
         if node.is_input:
             continue
         kind = node.op_kind  # "aten::slice_copy" (op_name holds the overload too)
-        if not kind.startswith("aten::") or kind[6:] in MAY_ALIAS_OPS:
+        if not kind.startswith("aten::") or kind[6:] in may_alias:
             aliased.update(v.node for v in node.inputs())
     return {i for i in candidates if node_of[i] not in aliased}
 

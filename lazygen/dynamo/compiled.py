@@ -18,13 +18,17 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import _disable_current_modes
 
-from lazygen.runtime import metrics, state
-from lazygen.runtime.devices import LazyDevice
-from lazygen.runtime.errors import LazyGraphError
-from lazygen.runtime.execution import executor
-from lazygen.runtime.graph import graph_key
-from lazygen.runtime.state import log, settings
-from lazygen.runtime.tracing.tensor import from_data, inner, to_functional
+from lazygen.runtime import LazyGraphError, metrics
+from lazygen.runtime import capture_interface as runtime
+from lazygen.runtime.capture_interface import (
+    LazyDevice,
+    from_data,
+    graph_key,
+    inner,
+    log,
+    settings,
+    to_functional,
+)
 
 from . import asserts, partition
 from .capture import ARG, FIXED, PASS, RESULT, VIEW, Capture, capture, host_type_of
@@ -104,7 +108,7 @@ class Replay:
         self, cap: Capture, device: LazyDevice, executable, args, contiguous: frozenset[int]
     ) -> None:
         self.executable = executable
-        self.run = None if executable is None else executor.runner(device, executable)
+        self.run = None if executable is None else runtime.runner(device, executable)
         self.order = cap.order
         self.device = device
         self.template: list = [None] * len(cap.feeds)
@@ -159,7 +163,7 @@ class Replay:
         if self.executable is None:  # every output is an argument or a constant
             results = []
         else:
-            results = executor.run(self.device, self.run, self.order, inputs)
+            results = runtime.run(self.device, self.run, self.order, inputs)
             if self.native:  # host views of the backend's results (DLPack, no copy)
                 from_data_ = self.device.backend.from_data
                 results = [from_data_(r, "cpu", copy=False) for r in results]
@@ -290,7 +294,7 @@ def _lazy_data(t: torch.Tensor, native: bool = False):
     lazy = inner(t)
     node = lazy._value.node
     if not node.is_input:
-        executor.sync([lazy])
+        runtime.sync([lazy])
         node = lazy._value.node
     return node.materialize() if native else node.data
 
@@ -399,7 +403,7 @@ class CompiledGraph:
             # Not under the caller's dispatch modes: the first call runs inside
             # aot_autograd's runtime wrapper, whose mode broke Inductor's own tracing.
             with _disable_current_modes():
-                executable = executor.compile_cached(device, key, order, cap.outputs)
+                executable = runtime.compile_cached(device, key, order, cap.outputs)
         except LazyGraphError as error:
             metrics.count("DynamoEagerGraph")
             self.eager_reasons = [f"compilation failed: {error}"]
@@ -438,4 +442,4 @@ def report() -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-state.register(__name__, _graphs.clear, owns=("_graphs",))
+runtime.register(__name__, _graphs.clear, owns=("_graphs",))

@@ -13,13 +13,17 @@ import torch
 import torch.fx
 
 from lazygen.runtime import metrics
-from lazygen.runtime.devices import LazyDevice
-from lazygen.runtime.ir import DeviceData
-from lazygen.runtime.kernel_support import GeneratorData
-from lazygen.runtime.ops.facts import HOST_READS
-from lazygen.runtime.state import settings
-from lazygen.runtime.tracing.random_inputs import SeedData
-from lazygen.runtime.tracing.tensor import from_data, inner, to_functional
+from lazygen.runtime.capture_interface import (
+    DeviceData,
+    GeneratorData,
+    LazyDevice,
+    SeedData,
+    from_data,
+    inner,
+    op_fact,
+    settings,
+    to_functional,
+)
 
 from . import asserts
 from .layouts import (
@@ -58,7 +62,7 @@ _EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")
 
 #: Counters of values read on the host: a copy off the device (``TransferFromDevice``) and
 #: the ops the fallback report lists as host reads (``.item()``, ``bool()``, ``torch.equal``).
-_HOST_READS = frozenset({"TransferFromDevice"}) | HOST_READS
+_HOST_READS = frozenset({"TransferFromDevice"}) | op_fact("host_reads")
 
 
 def fallback_counts() -> dict[str, int]:

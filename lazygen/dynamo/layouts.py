@@ -13,7 +13,7 @@ import re
 import torch
 import torch.fx
 
-from lazygen.runtime.errors import LazygenRuntimeError
+from lazygen.runtime import LazygenRuntimeError
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 

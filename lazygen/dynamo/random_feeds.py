@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from lazygen.runtime.kernel_support import default_generator
-from lazygen.runtime.tracing.random_inputs import draw_seeds
+from lazygen.runtime.capture_interface import default_generator, draw_seeds
 
 from .capture import GENERATOR, SEED
 

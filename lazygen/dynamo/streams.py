@@ -29,7 +29,7 @@ from collections.abc import Callable
 import torch
 import torch.fx
 
-from lazygen.runtime import devices, state
+from lazygen.runtime import capture_interface as runtime
 
 #: Each lazy device index's one stream, as torch answered it the first time.
 _streams: dict[int, torch.Stream] = {}
@@ -46,9 +46,9 @@ def current_stream(device: torch.device) -> torch.Stream:
     stream = _by_device.get(device)
     if stream is not None:
         return stream
-    if not devices.is_lazy_device(device):
+    if not runtime.is_lazy_device(device):
         return _torch_lookup[0](device)
-    index = devices.current_index() if device.index is None else device.index
+    index = runtime.current_index() if device.index is None else device.index
     stream = _streams.get(index)
     if stream is None:
         stream = _streams[index] = _torch_lookup[0](device)
@@ -127,7 +127,7 @@ def _reads_streams(node: torch.fx.Node) -> bool:
     return isinstance(custom, dict) and "stream" in custom
 
 
-state.once_per_process(
+runtime.once_per_process(
     __name__,
     ("_streams", "_by_device", "_torch_lookup"),
     "the streams torch handed out (Dynamo's guards and bytecode hold them)",

@@ -22,19 +22,18 @@ import threading
 import torch
 
 from . import backend_interface as _backend_registry
-from . import config, debug, devices, distributed, ir_cache, metrics, ops, process, state
+from . import config, debug, devices, dispatch, distributed, ir_cache, metrics, ops, process, state
 from . import privateuse1 as _privateuse1
 from .backend_interface import Backend, KernelTables, make_backend, register_backend
 from .backends import BUILTIN, default_backend
-from .devices import all_devices, device_from, is_lazy_device
+from .devices import all_devices, device_from
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
 from .execution import executor, step_closures
 from .graph import dynamic as _dynamic
 from .graph.budget import RecompileLimitWarning
 from .lowering_context import LoweringContext
 from .privateuse1 import autograd_queue
-from .state import settings
-from .tracing import dispatch
+from .state import is_lazy_device, settings
 from .tracing.tensor import inner
 
 _privateuse1.reserve_autograd_queue()
@@ -118,7 +117,7 @@ def init(
         settings.device_type = name
         _privateuse1.install(name)
         dispatch.install()
-        dispatch.register_tables(ops.kernel_tables())
+        dispatch.register_tables(ops.runtime_tables())
         dispatch.install_tables(tables)
         dispatch.register_tables(KernelTables(kernels=distributed.install()))
         dispatch.install_refusals(chosen)

@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from lazygen import renamed
+
 from . import state
 from .errors import LazygenRuntimeError
 from .ir import Node, Value
@@ -76,7 +78,7 @@ class KernelTables:
                 f"{error.name!r}. It takes the generated registration module "
                 "(`<package>.generated.registration`), which `lazygen gen` or the "
                 "package's build writes: check the name, and that the package is built"
-                + _renamed_hint(module_name)
+                + renamed.generated_package_hint(module_name)
             ) from error
         return cls._from_registration(module_name, module, wrappers)
 
@@ -97,21 +99,6 @@ class KernelTables:
             dict(wrappers or {}),
             dict(getattr(module, "COUNTER_ALIASES", {})),
         )
-
-
-#: The built-in op list's generated package before it was named ``builtin`` everywhere.
-_OLD_BUILTIN_GENERATED = "lazygen.generated."
-_BUILTIN_REGISTRATION = "lazygen.runtime.builtin.generated.registration"
-
-
-def _renamed_hint(module_name: str) -> str:
-    if not module_name.startswith(_OLD_BUILTIN_GENERATED):
-        return ""
-    return (
-        f". The built-in op list's generated package moved: its registration is now "
-        f"{_BUILTIN_REGISTRATION!r} (`lazygen.runtime.builtin.tables.kernel_tables()` "
-        "gives its tables)"
-    )
 
 
 class Backend(ABC):
@@ -178,7 +165,7 @@ class Backend(ABC):
         Each is mapped to None (always) or to a predicate ``(op, args, kwargs) -> bool``
         (this call): on this backend's devices each such call cuts the graph and runs
         eagerly, counted and listed as refused in ``metrics.fallback_report()`` (see
-        ``lazygen.runtime.tracing.refusals`` for the keys). Read once, when the backend is
+        ``lazygen.runtime.dispatch.refusals`` for the keys). Read once, when the backend is
         installed; none by default.
         """
         return {}

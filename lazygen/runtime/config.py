@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import torch
 
+from . import dispatch
 from .errors import LazygenRuntimeError
 from .execution import executor
 from .graph import dynamic
 from .state import settings
-from .tracing import dispatch, ir_reuse, shape_inference
+from .tracing import ir_reuse, output_shapes
 
 __all__ = [
     "get_async_execution",
@@ -154,7 +155,7 @@ def get_compile_cache_size() -> int:
 def set_shape_cache_size(entries: int) -> None:
     """Keep at most this many cached shape inferences (least recently used go first)."""
     settings.shape_cache_size = max(0, int(entries))
-    shape_inference.trim_cache()
+    output_shapes.trim_cache()
 
 
 def get_shape_cache_size() -> int:

@@ -232,14 +232,6 @@ def set_current_index(index: int) -> None:
     _current_index = check_index(index)
 
 
-def is_lazy_device(device) -> bool:
-    """Whether ``device`` (a ``torch.device``, a string such as ``"lazygen:0"``) is the lazy
-    device, under whatever name ``init(device_name=...)`` gave it."""
-    if isinstance(device, str):
-        return device.partition(":")[0] == settings.device_type
-    return isinstance(device, torch.device) and device.type == settings.device_type
-
-
 def device_from(device) -> LazyDevice:
     """The ``LazyDevice`` of a ``device=`` argument (None: the current one)."""
     if device is None:

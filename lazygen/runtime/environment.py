@@ -1,7 +1,10 @@
 """Every environment variable lazygen reads, in one list, with its default and meaning.
 
-The modules that read a variable (``state`` for the settings, ``devices``, ``debug``, the
-composition root, the backends) stay the readers; this list is what a user is told. The
+It is also the list of the settings the environment sets: a variable with a ``setting`` is
+the default of ``state.settings.<setting>``, parsed as its ``kind`` says, and ``state``
+builds the settings from this list (``Variable.read``); the settings no variable sets are
+listed in ``state`` with why. The other variables keep their readers (``devices``,
+``debug``, the composition root, the backends); this list is what a user is told. The
 documentation's settings table is rendered from it and from ``process.EFFECTS`` (the
 opt-outs of lazygen's changes to the process) at build time, and
 ``tests/docs/test_environment_table.py`` fails when a ``LAZYGEN_*`` name read anywhere in
@@ -10,6 +13,7 @@ opt-outs of lazygen's changes to the process) at build time, and
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -22,12 +26,24 @@ class Variable:
         default: Its value when unset, as a user would write it.
         effect: What it changes (markdown).
         api: The Python call that changes the same setting at run time, if any.
+        setting: The attribute of ``state.settings`` it is the default of, if any.
+        kind: How that setting parses it: ``"int"``, or ``"flag"`` (an int, on unless 0).
     """
 
     name: str
     default: str
     effect: str
     api: str = ""
+    setting: str = ""
+    kind: str = ""
+
+    def read(self) -> int | bool:
+        """The setting's value from the environment (the default where unset or not an int)."""
+        try:
+            value = int(os.environ.get(self.name, self.default))
+        except ValueError:
+            value = int(self.default)
+        return value != 0 if self.kind == "flag" else value
 
 
 VARIABLES: tuple[Variable, ...] = (
@@ -64,6 +80,8 @@ VARIABLES: tuple[Variable, ...] = (
         "`1` records the user's source line on every IR node (dumps, errors); `2` also logs "
         "each uncached compile and sync",
         "`lr.config.set_debug`",
+        setting="debug",
+        kind="int",
     ),
     Variable(
         "LAZYGEN_EXPLAIN_RECOMPILES",
@@ -72,6 +90,8 @@ VARIABLES: tuple[Variable, ...] = (
         "cached graph, the user's line that traced it and what to do; counted as "
         "`Recompile_<reason>`",
         "`lr.config.set_explain_recompiles`",
+        setting="explain_recompiles",
+        kind="flag",
     ),
     Variable(
         "LAZYGEN_DYNAMIC_SHAPES",
@@ -79,6 +99,8 @@ VARIABLES: tuple[Variable, ...] = (
         "`1` makes sizes graph inputs: a step seen with other sizes compiles one graph for all "
         "of them",
         "`lr.init(dynamic_shapes=True)`, `lr.config.set_dynamic_shapes`, `lr.mark_dynamic`",
+        setting="dynamic_shapes",
+        kind="flag",
     ),
     Variable(
         "LAZYGEN_RECOMPILE_LIMIT",
@@ -87,6 +109,8 @@ VARIABLES: tuple[Variable, ...] = (
         "limit); past it a `RecompileLimitWarning`, then sizes become graph inputs or the "
         "structure's graphs run uncompiled, op by op",
         "`lr.config.set_recompile_limit`",
+        setting="recompile_limit",
+        kind="int",
     ),
     Variable(
         "LAZYGEN_SAVE_TENSORS_FILE",
@@ -105,18 +129,24 @@ VARIABLES: tuple[Variable, ...] = (
         "100000",
         "cut a graph automatically past this many pending nodes",
         "`lr.config.set_max_pending_nodes`",
+        setting="max_pending_nodes",
+        kind="int",
     ),
     Variable(
         "LAZYGEN_COMPILE_CACHE_SIZE",
         "1024",
         "compiled graphs kept per backend (least recently used go first)",
         "`lr.config.set_compile_cache_size`",
+        setting="compile_cache_size",
+        kind="int",
     ),
     Variable(
         "LAZYGEN_SHAPE_CACHE_SIZE",
         "50000",
         "shape inferences kept (least recently used go first)",
         "`lr.config.set_shape_cache_size`",
+        setting="shape_cache_size",
+        kind="int",
     ),
     Variable(
         "LAZYGEN_CACHE",
@@ -142,6 +172,8 @@ VARIABLES: tuple[Variable, ...] = (
         "next step is traced, reads wait for it, and a failed run raises at the first read or "
         "the next `mark_step`",
         "`lr.config.set_async_execution`",
+        setting="async_execution",
+        kind="flag",
     ),
     Variable(
         "LAZYGEN_EARLY_RESULTS",
@@ -149,10 +181,17 @@ VARIABLES: tuple[Variable, ...] = (
         "`0` stops `mark_step` from running a step's one-element results (the loss) in a "
         "graph of their own ahead of the rest (why a step with a read loss shows two graphs)",
         "`lr.config.set_early_results`",
+        setting="early_results",
+        kind="flag",
     ),
     Variable(
         "LAZYGEN_EARLY_RESULTS_MAX_NODES",
         "2048",
         "the largest step whose one-element results get their own early graph",
+        setting="early_results_max_nodes",
+        kind="int",
     ),
 )
+
+#: The variables that set a setting (``state.settings`` reads them through this list).
+SETTINGS = tuple(v for v in VARIABLES if v.setting)

@@ -8,10 +8,10 @@ reuse" (``ir_reuse``).
 
 from __future__ import annotations
 
-from .tracing import ir_reuse, shape_inference
+from .tracing import ir_reuse, output_shapes
 
 
 def reset() -> None:
     """Forget cached IR nodes and shape inferences (as ``torch._lazy.ir_cache.reset``)."""
     ir_reuse.reset()
-    shape_inference.clear_cache()
+    output_shapes.clear_cache()

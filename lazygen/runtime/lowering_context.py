@@ -88,7 +88,6 @@ from typing import Any
 import torch
 
 from . import op_facts, state
-from .devices import is_lazy_device
 from .errors import LazygenRuntimeError, LazyGraphError
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
 
@@ -330,7 +329,7 @@ class LoweringContext(ABC):
 
         ``device`` is a ``torch.device`` or its string, as a device attribute carries it.
         """
-        return is_lazy_device(device)
+        return state.is_lazy_device(device)
 
     # Helpers for implementations ------------------------------------------------------------
 

@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from lazygen import renamed
+
 from . import state
 
 # Each thread counts into its own dicts (no lock on the hot path, no lost updates between
@@ -108,16 +110,11 @@ def add_counter_aliases(aliases: dict[str, str]) -> None:
     _aliases.update(aliases)
 
 
-#: The runtime's own counters under other names: LTC's ``SyncedTensorsWithIR`` (tensors
-#: with pending IR a sync materialised) is lazygen's ``SyncedTensors``; ``EagerGraphRun``
-#: and ``EagerGraphCompiled`` are the names before graphs run op by op were called
-#: uncompiled (issue 42: "eager" names what torch runs itself, the eager fallback).
+#: The runtime's own counters under other names: torch._lazy's (``SyncedTensorsWithIR`` is
+#: lazygen's ``SyncedTensors``) and the old names of renamed counters, both listed in
+#: ``lazygen.renamed`` (the latter with the release that drops them).
 _CORE_ALIASES = MappingProxyType(
-    {
-        "SyncedTensorsWithIR": "SyncedTensors",
-        "EagerGraphRun": "UncompiledGraphRun",
-        "EagerGraphCompiled": "UncompiledGraphCompiled",
-    }
+    {**renamed.LTC_COUNTERS, **{old: r.new for old, r in renamed.COUNTERS.items()}}
 )
 
 #: LTC names a reused node's counter after its C++ class (``IrNodeReused_torch::lazy::

@@ -27,9 +27,9 @@ from . import state
 FACTS: Mapping[str, str] = MappingProxyType(
     {
         "cpu_statistics": "schema names of normalisations whose CPU kernels give their "
-        "statistics in the input's dtype (shape_inference declares the CPU dtypes)",
+        "statistics in the input's dtype (tracing.output_shapes declares the CPU dtypes)",
         "same_dtype": "schema names of ops whose eager kernels need one dtype across their "
-        "tensors (shape_inference raises the user's error at trace time)",
+        "tensors (tracing.output_shapes raises the user's error at trace time)",
         "value_independent_random": "schema names of random ops whose draws depend on "
         "their inputs' metadata only (kernel_support replays them on zero stand-ins)",
         "host_reads": "schema names of ops whose eager run is the host reading device data, "

@@ -19,8 +19,6 @@ import warnings
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from . import state
-
 
 @dataclass(frozen=True, slots=True)
 class Effect:
@@ -210,19 +208,20 @@ def when_imported(name: str, callback) -> None:
 
     What lazygen registers with a module torch imports lazily (``torch._dynamo``: ~1.2 s,
     imported by torch at the first optimizer step) waits for that import instead of paying
-    it in ``init()``. A callback's failure is a warning: the program's import goes on."""
+    it in ``init()``. A callback's failure is a warning: the program's import goes on. The
+    waiting callbacks live on the finder in ``sys.meta_path``, the import system's own
+    list, for the process's life (an import happens once)."""
     module = sys.modules.get(name)
     if module is None and not enabled("deferred_imports"):
         module = importlib.import_module(name)
     if module is not None:
         _call(callback, module)
         return
-    _after_import.setdefault(name, []).append(callback)
-    if not any(isinstance(f, _AfterImportFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImportFinder())
-
-
-_after_import: dict[str, list] = {}  # module name -> callbacks waiting for its import
+    finder = next((f for f in sys.meta_path if isinstance(f, _AfterImportFinder)), None)
+    if finder is None:
+        finder = _AfterImportFinder()
+        sys.meta_path.insert(0, finder)
+    finder.waiting.setdefault(name, []).append(callback)
 
 
 def _call(callback, module) -> None:
@@ -239,18 +238,21 @@ def _call(callback, module) -> None:
 
 class _AfterImportFinder:
     """A ``sys.meta_path`` finder that finds nothing itself: for a module with callbacks
-    waiting it asks the finders after it, and gives their spec a loader that runs the
-    callbacks once the module's code has run."""
+    waiting (``waiting``: module name -> callbacks) it asks the finders after it, and gives
+    their spec a loader that runs the callbacks once the module's code has run."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, list] = {}
 
     def find_spec(self, name, path, target=None):
-        if name not in _after_import:
+        if name not in self.waiting:
             return None
         for finder in sys.meta_path[sys.meta_path.index(self) + 1 :]:
             find = getattr(finder, "find_spec", None)
             spec = find(name, path, target) if find is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _ThenCall(spec.loader, name)
+                    spec.loader = _ThenCall(spec.loader, self.waiting.pop(name))
                 return spec
         return None
 
@@ -259,16 +261,16 @@ class _ThenCall:
     """A module's own loader, then the callbacks waiting for it; anything else (resource
     readers, ``get_data``) is the loader's own."""
 
-    def __init__(self, loader, name: str) -> None:
+    def __init__(self, loader, callbacks: list) -> None:
         self._loader = loader
-        self._name = name
+        self._callbacks = callbacks
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
 
     def exec_module(self, module) -> None:
         self._loader.exec_module(module)
-        for callback in _after_import.pop(self._name, ()):
+        for callback in self._callbacks:
             _call(callback, module)
 
     def __getattr__(self, attribute):
@@ -300,10 +302,3 @@ def _raise_young_generation_threshold() -> None:
     young, *older = gc.get_threshold()
     if wanted > young:
         gc.set_threshold(wanted, *older)
-
-
-state.once_per_process(
-    __name__,
-    ("_after_import",),
-    "callbacks waiting for a module's import, which happens once per process",
-)

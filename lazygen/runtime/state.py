@@ -2,7 +2,7 @@
 
 * ``settings``: the knobs read on the hot path (``config`` is their public facade, whose
   setters also refresh what a setting affects);
-* ``active_kernels``: the table ``LazyTensor.__torch_dispatch__`` reads (op -> kernel),
+* ``kernel_table``: the kernel table, what ``LazyTensor.__torch_dispatch__`` runs (op -> kernel),
   filled in place by ``dispatch``;
 * every other piece of mutable state (kernel tables, shape and IR caches, compile caches,
   counters, pending step closures) is owned by one module, which declares it here with
@@ -35,35 +35,30 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable
+from types import MappingProxyType
 
+import torch
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, default))
-    except ValueError:
-        return default
+from .environment import SETTINGS
+
+#: The settings no environment variable sets, with why (the others are
+#: ``environment.SETTINGS``: one list for both).
+RUNTIME_ONLY_SETTINGS = MappingProxyType(
+    {
+        "record_source": "derived: on with LAZYGEN_DEBUG >= 1, a save file, or explained "
+        "recompiles",
+        "reuse_ir": "set by lr.config.set_reuse_ir only",
+        "force_fallback": "set by lr.config.set_force_fallback only",
+        "backing_device": "LAZYGEN_BACKING_DEVICE, read once: fixed for the process",
+        "device_type": "the lazy device's name, fixed by init(device_name=...)",
+    }
+)
 
 
 class _Settings:
     """Mutable runtime settings; the hot path reads attributes of the single instance."""
 
-    __slots__ = (
-        "debug",
-        "record_source",
-        "explain_recompiles",
-        "dynamic_shapes",
-        "recompile_limit",
-        "reuse_ir",
-        "force_fallback",
-        "max_pending_nodes",
-        "compile_cache_size",
-        "shape_cache_size",
-        "backing_device",
-        "async_execution",
-        "early_results",
-        "early_results_max_nodes",
-        "device_type",
-    )
+    __slots__ = tuple(v.setting for v in SETTINGS) + tuple(RUNTIME_ONLY_SETTINGS)
 
     def __init__(self) -> None:
         self.restore()
@@ -73,41 +68,37 @@ class _Settings:
         self.device_type = "lazygen"
 
     def restore(self) -> None:
-        """Every knob ``config`` can change back to its default (from the environment),
-        except the device name and backing device, which hold for the process."""
-        self.debug = _env_int("LAZYGEN_DEBUG", 0)
+        """Every knob ``config`` can change back to its default (from the environment,
+        ``environment.SETTINGS``), except the device name and backing device, which hold for
+        the process."""
+        for variable in SETTINGS:
+            setattr(self, variable.setting, variable.read())
         # LAZYGEN_SAVE_TENSORS_FILE (or LTC's LTC_SAVE_TENSORS_FILE): every synced graph's
         # IR is appended there (``debug``), with the user's line of each node when set
-        # before the runtime starts (sources are then recorded).
+        # before the runtime starts (sources are then recorded). Explained recompiles name
+        # the user's line of the node that differs, so they record sources too.
         saving = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get(
             "LTC_SAVE_TENSORS_FILE"
         )
-        # LAZYGEN_EXPLAIN_RECOMPILES=1: say why each recompile happens (``recompiles``),
-        # naming the user's line of the node that differs (so sources are recorded).
-        self.explain_recompiles = _env_int("LAZYGEN_EXPLAIN_RECOMPILES", 0) != 0
         self.record_source = self.debug >= 1 or bool(saving) or self.explain_recompiles
-        # LAZYGEN_DYNAMIC_SHAPES=1: sizes are graph inputs, and a graph seen with a second
-        # set of sizes compiles once for all of them (``graph/dynamic.py``).
-        self.dynamic_shapes = _env_int("LAZYGEN_DYNAMIC_SHAPES", 0) != 0
-        # Compiles per step structure before a warning and a bounded behaviour (0: none).
-        self.recompile_limit = _env_int("LAZYGEN_RECOMPILE_LIMIT", 8)
         self.reuse_ir = False
         self.force_fallback: frozenset[str] = frozenset()
-        self.max_pending_nodes = _env_int("LAZYGEN_MAX_PENDING_NODES", 100_000)
-        self.compile_cache_size = _env_int("LAZYGEN_COMPILE_CACHE_SIZE", 1024)
-        self.shape_cache_size = _env_int("LAZYGEN_SHAPE_CACHE_SIZE", 50_000)
-        self.async_execution = _env_int("LAZYGEN_ASYNC", 1) != 0
-        self.early_results = _env_int("LAZYGEN_EARLY_RESULTS", 1) != 0
-        # 2048 covers a small transformer's step (measured in docs/benchmarks.md); the walk
-        # is cheap per node, so far larger steps, mostly tracing, stay one graph.
-        self.early_results_max_nodes = _env_int("LAZYGEN_EARLY_RESULTS_MAX_NODES", 2048)
 
 
 settings = _Settings()
 
+
+def is_lazy_device(device) -> bool:
+    """Whether ``device`` (a ``torch.device``, a string such as ``"lazygen:0"``) is the lazy
+    device, under whatever name ``init(device_name=...)`` gave it."""
+    if isinstance(device, str):
+        return device.partition(":")[0] == settings.device_type
+    return isinstance(device, torch.device) and device.type == settings.device_type
+
+
 #: The dispatch table ``LazyTensor.__torch_dispatch__`` reads: ``torch.ops`` overload ->
 #: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).
-active_kernels: dict = {}
+kernel_table: dict = {}
 
 _resets: dict[str, list[Callable[[], None]]] = {}
 _owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
@@ -164,7 +155,7 @@ once_per_process(
 )
 # Emptied first (in place: readers hold a reference); ``dispatch``'s reset, registered
 # after this one, fills it again from the installed tables.
-register(__name__, active_kernels.clear, owns=("active_kernels",))
+register(__name__, kernel_table.clear, owns=("kernel_table",))
 
 
 def log(level: int, message: str) -> None:

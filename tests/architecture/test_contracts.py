@@ -2,7 +2,8 @@
 
 * Every method of ``LoweringContext`` and ``Backend`` (what a backend author implements or
   may override) has a docstring.
-* The runtime raises ``LazygenRuntimeError`` (or a subclass), never a bare ``RuntimeError``.
+* The runtime raises ``LazygenRuntimeError`` (or a subclass), never a bare ``RuntimeError``
+  (called or raised as the class).
 """
 
 from __future__ import annotations
@@ -34,15 +35,57 @@ def test_graph_errors_are_runtime_errors_of_lazygen():
     assert issubclass(LazygenRuntimeError, RuntimeError)
 
 
+def bare_runtime_errors(source: str) -> list[int]:
+    """Lines raising a bare ``RuntimeError``: called (``raise RuntimeError("...")``),
+    raised as the class (``raise RuntimeError``), or through ``builtins.RuntimeError``."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        named = getattr(node, "func", None) if isinstance(node, ast.Call) else None
+        if isinstance(node, ast.Raise):
+            named = node.exc
+        if _names_runtime_error(named):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def _names_runtime_error(node: ast.AST | None) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == "RuntimeError"
+    return isinstance(node, ast.Attribute) and node.attr == "RuntimeError"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'raise RuntimeError("x")',
+        "raise RuntimeError",
+        "raise builtins.RuntimeError('x')",
+        "error = RuntimeError('x')",
+        "raise RuntimeError from None",
+    ],
+)
+def test_the_scan_finds_each_bare_runtime_error(source):
+    assert bare_runtime_errors(source), source
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "raise LazygenRuntimeError('x')",
+        "except RuntimeError:\n    pass",
+        "isinstance(e, RuntimeError)",
+        "class E(RuntimeError):\n    pass",
+    ],
+)
+def test_the_scan_leaves_catching_and_subclassing_alone(source):
+    if source.startswith("except"):
+        source = "try:\n    f()\n" + source
+    assert not bare_runtime_errors(source), source
+
+
 @pytest.mark.parametrize(
     "path", sorted(RUNTIME.rglob("*.py")), ids=lambda p: str(p.relative_to(RUNTIME))
 )
 def test_no_bare_runtime_error(path):
-    calls = [
-        node.lineno
-        for node in ast.walk(ast.parse(path.read_text(), str(path)))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "RuntimeError"
-    ]
-    assert not calls, f"{path.name}: RuntimeError(...) at lines {calls} (use LazygenRuntimeError)"
+    lines = bare_runtime_errors(path.read_text())
+    assert not lines, f"{path.name}: a bare RuntimeError at lines {lines} (use LazygenRuntimeError)"

@@ -4,7 +4,8 @@ level and inside functions alike; an import inside a function is still a depende
 * The generator never imports the runtime and the runtime never imports the generator.
 * In the runtime, imports go one way: ``backends/<name>`` -> ``backend``/``lowering`` ->
   the core. Nothing outside ``backends/`` imports a concrete backend, and no backend
-  imports another: the op list they share is the backend-neutral ``builtin`` package.
+  imports another (but its base: ``inductor`` builds on ``fx``): the op list they share is
+  the backend-neutral ``builtin`` package.
 * Generated code imports the runtime, never a concrete backend. It is scanned under the
   name it is installed as (``generated/builtin/`` is ``lazygen.runtime.builtin.generated``,
   see ``setup.py``), and the built-in op list's tables import it as a module, so the
@@ -12,6 +13,11 @@ level and inside functions alike; an import inside a function is still a depende
 * The composition root (``lazygen/runtime/__init__.py``) may import the whole core, and
   finds backends by name only (``lazygen.runtime.backends.BUILTIN`` holds strings).
 * The core has no import cycle, and no module imports itself back through a function.
+* Between the runtime's packages and top modules, imports go down the order that
+  docs/architecture.md documents (its layer block, read here), function bodies included; every
+  package and top module has a place in it.
+* ``lazygen.dynamo`` uses the runtime through ``lazygen.runtime.capture_interface`` (and the
+  public API), never its internal modules.
 * ``lazygen.conformance`` is a client of the runtime: it uses ``lazygen.runtime``'s public
   API only, and neither the runtime nor the generator imports it.
 """
@@ -47,7 +53,12 @@ def _module_name(path: Path) -> str:
 
 def _imports(path: Path) -> list[tuple[str, int]]:
     """Every module ``path`` imports, absolute, with its line."""
-    module = _module_name(path)
+    return _imports_of(path, _module_name(path))
+
+
+def _imports_of(path: Path, module: str) -> list[tuple[str, int]]:
+    """Every module ``path`` (the source of ``module``) imports, absolute, with its line:
+    at module level and inside functions alike (``ast.walk`` sees every statement)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -104,13 +115,105 @@ def _edges() -> list[tuple[str, str, int]]:
     return edges
 
 
+DOCS = ROOT / "docs" / "architecture.md"
+LAYERS_MARK = "<!-- runtime layers:"
+
+
+def documented_layers(text: str) -> list[tuple[str, ...]]:
+    """The runtime's layers as docs/architecture.md lists them, top first: each line of the
+    block after the marker names packages or top modules (``a, b | what they are``)."""
+    lines = text[text.index(LAYERS_MARK) :].splitlines()[1:]
+    assert lines[0].startswith("```"), "the layer block follows its marker"
+    layers = []
+    for line in lines[1:]:
+        if line.startswith("```"):
+            return layers
+        names = line.split("|")[0]
+        layers.append(tuple(n.strip() for n in names.split(",") if n.strip()))
+    raise AssertionError("the layer block in docs/architecture.md is not closed")
+
+
+def _unit(module: str) -> str | None:
+    """The package or top module of ``lazygen.runtime`` that ``module`` belongs to (the
+    composition root is ``lazygen.runtime`` itself)."""
+    if module == RUNTIME:
+        return RUNTIME
+    if module.startswith(RUNTIME + "."):
+        return module[len(RUNTIME) + 1 :].split(".")[0]
+    return None
+
+
+def layer_violations(edges, layers: list[tuple[str, ...]]) -> list[str]:
+    """Imports between the runtime's units that do not go down the documented order."""
+    rank = {name: len(layers) - i for i, names in enumerate(layers) for name in names}
+    wrong = []
+    for source, target, line in edges:
+        a, b = _unit(source), _unit(target)
+        if a is None or b is None or a == b:
+            continue
+        if a not in rank or b not in rank:
+            missing = a if a not in rank else b
+            wrong.append(f"{source} -> {target} (line {line}): {missing} is in no layer")
+        elif rank[a] <= rank[b]:
+            how = "up" if rank[a] < rank[b] else "sideways"
+            wrong.append(f"{source} -> {target} (line {line}): {a} imports {b}, {how}")
+    return wrong
+
+
+def test_imports_follow_the_documented_order():
+    layers = documented_layers(DOCS.read_text())
+    wrong = layer_violations(_edges(), layers)
+    assert not wrong, (
+        "imports against the order of docs/architecture.md (move the code to where it "
+        "belongs; a hidden import is no fix):\n" + "\n".join(wrong)
+    )
+
+
+def test_every_runtime_package_and_top_module_has_a_layer():
+    listed = {name for names in documented_layers(DOCS.read_text()) for name in names}
+    units = {RUNTIME}
+    for path in (PACKAGE / "runtime").iterdir():
+        if path.suffix == ".py" and path.name != "__init__.py":
+            units.add(path.stem)
+        elif (path / "__init__.py").is_file():
+            units.add(path.name)
+    assert units == listed, (
+        f"not in docs/architecture.md's layers: {sorted(units - listed)}; "
+        f"listed but gone: {sorted(listed - units)}"
+    )
+
+
+def test_the_order_scan_catches_an_import_up_sideways_and_unlisted():
+    """The edges come from ``_imports``, which walks function bodies too (next test)."""
+    layers = [("execution",), ("tracing", "graph"), ("state",)]
+    edges = [
+        (f"{RUNTIME}.tracing.fallback", f"{RUNTIME}.execution.executor", 2),  # up
+        (f"{RUNTIME}.tracing.tensor", f"{RUNTIME}.graph", 3),  # sideways
+        (f"{RUNTIME}.tracing.tensor", f"{RUNTIME}.state", 4),  # down: fine
+        (f"{RUNTIME}.tracing.tensor", f"{RUNTIME}.tracing.ir_reuse", 5),  # own package
+        (f"{RUNTIME}.newthing", f"{RUNTIME}.state", 6),  # in no layer
+    ]
+    wrong = layer_violations(edges, layers)
+    assert len(wrong) == 3, wrong
+    assert "tracing imports execution, up" in wrong[0]
+    assert "tracing imports graph, sideways" in wrong[1]
+    assert "newthing is in no layer" in wrong[2]
+
+
+def test_the_layer_block_is_read_as_written():
+    text = "x\n<!-- runtime layers: top first -->\n```text\n" "a, b | top\nc | bottom\n```\n"
+    assert documented_layers(text) == [("a", "b"), ("c",)]
+
+
 def test_the_scanner_sees_imports_inside_functions(tmp_path):
     """The scan must count function-level imports (they used to hide a cycle)."""
     module = PACKAGE / "runtime" / "execution" / "executor.py"
     names = {target for target, _ in _imports(module)}
     assert "lazygen.runtime.devices" in names
-    hidden = ast.parse("def f():\n    from .tensor import x\n")
-    assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(hidden))
+    path = tmp_path / "hidden.py"
+    path.write_text("def f():\n    from ..execution import executor\n")
+    found = [name for name, _ in _imports_of(path, f"{RUNTIME}.tracing.hidden")]
+    assert found == [f"{RUNTIME}.execution.executor"]
 
 
 def test_the_builtin_op_list_is_a_module_import():
@@ -153,13 +256,51 @@ def test_conformance_is_a_client_of_the_runtime():
     assert not wrong, "\n".join(wrong)
 
 
+#: What ``lazygen.dynamo`` may import of the runtime: the public API, the public ``metrics``
+#: module, and the one interface module written for it.
+DYNAMO_MAY_IMPORT = frozenset({RUNTIME, f"{RUNTIME}.metrics", f"{RUNTIME}.capture_interface"})
+
+
+def dynamo_reaches_inside(edges) -> list[str]:
+    """The imports of ``lazygen.dynamo`` that reach past the runtime's interface."""
+    return [
+        f"{s} -> {t} (line {n})"
+        for s, t, n in edges
+        if s.startswith("lazygen.dynamo") and t.startswith(RUNTIME) and t not in DYNAMO_MAY_IMPORT
+    ]
+
+
+def test_dynamo_uses_the_runtime_through_its_interface():
+    wrong = dynamo_reaches_inside(_edges())
+    assert not wrong, (
+        "lazygen.dynamo imports runtime internals; add the name to "
+        "lazygen/runtime/capture_interface.py and import it from there:\n" + "\n".join(wrong)
+    )
+
+
+def test_the_dynamo_scan_catches_an_internal_import():
+    edges = [
+        ("lazygen.dynamo.capture", f"{RUNTIME}.ops.facts", 3),
+        ("lazygen.dynamo.capture", f"{RUNTIME}.capture_interface", 4),
+        ("lazygen.dynamo.capture", RUNTIME, 5),
+    ]
+    assert dynamo_reaches_inside(edges) == [
+        f"lazygen.dynamo.capture -> {RUNTIME}.ops.facts (line 3)"
+    ]
+
+
+#: Backends built on another one, which they may import: Inductor compiles the ``fx``
+#: backend's GraphModules.
+BASES = {"inductor": frozenset({"fx"})}
+
+
 def test_only_backends_import_a_backend():
     wrong = []
     for source, target, line in _edges():
         backend = _backend_of(target)
         if backend is None or not source.startswith(RUNTIME):
             continue
-        if _backend_of(source) == backend:
+        if _backend_of(source) == backend or backend in BASES.get(_backend_of(source), ()):
             continue
         wrong.append(f"{source} -> {target} (line {line})")
     assert not wrong, "core modules import a concrete backend:\n" + "\n".join(wrong)

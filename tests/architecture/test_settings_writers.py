@@ -12,48 +12,98 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lazygen"
 WRITERS = {"lazygen/runtime/__init__.py", "lazygen/runtime/config.py", "lazygen/runtime/state.py"}
 
 
+def _aliases(tree: ast.AST) -> set[str]:
+    """Names that hold the settings object in this module: ``settings`` itself, an import
+    of it under another name, and a name assigned from it (``s = state.settings``)."""
+    names = {"settings"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names |= {a.asname for a in node.names if a.name == "settings" and a.asname}
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                value = node.value
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if value is not None and _is_settings(value, names):
+                    for target in targets:
+                        if isinstance(target, ast.Name) and target.id not in names:
+                            names.add(target.id)
+                            changed = True
+    return names
+
+
+def _is_settings(node: ast.AST, names: set[str]) -> bool:
+    """``settings`` (or an alias), or any ``<expr>.settings`` (``state.settings``,
+    ``lr.config.settings``)."""
+    if isinstance(node, ast.Name):
+        return node.id in names
+    return isinstance(node, ast.Attribute) and node.attr == "settings"
+
+
+_SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
+
+
 def _settings_writes(tree: ast.AST) -> list[int]:
-    """Lines assigning an attribute of a name ``settings`` (``settings.x = ...``, ``+=``,
-    ``del``, ``setattr(settings, ...)``)."""
+    """Lines writing an attribute of the settings object, however it is reached: an
+    assignment, ``+=``, an annotated assignment, ``del``, a tuple or loop target,
+    ``setattr``/``delattr``/``object.__setattr__``, or ``settings.__setattr__``; through
+    ``settings``, ``state.settings``, ``lr.config.settings`` or a name bound to one."""
+    names = _aliases(tree)
     lines = []
     for node in ast.walk(tree):
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, ast.Delete):
-            targets = node.targets
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("setattr", "delattr")
-            and node.args
-            and isinstance(node.args[0], ast.Name)
-            and node.args[0].id == "settings"
-        ):
-            lines.append(node.lineno)
-        for target in targets:
-            for sub in ast.walk(target):
-                if (
-                    isinstance(sub, ast.Attribute)
-                    and isinstance(sub.value, ast.Name)
-                    and sub.value.id == "settings"
-                    and isinstance(sub.ctx, (ast.Store, ast.Del))
-                ):
-                    lines.append(node.lineno)
-    return lines
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if _is_settings(node.value, names):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name not in _SETTERS:
+                continue
+            if isinstance(func, ast.Attribute) and _is_settings(func.value, names):
+                lines.append(node.lineno)  # settings.__setattr__("x", 1)
+            elif node.args and _is_settings(node.args[0], names):
+                lines.append(node.lineno)  # setattr(settings, ...), object.__setattr__(...)
+    return sorted(lines)
 
 
-def test_the_scan_sees_each_kind_of_write():
-    source = "settings.a = 1\nsettings.b += 1\nx, settings.c = 1, 2\nsetattr(settings, 'd', 1)\n"
-    assert _settings_writes(ast.parse(source)) == [1, 2, 3, 4]
-    assert _settings_writes(ast.parse("y = settings.a\nsettings.log(1)\n")) == []
+@pytest.mark.parametrize(
+    "source",
+    [
+        "settings.a = 1",
+        "settings.b += 1",
+        "x, settings.c = 1, 2",
+        "setattr(settings, 'd', 1)",
+        "state.settings.x = 1",
+        "lr.config.settings.x = 1",
+        "del state.settings.x",
+        "settings.x: int = 1",
+        "s = state.settings\ns.x = 1",
+        "from lazygen.runtime.state import settings as knobs\nknobs.x = 1",
+        "object.__setattr__(state.settings, 'x', 1)",
+        "state.settings.__setattr__('x', 1)",
+        "setattr(lr.config.settings, 'x', 1)",
+        "for settings.x in range(3):\n    pass",
+    ],
+)
+def test_the_scan_sees_each_kind_of_write(source):
+    assert _settings_writes(ast.parse(source)), source
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["y = settings.a", "settings.log(1)", "y = state.settings.x + 1", "other.x = 1"],
+)
+def test_the_scan_leaves_reads_alone(source):
+    assert _settings_writes(ast.parse(source)) == [], source
 
 
 def test_only_the_user_facing_api_writes_settings():

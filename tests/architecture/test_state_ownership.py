@@ -8,6 +8,10 @@ dict, list or set (literal or comprehension) or of a call to a mutable container
 ``itertools.count()``...), and every name a function rebinds with ``global``. Constants are
 tuples, frozensets or ``MappingProxyType``s; ``__all__`` is the export list. A module
 declares its owners with literal names, so the scan reads them from the same module.
+Only the state registry's own calls declare (``state.register``/``state.once_per_process``,
+reached as the ``state`` module, through ``capture_interface``, or imported by name from
+either), for the calling module (first argument ``__name__``): any other call named
+``register`` (``atexit.register``, a module's own ``register()``) declares nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ MUTABLE_CALLS = frozenset(
         "ChainMap", "deque", "WeakKeyDictionary", "WeakValueDictionary", "WeakSet", "count",
     }
 )  # fmt: skip
+STATE = ROOT / "lazygen" / "runtime" / "state.py"
 MUTABLE_NODES = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
 NOT_STATE = frozenset({"__all__"})
 
@@ -83,14 +88,59 @@ def _literal_names(node: ast.AST | None) -> set[str]:
     return set()
 
 
-def declared_owners(tree: ast.Module) -> set[str]:
-    """The globals this module names in ``register(..., owns=...)`` and
-    ``once_per_process(..., names, ...)`` calls."""
+#: The modules whose ``register``/``once_per_process`` declare a module's state: ``state``
+#: and the interface that hands them to ``lazygen.dynamo``.
+OWNER_MODULES = frozenset({"state", "capture_interface"})
+
+
+def _owner_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The names this module reaches ``OWNER_MODULES`` by (``state``, ``runtime``...) and the
+    declaring functions it imported from them by name (``register``...)."""
+    modules, functions = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            last = (node.module or "").rpartition(".")[2]
+            for alias in node.names:
+                if alias.name in OWNER_MODULES:  # from .. import state
+                    modules.add(alias.asname or alias.name)
+                elif last in OWNER_MODULES and alias.name in ("register", "once_per_process"):
+                    functions.add(alias.asname or alias.name)  # from ..state import register
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.rpartition(".")[2] in OWNER_MODULES and alias.asname:
+                    modules.add(alias.asname)
+    return modules, functions
+
+
+def _declaring_call(node: ast.Call, modules: set[str], functions: set[str], own: bool) -> str:
+    """``"register"`` or ``"once_per_process"`` when ``node`` is the state registry's call
+    made for this module (its first argument ``__name__``), else ``""``. Any other call
+    of that name (``atexit.register``, a module's own ``register()``) declares nothing."""
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        if not (isinstance(func.value, ast.Name) and func.value.id in modules):
+            return ""
+        name = func.attr
+    elif isinstance(func, ast.Name) and (func.id in functions or own):
+        name = func.id
+    else:
+        return ""
+    if name not in ("register", "once_per_process"):
+        return ""
+    first = node.args[0] if node.args else None
+    return name if isinstance(first, ast.Name) and first.id == "__name__" else ""
+
+
+def declared_owners(tree: ast.Module, own: bool = False) -> set[str]:
+    """The globals this module names in ``state.register(__name__, reset, owns=...)`` and
+    ``state.once_per_process(__name__, names, reason)`` calls (``own``: the module is
+    ``state`` itself, which calls them by their bare names)."""
+    modules, functions = _owner_names(tree)
     owned: set[str] = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name = _call_name(node.func)
+        name = _declaring_call(node, modules, functions, own)
         if name == "register":
             owned |= next(
                 (_literal_names(k.value) for k in node.keywords if k.arg == "owns"), set()
@@ -104,9 +154,9 @@ def declared_owners(tree: ast.Module) -> set[str]:
     return owned
 
 
-def unowned(source: str) -> list[tuple[int, str]]:
+def unowned(source: str, own: bool = False) -> list[tuple[int, str]]:
     tree = ast.parse(source)
-    owned = declared_owners(tree)
+    owned = declared_owners(tree, own)
     return sorted((line, name) for name, line in mutable_globals(tree).items() if name not in owned)
 
 
@@ -118,7 +168,7 @@ def test_every_mutable_global_has_an_owner(path):
         f"state.register(__name__, reset_fn, owns=({name!r},)) so lr.reset() puts it back, "
         f"or declare it with state.once_per_process(__name__, ({name!r},), reason) if it "
         f"must outlive a reset (a constant is a tuple, frozenset or MappingProxyType)"
-        for line, name in unowned(path.read_text())
+        for line, name in unowned(path.read_text(), own=path == STATE)
     ]
     assert not wrong, "\n".join(wrong)
 
@@ -133,6 +183,12 @@ def test_every_mutable_global_has_an_owner(path):
         "if True:\n    _table = [1]",
         "_n = 0\ndef bump():\n    global _n\n    _n += 1",
         "_cache = {}\nstate.register(__name__, _cache.clear, owns=('_other',))",
+        # Only the state registry's calls declare, for this module:
+        "_cache = {}\nregistry.register(__name__, _cache.clear, owns=('_cache',))",
+        "_cache = {}\nregister(__name__, _cache.clear, owns=('_cache',))",
+        "import atexit\n_cache = {}\natexit.register(_cache.clear, owns=('_cache',))",
+        "from .. import state\n_cache = {}\nstate.register('x', _cache.clear, owns=('_cache',))",
+        "_o = {}\nlibrary.once_per_process(__name__, ('_o',), 'torch holds it')",
     ],
 )
 def test_the_scan_finds_each_unowned_form(source):
@@ -146,8 +202,11 @@ def test_the_scan_finds_each_unowned_form(source):
         "NAMES = frozenset({'a'})",
         "TABLE = MappingProxyType({'a': 1})",
         "__all__ = ['f']",
-        "_cache = {}\nstate.register(__name__, _cache.clear, owns=('_cache',))",
-        "_orig = {}\nstate.once_per_process(__name__, ('_orig',), 'torch holds it')",
+        "from .. import state\n_cache = {}\nstate.register(__name__, _cache.clear, owns=('_cache',))",
+        "from ..state import once_per_process\n_orig = {}\n"
+        "once_per_process(__name__, ('_orig',), 'torch holds it')",
+        "from lazygen.runtime import capture_interface as runtime\n_c = {}\n"
+        "runtime.register(__name__, _c.clear, owns=('_c',))",
         "def f():\n    cache = {}\n    return cache",
     ],
 )

@@ -16,6 +16,7 @@ def test_old_op_list_path_names_the_new_one(tmp_path, monkeypatch, capsys, comma
     err = capsys.readouterr().err
     assert code == 2
     assert "ts_backend.yaml was renamed builtin.yaml" in err
+    assert "known until lazygen 0.2.0" in err
     assert "use yaml/builtin.yaml" in err
 
 

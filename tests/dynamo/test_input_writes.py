@@ -13,7 +13,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.dynamo import compiled
-from lazygen.runtime.backends.inductor.backend import FxBackend
+from lazygen.runtime.backends.fx.backend import FxBackend
 from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, InputWrite, Value

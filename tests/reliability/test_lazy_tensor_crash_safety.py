@@ -182,12 +182,12 @@ CASES = {
         "from lazygen.runtime.tracing import tensor\n"
         "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
         "def broken(*args, **kwargs): raise ValueError('broken kernel')\n"
-        "saved = tensor._active_kernels[torch.ops.aten.mul.Tensor]\n"
-        "tensor._active_kernels[torch.ops.aten.mul.Tensor] = broken\n"
+        "saved = tensor._kernel_table[torch.ops.aten.mul.Tensor]\n"
+        "tensor._kernel_table[torch.ops.aten.mul.Tensor] = broken\n"
         "try:\n"
         "    y.sum().backward()\n"
         "finally:\n"
-        "    tensor._active_kernels[torch.ops.aten.mul.Tensor] = saved",
+        "    tensor._kernel_table[torch.ops.aten.mul.Tensor] = saved",
         "RAISED ValueError: broken kernel",
     ),
     "error_in_tensor_hook": (

@@ -3,7 +3,7 @@ import torch
 from support import hand_written_nodes
 
 import lazygen.runtime as lr
-from lazygen.runtime.tracing import dispatch as registry
+from lazygen.runtime import dispatch as registry
 
 
 @pytest.fixture(autouse=True, scope="session")

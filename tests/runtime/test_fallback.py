@@ -1,4 +1,4 @@
-"""The eager fallback (``runtime/tracing/fallback.py``) refuses a lazy tensor's storage with an
+"""The eager fallback (``runtime/dispatch/fallback.py``) refuses a lazy tensor's storage with an
 error that says what to do: run eagerly, torch's kernels met it beside host tensors and
 said "Attempted to set the storage of a tensor on device "cpu" to a storage on different
 device" (``set_(storage)``, typed storage element access)."""

@@ -13,11 +13,11 @@ import torch
 from support.hand_written_nodes import FaultyNeg, faulty_neg
 
 import lazygen.runtime as lr
+from lazygen.runtime import dispatch as registry
 from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
 from lazygen.runtime.execution import executor
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, InputWrite, Value
-from lazygen.runtime.tracing import dispatch as registry
 
 aten = torch.ops.aten
 

@@ -17,7 +17,7 @@ from support.training import assert_as_accurate_as_eager
 
 import lazygen.runtime as lr
 from lazygen.runtime import Backend, LoweringContext
-from lazygen.runtime.backends.inductor.lowering import FXLoweringContext
+from lazygen.runtime.backends.fx.lowering import FXLoweringContext
 from lazygen.runtime.backends.torchscript.lowering import TSLoweringContext
 from lazygen.runtime.graph import post_order
 from lazygen.runtime.ir import DeviceData, Shape

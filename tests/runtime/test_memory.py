@@ -10,7 +10,7 @@ import lazygen.runtime as lr
 from lazygen.runtime import devices
 from lazygen.runtime.execution import executor
 from lazygen.runtime.ir import Node
-from lazygen.runtime.tracing import shape_inference
+from lazygen.runtime.tracing import output_shapes
 
 
 def _snapshot() -> dict:
@@ -18,7 +18,7 @@ def _snapshot() -> dict:
     return {
         "nodes": sum(1 for o in gc.get_objects() if issubclass(type(o), Node)),
         "compiled": executor.compile_cache_size(),
-        "shapes": shape_inference.cache_size(),
+        "shapes": output_shapes.cache_size(),
         "tracked": len(devices.get_device(0).live),
         "blocks": sys.getallocatedblocks(),
     }
@@ -59,11 +59,11 @@ def test_cache_bounds_are_configurable():
         lr.config.set_shape_cache_size(5)
         # The bound is per backend (each has its own cache; other tests made more backends).
         assert max(len(cache) for cache in devices.caches()) <= 2
-        assert shape_inference.cache_size() <= 5
+        assert output_shapes.cache_size() <= 5
         for n in range(8, 12):
             (x.sum(dim=0, keepdim=True).expand(n) * float(n)).cpu()
         assert max(len(cache) for cache in devices.caches()) <= 2
-        assert shape_inference.cache_size() <= 5
+        assert output_shapes.cache_size() <= 5
     finally:
         lr.config.set_compile_cache_size(compile_size)
         lr.config.set_shape_cache_size(shape_size)

@@ -13,7 +13,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
-from lazygen.runtime.tracing import refusals
+from lazygen.runtime.dispatch import refusals
 
 aten = torch.ops.aten
 INDEX = 5  # a device index no other test file runs on another backend

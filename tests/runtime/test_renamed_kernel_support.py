@@ -15,7 +15,7 @@ from lazygen.runtime import kernel_support as rt
 def test_the_old_name_runs_the_fallback_and_says_to_regenerate():
     lr.init()
     x = torch.arange(4.0).to("lazygen")
-    with pytest.warns(DeprecationWarning, match="regenerate"):
+    with pytest.warns(DeprecationWarning, match="goes away in lazygen 0.2.0.*regenerate"):
         got = rt.eager(torch.ops.aten.ones_like.default, (x,), {"device": "cpu"})
     assert got.device.type == "cpu"
     assert torch.equal(got, torch.ones(4))
@@ -27,3 +27,14 @@ def test_generated_code_uses_the_new_name():
     source = Path(kernels.__file__).read_text()
     assert "rt.eager_fallback(" in source
     assert "rt.eager(" not in source
+
+
+def test_every_renamed_name_is_still_there_without_a_module_getattr():
+    """Each old name is a function of its own: a module ``__getattr__`` would make Python
+    stop specialising every ``rt.<name>`` load of generated kernels (4-5% of a traced op,
+    measured in the same run against the version without it)."""
+    from lazygen import renamed
+
+    for old in renamed.KERNEL_SUPPORT_NAMES:
+        assert callable(vars(rt).get(old)), old
+    assert "__getattr__" not in vars(rt)

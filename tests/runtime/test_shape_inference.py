@@ -12,7 +12,7 @@ import torch
 import lazygen.runtime as lr
 from lazygen.runtime.ir import Shape
 from lazygen.runtime.ops.facts import CPU_STATISTICS_OPS
-from lazygen.runtime.tracing.shape_inference import compute_shapes
+from lazygen.runtime.tracing.output_shapes import compute_shapes
 
 
 def compute_shape_twice(self):

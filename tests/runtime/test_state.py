@@ -9,9 +9,8 @@ import weakref
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import metrics, state
+from lazygen.runtime import dispatch, metrics, state
 from lazygen.runtime.execution import executor
-from lazygen.runtime.tracing import dispatch
 
 aten = torch.ops.aten
 
@@ -24,9 +23,9 @@ def test_every_stateful_module_declares_its_reset():
     assert {
         f"lazygen.runtime.{m}"
         for m in (
-            "tracing.dispatch",
-            "tracing.shape_inference",
-            "kernel_support",
+            "dispatch",
+            "tracing.output_shapes",
+            "kernel_support.operands",
             "metrics",
             "devices",
         )
@@ -36,21 +35,21 @@ def test_every_stateful_module_declares_its_reset():
 
 def test_reset_restores_kernels_settings_and_empties_counters():
     lr.mark_step()
-    installed = dict(dispatch.INSTALLED_KERNELS)
+    installed = dict(dispatch.installed.kernels)
     name = lr.device_name()
     dispatch.register_kernels({aten.neg.default: _kernel})
     lr.config.set_force_fallback("add.Tensor")
     lr.config.set_reuse_ir(True)
     lr.add_step_closure(_kernel)
     metrics.count("TestCounter")
-    assert state.active_kernels.get(aten.neg.default) is _kernel
-    assert aten.add.Tensor not in state.active_kernels
+    assert state.kernel_table.get(aten.neg.default) is _kernel
+    assert aten.add.Tensor not in state.kernel_table
 
     state.reset()
 
-    assert installed == dispatch.INSTALLED_KERNELS
-    assert state.active_kernels[aten.add.Tensor] is installed[aten.add.Tensor]
-    assert state.active_kernels.get(aten.neg.default) is installed.get(aten.neg.default)
+    assert installed == dispatch.installed.kernels
+    assert state.kernel_table[aten.add.Tensor] is installed[aten.add.Tensor]
+    assert state.kernel_table.get(aten.neg.default) is installed.get(aten.neg.default)
     assert lr.config.get_force_fallback() == frozenset()
     assert not lr.config.get_reuse_ir()
     assert "TestCounter" not in lr.metrics.counter_names()
@@ -131,7 +130,7 @@ def test_reset_leaves_no_registered_state_behind():
     lr.mark_step()
     state.reset()
     before = _registered_state()
-    assert ("lazygen.runtime.tracing.shape_inference", "_recent") in before
+    assert ("lazygen.runtime.tracing.output_shapes", "_recent") in before
     assert ("lazygen.dynamo.compiled", "_graphs") in before
 
     _small_training_step(lr.device())

@@ -13,7 +13,7 @@ import lazygen.runtime as lr
 
 
 def measure(ops: int = 2000, repeats: int = 5) -> dict[str, float]:
-    from lazygen.runtime.tracing import dispatch as registry
+    from lazygen.runtime import dispatch as registry
 
     from . import hand_written_nodes
 

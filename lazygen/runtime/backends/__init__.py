@@ -22,7 +22,7 @@ BUILTIN = MappingProxyType(
         "torchscript": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
         "ts": "lazygen.runtime.backends.torchscript.backend:TorchScriptBackend",
         "inductor": "lazygen.runtime.backends.inductor.backend:InductorBackend",
-        "fx": "lazygen.runtime.backends.inductor.backend:FxBackend",
+        "fx": "lazygen.runtime.backends.fx.backend:FxBackend",
         "jax": "lazygen.runtime.backends.jax.backend:JaxBackend",
     }
 )

@@ -14,13 +14,13 @@ import warnings
 from .. import debug, metrics, state
 from ..devices import LazyDevice, all_devices
 from ..errors import GraphCutWarning, LazyGraphError
-from ..graph import GraphCache, GraphTemplate, graph_key, post_order, split
+from ..graph import GraphCache, GraphTemplate, graph_key, post_order
 from ..graph.uncompiled import UncompiledGraph
 from ..ir import Node, Value
 from ..state import settings
 from ..tracing import ir_reuse
 from ..tracing.tensor import LazyTensor
-from . import failures, running, step_closures
+from . import failures, running, split, step_closures
 from .compiling import (
     clear_compile_cache,
     compile_cache_size,
@@ -63,7 +63,7 @@ def pending(tensors) -> list[LazyTensor]:
 def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
     """Materialise the given inner lazy tensors (one graph per device). With ``wait`` false
     (``mark_step``), graphs are launched and run while the caller goes on (see launches.py);
-    with ``early_results`` too, single-element results first (see graph/split.py)."""
+    with ``early_results`` too, single-element results first (see execution/split.py)."""
     by_device: dict[LazyDevice, list[LazyTensor]] = {}
     for t in tensors:
         if not t._value.node.is_input:

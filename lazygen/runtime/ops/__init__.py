@@ -7,7 +7,7 @@ steps (``fused_optimizers``: Adam, AdamW, SGD, Adagrad as lazy ops), ``multinomi
 statistics' update around any backend's ``native_batch_norm`` kernel (``batch_norm``).
 
 They sit beside the backend-neutral core, not in it: the core (IR, executor, dispatch)
-knows no op. Their nodes lower through ``LoweringContext`` only. ``kernel_tables()`` hands
+knows no op. Their nodes lower through ``LoweringContext`` only. ``runtime_tables()`` hands
 them to ``init()`` as one ``KernelTables``, installed ahead of the backend's own tables,
 which may replace any of them. ``histc`` (integer ``histc`` with CUDA's semantics) is not
 in the tables: an op list wraps its own ``histc`` kernel with it (``builtin`` does).
@@ -117,7 +117,7 @@ def define_ops() -> None:
 
 
 @functools.cache
-def kernel_tables() -> KernelTables:
+def runtime_tables() -> KernelTables:
     """The kernels of this package: ``DEVICE_KERNELS``, attention's, GradScaler's and
     ``multinomial`` below functionalization; attention's, the recurrent layers' and the
     fused optimizer steps' at the autograd key; and the wrappers of ops whose kernels any backend brings

@@ -39,11 +39,10 @@ from torch.nn.attention import SDPBackend
 
 from .. import devices, state
 from .. import kernel_support as rt
+from ..dispatch import call, refusals
 from ..errors import LazygenRuntimeError
 from ..ir import Node
 from ..lowering_context import overload_of
-from ..tracing import refusals
-from ..tracing.dispatch import call
 from ..tracing.tensor import LazyTensor, from_data
 from . import attention_op, attention_reference
 
@@ -375,7 +374,7 @@ ATTENTION_KERNELS = MappingProxyType(
 def neutral_kernels() -> dict:
     """Kernels for the neutral ops called on lazy tensors (``torch.ops.lazygen.attention``
     in a user's code or a captured graph): one node each, as ``scaled_dot_product_attention``
-    makes. Asked for once ``init()`` has defined them (``ops.kernel_tables``)."""
+    makes. Asked for once ``init()`` has defined them (``ops.runtime_tables``)."""
 
     def attention(query, key, value, attn_mask=None, *, is_causal=False, scale=None):
         return _attention(query, key, value, attn_mask, is_causal, scale)

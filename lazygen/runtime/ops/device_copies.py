@@ -15,14 +15,14 @@ import torch
 
 from .. import kernel_support as rt
 from ..devices import device_from
+from ..dispatch import call
+from ..dispatch.fallback import eager_fallback
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..ir import Node, Shape
 from ..metrics import record_fallback
 from ..sources import user_source
 from ..state import settings
-from ..tracing.dispatch import call
-from ..tracing.fallback import eager_fallback
 from ..tracing.tensor import LazyTensor, from_data, new_lazy
 
 aten = torch.ops.aten

@@ -250,7 +250,7 @@ def _fused_adagrad_(
         )
 
 
-#: Registered at the lazy device's autograd key (``ops.kernel_tables()``).
+#: Registered at the lazy device's autograd key (``ops.runtime_tables()``).
 FUSED_OPTIMIZER_AUTOGRAD_KERNELS = MappingProxyType(
     {
         aten._fused_adam_.default: _fused_adam_,

@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 import torch
 
-from ..tracing.dispatch import call
+from ..dispatch import call
 
 aten = torch.ops.aten
 

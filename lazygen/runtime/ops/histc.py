@@ -27,8 +27,8 @@ from collections.abc import Callable
 import torch
 
 from .. import kernel_support as rt
+from ..dispatch import call
 from ..errors import LazygenRuntimeError
-from ..tracing.dispatch import call
 from ..tracing.tensor import LazyTensor, from_data
 
 aten = torch.ops.aten

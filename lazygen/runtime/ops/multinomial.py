@@ -25,9 +25,9 @@ from types import MappingProxyType
 import torch
 
 from .. import kernel_support as rt
+from ..dispatch import call
+from ..dispatch.fallback import eager_fallback
 from ..errors import LazygenRuntimeError
-from ..tracing.dispatch import call
-from ..tracing.fallback import eager_fallback
 from ..tracing.tensor import LazyTensor
 
 aten = torch.ops.aten

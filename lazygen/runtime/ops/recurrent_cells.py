@@ -30,9 +30,8 @@ from __future__ import annotations
 import torch
 
 from .. import kernel_support as rt
+from ..dispatch import call, refusals
 from ..ir import Node, Shape
-from ..tracing import refusals
-from ..tracing.dispatch import call
 
 aten = torch.ops.aten
 

@@ -20,8 +20,8 @@ import torch
 
 from .. import devices
 from .. import kernel_support as rt
+from ..dispatch import refusals
 from ..ir import Node, Shape
-from ..tracing import refusals
 from ..tracing.tensor import inner, to_functional
 from .recurrent_lowering import Layout
 

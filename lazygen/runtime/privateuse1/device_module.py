@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import devices
+from .. import devices, state
 from ..execution import executor
 from ..state import settings
 from . import rng, streams
@@ -23,7 +23,7 @@ def device_index(device) -> int:
         return devices.current_index()
     if isinstance(device, (str, torch.device)):
         device = torch.device(device)
-        if not devices.is_lazy_device(device):
+        if not state.is_lazy_device(device):
             raise ValueError(
                 f"lazygen: expected a {settings.device_type} device, got {device} (a device "
                 f"index or '{settings.device_type}:<index>')"

@@ -10,10 +10,10 @@ import warnings
 import torch
 
 from ..devices import device_from
+from ..dispatch.fallback import eager_fallback
 from ..errors import LazygenRuntimeError
 from ..ops import device_copies
 from ..state import settings
-from ..tracing.fallback import eager_fallback
 from ..tracing.tensor import (
     LazyTensor,
     from_data,

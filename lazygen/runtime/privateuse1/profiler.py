@@ -16,7 +16,7 @@ import functools
 
 import torch.autograd.profiler
 
-from .. import devices, state
+from .. import state
 
 _originals: dict = {}
 
@@ -31,7 +31,7 @@ def install() -> None:
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
         use_device = kwargs.get("use_device")
-        if use_device is not None and devices.is_lazy_device(use_device):
+        if use_device is not None and state.is_lazy_device(use_device):
             kwargs["use_kineto"] = True
         original(self, *args, **kwargs)
 

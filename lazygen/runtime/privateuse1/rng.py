@@ -23,6 +23,7 @@ import torch
 
 from .. import devices
 from ..kernel_support import default_generator
+from ..state import is_lazy_device
 
 _TorchGenerator = torch._C.Generator
 
@@ -42,7 +43,7 @@ def _index(device) -> int:
     if isinstance(device, int):
         return device
     device = torch.device(device)
-    if not devices.is_lazy_device(device):
+    if not is_lazy_device(device):
         raise ValueError(
             f"lazygen: expected a {torch._C._get_privateuse1_backend_name()} device, "
             f"got {device}"
@@ -113,7 +114,7 @@ class _GeneratorType(type(_TorchGenerator)):
     subclass checks answer as for torch's class."""
 
     def __call__(cls, device="cpu"):
-        if devices.is_lazy_device(device):
+        if is_lazy_device(device):
             return new_generator(device)
         return _TorchGenerator(device)
 

@@ -49,7 +49,7 @@ def _device(device) -> torch.device:
         index = device
     else:
         device = torch.device(device)
-        if not devices.is_lazy_device(device):
+        if not state.is_lazy_device(device):
             raise ValueError(f"lazygen: expected a {settings.device_type} device, got {device}")
         index = devices.current_index() if device.index is None else device.index
     return torch.device(settings.device_type, devices.check_index(index))

@@ -1,9 +1,10 @@
-"""The tracing stage: what turns a torch op on a lazy tensor into IR, or runs it eagerly.
+"""The tracing stage: the lazy tensor and what turns an op on it into an IR node.
 
-An op reaches ``dispatch`` (which kernel handles which overload); a lazy kernel builds a
-node with its shapes from ``shape_inference`` (reusing a node of an earlier step through
-``ir_reuse``); an op without one is decomposed (``decompositions``) or run on the device
-data by the eager ``fallback`` (also where a backend's ``refusals`` go). ``tensor`` holds
-the lazy tensor those steps produce and consume. Nothing here compiles or runs a graph:
-that is the execution stage's job (``lazygen.runtime.execution``).
+``tensor`` holds the lazy tensor (``LazyTensor``: its ``__torch_dispatch__`` reads the active
+kernel table); a lazy kernel builds a node with its shapes from ``output_shapes``
+(reusing a node of an earlier step through ``ir_reuse``), its random ops' seeds from
+``random_inputs``; ``overloads`` names ``torch.ops`` overloads. Which kernel an op gets, and
+the eager path of ops without one, is the dispatch stage's job (``lazygen.runtime.dispatch``,
+above this package and above execution: the eager fallback syncs its inputs). Nothing here
+compiles or runs a graph: that is the execution stage's (``lazygen.runtime.execution``).
 """

@@ -16,7 +16,7 @@ from .. import state
 from ..devices import LazyDevice
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
-from ..state import active_kernels, settings
+from ..state import kernel_table, settings
 
 
 class shared_scalars:
@@ -82,7 +82,7 @@ class LazyTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        kernel = _active_kernels.get(func)
+        kernel = _kernel_table.get(func)
         if kernel is not None:
             if kwargs:
                 return kernel(*args, **kwargs)
@@ -128,9 +128,9 @@ def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
     return tensor
 
 
-# The dispatch table (``state.active_kernels``, filled by ``dispatch``) and the handler of
+# The dispatch table (``state.kernel_table``, filled by ``dispatch``) and the handler of
 # ops without a kernel (set by ``dispatch`` when ``init()`` wires the runtime).
-_active_kernels = active_kernels
+_kernel_table = kernel_table
 
 
 def _fallback(func, args, kwargs):

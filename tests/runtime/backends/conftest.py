@@ -16,7 +16,8 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime.backends.inductor.backend import FxBackend, InductorBackend
+from lazygen.runtime.backends.fx.backend import FxBackend
+from lazygen.runtime.backends.inductor.backend import InductorBackend
 
 FX = "lazygen:1"
 INDUCTOR = "lazygen:2"

@@ -10,7 +10,7 @@ from support.training import OPTIMIZERS, WORKLOADS, compare_training
 
 import lazygen.runtime as lr
 from lazygen.runtime import kernel_support as rt
-from lazygen.runtime.backends.inductor.backend import FxBackend
+from lazygen.runtime.backends.fx.backend import FxBackend
 from lazygen.runtime.execution import executor
 from lazygen.runtime.ir import Node
 from runtime.builtin.test_non_native_lowerings import BASE

@@ -20,14 +20,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import lazygen.runtime as lr
 from lazygen.runtime import devices
+from lazygen.runtime.backends.fx.lowering import FXLoweringContext
 from lazygen.runtime.backends.inductor import backend as inductor_backend
 from lazygen.runtime.backends.inductor import culprits as inductor_culprits
 from lazygen.runtime.backends.inductor import trace as inductor_trace
 from lazygen.runtime.backends.inductor.compile import compile_graph_module
-from lazygen.runtime.backends.inductor.lowering import (
-    INDUCTOR_LOWERINGS,
-    FXLoweringContext,
-)
+from lazygen.runtime.backends.inductor.op_lowerings import INDUCTOR_LOWERINGS
 from lazygen.runtime.dispatch_modes import outside_dispatch
 from lazygen.runtime.errors import LazyGraphError
 from lazygen.runtime.lowering_context import view_of

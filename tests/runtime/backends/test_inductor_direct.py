@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+from lazygen.runtime.backends.fx.lowering import READ_AS_SIZE
 from lazygen.runtime.backends.inductor import direct
 from lazygen.runtime.backends.inductor.compile import CompiledGraph, compile_graph_module
-from lazygen.runtime.backends.inductor.lowering import READ_AS_SIZE
 
 aten = torch.ops.aten
 _READ = aten._local_scalar_dense.default

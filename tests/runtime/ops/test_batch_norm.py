@@ -7,12 +7,12 @@ from __future__ import annotations
 import torch
 
 import lazygen.runtime as lr
+from lazygen.runtime import dispatch
 from lazygen.runtime.ops import batch_norm
-from lazygen.runtime.tracing import dispatch
 
 
 def test_the_installed_kernel_is_wrapped_by_the_runtime():
-    kernel = dispatch.INSTALLED_KERNELS[torch.ops.aten.native_batch_norm.default]
+    kernel = dispatch.installed.kernels[torch.ops.aten.native_batch_norm.default]
     assert kernel.__module__ == batch_norm.__name__
 
 

@@ -1,2 +1,2 @@
-"""The ``fx`` and ``inductor`` backends: lazy graphs as ``torch.fx`` GraphModules of aten
-overloads, run as Python (``fx``) or compiled by Inductor (``inductor``)."""
+"""The ``inductor`` backend: the ``fx`` backend's GraphModules (``backends/fx``) compiled by
+Inductor."""

@@ -72,10 +72,10 @@ import torch.fx
 from ... import metrics
 from ...graph import recompiles
 from ...state import log, settings
+from ..fx.lowering import READ_AS_SIZE
 from . import culprits
 from .culprits import first_line, needs_value
 from .direct import DirectCall
-from .lowering import READ_AS_SIZE
 from .trace import (
     compile_for_all_sizes,
     compile_graph_module,

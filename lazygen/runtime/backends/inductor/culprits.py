@@ -20,7 +20,7 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from ...graph.recompiles import Explanation
-from .lowering import IR_NODE
+from ..fx.lowering import IR_NODE
 
 _READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")

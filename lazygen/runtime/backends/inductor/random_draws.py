@@ -25,7 +25,7 @@ from types import MappingProxyType
 import torch
 import torch.fx
 
-from .lowering import INPUT_KIND, IR_NODE
+from ..fx.lowering import INPUT_KIND, IR_NODE
 
 aten = torch.ops.aten
 

@@ -16,6 +16,8 @@ from types import MappingProxyType
 import torch
 
 from ... import kernel_support as rt
+from ...dispatch import call, decompositions, kernel_for
+from ...dispatch.fallback import eager_fallback
 from ...errors import LazygenRuntimeError
 from ...ops.device_copies import (  # noqa: F401  (the op list's `supported` names them)
     _copy_from,
@@ -37,9 +39,6 @@ from ...ops.recurrent_cells import (  # noqa: F401  (the op list's `supported` n
     _thnn_fused_lstm_cell,
     _thnn_fused_lstm_cell_backward_impl,
 )
-from ...tracing import decompositions
-from ...tracing.dispatch import call, kernel_for
-from ...tracing.fallback import eager_fallback
 from ...tracing.tensor import LazyTensor, new_lazy
 
 aten = torch.ops.aten

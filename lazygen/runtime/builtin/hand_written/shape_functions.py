@@ -11,7 +11,7 @@ import torch
 from ...errors import LazygenRuntimeError
 from ...execution import executor
 from ...ir import Shape
-from ...tracing import shape_inference
+from ...tracing import output_shapes
 from ...tracing.tensor import LazyTensor
 
 __all__ = ["Shape"]
@@ -52,7 +52,7 @@ def compute_shape_index_tensor(self, indices) -> list[Shape]:
     values, so only the masks are materialised (never cached)."""
     aten = torch.ops.aten
     if not any(_is_mask(i) for i in indices):
-        return list(shape_inference.infer_shapes(aten.index.Tensor, (self, indices), {}))
+        return list(output_shapes.infer_shapes(aten.index.Tensor, (self, indices), {}))
     # A mask over dims d..d+k-1 acts as k long index tensors of length count_nonzero(mask).
     stand_ins = []
     dim = 0
@@ -71,7 +71,7 @@ def compute_shape_index_tensor(self, indices) -> list[Shape]:
         long_index = torch.empty((count,), dtype=torch.int64, device="meta")
         stand_ins.extend([long_index] * index.dim())
         dim += index.dim()
-    return list(shape_inference.compute_shapes(aten.index.Tensor, (self, stand_ins), {}))
+    return list(output_shapes.compute_shapes(aten.index.Tensor, (self, stand_ins), {}))
 
 
 compute_shape_index_tensor.data_dependent = True

@@ -50,12 +50,12 @@ from typing import Any
 import torch
 
 from .. import state
-from ..devices import device_from, is_lazy_device
+from ..devices import device_from
 from ..errors import LazygenRuntimeError
 from ..metrics import record_declined
 from ..sources import user_source
+from ..tracing.tensor import LazyTensor
 from .fallback import eager_fallback
-from .tensor import LazyTensor
 
 #: A predicate: ``(op, args, kwargs) -> bool`` (True: run this call eagerly).
 Predicate = Callable[[Any, tuple, dict], bool]
@@ -202,7 +202,7 @@ def _backend_of_call(args, kwargs):
                 if type(item) is LazyTensor:
                     return item._device.backend
     device = kwargs.get("device")
-    if device is not None and is_lazy_device(device):
+    if device is not None and state.is_lazy_device(device):
         return device_from(device).backend  # a factory's
     return None
 

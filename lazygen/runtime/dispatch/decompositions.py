@@ -28,9 +28,9 @@ from ..devices import get_device
 from ..errors import LazygenRuntimeError
 from ..metrics import count
 from ..state import settings
+from ..tracing.overloads import COMPOSITE
+from ..tracing.tensor import LazyTensor, from_data, shared_scalars
 from .fallback import eager_fallback
-from .overloads import COMPOSITE
-from .tensor import LazyTensor, from_data, shared_scalars
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey

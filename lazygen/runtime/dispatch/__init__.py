@@ -1,4 +1,9 @@
-"""Which kernel handles which ``torch.ops`` overload.
+"""The dispatch stage: which kernel handles which ``torch.ops`` overload of a lazy tensor.
+
+This package sits above tracing and execution: a lazy kernel traces (``tracing``), an op
+without one is decomposed (``decompositions``) or run on the synced device data by the eager
+``fallback`` (which runs pending IR through ``execution``), and a backend's ``refusals``
+send the calls it cannot put in a graph there too. This module holds the table.
 
 The table holds the kernels of the backends in use (``install_tables``, from each
 backend's ``KernelTables``) and kernels added with ``register_kernels`` (tests, experiments).
@@ -14,20 +19,19 @@ from __future__ import annotations
 import torch
 
 from .. import metrics, state
+from ..backend_interface import KernelTables
 from ..errors import LazygenRuntimeError
-from ..ir import Node
-from ..state import active_kernels, settings
+from ..state import kernel_table, settings
+from ..tracing import tensor as _tensor
+from ..tracing.overloads import library_name
 from . import decompositions, refusals
-from . import tensor as _tensor
 from .fallback import eager_fallback
-from .overloads import library_name
 
-#: The union of every installed ``KernelTables`` (a generated registration's ``KERNELS``,
-#: ``AUTOGRAD_KERNELS`` and ``NODE_CLASSES``, the runtime's own, wrappers applied): what
-#: the dispatcher runs. Named apart from a registration's tables, which are one source.
-INSTALLED_KERNELS: dict = {}
-INSTALLED_AUTOGRAD_KERNELS: dict = {}
-INSTALLED_NODE_CLASSES: dict[str, type[Node]] = {}
+#: The union of every installed ``KernelTables`` (the runtime's own, then each backend's:
+#: a generated registration's ``KERNELS``, ``AUTOGRAD_KERNELS`` and ``NODE_CLASSES``, the
+#: hand-written kernels, wrappers applied), itself a ``KernelTables``. The kernel table
+#: the dispatcher runs (``state.kernel_table``) is made from its ``kernels`` by ``refresh``.
+installed = KernelTables()
 _no_decomposition: set = set()
 _autograd_library = None
 _runtime_tables: list = []  # the runtime's own KernelTables (``register_tables``)
@@ -35,7 +39,7 @@ _runtime_tables: list = []  # the runtime's own KernelTables (``register_tables`
 #: any tables installed later bring, whichever backend's they are.
 _runtime_wrappers: dict = {}
 _tables: list = []  # backends' KernelTables installed so far, in order
-_installed: tuple[dict, dict, dict] = ({}, {}, {})  # the three tables after the last install
+_after_install: tuple[dict, dict, dict] = ({}, {}, {})  # the three tables after the last install
 
 
 def install_tables(tables) -> None:
@@ -44,7 +48,7 @@ def install_tables(tables) -> None:
     if any(existing is tables for existing in _tables):
         return
     for op, kernel in tables.kernels.items():
-        current = INSTALLED_KERNELS.get(op)
+        current = installed.kernels.get(op)
         if current is not None and current is not kernel and _tables:
             raise LazygenRuntimeError(
                 f"lazygen: two backends in this process trace {op} with different kernels; "
@@ -56,38 +60,38 @@ def install_tables(tables) -> None:
 
 def _add(tables) -> None:
     """Add ``tables`` and remember the result as what ``state.reset()`` goes back to."""
-    global _installed
-    INSTALLED_KERNELS.update(tables.kernels)
-    INSTALLED_NODE_CLASSES.update(tables.node_classes)
+    global _after_install
+    installed.kernels.update(tables.kernels)
+    installed.node_classes.update(tables.node_classes)
     if tables.autograd_kernels:
-        INSTALLED_AUTOGRAD_KERNELS.update(tables.autograd_kernels)
+        installed.autograd_kernels.update(tables.autograd_kernels)
         _register_autograd(tables.autograd_kernels)
     if not any(existing is tables for existing in _runtime_tables):
-        INSTALLED_KERNELS.update(
+        installed.kernels.update(
             {
                 op: wrap(tables.kernels[op])
                 for op, wrap in _runtime_wrappers.items()
                 if op in tables.kernels
             }
         )
-    INSTALLED_KERNELS.update(
+    installed.kernels.update(
         {
-            op: wrap(INSTALLED_KERNELS[op])
+            op: wrap(installed.kernels[op])
             for op, wrap in tables.wrappers.items()
-            if op in INSTALLED_KERNELS
+            if op in installed.kernels
         }
     )
     metrics.add_counter_aliases(tables.counter_aliases)
-    _installed = (
-        dict(INSTALLED_KERNELS),
-        dict(INSTALLED_AUTOGRAD_KERNELS),
-        dict(INSTALLED_NODE_CLASSES),
+    _after_install = (
+        dict(installed.kernels),
+        dict(installed.autograd_kernels),
+        dict(installed.node_classes),
     )
     refresh()
 
 
 def register_tables(tables) -> None:
-    """Add the runtime's own kernel tables (``ops.kernel_tables()``): unlike
+    """Add the runtime's own kernel tables (``ops.runtime_tables()``): unlike
     ``install_tables``, a backend's tables installed later may replace any of them."""
     if any(existing is tables for existing in _runtime_tables):
         return
@@ -100,20 +104,20 @@ def _reset() -> None:
     """Back to the installed tables: kernels added with ``register_kernels`` since go. An
     autograd kernel registered with torch stays registered (a ``torch.library`` cannot drop
     one impl); where the tables have one for that op, it is registered again."""
-    kernels, autograd_kernels, node_classes = _installed
+    kernels, autograd_kernels, node_classes = _after_install
     changed = {
         op: fn
         for op, fn in autograd_kernels.items()
-        if INSTALLED_AUTOGRAD_KERNELS.get(op) is not fn
+        if installed.autograd_kernels.get(op) is not fn
     }
     for table, saved in (
-        (INSTALLED_KERNELS, kernels),
-        (INSTALLED_AUTOGRAD_KERNELS, autograd_kernels),
+        (installed.kernels, kernels),
+        (installed.autograd_kernels, autograd_kernels),
     ):
         table.clear()
         table.update(saved)
-    INSTALLED_NODE_CLASSES.clear()
-    INSTALLED_NODE_CLASSES.update(node_classes)
+    installed.node_classes.clear()
+    installed.node_classes.update(node_classes)
     if changed:
         _register_autograd(changed)
     refresh()
@@ -121,18 +125,18 @@ def _reset() -> None:
 
 def register_kernels(kernels: dict, autograd_kernels=None, node_classes=None) -> None:
     """Add (or replace) kernels keyed by ``torch.ops`` overload; refreshes dispatch."""
-    INSTALLED_KERNELS.update(kernels)
+    installed.kernels.update(kernels)
     if autograd_kernels:
-        INSTALLED_AUTOGRAD_KERNELS.update(autograd_kernels)
+        installed.autograd_kernels.update(autograd_kernels)
         _register_autograd(autograd_kernels)
     if node_classes:
-        INSTALLED_NODE_CLASSES.update(node_classes)
+        installed.node_classes.update(node_classes)
     refresh()
 
 
 def unregister_kernels(ops) -> None:
     for op in ops:
-        INSTALLED_KERNELS.pop(op, None)
+        installed.kernels.pop(op, None)
     refresh()
 
 
@@ -154,21 +158,21 @@ def forced(op) -> bool:
 
 def refresh() -> None:
     """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference)."""
-    active = {op: refusals.guard(op, fn) for op, fn in INSTALLED_KERNELS.items() if not forced(op)}
-    active_kernels.clear()
-    active_kernels.update(active)
+    active = {op: refusals.guard(op, fn) for op, fn in installed.kernels.items() if not forced(op)}
+    kernel_table.clear()
+    kernel_table.update(active)
     _no_decomposition.clear()
 
 
 def kernel_for(func):
     """The active kernel of ``func``, or one the runtime builds (cached), or None."""
-    kernel = active_kernels.get(func)
+    kernel = kernel_table.get(func)
     if kernel is None and func not in _no_decomposition:
         kernel = None if forced(func) else decompositions.lookup(func, kernel_for)
         if kernel is None:
             _no_decomposition.add(func)
         else:
-            kernel = active_kernels[func] = refusals.guard(func, kernel)
+            kernel = kernel_table[func] = refusals.guard(func, kernel)
     return kernel
 
 
@@ -189,7 +193,7 @@ def call(op, *args, **kwargs):
 
 def install_refusals(backend) -> None:
     """Apply ``backend.refused_ops()`` (see ``refusals``) to the active table."""
-    refusals.install(backend, INSTALLED_KERNELS.keys() | INSTALLED_AUTOGRAD_KERNELS.keys())
+    refusals.install(backend, installed.kernels.keys() | installed.autograd_kernels.keys())
     refresh()
 
 
@@ -199,19 +203,10 @@ def install() -> None:
     refresh()
 
 
-state.register(
-    __name__,
-    _reset,
-    owns=(
-        "INSTALLED_KERNELS",
-        "INSTALLED_AUTOGRAD_KERNELS",
-        "INSTALLED_NODE_CLASSES",
-        "_no_decomposition",
-    ),
-)
+state.register(__name__, _reset, owns=("installed", "_no_decomposition"))
 state.once_per_process(
     __name__,
-    ("_runtime_tables", "_runtime_wrappers", "_tables", "_installed"),
+    ("_runtime_tables", "_runtime_wrappers", "_tables", "_after_install"),
     "the tables init() installed, which a reset goes back to",
 )
 state.once_per_process(

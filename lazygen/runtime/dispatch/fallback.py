@@ -23,7 +23,7 @@ from ..execution import executor
 from ..metrics import count, record_fallback
 from ..sources import user_source
 from ..state import settings
-from .tensor import LazyTensor, from_data, inner, to_functional
+from ..tracing.tensor import LazyTensor, from_data, inner, to_functional
 
 #: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs)
 _info: dict = {}
