@@ -37,7 +37,8 @@ FACTS: Mapping[str, str] = MappingProxyType(
         "host_results": "schema name -> positions of results that stay host tensors "
         "(fallback leaves them on the CPU)",
         "metadata_only": "aten names of ops reading only their tensor argument's dtype and "
-        "sizes (decompositions run them on a stand-in)",
+        "sizes (decompositions run them on a stand-in; the jax backend's SPMD lays out a "
+        "result made from one like its argument)",
         "foreach_element": "a _foreach_ op's name suffix -> its element op's aten name, "
         "where the names differ (decompositions)",
         "view_copies": "aten names of functionalization's view copies, which a lowering may "

@@ -74,6 +74,8 @@ def _where(backend, key: GraphKey):
     """The backend's store and the graph's name in it, or (None, None)."""
     if not persistent_cache.graphs_enabled():
         return None, None
+    if not getattr(backend, "persistent_executables", False):
+        return None, None  # asked at every compile: a backend can stop keeping (jax's SPMD)
     if backend not in _stores:
         _stores[backend] = _open(backend)
     store = _stores[backend]
