@@ -152,7 +152,7 @@ class Backend(ABC):
     #: reads afterwards (``execution/liveness.py`` decides which; non-torch data only).
     donates_inputs: bool = False
     #: Whether compiled graphs are kept on disk for the next process (``save_executable``,
-    #: ``load_executable``; see ``execution/graph_store.py``).
+    #: ``load_executable``, ``cache_fingerprint``: ``execution/graph_store.py``).
     persistent_executables: bool = False
     # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
     # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
@@ -232,29 +232,15 @@ class Backend(ABC):
         """
 
     def save_executable(self, executable: Any) -> bytes | None:
-        """``executable`` as bytes for another process, or None when it cannot be kept.
-
-        ``load_executable`` turns them back into it. With ``persistent_executables`` set,
-        lazygen stores them under the graph's structure, the backend and
-        ``cache_fingerprint()`` (its persistent store of compiled graphs:
-        ``execution/graph_store.py``).
-        """
+        """``executable`` as bytes for ``load_executable`` in another process, or None."""
         return None
 
     def load_executable(self, payload: bytes, order: list[Node], outputs, device) -> Any:
-        """The executable ``save_executable`` gave ``payload`` for.
-
-        ``order`` is the graph now at hand, of the structure compiled then.
-        """
+        """The executable saved as ``payload``, for ``order``: a graph of its structure."""
         raise NotImplementedError
 
     def cache_fingerprint(self) -> tuple[str, ...]:
-        """What saved executables depend on beyond lazygen's own key.
-
-        lazygen's key holds the machine, Python's, torch's and lazygen's versions and the
-        backend package's source; this adds the rest (a compiler's version, its flags):
-        another value never reads them.
-        """
+        """What saved executables depend on beyond lazygen's key: compiler version, flags."""
         return ()
 
     @abstractmethod

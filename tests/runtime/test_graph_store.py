@@ -22,7 +22,7 @@ _STEP = """
 import json, warnings
 import torch
 import lazygen.runtime as lr
-from lazygen.runtime.persistent_cache import PersistentCacheWarning
+from lazygen.runtime.execution.persistent_cache import PersistentCacheWarning
 caught = []
 warnings.simplefilter("always")
 warnings.showwarning = lambda message, category, *rest: caught.append((message, category))
@@ -98,7 +98,7 @@ def test_damaged_or_unloadable_graphs_are_compiled_again(backend, tmp_path):
     assert len(damaged["warnings"]) == 1 and "corrupt entry" in damaged["warnings"][0]
     assert damaged["losses"] == cold["losses"] and damaged["loaded"] == cold["saved"] - 1
     # a well-formed entry holding what the backend cannot load: one warning, compiled again
-    from lazygen.runtime import persistent_cache
+    from lazygen.runtime.execution import persistent_cache
 
     for entry in _graph_entries(tmp_path):
         payload = b"\xff not a program"

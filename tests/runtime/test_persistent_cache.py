@@ -1,4 +1,4 @@
-"""lazygen's on-disk caches (``lazygen.runtime.persistent_cache``): where they live, what
+"""lazygen's on-disk caches (``lazygen.runtime.execution.persistent_cache``): where they live, what
 keys their folders, and every way they fail: a corrupt entry, an unwritable directory, a
 full disk, processes writing at once, another CPU or version. Failures warn once and
 never raise: the cache only saves time."""
@@ -11,10 +11,10 @@ import warnings
 from pathlib import Path
 
 import pytest
-import torch
 
-from lazygen.runtime import metrics, persistent_cache
-from lazygen.runtime.persistent_cache import PersistentCacheWarning
+from lazygen.runtime import metrics, torch_compat
+from lazygen.runtime.execution import persistent_cache
+from lazygen.runtime.execution.persistent_cache import PersistentCacheWarning
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def test_another_cpu_or_version_gets_another_folder(cache_dir, monkeypatch):
     assert persistent_cache.store("unit", "jax 1").get("k") is None
     monkeypatch.undo()
     monkeypatch.setenv("LAZYGEN_CACHE_DIR", str(cache_dir))
-    monkeypatch.setattr(torch, "__version__", "9.9.9")
+    monkeypatch.setattr(torch_compat, "VERSION", "9.9.9")
     assert persistent_cache.store("unit", "jax 1").get("k") is None
 
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import metrics, persistent_cache, state
+from .. import metrics, state
 from ..graph import GraphKey, stable_key
 from ..state import settings
+from . import persistent_cache
 
 _stores: dict = {}  # backend -> its Store, or None where it keeps nothing
 

@@ -18,7 +18,7 @@ _STEP = """
 import json, warnings
 import torch
 import lazygen.runtime as lr
-from lazygen.runtime.persistent_cache import PersistentCacheWarning
+from lazygen.runtime.execution.persistent_cache import PersistentCacheWarning
 caught = []
 warnings.simplefilter("always")
 warnings.showwarning = lambda message, category, *rest: caught.append((message, category))

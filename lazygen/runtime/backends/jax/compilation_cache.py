@@ -26,7 +26,7 @@ import os
 import jax
 import jaxlib
 
-from ... import persistent_cache
+from ...execution import persistent_cache
 
 try:  # JAX's storage hook, private (see the module docstring)
     from jax._src import compilation_cache as _jax_cache

@@ -35,9 +35,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import torch
-
-from . import metrics, state
+from .. import metrics, state, torch_compat
 
 _MAGIC = b"lazygen-cache-1\n"
 _DIGEST_SIZE = 32  # sha256
@@ -101,12 +99,12 @@ def source_fingerprint(package_dir: str) -> str:
 
 def fingerprint(*parts: str) -> str:
     """What every entry of a store depends on, hashed (see the module docstring)."""
-    import_root = Path(__file__).resolve().parents[1]  # the lazygen package
+    import_root = Path(__file__).resolve().parents[2]  # the lazygen package
     generated = import_root.parent / "generated"
     common = (
         machine(),
         sys.version,
-        torch.__version__,
+        torch_compat.VERSION,
         source_fingerprint(str(import_root)),
         source_fingerprint(str(generated)) if generated.is_dir() else "",
     )
