@@ -95,12 +95,16 @@ def test_a_refused_op_in_a_distributed_step_warns_once_with_the_op_and_its_count
             for step in range(2):
                 y = x * 2
                 dist.all_reduce(y)
-                for _ in range(3):  # refused: nonzero's size depends on the data
-                    y = y + torch.nonzero(y > 4).sum()
+                for _ in range(3):  # refused: integer division by a tensor (may hold 0)
+                    k = y.long() + 1  # pending IR: the refusal cuts the graph here
+                    y = y + torch.div(k, k, rounding_mode="floor")
                 lr.mark_step()
         said = [str(w.message) for w in caught if issubclass(w.category, lr.GraphCutWarning)]
         assert len(said) == 1, said
-        assert "aten::nonzero (3x)" in said[0] and "distributed step" in said[0], said
+        assert "aten::div (3x)" in said[0] and "distributed step" in said[0], said
+        # the collective's host callback hands torch a writable copy of JAX's buffer
+        noisy = [str(w.message) for w in caught if "not writable" in str(w.message)]
+        assert not noisy, noisy
         print("ok")
         dist.destroy_process_group()
         """)

@@ -24,7 +24,9 @@ from .table import op
 
 
 def _to_torch(array) -> torch.Tensor:
-    array = np.ascontiguousarray(array)
+    # the callback's array is JAX's read-only buffer and torch's collectives write their
+    # result in place: a writable copy, never a tensor over memory that must not change
+    array = np.require(array, requirements=("C_CONTIGUOUS", "WRITEABLE"))
     if array.dtype == jnp.bfloat16:  # numpy has no bfloat16 of its own: through its bits
         return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(array)

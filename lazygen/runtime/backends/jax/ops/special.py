@@ -24,7 +24,6 @@ _UNARY = MappingProxyType(
         "special_modified_bessel_i0": sp.i0,
         "special_modified_bessel_i1": sp.i1,
         "lgamma": sp.gammaln,
-        "erfinv": sp.erfinv,
         "special_ndtri": sp.ndtri,
         "special_log_ndtr": sp.log_ndtr,
         "special_erfcx": sp.erfcx,
@@ -38,6 +37,21 @@ def _unary(fn):
 
 for _name, _fn in _UNARY.items():
     JAX_OPS[_name] = _unary(_fn)
+
+
+@op("erfinv")
+def _erfinv(shapes, x):
+    """JAX's ``erfinv`` refined by one Newton step. XLA's single-precision polynomial is up
+    to 64 ulp off near +-1 (torch's: half an ulp), and the gradient ``sqrt(pi)/2 *
+    exp(erfinv(x)**2)`` magnifies that (15x eager's error at x = -0.9987). The step's
+    residual ``erf(y) - x`` is taken through ``erfc`` in the tails, where ``1 - |x|`` is
+    exact and ``erf(y)`` would cancel: at most 4.5 ulp over [-1, 1] in float32."""
+    x = as_dtype(x, dt(shapes))
+    y = sp.erfinv(x)
+    ax, ay = jnp.abs(x), jnp.abs(y)
+    residual = jnp.where(ax > 0.5, jnp.sign(y) * ((1 - ax) - sp.erfc(ay)), sp.erf(y) - x)
+    step = residual * (jnp.sqrt(jnp.pi) / 2).astype(y.dtype) * jnp.exp(y * y)
+    return jnp.where(jnp.isfinite(y), y - step, y)  # +-1 (infinite) and NaN as they are
 
 
 @op("special_spherical_bessel_j0")
