@@ -92,6 +92,7 @@ class TSExecutable:
 
 
 _TENSOR_TYPE = torch._C.TensorType.get()
+_BOOL_LIST = torch._C.ListType(torch._C.BoolType.get())
 
 
 def _launcher(name: str, graph: torch._C.Graph):
@@ -215,7 +216,7 @@ class TorchScriptBackend(Backend):
         a graph with a constant the parser cannot read (a tensor) is not kept."""
         text = str(executable.graph)
         try:
-            parsed = torch._C.parse_ir(text)
+            parsed = _parsed(text)
         except Exception:  # noqa: BLE001 - not parseable: not kept
             return None
         if _canonical(str(parsed)) != _canonical(text):
@@ -224,7 +225,7 @@ class TorchScriptBackend(Backend):
 
     def load_executable(self, payload: bytes, order, outputs, device) -> TSExecutable:
         _configure_executor()
-        graph = torch._C.parse_ir(payload.decode())
+        graph = _parsed(payload.decode())
         self._counter += 1
         name = f"lazygen_graph_{self._counter}"
         function = torch._C._create_function_from_graph(name, graph)
@@ -303,6 +304,20 @@ def _same_dtype_writes(order: list[Node], ctx: TSLoweringContext) -> list:
 
 _TS_TRACEBACK = "Traceback of TorchScript (most recent call last):"
 _VALUE_NAME = re.compile(r"%[A-Za-z0-9_.]+")
+
+
+def _parsed(text: str) -> torch._C.Graph:
+    """``text`` parsed back into a graph. TorchScript's parser reads a ``bool[]`` constant
+    (``[True, False]``: layer norm's and convolution's output masks) as a list of ints, which
+    the ops then refuse; each is made again from its values as bools."""
+    graph = torch._C.parse_ir(text)
+    for node in list(graph.nodes()):
+        if node.kind() == "prim::Constant" and node.output().type() == _BOOL_LIST:
+            graph.setInsertPoint(node)
+            fixed = graph.insertConstant([bool(v) for v in node.output().toIValue()])
+            node.output().replaceAllUsesWith(fixed)
+            node.destroy()
+    return graph
 
 
 def _canonical(text: str) -> str:
