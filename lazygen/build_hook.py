@@ -36,6 +36,11 @@ class LazygenGen(Command):
         ("defer-hand-written=", None, "'yes': missing hand-written pieces are warnings"),
         ("skip-unknown-ops=", None, "'yes': leave out operators this torch lacks, with a warning"),
         (
+            "per-torch-release=",
+            None,
+            "'yes': the output keeps one tree per torch release; the installed torch's is written",
+        ),
+        (
             "optional=",
             None,
             "'yes': skip with a notice when the build environment lacks "
@@ -72,6 +77,7 @@ class LazygenGen(Command):
                 self.announce(message + "; using the committed generated sources", level=2)
                 return
             raise SystemExit(message + " (install them, or build with --no-build-isolation)")
+        from lazygen import release_trees
         from lazygen.diagnostics import LazygenError
         from lazygen.pipeline import DEFAULT_HAND_WRITTEN, GenConfig, run
 
@@ -90,6 +96,7 @@ class LazygenGen(Command):
             hand_written=self.hand_written or DEFAULT_HAND_WRITTEN,
             defer_hand_written=yes(self.defer_hand_written),
             skip_unknown_ops=yes(self.skip_unknown_ops),
+            per_torch_release=yes(self.per_torch_release),
         )
         # The hand-written package is part of the project being built: make it importable
         # from its sources (a PEP 517 build runs in the project directory, which is not on
@@ -98,7 +105,7 @@ class LazygenGen(Command):
         if source_root not in sys.path:
             sys.path.insert(0, source_root)
         try:
-            result = run(config)
+            result = release_trees.run(config) if config.per_torch_release else run(config)
         except LazygenError as exc:
             text = "\n".join(str(d) for d in exc.diagnostics)
             raise SystemExit("lazygen: " + text + self._flags_in_setup(text)) from None

@@ -42,6 +42,8 @@ class GenConfig:
     defer_hand_written: bool = False
     #: Operators this torch lacks are skipped with one warning instead of one error each.
     skip_unknown_ops: bool = False
+    #: `output_dir` holds one tree per supported torch release (`lazygen.release_trees`).
+    per_torch_release: bool = False
     jobs: int = 2
 
 
@@ -87,8 +89,9 @@ def input_files(config: GenConfig) -> list[Path]:
     return files
 
 
-def input_hash(config: GenConfig) -> str:
-    """Content hash of inputs, templates, hand-written pieces, lazygen and torch versions."""
+def input_hash(config: GenConfig, extra_files: dict[str, str] | None = None) -> str:
+    """Content hash of inputs, templates, hand-written pieces, lazygen and torch versions
+    (and the text of `extra_files`, written beside the generated files)."""
     from importlib.metadata import PackageNotFoundError, version
 
     digest = hashlib.sha256()
@@ -114,6 +117,8 @@ def input_hash(config: GenConfig) -> str:
             digest.update(hashlib.sha256(path.read_bytes()).digest())
         except FileNotFoundError:
             digest.update(b"<missing>")
+    for name in sorted(extra_files or ()):
+        digest.update(f"{name}\0{extra_files[name]}\0".encode())
     return digest.hexdigest()
 
 
@@ -283,23 +288,25 @@ def validate(config: GenConfig) -> Generated:
     return generated
 
 
-def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> GenResult:
-    """Regenerate `config.output_dir` (or, with `check`/`dry_run`, only compare)."""
-    from lazygen.render.writer import (
-        UnsafeOutputName,
-        apply_changes,
-        plan_changes,
-        probe_writable,
-        unified_diff,
-        write_atomic,
-    )
+def run(
+    config: GenConfig,
+    *,
+    check: bool = False,
+    dry_run: bool = False,
+    extra_files: dict[str, str] | None = None,
+) -> GenResult:
+    """Regenerate `config.output_dir` (or, with `check`/`dry_run`, only compare).
+
+    `extra_files`: finished files written beside the generated ones (a per-release tree's
+    `provenance.py`); their text is part of the input hash."""
+    from lazygen.render.writer import UnsafeOutputName, plan_changes, unified_diff
 
     check_output_dir(config.output_dir)
     child = None
     if _torch_child_helps(config) and not (config.output_dir / STAMP).exists():
         child = start_torch_child(config)  # cannot be skipped: start torch's import at once
     try:
-        inputs = input_hash(config)
+        inputs = input_hash(config, extra_files)
         skipped = stamp_current(config, inputs)
     except BaseException:
         if child is not None:
@@ -312,7 +319,7 @@ def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> Gen
     generated = generate(config, child=child)
     if generated.errors:  # nothing is written when hand-written pieces are missing
         raise LazygenError(generated.errors)  # as `validate` does
-    files = dict(generated.files)
+    files = {**generated.files, **(extra_files or {})}
     try:
         changes = plan_changes(config.output_dir, files)
     except UnsafeOutputName as exc:
@@ -326,20 +333,26 @@ def run(config: GenConfig, *, check: bool = False, dry_run: bool = False) -> Gen
         status = "stale" if changes else "current"
         diff = unified_diff(config.output_dir, changes)
         return GenResult(status, tuple(changes), diff, **common)
-    stamp_path = config.output_dir / STAMP
-    stamp = _stamp_text(inputs, files)
+    _write(config.output_dir, changes, _stamp_text(inputs, files))
+    return GenResult("written" if changes else "current", tuple(changes), **common)
+
+
+def _write(output_dir: Path, changes: list, stamp: str) -> None:
+    """Apply `changes` to `output_dir`, then its stamp; a failure is the user's to fix."""
+    from lazygen.render.writer import apply_changes, probe_writable, write_atomic
+
+    stamp_path = output_dir / STAMP
     try:
-        probe_writable(config.output_dir)
-        apply_changes(config.output_dir, changes)
+        probe_writable(output_dir)
+        apply_changes(output_dir, changes)
         if not stamp_path.exists() or stamp_path.read_text() != stamp:
             write_atomic(stamp_path, stamp)
     except OSError as exc:
         raise LazygenError.at(
-            Location(str(config.output_dir)),
-            f"cannot write {exc.filename or config.output_dir}: {exc.strerror or exc}",
+            Location(str(output_dir)),
+            f"cannot write {exc.filename or output_dir}: {exc.strerror or exc}",
             "check the directory's permissions and free space, or pass another --output-dir",
         ) from None
-    return GenResult("written" if changes else "current", tuple(changes), **common)
 
 
 def check_output_dir(output_dir: Path) -> None:

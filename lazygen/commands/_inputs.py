@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from lazygen import renamed
 from lazygen.pipeline import DEFAULT_HAND_WRITTEN
+from lazygen.release_trees import is_laid_out_per_release
 
 if TYPE_CHECKING:  # imported lazily: `lazygen --version` and stamp-skipped gens stay fast
     from lazygen.diagnostics import Diagnostic
@@ -66,6 +67,13 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
         help="report missing hand-written pieces as warnings and generate anyway",
     )
     add_skip_unknown_argument(parser)
+    parser.add_argument(
+        "--per-torch-release",
+        action="store_true",
+        help="keep one tree per supported torch release in the output directory "
+        "(torch2_13/, torch2_14/; the installed torch's is written), chosen at import; "
+        "implied when the output directory is laid out so already",
+    )
 
 
 def add_skip_unknown_argument(parser: argparse.ArgumentParser) -> None:
@@ -84,10 +92,11 @@ def config_from_args(args: argparse.Namespace, output_dir: Path | None = None) -
 
     _working_directory_importable()
     renamed.check_hand_written_package(args.hand_written)
-    default_output = Path("generated") / args.backend_yaml.name.removesuffix(".yaml")
+    output_dir = output_dir or Path("generated") / args.backend_yaml.name.removesuffix(".yaml")
+    per_release = getattr(args, "per_torch_release", False) or is_laid_out_per_release(output_dir)
     return GenConfig(
         backend_yaml=args.backend_yaml,
-        output_dir=output_dir or default_output,
+        output_dir=output_dir,
         native_functions=args.native_functions,
         tags=args.tags,
         templates=args.templates,
@@ -95,6 +104,7 @@ def config_from_args(args: argparse.Namespace, output_dir: Path | None = None) -
         check_hand_written=args.check_hand_written,
         defer_hand_written=args.defer_hand_written,
         skip_unknown_ops=args.skip_unknown_ops,
+        per_torch_release=per_release,
     )
 
 

@@ -1,6 +1,7 @@
 """Generate a lazy backend's Python modules from its op list.
 
-Run without arguments in the repository root, regenerates generated/builtin/ from
+Run without arguments in the repository root, regenerates the installed torch's tree of
+generated/builtin/ (one tree per supported torch release, `lazygen.release_trees`) from
 yaml/builtin.yaml. Output is black-formatted, deterministic, and written only when it
 changed; an unchanged rerun is skipped by a content hash of every input.
 """
@@ -35,12 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lazygen import release_trees
     from lazygen.pipeline import STAMP, run
 
     config = config_from_args(args, args.output_dir)
     if args.force:
         (config.output_dir / STAMP).unlink(missing_ok=True)
-    result = run(config, check=args.check, dry_run=args.dry_run)
+        for tree in config.output_dir.glob("torch*_*"):
+            (tree / STAMP).unlink(missing_ok=True)
+    if config.per_torch_release:
+        result = release_trees.run(config, check=args.check, dry_run=args.dry_run)
+    else:
+        result = run(config, check=args.check, dry_run=args.dry_run)
     if result.status == "skipped":
         if not args.quiet:
             print(f"lazygen gen: {config.output_dir} is up to date (inputs unchanged)")
@@ -58,5 +65,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.diff, end="")
     if not args.quiet:
         counts = ", ".join(f"{k} {v}" for k, v in result.counts.items())
-        print(f"lazygen gen: {config.output_dir}: {result.status} ({counts})")
+        print(
+            f"lazygen gen: {config.output_dir}: {result.status}" + (f" ({counts})" * bool(counts))
+        )
     return EXIT_OK

@@ -125,6 +125,26 @@ TemplateModel = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ReleasesInitModel:
+    """The ``__init__.py`` of an output laid out per torch release (``torch2_13/``, ...): it
+    makes the package the installed torch's tree. Constant text, so that every release's
+    environment writes the same file."""
+
+    template: ClassVar[str] = "releases_init.py.jinja"
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceModel:
+    """``provenance.py`` of one release's tree: the torch it was generated with, and the
+    digest of each other tree it was generated beside (the primary release's), so that an
+    environment without this torch still sees when the tree fell behind."""
+
+    template: ClassVar[str] = "provenance.py.jinja"
+    torch: str
+    beside: tuple[tuple[str, str], ...]  # (tree folder, digest of its files)
+
+
 _overload = aten_ref
 
 

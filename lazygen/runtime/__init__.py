@@ -21,6 +21,9 @@ import threading
 
 import torch
 
+# First: an unsupported torch is refused here, with one error naming the supported range.
+from lazygen.runtime import torch_compat  # noqa: F401
+
 from . import backend_interface as _backend_registry
 from . import config, debug, devices, dispatch, distributed, ir_cache, metrics, ops, process, state
 from . import privateuse1 as _privateuse1

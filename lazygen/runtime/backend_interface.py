@@ -264,6 +264,36 @@ class Backend(ABC):
         """
         raise NotImplementedError(f"backend {self.name!r} runs graphs synchronously")
 
+    # One program over many devices (single-controller SPMD, ``lazygen.spmd``) -------------
+
+    def use_spmd(self) -> None:
+        """Run every graph as one program over all devices (one device: refuse, the default)."""
+        raise LazygenRuntimeError(
+            f"lazygen: the {self.name!r} backend runs each graph on one device; "
+            "single-controller SPMD (lazygen.spmd) needs a backend that spreads one program "
+            "over several devices: init(backend='jax')"
+        )
+
+    def spmd_devices(self) -> tuple[int, ...]:
+        """The global ids of the devices one SPMD program spans (every process's)."""
+        return (0,)
+
+    def place(self, data: Any, placement: Any) -> Any:
+        """``data`` laid out as ``placement`` (a ``sharding.Placement``; None: replicated)."""
+        return data
+
+    def upload(self, tensor: torch.Tensor, placement: Any) -> Any:
+        """Host ``tensor`` as device data laid out as ``placement``, each device sent its piece."""
+        return self.place(self.to_data(tensor, self.data_device(0)), placement)
+
+    def output_placements(self, executable: Any) -> tuple | None:
+        """Each result's ``Placement`` (or None), in the graph's order; None: replicated."""
+        return None
+
+    def program_layout(self, executable: Any) -> Any:
+        """A ``sharding.ProgramLayout`` of ``executable``; None for a program on one device."""
+        return None
+
     def dump(self, order: list[Node], outputs: list[Value], device: torch.device) -> str:
         """The backend's text of a graph (``debug.dump_ir(..., "backend")``)."""
         return repr(self.lower(order, outputs, device))

@@ -14,13 +14,14 @@ Nothing in the runtime imports this module: it sits at the top, beside the compo
 
 from __future__ import annotations
 
-from . import op_facts, op_identity
 from .backends import BUILTIN
 from .devices import LazyDevice, all_devices, current_index, get_device
 from .execution.executor import compile_cached, run, runner, sync
 from .graph import graph_key, post_order
 from .ir import DeviceData, InputWrite, ScalarData, Value
 from .kernel_support import GeneratorData, default_generator
+from .op_registry import facts as op_facts
+from .op_registry import identity as op_identity
 from .state import is_lazy_device, log, once_per_process, register, settings
 from .tracing.random_inputs import SeedData, draw_seeds
 from .tracing.tensor import fixed_scalars, from_data, inner, to_functional

@@ -81,7 +81,7 @@ class LazyGraphError(LazygenRuntimeError):
         that held the failed tensor. A failed tensor holding such an error makes a cycle
         through C++ (autograd graphs) that the garbage collector cannot free, keeping the
         failed step's tensors and IR alive for good."""
-        again = LazyGraphError.__new__(LazyGraphError)
+        again = type(self).__new__(type(self))
         again.__dict__.update(self.__dict__)
         again.args = self.args
         again.__cause__ = frame_free(self.__cause__)

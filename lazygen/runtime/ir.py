@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 import torch
 
-from . import op_facts, state
+from . import state
+from .op_registry import facts as op_facts
 from .sources import user_source
 from .state import settings
 
@@ -150,6 +151,11 @@ class DeviceData(Node):
 
     Its data may still be in flight: a graph launched asynchronously (``mark_step``) gives
     each output a ``DeviceData`` whose ``data`` waits for that run when first read.
+
+    A backend that spreads data over several devices (``Backend.use_spmd``) says how it is
+    laid out: ``placement`` (``sharding.Placement``; None: replicated), held as the node's
+    ``attrs`` so that the graph key includes it. The host view of such data is never kept
+    (it would be a whole copy of every shard: read again, it is gathered again).
     """
 
     __slots__ = ("_data", "_launch", "_backend", "_host")
@@ -163,11 +169,13 @@ class DeviceData(Node):
         launch=None,
         shape: Shape | None = None,
         backend=None,
+        placement=None,
     ):
         """``backend``: the backend whose non-torch data this is (None for torch data);
-        ``shape`` is then required, since only torch data tells its own."""
+        ``shape`` is then required, since only torch data tells its own. ``placement``: how
+        the backend laid the data out over its devices (None: replicated, or one device)."""
         self.operands = ()
-        self.attrs = ()
+        self.attrs = () if placement is None else (placement,)
         self._data = data
         self._launch = launch
         self._backend = backend
@@ -179,9 +187,15 @@ class DeviceData(Node):
         self.source = None
 
     @classmethod
-    def pending(cls, launch, shape: Shape, backend=None) -> DeviceData:
+    def pending(cls, launch, shape: Shape, backend=None, placement=None) -> DeviceData:
         """Data that ``launch`` (an in-flight graph run) will deliver through ``deliver``."""
-        return cls(None, launch, shape, backend)
+        return cls(None, launch, shape, backend, placement)
+
+    @property
+    def placement(self):
+        """How the data is laid out over the backend's devices (None: replicated)."""
+        attrs = self.attrs
+        return attrs[0] if attrs else None
 
     @classmethod
     def failed(cls, run, shape: Shape) -> DeviceData:
@@ -210,7 +224,9 @@ class DeviceData(Node):
         if self._backend is not None:
             host = self._host
             if host is None:
-                host = self._host = self._backend.from_data(data, "cpu", copy=False)
+                host = self._backend.from_data(data, "cpu", copy=False)
+                if not self.attrs:  # a sharded value's host view is a gathered copy
+                    self._host = host
             return host
         if not data.is_contiguous():
             data = self._data = data.contiguous()

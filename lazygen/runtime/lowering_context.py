@@ -35,11 +35,10 @@ schema order. An op returning ``Tensor[]`` is called with ``num_outputs=1`` and 
 result split with ``ctx.unpack_list(result, count)``. A backend's ``call`` receives ``op``
 as the lowering gave it and normalises it with ``op_string(op)`` / ``overload_of(op)``.
 
-What a lowering may ask the context about the node being lowered (never ``ctx.node``'s
-internals): ``ctx.output_shapes()`` (one ``Shape(dtype, sizes)`` per output, None for an
-output the op leaves undefined), ``ctx.output_dtype(i)``, ``ctx.output_sizes(i)``; and
-``ctx.is_lazy_device(d)`` tells whether a device attribute names the lazy device (which
-means ``ctx.device``, where the graph's data live).
+What a lowering may ask about the node being lowered (never ``ctx.node``'s internals):
+``ctx.output_shapes()`` (a ``Shape(dtype, sizes)`` per output, None for one the op leaves
+undefined), ``ctx.output_dtype(i)``, ``ctx.output_sizes(i)``; ``ctx.is_lazy_device(d)``:
+whether a device attribute names the lazy device (``ctx.device``, where the data live).
 
 Two rules every lowering and every ``call`` can rely on:
 
@@ -74,10 +73,9 @@ Two rules every lowering and every ``call`` can rely on:
   (a class attribute of its context): their ``lower()`` then emits their reference
   decomposition into plain ATen ops (matmul, softmax, ...) through ``call`` instead.
 * **Masked-off outputs.** An op with an ``output_mask`` (``native_layer_norm_backward``,
-  ``convolution_backward``, ``native_group_norm_backward``...) whose mask leaves an output
-  off has ``None`` as that output's shape. ``call`` still returns one value per output
-  (``num_outputs`` counts them all), and the value of a masked-off output may be anything
-  (None, an undefined tensor, a dummy): no node and no graph output ever reads it.
+  ``convolution_backward``...) whose mask leaves an output off has ``None`` as that
+  output's shape. ``call`` still returns one value per output (``num_outputs`` counts them
+  all); a masked-off one may be anything (None, a dummy): nothing ever reads it.
 """
 
 from __future__ import annotations
@@ -87,13 +85,15 @@ from typing import Any
 
 import torch
 
-from . import op_facts, op_identity, state
+from . import state
 from .errors import LazygenRuntimeError, LazyGraphError
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
+from .op_registry import facts as op_facts
+from .op_registry import identity as op_identity
 
 # The lowering contract's converters of an op's spellings (defined in ``op_identity``).
-from .op_identity import op_string as op_string
-from .op_identity import overload_of
+from .op_registry.identity import op_string as op_string
+from .op_registry.identity import overload_of
 
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
 #: string (the only form a non-native ``opkind`` has).
@@ -284,6 +284,10 @@ class LoweringContext(ABC):
     @abstractmethod
     def unpack_list(self, value: Any, count: int) -> list:
         """The ``count`` tensors of a ``Tensor[]`` result."""
+
+    def constrain(self, value: Any, placement: Any) -> Any:
+        """``value`` laid out as ``placement`` (a ``ShardingConstraint``); one device: as is."""
+        return value
 
     def value_list(self, items: list) -> Any:
         """A ``Tensor[]`` argument made of backend values this context handed out.

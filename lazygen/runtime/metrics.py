@@ -66,6 +66,7 @@ def reset() -> None:
         _refused.clear()
         _declined.clear()
         _step_cuts.clear()
+        _step_refused.clear()
 
 
 def _merged_counters() -> dict[str, int]:
@@ -225,6 +226,7 @@ _host_reads: dict[str, FallbackEntry] = {}
 _refused: dict[str, FallbackEntry] = {}
 _declined: dict[str, FallbackEntry] = {}  # decomposed, not run eagerly: no graph cut
 _step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since the last ``mark_step``
+_step_refused: dict[str, int] = {}  # refused calls that cut a graph, likewise
 
 
 def record_fallback(
@@ -252,7 +254,9 @@ def record_fallback(
         entry.count += 1
         if graph_cut:
             entry.graph_cuts += 1
-            if not host_read and not refused:
+            if refused:
+                _step_refused[op] = _step_refused.get(op, 0) + 1
+            elif not host_read:
                 _step_cuts[op] = _step_cuts.get(op, 0) + 1
 
 
@@ -274,6 +278,14 @@ def take_step_cuts() -> dict[str, int]:
     with _registry_lock:
         cuts = dict(_step_cuts)
         _step_cuts.clear()
+    return cuts
+
+
+def take_step_refusals() -> dict[str, int]:
+    """The refused calls that cut a graph since the last call (``mark_step`` asks), by op."""
+    with _registry_lock:
+        cuts = dict(_step_refused)
+        _step_refused.clear()
     return cuts
 
 
@@ -343,7 +355,7 @@ def fallback_report() -> FallbackReport:
 state.register(
     __name__,
     reset,
-    owns=("_fallbacks", "_host_reads", "_refused", "_declined", "_step_cuts"),
+    owns=("_fallbacks", "_host_reads", "_refused", "_declined", "_step_cuts", "_step_refused"),
 )
 state.once_per_process(
     __name__,

@@ -111,6 +111,14 @@ EFFECTS: tuple[Effect, ...] = (
         "the first lazy process group (`distributed.fsdp`)",
     ),
     Effect(
+        "state_dict_collectives",
+        "LAZYGEN_STATE_DICT_COLLECTIVES",
+        "`torch.distributed.checkpoint.state_dict`'s gather step wrapped: after a full state "
+        "dict is gathered, every rank runs its traced all-gathers, so a rank that reads it "
+        "alone (`cpu_offload=True` reads on rank 0) does not wait for ranks that never would",
+        "the first lazy process group (`distributed.state_dicts`)",
+    ),
+    Effect(
         "printing",
         "LAZYGEN_PRINTING",
         "`torch._tensor_str._str` wrapped, so lazy tensors print as other devices' do",

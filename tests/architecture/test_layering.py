@@ -8,7 +8,8 @@ level and inside functions alike; an import inside a function is still a depende
   the backend-neutral ``builtin`` package.
 * Generated code imports the runtime, never a concrete backend. It is scanned under the
   name it is installed as (``generated/builtin/`` is ``lazygen.runtime.builtin.generated``,
-  see ``setup.py``), and the built-in op list's tables import it as a module, so the
+  see ``setup.py``; each torch release's tree in it, ``torch2_13/``, is that package when
+  its torch is installed), and the built-in op list's tables import it as a module, so the
   import graph sees op list -> generated code -> hand-written pieces -> core.
 * The composition root (``lazygen/runtime/__init__.py``) may import the whole core, and
   finds backends by name only (``lazygen.runtime.backends.BUILTIN`` holds strings).
@@ -29,6 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from lazygen.runtime import torch_compat
+from lazygen.torch_releases import tree_name, tree_release
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lazygen"
 RUNTIME = "lazygen.runtime"
@@ -39,10 +43,18 @@ GENERATED = ROOT / "generated"
 GENERATED_PACKAGES = {"lazygen.runtime.builtin.generated": GENERATED / "builtin"}
 
 
+def _in_package(folder: Path, path: Path) -> tuple[str, ...]:
+    """``path``'s parts in the generated package ``folder``: a release's tree is the package."""
+    parts = path.relative_to(folder).with_suffix("").parts
+    if len(parts) > 1 and tree_release(parts[0]):
+        parts = parts[1:]
+    return parts
+
+
 def _module_name(path: Path) -> str:
     for package, folder in GENERATED_PACKAGES.items():
         if path.is_relative_to(folder):
-            parts = (package, *path.relative_to(folder).with_suffix("").parts)
+            parts = (package, *_in_package(folder, path))
             break
     else:
         parts = path.relative_to(ROOT).with_suffix("").parts
@@ -85,7 +97,10 @@ def _exists(module: str) -> bool:
     path = ROOT.joinpath(*module.split("."))
     for package, folder in GENERATED_PACKAGES.items():
         if module == package or module.startswith(package + "."):
-            path = folder.joinpath(*module[len(package) :].split(".")[1:])
+            inside = module[len(package) :].split(".")[1:]
+            if inside:  # a module of the package: in the installed torch's tree
+                folder = folder / tree_name(torch_compat.RELEASE)
+            path = folder.joinpath(*inside)
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -252,6 +267,19 @@ def test_conformance_is_a_client_of_the_runtime():
         for s, t, n in _edges()
         if (t.startswith(conformance) and s.startswith((RUNTIME, *GENERATOR)))
         or (s.startswith(conformance) and t.startswith(RUNTIME + ".") and t != RUNTIME)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_spmd_is_a_client_of_the_runtime():
+    """``lazygen.spmd`` (torch_xla's SPMD surface) speaks the runtime's neutral sharding
+    hooks; neither the runtime nor the generator imports it."""
+    spmd = "lazygen.spmd"
+    wrong = [
+        f"{s} -> {t} (line {n})"
+        for s, t, n in _edges()
+        if (t.startswith(spmd) and s.startswith((RUNTIME, *GENERATOR)))
+        or (s.startswith(spmd) and t.startswith(BACKENDS))
     ]
     assert not wrong, "\n".join(wrong)
 

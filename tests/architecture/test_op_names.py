@@ -2,8 +2,8 @@
 
 Where the core must treat some ops apart, the fact is declared where the op lives (the
 ``runtime/ops`` package: ``ops/facts.py`` or the op's own module; the built-in op list's
-``runtime/builtin``) and read through the one registry, ``runtime/op_facts.py``, keyed by
-the op; an op's spellings are converted in one module, ``runtime/op_identity.py``, which
+``runtime/builtin``) and read through the one registry, ``runtime/op_registry/facts.py``, keyed by
+the op; an op's spellings are converted in one module, ``runtime/op_registry/identity.py``, which
 names no op itself. The scan covers every module of ``lazygen/runtime`` and of
 ``lazygen/dynamo`` (the front end); the modules that may name ops are listed one by
 one in ``OP_MODULES`` with the reason (an op's kernels, lowerings or facts), and each of them
@@ -32,7 +32,7 @@ import pytest
 import torch
 
 import lazygen.runtime  # noqa: F401  (the ops package declares the facts on import)
-from lazygen.runtime import op_facts
+from lazygen.runtime.op_registry import facts as op_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "lazygen" / "runtime"

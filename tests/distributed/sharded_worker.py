@@ -18,7 +18,12 @@ import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_state_dict,
+    set_state_dict,
+)
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
@@ -358,6 +363,9 @@ def dcp_resume() -> bool:
     first = _train(model, optimizer, plan, range(2), Run([], []))
     model_state, optim_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(path / "step2"))
+    if dist.get_rank() == 0:  # what a process without lazygen must read from the checkpoint
+        names = [name for name, _ in model.named_parameters()]
+        torch.save(dict(zip(names, first.params, strict=True)), path / "step2_params.pt")
     model, optimizer = _sharded(plan, lr.device().type, seed=1)
     _resume(model, optimizer, path / "step2")
     loaded = _full_params(model)
@@ -384,6 +392,57 @@ def dcp_reshard() -> bool:
     ok = _close("dcp_reshard", then, Run([saved["losses"]], saved["params"]))
     size = dist.get_world_size()
     return _report("dcp_reshard", ok and then.cuts == 0, f"world={size} cuts/step={then.cuts}")
+
+
+def full_state_dict() -> bool:
+    """FSDP2's usual export after training, called the same way on every rank and read on
+    rank 0 alone: ``get_state_dict`` / ``get_model_state_dict`` with ``full_state_dict``
+    and ``cpu_offload`` (rank 0 gets CPU tensors, the others an empty dict). torch copies
+    to the CPU on rank 0 only, so the other ranks never ran their all-gathers: rank 1 went
+    on and exited, and rank 0 died in gloo's "Connection closed by peer". Here rank 1 does
+    nothing after the export but leave. Rank 0's parameters equal one CPU process's
+    training within eager's float32 sensitivity, and the optimizer's full state is there.
+    The sharded default (DTensors of lazy shards) and its ``cpu_offload`` (DTensors of CPU
+    shards) hold the same values."""
+    plan = Plan(steps=2)
+    model, optimizer = _sharded(plan, lr.device().type)
+    lazy = _train(model, optimizer, plan, range(plan.steps), Run([], []))
+    rank, checks = dist.get_rank(), []
+    names = [name for name, _ in model.named_parameters()]
+    sharded = get_model_state_dict(model)
+    offloaded = get_model_state_dict(model, options=StateDictOptions(cpu_offload=True))
+    for name in names:  # every rank: the shards, lazy and offloaded, agree
+        shard, host = sharded[name], offloaded[name]
+        checks.append(isinstance(shard, DTensor) and shard.to_local().device.type != "cpu")
+        checks.append(host.to_local().device.type == "cpu")
+        checks.append(torch.equal(shard.to_local().cpu(), host.to_local()))
+    full = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    both_model, both_optim = get_state_dict(model, optimizer, options=full)
+    model_state = get_model_state_dict(model, options=full)
+    if rank != 0:  # nothing read, nothing synced: the export alone must serve rank 0
+        checks.append(model_state == {} and both_model == {})
+        return _report("full_state_dict", all(checks), f"checks={checks}")
+    params = [model_state[name] for name in names]
+    checks.append(all(p.device.type == "cpu" and not isinstance(p, DTensor) for p in params))
+    checks.append(all(torch.equal(a, b) for a, b in zip(params, lazy.params, strict=True)))
+    checks.append(all(torch.equal(both_model[n], model_state[n]) for n in names))
+    states = both_optim["state"]
+    checks.append(sorted(states) == sorted(names) and "exp_avg" in states[names[0]])
+    checks.append(states[names[0]]["exp_avg"].device.type == "cpu")
+    checks.append(_as_one_process("full_state_dict", params, plan))
+    return _report("full_state_dict", all(checks), f"checks={checks}")
+
+
+def _as_one_process(name: str, params: list, plan: Plan) -> bool:
+    """``params`` equal one CPU process's training of ``plan`` within eager's float32
+    sensitivity (the float64 run is the reference)."""
+    eager, exact = train_eager(plan, torch.float32), train_eager(plan, torch.float64)
+    try:
+        assert_as_accurate_as_eager(params, eager.params, exact.params)
+        return True
+    except AssertionError as error:
+        print(f"rank {dist.get_rank()} {name}: {error}", flush=True)
+        return False
 
 
 def _tensor_parallel(model, tp_mesh) -> None:
@@ -495,6 +554,7 @@ SCENARIOS = {
     "tp_fsdp": tp_fsdp,
     "dcp_resume": dcp_resume,
     "dcp_reshard": dcp_reshard,
+    "full_state_dict": full_state_dict,
 }
 
 

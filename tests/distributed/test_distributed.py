@@ -7,6 +7,7 @@ happens, every run bounded by a timeout."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -61,15 +62,58 @@ def test_one_process_registration_lowering_and_host_copies():
 
 #: Inductor compiles each graph (seconds per graph on 2 cores): its cases are slow.
 _INDUCTOR = pytest.param("inductor", marks=pytest.mark.slow)
+#: The jax backend runs collectives as ordered host callbacks of its XLA programs.
+_NO_JAX = importlib.util.find_spec("jax") is None
+_JAX = pytest.param(
+    "jax",
+    marks=pytest.mark.skipif(_NO_JAX, reason="the jax backend needs JAX: pip install lazygen[jax]"),
+)
 
 
 @pytest.mark.multiprocess
-@pytest.mark.parametrize("backend", ["torchscript", "fx", _INDUCTOR])
+@pytest.mark.parametrize("backend", ["torchscript", "fx", _INDUCTOR, _JAX])
 def test_collectives_in_the_graph_two_processes(backend):
     """Every built-in backend runs functional collectives inside its graphs: no cut."""
     result = _ranks("collectives_worker.py", "graph", backend=backend)
     assert all("DistributedGraphCut=0" in out for out in result.outputs), result.report()
     assert all("lazy::all_reduce=4" in out for out in result.outputs), result.report()
+
+
+def test_a_refused_op_in_a_distributed_step_warns_once_with_the_op_and_its_count():
+    """A call the backend refuses cuts the graph on every rank, like a collective outside
+    it: the first step with such cuts warns once, naming the op and how often it cut."""
+    pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
+    code = textwrap.dedent("""
+        import warnings
+        import torch, torch.distributed as dist
+        import lazygen.runtime as lr
+        lr.init(backend="jax")
+        dist.init_process_group("cpu:gloo,lazygen:lazygen", rank=0, world_size=1)
+        x = torch.arange(6.0, device="lazygen")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for step in range(2):
+                y = x * 2
+                dist.all_reduce(y)
+                for _ in range(3):  # refused: integer division by a tensor (may hold 0)
+                    k = y.long() + 1  # pending IR: the refusal cuts the graph here
+                    y = y + torch.div(k, k, rounding_mode="floor")
+                lr.mark_step()
+        said = [str(w.message) for w in caught if issubclass(w.category, lr.GraphCutWarning)]
+        assert len(said) == 1, said
+        assert "aten::div (3x)" in said[0] and "distributed step" in said[0], said
+        # the collective's host callback hands torch a writable copy of JAX's buffer
+        noisy = [str(w.message) for w in caught if "not writable" in str(w.message)]
+        assert not noisy, noisy
+        print("ok")
+        dist.destroy_process_group()
+        """)
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(launch.free_port()))
+    env["LAZYGEN_GC_FREEZE"] = "0"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
 
 
 @pytest.mark.multiprocess
@@ -87,6 +131,7 @@ def test_collectives_as_graph_cuts_two_processes():
         ("torchscript", "default,bucket_view,no_sync"),
         ("fx", "default,bucket_view,no_sync"),
         pytest.param("inductor", "default", marks=pytest.mark.slow),
+        pytest.param("jax", "default,bucket_view,no_sync", marks=[*_JAX.marks, pytest.mark.slow]),
     ],
 )
 def test_ddp_matches_single_process_eager(backend, scenarios):

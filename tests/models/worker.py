@@ -98,7 +98,9 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=5)
     # For backends that draw their own random numbers (``Backend.random_numbers = "seed"``:
     # the jax backend), whose dropout masks differ from eager's by design.
-    parser.add_argument("--dropout-off", action="store_true", help="every nn.Dropout p=0")
+    parser.add_argument(
+        "--dropout-off", action="store_true", help="every nn.Dropout and dropout rate 0"
+    )
     args = parser.parse_args(argv)
     spec = MODELS[args.model]
     reason = None
@@ -118,6 +120,9 @@ def main(argv=None) -> int:
         for module in model.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
+            for rate in ("dropout", "attention_dropout"):  # a rate given to F.dropout (T5)
+                if type(getattr(module, rate, None)) is float:
+                    setattr(module, rate, 0.0)
     generator = torch.Generator().manual_seed(1)
     batches = [spec.batch(generator) for _ in range(args.steps)]
 

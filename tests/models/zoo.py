@@ -735,6 +735,45 @@ def _denoising_batch(generator, channels=4, size=8):
     }
 
 
+class _MobileNetV3(torch.nn.Module):
+    """A MobileNetV3-style network in plain torch (transformers has none): a strided stem,
+    inverted residual blocks (expansion, depthwise convolution, squeeze-and-excitation
+    gated by ``hardsigmoid``, projection) with ``hardswish`` activations and batch norm in
+    training mode, pooled and classified; the cross-entropy as ``.loss``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+
+        def conv(cin, cout, kernel, stride=1, groups=1):
+            padding = kernel // 2
+            layer = nn.Conv2d(cin, cout, kernel, stride, padding, groups=groups, bias=False)
+            return nn.Sequential(layer, nn.BatchNorm2d(cout))
+
+        self.stem = nn.Sequential(conv(3, 8, 3, 2), nn.Hardswish())
+        self.expand = nn.Sequential(conv(8, 16, 1), nn.Hardswish())
+        self.depthwise = nn.Sequential(conv(16, 16, 3, 2, groups=16), nn.Hardswish())
+        self.excite = nn.Sequential(
+            nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 4, 1), nn.ReLU(), nn.Conv2d(4, 16, 1),
+            nn.Hardsigmoid(),
+        )  # fmt: skip
+        self.project = conv(16, 8, 1)
+        self.head = nn.Sequential(
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 16), nn.Hardswish(),
+            nn.Linear(16, 4),
+        )  # fmt: skip
+
+    def forward(self, pixel_values, labels):
+        from types import SimpleNamespace
+
+        x = self.stem(pixel_values)
+        y = self.depthwise(self.expand(x))
+        y = self.project(y * self.excite(y))
+        x = torch.nn.functional.avg_pool2d(x, 2) + y  # the residual, at the block's stride
+        logits = self.head(x)
+        return SimpleNamespace(loss=torch.nn.functional.cross_entropy(logits, labels))
+
+
 class _VariationalAutoencoder(torch.nn.Module):
     """AutoencoderKL trained as a VAE: encode, sample the latent (``randn`` on the model's
     device), decode; reconstruction error plus a weighted KL divergence, as ``.loss``."""
@@ -870,6 +909,7 @@ MODELS: dict[str, ModelSpec] = {
     "bart": ModelSpec("transformers", _bart, _seq2seq_batch, host_reads=_MASK_READS),
     "vit": ModelSpec("transformers", _vit, _image_batch),
     "resnet": ModelSpec("transformers", _resnet, _image_batch),
+    "mobilenet_v3": ModelSpec("torch", _MobileNetV3, _image_batch),
     "mixtral": ModelSpec(
         "transformers",
         _mixtral,

@@ -8,7 +8,8 @@ import torch
 from lazygen.runtime.builtin.generated import ir
 
 import lazygen.runtime  # noqa: F401  (the ops package declares the facts on import)
-from lazygen.runtime import op_facts, op_identity
+from lazygen.runtime.op_registry import facts as op_facts
+from lazygen.runtime.op_registry import identity as op_identity
 
 aten = torch.ops.aten
 

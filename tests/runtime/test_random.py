@@ -8,7 +8,7 @@ from torch.testing._internal.common_utils import freeze_rng_state
 
 import lazygen.runtime as lr
 from lazygen.runtime import kernel_support as rt
-from lazygen.runtime import op_facts
+from lazygen.runtime.op_registry import facts as op_facts
 
 LAZY = "lazygen"
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import op_identity
 from lazygen.runtime.ir import Shape
+from lazygen.runtime.op_registry import identity as op_identity
 from lazygen.runtime.ops.facts import CPU_STATISTICS_OPS
 from lazygen.runtime.tracing.output_shapes import compute_shapes
 

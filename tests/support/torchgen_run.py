@@ -44,3 +44,26 @@ def lazygen_names(files: dict[str, str]) -> tuple[set[str], Counter]:
     classes = set(re.findall(r"^class (\w+)\(Node\):", files["ir.py"], re.MULTILINE))
     built = Counter(re.findall(r"node = rt\.make_node\(\s*ir\.(\w+),", files["kernels.py"]))
     return classes, built
+
+
+def for_installed_torch(op_list: Path, out: Path) -> tuple[Path, list[str]]:
+    """``op_list`` as its project would write it for the installed torch: without the
+    entries naming operators that torch removed (2.14 removed ``cholesky`` and ``qr``,
+    which torch_xla's lists name), which torchgen refuses outright ("Found an invalid
+    operator name"). Returns the list to use (a copy in ``out`` when entries were dropped)
+    and the names dropped."""
+    from lazygen.loaders.native_yaml import load_catalogue
+
+    catalogue = load_catalogue()
+    kept, dropped = [], []
+    for line in op_list.read_text().splitlines(keepends=True):
+        entry = re.fullmatch(r"\s+- ([\w.]+)\s*", line)
+        if entry and not catalogue.overloads(entry[1].split(".")[0]):
+            dropped.append(entry[1])
+            continue
+        kept.append(line)
+    if not dropped:
+        return op_list, []
+    copy = out / op_list.name
+    copy.write_text("".join(kept))
+    return copy, dropped

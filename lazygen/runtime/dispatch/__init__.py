@@ -21,7 +21,7 @@ import torch
 from .. import metrics, state
 from ..backend_interface import KernelTables
 from ..errors import LazygenRuntimeError
-from ..op_identity import library_name, names_match
+from ..op_registry.identity import library_name, names_match
 from ..state import kernel_table, settings
 from ..tracing import tensor as _tensor
 from . import decompositions, refusals

@@ -23,10 +23,11 @@ import threading
 import torch
 from torch.utils._pytree import tree_map
 
-from .. import op_facts, op_identity
 from ..devices import get_device
 from ..errors import LazygenRuntimeError
 from ..metrics import count
+from ..op_registry import facts as op_facts
+from ..op_registry import identity as op_identity
 from ..state import settings
 from ..tracing.tensor import LazyTensor, from_data, shared_scalars
 from .fallback import eager_fallback

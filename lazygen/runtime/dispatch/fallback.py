@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import torch
 
-from .. import op_facts, op_identity, state
+from .. import state
 from ..devices import LazyDevice, device_from
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..metrics import count, record_fallback
+from ..op_registry import facts as op_facts
+from ..op_registry import identity as op_identity
 from ..sources import user_source
 from ..state import settings
 from ..tracing.tensor import LazyTensor, from_data, inner, to_functional

@@ -22,8 +22,9 @@ from .. import kernel_support as rt
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..ir import Shape
-from ..op_identity import library_name
+from ..op_registry.identity import library_name
 from ..tracing.tensor import LazyTensor, from_data, new_lazy
+from . import peers
 from .groups import data_group_name
 from .nodes import AllGatherIntoTensor, AllReduce, Broadcast, ReduceScatterTensor
 
@@ -44,11 +45,19 @@ def _collective(op, cls, input_: LazyTensor, attrs: tuple, sizes: tuple) -> Lazy
 
 
 def _graph_cut(op, input_: LazyTensor, attrs: tuple, device) -> LazyTensor:
-    """The collective outside the graph: sync its input, run it on the device data."""
+    """The collective outside the graph: sync its input, run it on the device data (a
+    rank that died is named, as in a graph: ``peers``)."""
     rt.count("DistributedGraphCut")
     executor.sync([input_])
     data = input_._value.node.data
-    return from_data(funcol.wait_tensor(op(data, *attrs)), device)
+    try:
+        result = funcol.wait_tensor(op(data, *attrs))
+    except RuntimeError as error:
+        explained = peers.explain(error)
+        if explained is None:
+            raise
+        raise explained from error
+    return from_data(result, device)
 
 
 def all_reduce(input, reduce_op, group_name):

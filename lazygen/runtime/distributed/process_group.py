@@ -30,7 +30,7 @@ from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..state import settings
 from ..tracing.tensor import inner, is_lazy
-from . import fsdp, groups
+from . import fsdp, groups, peers, state_dicts
 
 C = torch._C._distributed_c10d
 funcol = torch.ops._c10d_functional
@@ -161,12 +161,26 @@ class LazyProcessGroup(dist.ProcessGroup):
         executor.wait_device_ops()
         return self._data
 
+    def _host(self, call):
+        """``call(data group)``, a collective of host tensors, waited for here: a rank that
+        died is then named (``peers``) rather than gloo's lost connection. Host tensors'
+        collectives are small and rare in a lazy step (DDP's construction, metrics)."""
+        work = call(self._eager())
+        try:
+            work.wait()
+        except RuntimeError as error:
+            explained = peers.explain(error)
+            if explained is None:
+                raise
+            raise explained from error
+        return work
+
     # Collectives ------------------------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
         opts = dist.AllreduceOptions() if opts is None else opts
         if not _lazy(tensors):
-            return self._eager().allreduce(tensors, opts)
+            return self._host(lambda g: g.allreduce(tensors, opts))
         op, average = _reduce_op(opts.reduceOp)
         with torch.no_grad():
             for t in tensors:
@@ -183,7 +197,7 @@ class LazyProcessGroup(dist.ProcessGroup):
     def broadcast(self, tensors, opts=None):
         opts = dist.BroadcastOptions() if opts is None else opts
         if not _lazy(tensors):
-            return self._eager().broadcast(tensors, opts)
+            return self._host(lambda g: g.broadcast(tensors, opts))
         with torch.no_grad():
             for t in tensors:
                 t.copy_(funcol.wait_tensor(funcol.broadcast(t, opts.rootRank, self._data_name)))
@@ -195,7 +209,8 @@ class LazyProcessGroup(dist.ProcessGroup):
 
     def allgather(self, output_lists, inputs, opts=None):
         if not _lazy(inputs):
-            return self._eager().allgather(output_lists, inputs, opts or dist.AllgatherOptions())
+            opts = opts or dist.AllgatherOptions()
+            return self._host(lambda g: g.allgather(output_lists, inputs, opts))
         with torch.no_grad():
             for outputs, t in zip(output_lists, inputs, strict=True):
                 chunks = self._gathered(t.reshape(1, -1)).unbind(0)
@@ -205,7 +220,8 @@ class LazyProcessGroup(dist.ProcessGroup):
 
     def _allgather_base(self, output, input, opts=None):
         if not _lazy([output, input]):
-            return self._eager()._allgather_base(output, input, opts or dist.AllgatherOptions())
+            opts = opts or dist.AllgatherOptions()
+            return self._host(lambda g: g._allgather_base(output, input, opts))
         with torch.no_grad():
             output.copy_(self._gathered(input.reshape(1, -1)).view(output.shape))
         return _done([output])
@@ -221,7 +237,7 @@ class LazyProcessGroup(dist.ProcessGroup):
     def reduce_scatter(self, outputs, input_lists, opts=None):
         opts = dist.ReduceScatterOptions() if opts is None else opts
         if not _lazy(outputs):
-            return self._eager().reduce_scatter(outputs, input_lists, opts)
+            return self._host(lambda g: g.reduce_scatter(outputs, input_lists, opts))
         with torch.no_grad():
             for out, inputs in zip(outputs, input_lists, strict=True):
                 flat = torch.stack([t.reshape(-1) for t in inputs])
@@ -231,7 +247,7 @@ class LazyProcessGroup(dist.ProcessGroup):
     def _reduce_scatter_base(self, output, input, opts=None):
         opts = dist.ReduceScatterOptions() if opts is None else opts
         if not _lazy([output, input]):
-            return self._eager()._reduce_scatter_base(output, input, opts)
+            return self._host(lambda g: g._reduce_scatter_base(output, input, opts))
         with torch.no_grad():
             flat = input.reshape(self.size(), -1)
             output.copy_(self._scattered(flat, opts).view(output.shape))
@@ -244,7 +260,7 @@ class LazyProcessGroup(dist.ProcessGroup):
         (DTensor's ``distribute_tensor`` scatters the root's chunks this way)."""
         opts = dist.ScatterOptions() if opts is None else opts
         if not _lazy(outputs):
-            return self._eager().scatter(outputs, input_lists, opts)
+            return self._host(lambda g: g.scatter(outputs, input_lists, opts))
         with torch.no_grad():
             for index, out in enumerate(outputs):
                 if self.rank() == opts.rootRank:
@@ -260,7 +276,7 @@ class LazyProcessGroup(dist.ProcessGroup):
         """An all-gather of which the root keeps the rows (DCP gathers its save plans)."""
         opts = dist.GatherOptions() if opts is None else opts
         if not _lazy(inputs):
-            return self._eager().gather(output_lists, inputs, opts)
+            return self._host(lambda g: g.gather(output_lists, inputs, opts))
         with torch.no_grad():
             rows = self._gathered(inputs[0].reshape(1, -1)).unbind(0)
             if self.rank() == opts.rootRank:
@@ -273,7 +289,7 @@ class LazyProcessGroup(dist.ProcessGroup):
         """An all-reduce of which only the root keeps the result."""
         opts = dist.ReduceOptions() if opts is None else opts
         if not _lazy(tensors):
-            return self._eager().reduce(tensors, opts)
+            return self._host(lambda g: g.reduce(tensors, opts))
         options = dist.AllreduceOptions()
         options.reduceOp = opts.reduceOp
         if self.rank() == opts.rootRank:
@@ -321,16 +337,19 @@ class LazyProcessGroup(dist.ProcessGroup):
         collectives included). Traced but unsynced lazy work is not forced: lazy results
         are made when they are read, on every rank in the same order."""
         opts = dist.BarrierOptions() if opts is None else opts
-        work = self._eager().barrier(opts)
-        work.wait()
+        self._host(lambda g: g.barrier(opts))
         return _done([])
 
 
 def create(options, backend_options=None) -> LazyProcessGroup:
     """c10d's creator of the ``lazygen`` backend (``extended_api``: it gets the group's
     name, which the data group's name derives from). The first one adapts FSDP2 to lazy
-    tensors (``fsdp.py``): only programs with a lazy process group pay its import."""
+    tensors (``fsdp.py``) and full state dicts to ranks that read them alone
+    (``state_dicts.py``): only programs with a lazy process group pay their imports."""
     fsdp.install()
+    state_dicts.install()
+    default = options.group_id == "0"  # c10d names the default group "0"
+    peers.watch(options.store, options.group_rank, options.group_size, default)
     return LazyProcessGroup(
         options.store, options.group_rank, options.group_size, options.timeout, options.group_id
     )

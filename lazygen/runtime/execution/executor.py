@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import warnings
 
+import torch.distributed as dist
+
 from .. import debug, metrics, state
 from ..devices import LazyDevice, all_devices
 from ..errors import GraphCutWarning, LazyGraphError
@@ -154,12 +156,12 @@ def _sync_device(
                 device.cache.forget(template.key)  # a later, fixed lowering must not reuse it
                 failures.fail(device, tensors, values, error)
                 raise
-            data_of = running.as_device_data(device, outputs, results)
+            data_of = running.as_device_data(device, outputs, results, executable)
         else:
             launch = running.launch(
                 device, executable, template.key, order, inputs, outputs, tensors, values
             )
-            data_of = _pending_outputs(device, launch, outputs)
+            data_of = _pending_outputs(device, launch, outputs, executable)
         for t, value in zip(tensors, values, strict=True):
             if t._value is value:  # unless another thread re-pointed it meanwhile
                 t._value = data_of[value]
@@ -206,11 +208,13 @@ def _compiled(device: LazyDevice, outputs: list[Value]) -> tuple[GraphTemplate, 
     return template, order, executable
 
 
-def _pending_outputs(device: LazyDevice, launch, outputs: list[Value]) -> dict:
+def _pending_outputs(device: LazyDevice, launch, outputs: list[Value], executable) -> dict:
     """Each output value's data: the launch's pending output (the launch now in flight)."""
     native = None if device.backend.torch_data else device.backend
+    placements = running.output_placements(device, executable, len(outputs))
     data_of = {
-        value: Value(launch.output(value.node.shapes[value.index], native), 0) for value in outputs
+        value: Value(launch.output(value.node.shapes[value.index], native, p), 0)
+        for value, p in zip(outputs, placements, strict=True)
     }
     device.in_flight.append(launch)
     return data_of
@@ -239,6 +243,7 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     else:
         ir_reuse.reset()  # another device's tensors may still read this step's nodes
     _warn_about_graph_cuts(metrics.take_step_cuts())
+    _warn_about_refusals(metrics.take_step_refusals())
     step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
 
 
@@ -264,6 +269,29 @@ def _warn_about_graph_cuts(cuts: dict[str, int]) -> None:
     )
 
 
+_refusals_warned: list[bool] = []  # likewise, for refusals in a distributed step
+
+
+def _warn_about_refusals(cuts: dict[str, int]) -> None:
+    """Once: in a distributed program, say which refused ops cut the step that just ended.
+    Every rank waits at each cut for its graph to run, so a refusal costs each step what a
+    collective outside the graph would (FSDP2's ``as_strided_copy``, refused, cut GPT-2's
+    steps 940 times a run on the jax backend before it was lowered)."""
+    if not cuts or _refusals_warned or not (dist.is_available() and dist.is_initialized()):
+        return
+    _refusals_warned.append(True)
+    ranked = sorted(cuts.items(), key=lambda item: (-item[1], item[0]))
+    named = ", ".join(f"{op} ({n}x)" for op, n in ranked[:8])
+    warnings.warn(
+        f"lazygen: in this distributed step, calls the backend refuses to run in a graph "
+        f"cut it {sum(cuts.values())} times: {named}. Each ran eagerly after the graph "
+        "traced so far; lazygen.runtime.metrics.fallback_report() lists them under "
+        "'refused' with where they come from. (Warned once per process.)",
+        GraphCutWarning,
+        stacklevel=4,  # the user's ``lr.mark_step()``
+    )
+
+
 def wait_device_ops(device: LazyDevice | None = None) -> None:
     """Wait for every graph in flight, then for the asynchronous step closures; raise the
     first failure."""
@@ -282,8 +310,9 @@ def cut(device: LazyDevice) -> None:
 
 
 def _reset() -> None:
-    """Warn about graph cuts again."""
+    """Warn about graph cuts and refusals again."""
     _cuts_warned.clear()
+    _refusals_warned.clear()
 
 
-state.register(__name__, _reset, owns=("_cuts_warned",))
+state.register(__name__, _reset, owns=("_cuts_warned", "_refusals_warned"))

@@ -8,17 +8,34 @@ one that fails while in flight (``running.launch``), and a compile that fails.
 
 from __future__ import annotations
 
-from .. import metrics
+from collections.abc import Callable
+
+from .. import metrics, state
 from ..devices import LazyDevice
 from ..errors import LazygenRuntimeError, LazyGraphError
 from ..ir import DeviceData, InputWrite, Node, Value
 from ..tracing.tensor import LazyTensor
 from .launches import FailedRun
 
+#: Functions that recognise a run's failure as caused outside the graph (another rank of
+#: the job died: ``distributed.peers``), each returning the error to raise instead, or None.
+_explainers: list[Callable[[BaseException], LazyGraphError | None]] = []
+
+
+def register_explainer(explain: Callable[[BaseException], LazyGraphError | None]) -> None:
+    """Add ``explain`` (once) to what ``execution_error`` asks first."""
+    if explain not in _explainers:
+        _explainers.append(explain)
+
 
 def execution_error(device, order: list[Node], inputs: list, error) -> LazyGraphError:
-    """Name the node that failed (the backend re-runs the graph node by node when it can)."""
+    """Name the node that failed (the backend re-runs the graph node by node when it can),
+    unless an explainer names a cause outside the graph (then nothing is re-run)."""
     metrics.count("ExecutionError")
+    for explain in _explainers:
+        explained = explain(error)
+        if explained is not None:
+            return explained
     backend = device.backend
     # The diagnosis re-runs the graph node by node, but never its writes into the caller's
     # tensors (``InputWrite``): it must not change what the failed run left there.
@@ -99,3 +116,8 @@ def broken_contract(device: LazyDevice, method: str, what: str) -> None:
         "(docs/backend-guide.md, section 5)"
     )
     raise LazyGraphError("execution", None, cause, backend)
+
+
+state.once_per_process(
+    __name__, ("_explainers",), "registered once, by the modules that install them at init()"
+)

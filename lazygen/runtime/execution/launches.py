@@ -56,10 +56,11 @@ class Launch:
         self._reported = False
         _all_launches.add(self)
 
-    def output(self, shape, backend=None) -> DeviceData:
+    def output(self, shape, backend=None, placement=None) -> DeviceData:
         """The next output's node, in the order of the graph's outputs (``backend``: the
-        backend whose non-torch data it will hold, see ``DeviceData``)."""
-        node = DeviceData.pending(self, shape, backend)
+        backend whose non-torch data it will hold, ``placement`` its layout, see
+        ``DeviceData``)."""
+        node = DeviceData.pending(self, shape, backend, placement)
         self._nodes.append(node)
         return node
 

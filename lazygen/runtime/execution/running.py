@@ -70,15 +70,26 @@ def _run_uncompiled(device: LazyDevice, graph: UncompiledGraph, inputs: list) ->
     return device.backend.execute(executable, inputs)
 
 
-def as_device_data(device: LazyDevice, outputs: list[Value], results: list) -> dict:
-    """Each output value's ``DeviceData`` holding its result."""
+def as_device_data(device: LazyDevice, outputs: list[Value], results: list, executable) -> dict:
+    """Each output value's ``DeviceData`` holding its result (laid out as the backend says
+    ``executable``'s results are: ``Backend.output_placements``)."""
     if device.backend.torch_data:
         return {value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)}
     backend = device.backend
+    placements = output_placements(device, executable, len(outputs))
     return {
-        value: Value(DeviceData(r, None, value.node.shapes[value.index], backend), 0)
-        for value, r in zip(outputs, results, strict=True)
+        value: Value(DeviceData(r, None, value.node.shapes[value.index], backend, p), 0)
+        for value, r, p in zip(outputs, results, placements, strict=True)
     }
+
+
+def output_placements(device: LazyDevice, executable, count: int) -> tuple:
+    """How each of ``executable``'s ``count`` results is laid out over the backend's devices
+    (None: replicated; see ``sharding.py``)."""
+    placements = None
+    if type(executable) is not UncompiledGraph:
+        placements = device.backend.output_placements(executable)
+    return (None,) * count if placements is None else placements
 
 
 def read_inputs(order: list[Node], positions, torch_data: bool = True) -> list:

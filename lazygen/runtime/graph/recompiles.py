@@ -3,7 +3,7 @@
 variant of a graph already compiled: which node differs first from the nearest cached graph
 (its op, its inputs' shapes and dtypes, its attributes), the user's ``file:line`` that traced
 it, and what to do. Recompiles are counted by reason (``Recompile_shape``,
-``Recompile_attribute``, ``Recompile_op``, ``Recompile_structure``, ``Recompile_outputs``).
+``Recompile_attribute``, ``Recompile_sharding``, ``Recompile_op``, ``Recompile_structure``, ``Recompile_outputs``).
 
 Graph keys hold what a compiled graph depends on (op classes, attributes, shapes, which
 position feeds each operand, the outputs), never data, so the first entry that differs names
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .. import metrics
-from ..ir import Node
+from ..ir import DeviceData, Node
 from . import GraphKey
 
 #: What to do, by reason.
@@ -41,6 +41,11 @@ ADVICE = MappingProxyType(
         "attribute": (
             "a Python value passed to an op (an int, a bool, a list of sizes) changed; it is "
             "a constant of the graph. Pass numbers that change every step as tensors."
+        ),
+        "sharding": (
+            "a graph input is laid out over the devices otherwise than when the graph was "
+            "compiled (lazygen.spmd.mark_sharding, or a result the partitioner laid out "
+            "otherwise). Annotate it the same way every step."
         ),
         "op": "the program traced other ops here (a branch on data or on a Python value).",
         "structure": "the same ops read other inputs here (tensors aliased, or in another order).",
@@ -260,6 +265,10 @@ def _operand_shapes(refs, entries) -> str:
     return ", ".join(shapes)
 
 
+def _layout(attrs) -> str:
+    return repr(attrs[0]) if attrs else "replicated"
+
+
 def _describe(i, entry, old, entries, old_entries, order) -> Explanation:
     node = order[i]
     cls, attrs, shapes, refs = entry
@@ -272,6 +281,16 @@ def _describe(i, entry, old, entries, old_entries, order) -> Explanation:
             node.source,
             _op(node),
             old_cls.op_kind or old_cls.__name__,
+            len(entries),
+        )
+    if attrs != old_attrs and isinstance(node, DeviceData):  # device data's attrs: its layout
+        return Explanation(
+            "sharding",
+            i,
+            _op(node),
+            node.source,
+            f"sharding {_layout(attrs)}",
+            f"sharding {_layout(old_attrs)}",
             len(entries),
         )
     if attrs != old_attrs:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import torch
 
-from .. import op_facts, op_identity
 from ..devices import LazyDevice
 from ..execution import executor
 from ..ir import Node, Value
 from ..metrics import count
+from ..op_registry import facts as op_facts
+from ..op_registry import identity as op_identity
 from ..tracing import random_inputs
 from ..tracing.tensor import LazyTensor
 

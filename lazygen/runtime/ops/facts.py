@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 import torch
 
-from .. import op_facts
+from ..op_registry import facts as op_facts
 
 _HERE = __name__
 aten = torch.ops.aten

@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 import torch
 
+from .. import torch_compat
 from ..errors import LazygenRuntimeError
 from ..state import settings
 
@@ -125,6 +126,7 @@ FP32 = (
     "upsample_trilinear3d",
     "upsample_bicubic2d",
     "_upsample_bicubic2d_aa",
+    *torch_compat.autocast_added("fp32"),  # ops later releases added
 )
 
 FP32_SET_OPT_DTYPE = (

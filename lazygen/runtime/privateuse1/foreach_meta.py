@@ -24,7 +24,7 @@ import functools
 import torch
 
 from ..dispatch.decompositions import COMPOSITE
-from ..op_identity import base_name, library_name
+from ..op_registry.identity import base_name, library_name
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey

@@ -23,6 +23,14 @@ of which changes nothing for tensors of other devices:
 * ``torch.UntypedStorage(..., device=<lazy>)`` (also reached by ``storage.clone()``,
   ``copy.deepcopy(storage)`` and ``storage.to(device=<lazy>)``) raises an error naming what
   to do instead of letting C++ allocate with a null allocator (a segfault).
+* ``UntypedStorage.data_ptr()`` of a lazy tensor's placeholder storage raised "Attempted to
+  access the data pointer on an invalid python storage". The ecosystem reads it as a
+  storage's identity: transformers' ``save_pretrained`` and safetensors find tied and
+  shared tensors by ``(device, storage data_ptr, nbytes)``. It now returns the storage's
+  own address in the process (``_cdata``, which functionalization shares between a tensor,
+  its views and a tied parameter): unique among live storages and stable while the storage
+  lives, as a device pointer is. It is never memory the host may read (a CUDA pointer is
+  not either); the bytes come from ``.cpu()``, which is what those libraries call next.
 """
 
 from __future__ import annotations
@@ -52,11 +60,13 @@ def install() -> None:
     _originals["rebuild"] = torch._utils._rebuild_tensor
     _originals["rebuild_v3"] = torch._utils._rebuild_tensor_v3
     _originals["storage_new"] = torch.storage.UntypedStorage.__new__
+    _originals["storage_data_ptr"] = torch.storage.UntypedStorage.data_ptr
     torch._C._has_storage = _has_storage
     torch.Tensor._reduce_ex_internal = _reduce_ex_internal
     torch._utils._rebuild_tensor = _rebuild_tensor
     torch._utils._rebuild_tensor_v3 = _rebuild_tensor_v3
     torch.storage.UntypedStorage.__new__ = staticmethod(_new_untyped_storage)
+    torch.storage.UntypedStorage.data_ptr = _storage_data_ptr
     torch.serialization.register_package(_PRIORITY, _location_tag, _restore_location)
 
 
@@ -129,6 +139,12 @@ def _new_untyped_storage(cls, *args, **kwargs):
             "data to the CPU first (t.cpu().untyped_storage())"
         )
     return _originals["storage_new"](cls, *args, **kwargs)
+
+
+def _storage_data_ptr(self) -> int:
+    if self.device.type == settings.device_type:
+        return self._cdata
+    return _originals["storage_data_ptr"](self)
 
 
 def _device_type(device) -> str | None:

@@ -37,12 +37,13 @@ __all__ = ["ReusedData", "end_step", "lookup", "own_inputs", "reset"]
 class ReusedData(DeviceData):
     """A remembered node's view of a graph input: the data of the ``DeviceData`` it is bound
     to (which may still be in flight, or failed: reading it then waits or raises as the
-    bound node does). Hashed as a ``DeviceData`` of its shape."""
+    bound node does). Hashed as a ``DeviceData`` of its shape and placement (it reads only
+    data laid out as its first source's)."""
 
     __slots__ = ("_source", "_step")
 
     def __init__(self, source: DeviceData) -> None:
-        super().__init__(None, None, source.shapes[0])
+        super().__init__(None, None, source.shapes[0], placement=source.placement)
         self._source = source
         self._step = _step  # the step it was bound in
 
@@ -82,7 +83,9 @@ def _accepts(slot: Node, node: Node, pending: dict) -> bool:
     """Whether ``slot`` can read ``node`` this step; records the binding in ``pending``.
     A ``ReusedData`` already bound this step (it is shared) only accepts what it reads."""
     if type(slot) is ReusedData:
-        if not (isinstance(node, DeviceData) and node.shapes == slot.shapes):
+        if not (
+            isinstance(node, DeviceData) and node.shapes == slot.shapes and node.attrs == slot.attrs
+        ):
             return False
         bound = pending.get(slot)
         if bound is None and slot._step == _step:

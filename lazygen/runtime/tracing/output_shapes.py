@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import op_facts, state
+from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
+from ..op_registry import facts as op_facts
 from ..state import settings
 from .tensor import LazyTensor
 

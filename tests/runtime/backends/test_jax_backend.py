@@ -17,7 +17,7 @@ from support.training import compare_training  # noqa: E402
 import lazygen.runtime as lr  # noqa: E402
 from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
 from lazygen.runtime.backends.jax.ops import JAX_OPS  # noqa: E402
-from lazygen.runtime.op_identity import table_key as op_key  # noqa: E402
+from lazygen.runtime.op_registry.identity import table_key as op_key  # noqa: E402
 from lazygen.runtime.ops import CORE_LOWERED_OPS  # noqa: E402
 from lazygen.runtime.tracing.tensor import inner  # noqa: E402
 
@@ -167,13 +167,33 @@ def test_training_matches_eager_one_compile_per_graph(workload, optimizer):
     assert uncached[-1] == uncached[1]  # graphs of later steps come from the cache
 
 
-def test_transposed_convolution_is_refused_and_runs_eagerly(fresh_metrics):
+@pytest.mark.parametrize(
+    ("stride", "padding", "output_padding", "groups", "dilation"),
+    [(1, 0, 0, 1, 1), ((2, 3), (1, 0), (1, 2), 2, (2, 1))],
+)
+def test_transposed_convolution_and_its_gradient_run_in_the_graph_as_eager(
+    fresh_metrics, stride, padding, output_padding, groups, dilation
+):
     torch.manual_seed(0)
-    x, w = torch.randn(1, 2, 5, 5), torch.randn(2, 3, 3, 3)
-    want = torch.nn.functional.conv_transpose2d(x, w)
-    got = torch.nn.functional.conv_transpose2d(x.to(JAX), w.to(JAX))
-    torch.testing.assert_close(got.cpu(), want)
-    assert "convolution" in str(fresh_metrics.fallback_report())
+    x, w = torch.randn(2, 4, 5, 6), torch.randn(4, 3, 3, 2)
+    options = dict(
+        stride=stride, padding=padding, output_padding=output_padding, groups=groups,
+        dilation=dilation,
+    )  # fmt: skip
+
+    def run(device):
+        xd = x.clone().to(device).requires_grad_()
+        wd = w.clone().to(device).requires_grad_()
+        out = torch.nn.functional.conv_transpose2d(xd, wd, **options)
+        out.square().sum().backward()
+        return out.detach().cpu(), xd.grad.cpu(), wd.grad.cpu()
+
+    want = run("cpu")
+    with index_zero_on("jax"):
+        got = run("lazygen:0")
+    for g, e in zip(got, want, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-4)
+    assert "convolution" not in str(fresh_metrics.fallback_report())
 
 
 def test_complex_conjugates_and_list_results():
@@ -434,12 +454,11 @@ def test_recurrent_layers_and_cells_train_as_eager(kind, node, fresh_metrics):
 
 def test_every_op_the_core_lowers_is_in_the_table_where_it_can_reach_jax():
     """``CORE_LOWERED_OPS`` are handed to a backend whatever its op list says: the jax table
-    must have each one that can reach it (not the collectives: ``collectives_in_graph`` is
-    off; not ``copy_``: ``writes_inputs`` is off; not the CPU flash kernels, which only the
+    must have each one that can reach it (the collectives too: ``collectives_in_graph`` is
+    on; not ``copy_``: ``writes_inputs`` is off; not the CPU flash kernels, which only the
     torch backends lower ``lazygen::attention`` to)."""
     backend = BACKENDS["jax"]
-    assert not backend.collectives_in_graph and not backend.writes_inputs
+    assert backend.collectives_in_graph and not backend.writes_inputs
     unreachable = {"aten::copy_", *(op for op in CORE_LOWERED_OPS if "flash_attention" in op)}
-    unreachable |= {op for op in CORE_LOWERED_OPS if op.startswith("_c10d_functional::")}
     missing = [op for op in CORE_LOWERED_OPS if op not in unreachable and op_key(op) not in JAX_OPS]
     assert not missing, f"add to lazygen.runtime.backends.jax.ops: {missing}"

@@ -11,7 +11,8 @@ import re
 import torch
 
 import lazygen.runtime as runtime
-from lazygen.runtime import op_facts, op_identity
+from lazygen.runtime.op_registry import facts as op_facts
+from lazygen.runtime.op_registry import identity as op_identity
 from lazygen.runtime.ops import CORE_LOWERED_OPS
 from lazygen.runtime.ops.gru import GRU_LAYERS
 from lazygen.runtime.ops.lstm import LSTM_LAYERS

@@ -9,9 +9,9 @@ from types import MappingProxyType
 
 import torch
 
-from ... import op_facts
 from ...lowering_context import op_string, overload_of, view_of
-from ...op_identity import base_name
+from ...op_registry import facts as op_facts
+from ...op_registry.identity import base_name
 from ..fx.lowering import IR_NODE, FXLoweringContext, OpLowering
 
 

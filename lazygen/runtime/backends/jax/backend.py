@@ -15,6 +15,9 @@ lazygen's cache holds one graph, and XLA compiles it for each new set of sizes
 
 It runs on whatever JAX runs on: the CPU here; GPUs and TPUs with JAX's wheels for them
 (untested by lazygen's suite).
+
+``use_spmd()`` makes every graph one program over all of JAX's devices, data laid out by
+lazygen's placements (``sharding.py``; the public surface is ``lazygen.spmd``).
 """
 
 from __future__ import annotations
@@ -31,13 +34,17 @@ from ... import metrics
 from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...execution.liveness import unreferenced_inputs
+from ...graph.dynamic import SizeHidden
 from ...ir import Node, ScalarData, Value
+from ...sharding import ProgramLayout
 from . import donation
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
+from .decomposed import Decompositions
 from .dtypes import check_supported, enable_x64, to_jax
 from .lowering import JaxLoweringContext, program_function
 from .ops import JAX_OPS
-from .refusals import refused_ops
+from .refusals import call_refused, refused_ops
+from .sharding import Spmd, collectives, device_bytes
 from .uploads import SmallUploads
 
 
@@ -47,11 +54,14 @@ class JaxExecutable:
     Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
     each run checks them, and other numbers compile (once) a variant of their own."""
 
-    __slots__ = ("compiled", "static", "variants", "make", "donated", "placed")
+    __slots__ = ("compiled", "static", "variants", "make", "donated", "placed", "layouts")
 
     def __init__(
         self, compiled, static: dict[int, int], make, donated=frozenset(), returned=None
     ) -> None:
+        #: Under SPMD, the program's ``sharding.Layouts`` (its inputs' and results'
+        #: placements, what it re-places); None otherwise.
+        self.layouts = None
         self.compiled = compiled
         self.static = tuple(static.items())
         self.variants = {tuple(v for _, v in self.static): compiled}
@@ -66,7 +76,12 @@ class JaxExecutable:
     def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
         if self.donated:
             inputs = donation.spare_live_inputs(inputs, self.donated, dead)
+        layouts = self.layouts
+        if layouts is not None and layouts.reordered:  # a mesh listing devices otherwise
+            inputs = layouts.spmd.replicate(inputs, layouts.reordered, layouts.replicated)
         results = (self._variant(inputs) if self.static else self.compiled)(*inputs)
+        if layouts is not None and layouts.moved:
+            results = layouts.spmd.replicate(results, layouts.moved)
         placed = self.placed
         if placed is None:
             return list(results)
@@ -89,6 +104,9 @@ class JaxBackend(Backend):
     torch_data = False
     random_numbers = "seed"
     donates_inputs = True
+    #: torch's functional collectives run inside the graph, as ordered host callbacks on the
+    #: data's process group (``ops/collectives.py``).
+    collectives_in_graph = True
     #: One lowering serves every size (sizes from operands and size inputs); XLA still
     #: compiles each new set of sizes, kept by the executable (``all_sizes.py``).
     size_generic = True
@@ -96,17 +114,58 @@ class JaxBackend(Backend):
     def __init__(self) -> None:
         enable_x64()
         self.ops = dict(JAX_OPS)
+        #: torch's formulas of the ops the table lacks (``decomposed.py``).
+        self.decompositions = Decompositions(self.ops, call_refused)
         self._refused: dict | None = None
         #: Small uploads by content (``uploads.py``): one array per dtype, shape and bytes.
         self.small_uploads = SmallUploads()
+        #: The devices and shardings of single-controller SPMD (``use_spmd``); None: every
+        #: graph runs on JAX's default device.
+        self.spmd: Spmd | None = None
 
     def kernel_tables(self) -> KernelTables:
         return op_list.kernel_tables()
 
     def refused_ops(self) -> dict:
         if self._refused is None:
-            self._refused = refused_ops(self.kernel_tables(), self.ops)
+            self._refused = refused_ops(self.kernel_tables(), self.ops, self.decompositions)
         return self._refused
+
+    # One program over every device (``sharding.py``) ------------------------------------
+
+    def use_spmd(self) -> None:
+        """Every graph one program over all of JAX's devices (every process's): data
+        uploaded from now on is replicated on each, annotated data is split."""
+        if self.spmd is None:
+            self.spmd = Spmd()
+            uploads = SmallUploads(place=self.spmd.upload)
+            uploads.ids |= self.small_uploads.ids  # handed out before: still never donated
+            self.small_uploads = uploads
+
+    def spmd_devices(self) -> tuple[int, ...]:
+        return tuple(range(len(jax.devices())))
+
+    def place(self, data: jax.Array, placement) -> jax.Array:
+        return self.spmd.place(data, placement)
+
+    def upload(self, tensor: torch.Tensor, placement) -> jax.Array:
+        check_supported(tensor.dtype)
+        if jnp.dtype(to_jax(tensor.dtype)) in _NUMPY_SHARED:
+            return self.spmd.upload(tensor.numpy(), placement)  # numpy: each piece sent
+        return self.spmd.upload(jax.dlpack.from_dlpack(tensor), placement)
+
+    def output_placements(self, executable) -> tuple | None:
+        layouts = getattr(executable, "layouts", None)
+        return None if layouts is None else layouts.outputs
+
+    def program_layout(self, executable) -> ProgramLayout | None:
+        layouts = getattr(executable, "layouts", None)
+        if layouts is None:
+            return None
+        text = executable.compiled.as_text()
+        return ProgramLayout(
+            layouts.inputs, layouts.outputs, collectives(text), device_bytes(executable.compiled)
+        )
 
     # Data -------------------------------------------------------------------------------
 
@@ -127,13 +186,17 @@ class JaxBackend(Backend):
             # torch calls size-1 dimensions of any stride contiguous; XLA takes a layout
             tensor = torch.empty(tensor.shape, dtype=tensor.dtype).copy_(tensor)
         try:
-            return jax.dlpack.from_dlpack(tensor)
+            data = jax.dlpack.from_dlpack(tensor)
         except Exception:  # a dtype or layout DLPack does not carry: copy through numpy
-            return jnp.asarray(tensor.numpy(), dtype=to_jax(tensor.dtype))
+            data = jnp.asarray(tensor.numpy(), dtype=to_jax(tensor.dtype))
+        return data if self.spmd is None else self.spmd.upload(data)
 
     def from_data(self, data: Any, device: torch.device | str = "cpu", copy: bool = True):
         """A torch tensor of ``data``: DLPack's view of the same memory with ``copy=False``
         (the core only reads it), a copy otherwise."""
+        if self.spmd is not None and len(data.sharding.device_set) > 1:
+            # one program's data over many devices: gathered (a copy of its own)
+            data, copy = self.spmd.host_values(data), False
         if data.dtype in _NUMPY_SHARED:
             # numpy's view of the buffer: torch.from_dlpack of some XLA results (a constant
             # broadcast, sgn's gradient) dies with SIGSEGV (gradient conformance: sgn)
@@ -156,7 +219,10 @@ class JaxBackend(Backend):
     # Graphs -----------------------------------------------------------------------------
 
     def lowering_context(self, device: torch.device) -> JaxLoweringContext:
-        return JaxLoweringContext(device, self.ops)
+        ctx = JaxLoweringContext(device, self.ops)
+        ctx.spmd = self.spmd
+        ctx.decompose = self.decompositions.lower
+        return ctx
 
     def _lowered(self, order, outputs, device, static_values=None, dead=(), inputs=None):
         """The graph lowered for ``jax.jit``, donating the inputs at positions ``dead`` (in
@@ -174,12 +240,29 @@ class JaxBackend(Backend):
         ctx.output_refs = [ctx.output_refs[j] for j in returned]
         function = program_function(ctx)
         donate = tuple(sorted(parameter[i] for i in paired.values()))
-        jitted = jax.jit(function, donate_argnums=donate)
+        mesh = None
+        if self.spmd is None:
+            jitted = jax.jit(function, donate_argnums=donate)
+        else:
+            mesh = ctx.mesh = self.spmd.program_mesh(order)
+            placed = self.spmd.out_shardings(order, outputs, mesh)
+            placed = tuple(placed[j] for j in returned)
+            jitted = jax.jit(function, donate_argnums=donate, out_shardings=placed)
         if inputs is None:
-            lowered = jitted.lower(*[_abstract(n) for n in ctx.parameters])
+            lowered = jitted.lower(*[self._abstract(n, mesh) for n in ctx.parameters])
         else:
             lowered = jitted.lower(*[abstract(x) for x in inputs])
         return ctx, lowered, frozenset(donate), returned
+
+    def _abstract(self, node: Node, mesh=None):
+        """What the executor will feed for input ``node``: its number for scalars and seeds
+        (traced as weakly typed scalars), a shape and dtype for device data (and, under
+        SPMD, its sharding on the program's ``mesh``)."""
+        if isinstance(node, ScalarData) or getattr(node, "is_seed", False):
+            return node.value
+        shape = node.shapes[0]
+        sharding = None if mesh is None else self.spmd.input_sharding(node, mesh)
+        return jax.ShapeDtypeStruct(tuple(shape.sizes), to_jax(shape.dtype), sharding=sharding)
 
     def compile(self, order: list[Node], outputs: list[Value], device):
         if hides_sizes(order):
@@ -196,13 +279,22 @@ class JaxBackend(Backend):
         def variant(values: dict[int, int]):
             return self._lowered(order, outputs, device, values, dead)[1].compile()
 
-        return JaxExecutable(lowered.compile(), ctx.static_inputs, variant, donated, returned)
+        compiled = lowered.compile()
+        executable = JaxExecutable(compiled, ctx.static_inputs, variant, donated, returned)
+        if self.spmd is not None:
+            shapes = [outputs[j].node.shapes[outputs[j].index] for j in returned]
+            executable.layouts = self.spmd.layouts(
+                compiled, ctx.parameters, shapes, executable.placed, ctx.mesh
+            )
+        return executable
 
     def _compile_for_all_sizes(self, order, outputs, device) -> AllSizesExecutable:
         """One lowering for every size: it runs here once (an op that cannot serve every
         size raises ``SizeHidden`` now, and the executor compiles the graph for its own
         sizes); each new set of sizes then lowers and compiles with that call's inputs,
         donating what nothing read at the first call (``AllSizesExecutable``)."""
+        if self.spmd is not None:
+            raise SizeHidden("a program over several devices (SPMD) is compiled per size")
         ctx = self.lowering_context(device)
         ctx.generic = True
         ctx.lower_graph(order, outputs)
@@ -263,12 +355,3 @@ def _contiguous_strides(shape) -> tuple[int, ...]:
         strides.append(step)
         step *= max(size, 1)
     return tuple(reversed(strides))
-
-
-def _abstract(node: Node):
-    """What the executor will feed for input ``node``: its number for scalars and seeds
-    (traced as weakly typed scalars), a shape and dtype for device data."""
-    if isinstance(node, ScalarData) or getattr(node, "is_seed", False):
-        return node.value
-    shape = node.shapes[0]
-    return jax.ShapeDtypeStruct(tuple(shape.sizes), to_jax(shape.dtype))

@@ -37,7 +37,7 @@ import torch
 from ...graph.dynamic import HiddenSizes, SizeHidden
 from ...ir import Node, ScalarData, Shape, SizeConstant, Value
 from ...lowering_context import LoweringContext, fixed_number
-from ...op_identity import op_string, overload_of, table_key
+from ...op_registry.identity import op_string, overload_of, table_key
 from ...state import settings
 from .dtypes import convert, to_jax
 
@@ -97,8 +97,18 @@ class JaxLoweringContext(LoweringContext):
         self.static_values: dict[int, int] = {}
         #: Lowering a graph compiled for all sizes (its shapes hide their sizes).
         self.generic = False
+        #: Under SPMD, the backend's ``sharding.Spmd`` (shardings of placements); None:
+        #: the program runs on one device and constraints keep their value as it is.
+        self.spmd = None
+        #: Under SPMD, the ``jax.sharding.Mesh`` the program's shardings are written on.
+        self.mesh = None
         #: Each slot's shape as recorded (inputs, results), or per item for a list result.
         self.slot_shapes: dict[int, Any] = {}
+        #: The numbers wrapped-number inputs hold when the graph is lowered, by slot.
+        self.scalar_numbers: dict[int, Any] = {}
+        #: ``decompose(ctx, name, args, kwargs, num_outputs) -> refs`` for an op the table
+        #: lacks (torch's formula of it, ``decomposed.py``), or None: such an op is an error.
+        self.decompose: Callable | None = None
 
     def _new(self) -> Ref:
         ref = Ref(self.slot_count)
@@ -117,7 +127,21 @@ class JaxLoweringContext(LoweringContext):
         self.input_slots.append(ref.slot)
         if node.shapes and isinstance(node.shapes[0], Shape):
             self.slot_shapes[ref.slot] = node.shapes[0]
+        if isinstance(node, ScalarData):
+            self.scalar_numbers[ref.slot] = node.value
         return ref
+
+    def compiled_number(self, value):
+        """The number a wrapped-number input (a ``Scalar`` argument) holds, compiled in as
+        ``SymInt`` inputs are (each run checks it; another number compiles a variant), or
+        None for anything else."""
+        kind = type(value)
+        if kind is not Ref and kind is not Cast or value.slot not in self.scalar_numbers:
+            return None
+        position = self.input_slots.index(value.slot)
+        number = self.static_values.get(position, self.scalar_numbers[value.slot])
+        self.static_inputs[position] = number
+        return number
 
     def set_graph_outputs(self, outputs: list[Value]) -> None:
         self.output_refs = [self.values[v] for v in outputs]
@@ -176,6 +200,8 @@ class JaxLoweringContext(LoweringContext):
         name = op_string(op)
         impl = self.ops.get(table_key(name))
         if impl is None:
+            if self.decompose is not None:  # torch's formula of the op (``decomposed.py``)
+                return self.decompose(self, name, list(args), dict(kwargs), num_outputs)
             raise UnsupportedOpError(
                 f"{name} has no implementation on the jax backend (lazygen.runtime.backends."
                 "jax.ops); the backend refuses the ops it lacks (refused_ops), so this call "
@@ -183,8 +209,13 @@ class JaxLoweringContext(LoweringContext):
             )
         if self.generic:
             args = self._all_sizes_arguments(name, impl, list(args))
-        refs = [self._new() for _ in range(num_outputs)]
         shapes = self.call_shapes(name, args, kwargs, num_outputs)
+        return self.record(impl, name, args, kwargs, num_outputs, shapes)
+
+    def record(self, impl, name: str, args, kwargs: dict, num_outputs: int, shapes) -> list:
+        """Append ``impl``'s call on these arguments, computing ``shapes``; its result refs
+        (one ref holding a list for an op returning one ``Tensor[]``)."""
+        refs = [self._new() for _ in range(num_outputs)]
         outputs = tuple(r.slot for r in refs)
         if num_outputs == 1 and _returns_list(name):
             # one ``Tensor[]`` result (a list) that ``unpack_list`` takes apart
@@ -199,6 +230,18 @@ class JaxLoweringContext(LoweringContext):
             instruction = Instruction(impl, name, tuple(args), dict(kwargs), outputs, shapes)
         self.program.append(instruction)
         return refs
+
+    def constrain(self, value, placement):
+        if self.spmd is None:
+            return value
+        ref = self._new()
+        shape = self.node.shapes[0] if self.node is not None else None
+        self.slot_shapes[ref.slot] = shape
+        impl = self.spmd.constraint(placement)
+        self.program.append(
+            Instruction(impl, "sharding_constraint", (value,), {}, (ref.slot,), (shape,))
+        )
+        return ref
 
     def _all_sizes_arguments(self, name: str, impl: Callable, args: list) -> list:
         """``args`` of ``impl`` in a graph compiled for all sizes: its ``static_args``
@@ -234,7 +277,7 @@ class JaxLoweringContext(LoweringContext):
             return own
         overload = overload_of(name)
         try:
-            result = overload(*self._meta(args), **self._meta(kwargs))
+            result = overload(*self.meta(args), **self.meta(kwargs))
         except Exception:  # noqa: BLE001 - torch cannot tell: the node's shapes, as before
             return own
         if isinstance(result, torch.Tensor):
@@ -245,8 +288,9 @@ class JaxLoweringContext(LoweringContext):
             return own
         return tuple(Shape(t.dtype, tuple(t.shape)) for t in result)
 
-    def _meta(self, arg):
-        """``arg`` with every slot as a meta tensor of its recorded shape."""
+    def meta(self, arg):
+        """``arg`` with every slot as a meta tensor of its recorded shape (LookupError for
+        a slot without one)."""
         kind = type(arg)
         if kind is Ref:
             shape = self.slot_shapes[arg.slot]
@@ -256,9 +300,9 @@ class JaxLoweringContext(LoweringContext):
         if kind is Cast:
             return torch.empty((), dtype=arg.dtype, device="meta")
         if kind is list or kind is tuple:
-            return [self._meta(a) for a in arg]
+            return [self.meta(a) for a in arg]
         if kind is dict:
-            return {k: self._meta(v) for k, v in arg.items()}
+            return {k: self.meta(v) for k, v in arg.items()}
         if isinstance(arg, jnp.ndarray):
             return torch.from_numpy(np.asarray(arg)).to("meta")
         if kind is torch.device:

@@ -3,9 +3,9 @@
 * Every op of the built-in list whose IR node lowers to an aten overload the op table
   (``ops.JAX_OPS``) has no implementation for: it runs eagerly on the data's host view,
   counted as refused in ``metrics.fallback_report()``.
-* Calls whose torch semantics JAX does not give: integer division, remainder and powers
-  (torch raises on a zero divisor or a negative integer exponent, XLA returns a number),
-  and transposed convolutions (not in the table yet).
+* Calls whose torch semantics JAX does not give: integer division, remainder and powers by
+  a tensor, a zero or a negative exponent (torch raises on a zero divisor or a negative
+  integer exponent, XLA returns a number); by other numbers they lower.
 * Random integers (``random_(from, to)``) with bounds torch rejects, or without an upper
   bound.
 * Calls whose ``dtype`` argument names a dtype JAX lacks (``complex32``, the float8
@@ -21,7 +21,7 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
-from ...op_identity import overload_of, table_key
+from ...op_registry.identity import overload_of, table_key
 from .dtypes import SUPPORTED
 
 #: Ops whose integer form differs from torch's on invalid input (see the docstring).
@@ -37,7 +37,18 @@ def _tensors(args, kwargs):
 
 
 def _integer_call(op, args, kwargs) -> bool:
-    return any(not (t.is_floating_point() or t.is_complex()) for t in _tensors(args, kwargs))
+    """An integer division, remainder or power that may meet what torch raises for: a zero
+    divisor (a tensor, which may hold one, or the number 0), a negative exponent (a tensor,
+    or a negative number). ``x // 4``, ``i % n``, ``k ** 2`` with numbers lower."""
+    if all(t.is_floating_point() or t.is_complex() for t in _tensors(args, kwargs)):
+        return False
+    name = op._schema.name
+    if name == "aten::div" and kwargs.get("rounding_mode") is None:
+        return False  # true division: a float result, inf for a zero divisor, as torch
+    operand = args[1] if len(args) > 1 else None
+    if isinstance(operand, torch.Tensor) or not isinstance(operand, (int, float, bool)):
+        return True
+    return operand < 0 if name == "aten::pow" else operand == 0
 
 
 def _unsupported_dtype(op, args, kwargs) -> bool:
@@ -51,11 +62,6 @@ def _unsupported_dtype(op, args, kwargs) -> bool:
 
 def _dtype_argument(overload) -> bool:
     return any(a.name == "dtype" for a in overload._schema.arguments)
-
-
-def _transposed(op, args, kwargs) -> bool:
-    """A transposed convolution (``convolution``'s ``transposed`` argument)."""
-    return bool(args[6] if len(args) > 6 else kwargs.get("transposed", False))
 
 
 def _random_bounds(op, args, kwargs) -> bool:
@@ -81,11 +87,50 @@ def _random_bounds(op, args, kwargs) -> bool:
     return low < least or high - 1 > most
 
 
+def _masks(indices) -> list:
+    return [i for i in indices if i is not None and i.dtype in (torch.bool, torch.uint8)]
+
+
+def _masked_index(op, args, kwargs) -> bool:
+    """An index by a boolean mask: its result's sizes are the mask's count of True."""
+    return bool(_masks(args[1]))
+
+
+def _masked_put(op, args, kwargs) -> bool:
+    """A write through a boolean mask, unless it is one mask over leading dimensions and
+    values that broadcast over the rest (``x[mask] = 0``: a ``where``); other writes take
+    as many values as the mask has True, known only from the data."""
+    x, indices, values = args[0], args[1], args[2]
+    masks = _masks(indices)
+    if not masks:
+        return False
+    if len(indices) != 1 or masks[0].dtype != torch.bool:
+        return True
+    return values.dim() > x.dim() - masks[0].dim()
+
+
+def _beyond_input(op, args, kwargs) -> bool:
+    """An ``as_strided`` view reaching past its input's elements: in eager, the storage of a
+    view may be larger than the view (a base's), but a lazy value's storage is itself, so
+    such a call runs eagerly and raises torch's out-of-bounds error as every backend's."""
+    x, size, stride = args[0], args[1], args[2]
+    offset = (args[3] if len(args) > 3 else kwargs.get("storage_offset")) or 0
+    if any(s == 0 for s in size):
+        return False
+    return offset + sum((s - 1) * st for s, st in zip(size, stride, strict=False)) >= x.numel()
+
+
 #: Calls refused by a predicate of their own: the table lowers the op's other calls.
 PREDICATES = MappingProxyType(
     {
-        "convolution": _transposed,
-        "convolution_backward": lambda op, a, k: bool(a[7]),
+        "as_strided": _beyond_input,
+        "as_strided_copy": _beyond_input,
+        "index.Tensor": _masked_index,
+        "_unsafe_index.Tensor": _masked_index,
+        "index_put": _masked_put,
+        "_unsafe_index_put": _masked_put,
+        "linalg_lu_factor_ex": lambda op, a, k: not k.get("pivot", True),  # CPU raises
+        "linalg_lu": lambda op, a, k: not k.get("pivot", True),
         "random.from": _random_bounds,
         "random.to": _random_bounds,
     }
@@ -101,8 +146,29 @@ def node_op_key(cls) -> str | None:
     return table_key(overload)
 
 
-def refused_ops(tables: KernelTables, ops: dict[str, Callable]) -> dict:
-    """``refused_ops()``'s mapping for these kernel tables and op table."""
+def call_predicate(overload):
+    """The predicate refusing some calls of ``overload``, an op the table has, or None."""
+    key = table_key(overload)
+    if key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
+        return _integer_call
+    if key in PREDICATES:
+        return PREDICATES[key]
+    if _dtype_argument(overload):
+        return _unsupported_dtype
+    return None
+
+
+def call_refused(overload, args, kwargs) -> bool:
+    """Whether the backend refuses this call of ``overload`` (an op the table has): for the
+    ops of a decomposition (``decomposed.py``)."""
+    predicate = call_predicate(overload)
+    return predicate is not None and predicate(overload, args, kwargs)
+
+
+def refused_ops(tables: KernelTables, ops: dict[str, Callable], decompositions) -> dict:
+    """``refused_ops()``'s mapping for these kernel tables, op table and ``decompositions``
+    (``decomposed.Decompositions``: a call of an op the table lacks whose formula lowers is
+    not refused)."""
     refused: dict = {}
     lacking = set()
     for cls in tables.node_classes.values():
@@ -116,11 +182,7 @@ def refused_ops(tables: KernelTables, ops: dict[str, Callable]) -> dict:
             continue
         key = table_key(overload)
         if key in lacking:
-            refused[overload] = None
-        elif key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
-            refused[overload] = _integer_call
-        elif key in PREDICATES:
-            refused[overload] = PREDICATES[key]
-        elif _dtype_argument(overload):
-            refused[overload] = _unsupported_dtype
+            refused[overload] = decompositions.refuses if overload in decompositions else None
+        elif (predicate := call_predicate(overload)) is not None:
+            refused[overload] = predicate
     return refused

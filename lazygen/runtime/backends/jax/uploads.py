@@ -28,10 +28,12 @@ MAX_KEPT = 512
 class SmallUploads:
     """The kept arrays of one backend, by ``(dtype, shape, bytes)``."""
 
-    __slots__ = ("_kept", "ids")
+    __slots__ = ("_kept", "ids", "place")
 
-    def __init__(self) -> None:
+    def __init__(self, place=None) -> None:
         self._kept: dict[tuple, object] = {}
+        #: Under SPMD, what lays a new array out on every device (``sharding.Spmd.upload``).
+        self.place = place
         #: ``id()`` of every kept array (valid for good: the table never lets one go).
         self.ids: set[int] = set()
 
@@ -59,6 +61,8 @@ class SmallUploads:
                 return None
             # np.array copies: the kept array must never share the caller's memory
             array = jnp.asarray(np.array(values), dtype=to_jax(tensor.dtype))
+            if self.place is not None:
+                array = self.place(array)
             self._kept[key] = array
             self.ids.add(id(array))
         return array

@@ -12,7 +12,7 @@ from jax import lax
 
 from .table import HIGHEST, as_dtype, dt, op, per_channel
 
-# Convolution (not transposed: ``refusals.py`` refuses transposed ones) ----------------------
+# Convolution ----------------------------------------------------------------------------
 
 
 def _conv(x, w, stride, padding, dilation, groups):
@@ -25,12 +25,43 @@ def _conv(x, w, stride, padding, dilation, groups):
     )  # fmt: skip
 
 
+def _conv_transposed(x, w, stride, padding, dilation, output_padding, groups):
+    """torch's transposed convolution as the gradient of a convolution: the input dilated
+    by the stride, the kernel flipped and its in/out channels swapped per group, padded so
+    that the output has torch's size ``(n - 1) * stride - 2 * pad + dilation * (k - 1) +
+    output_padding + 1``."""
+    spatial = x.ndim - 2
+    letters = "DHW"[-spatial:]
+    kernel = w.shape[2:]
+    w = w.reshape((groups, w.shape[0] // groups, w.shape[1]) + kernel)
+    w = jnp.swapaxes(w, 1, 2).reshape((groups * w.shape[2], w.shape[1]) + kernel)
+    w = jnp.flip(w, axis=tuple(range(2, w.ndim)))
+    pads = [
+        (d * (k - 1) - p, d * (k - 1) - p + o)
+        for k, p, d, o in zip(kernel, padding, dilation, output_padding, strict=True)
+    ]
+    return lax.conv_general_dilated(
+        x, w, (1,) * spatial, pads, lhs_dilation=tuple(stride), rhs_dilation=tuple(dilation),
+        dimension_numbers=(f"NC{letters}", f"OI{letters}", f"NC{letters}"),
+        feature_group_count=groups, precision=HIGHEST,
+    )  # fmt: skip
+
+
+def _conv_any(stride, padding, dilation, transposed, output_padding, groups):
+    if transposed:
+        return lambda x, w: _conv_transposed(
+            x, w, stride, padding, dilation, output_padding, groups
+        )
+    return lambda x, w: _conv(x, w, stride, padding, dilation, groups)
+
+
 @op("convolution")
 def _convolution(
     shapes, x, w, bias, stride, padding, dilation, transposed, output_padding, groups
 ):  # fmt: skip
     d = dt(shapes)
-    out = _conv(as_dtype(x, d), as_dtype(w, d), stride, padding, dilation, groups)
+    conv = _conv_any(stride, padding, dilation, transposed, output_padding, groups)
+    out = conv(as_dtype(x, d), as_dtype(w, d))
     if bias is not None:
         out = out + per_channel(as_dtype(bias, d), out.ndim)
     return out
@@ -42,7 +73,8 @@ def _convolution_backward(
     groups, mask,
 ):  # fmt: skip
     d = x.dtype
-    _, pullback = jax.vjp(lambda a, b: _conv(a, b, stride, padding, dilation, groups), x, w)
+    conv = _conv_any(stride, padding, dilation, transposed, output_padding, groups)
+    _, pullback = jax.vjp(conv, x, w)
     dx, dw = pullback(grad.astype(d))
     db = jnp.sum(grad, axis=(0, *range(2, grad.ndim))) if mask[2] else None
     return (dx if mask[0] else None), (dw if mask[1] else None), db

@@ -225,7 +225,10 @@ def _div(shapes, a, b):
 @op("div.Tensor_mode", "div.Scalar_mode")
 def _div_mode(shapes, a, b, rounding_mode=None):
     d = dt(shapes)
-    q = as_dtype(a, d) / as_dtype(b, d)
+    a, b = as_dtype(a, d), as_dtype(b, d)
+    if rounding_mode is not None and jnp.issubdtype(d, jnp.integer):  # exact, no float
+        return jnp.floor_divide(a, b) if rounding_mode == "floor" else lax.div(a, b)
+    q = a / b
     if rounding_mode == "trunc":
         return jnp.trunc(q)
     if rounding_mode == "floor":

@@ -4,6 +4,8 @@ vector forms): apart because they share the precision torch's CPU kernels have
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 
 from .table import HIGHEST, as_dtype, dt, op
@@ -80,3 +82,73 @@ def _addmm_tail(d, x, product, beta, alpha):
             return product
         return product + (as_dtype(x, d) if beta == 1 else as_dtype(x, d) * beta)
     return product + jnp.where(beta == 0, jnp.zeros((), d), as_dtype(x, d) * as_dtype(beta, d))
+
+
+# Distances ------------------------------------------------------------------------------
+
+
+def _distances(x1, x2, p):
+    """``||x1[i] - x2[j]||_p`` over the last dim (p = 0: count of differences)."""
+    diff = jnp.abs(x1[..., :, None, :] - x2[..., None, :, :])
+    if p == 0:
+        return jnp.sum(diff != 0, axis=-1).astype(x1.dtype)
+    if p == math.inf:
+        return jnp.max(diff, axis=-1, initial=0)
+    if p == 1:
+        return jnp.sum(diff, axis=-1)
+    if p == 2:
+        return jnp.sqrt(jnp.sum(diff * diff, axis=-1))
+    return jnp.sum(diff**p, axis=-1) ** (1.0 / p)
+
+
+@op("_cdist_forward")
+def _cdist(shapes, x1, x2, p, compute_mode=None):
+    d = dt(shapes)
+    return _distances(as_dtype(x1, d), as_dtype(x2, d), p)
+
+
+def _distance_slopes(x1, x2, p, dist):
+    """``d dist[i, j] / d x1[i]``, per element of the last dim: 0 where a difference (or the
+    distance) is 0, as torch's backward gives it."""
+    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    dist = dist[..., None]
+    if p == 0:
+        return jnp.zeros_like(diff)
+    if p == 1:
+        return jnp.sign(diff)
+    if p == math.inf:
+        return jnp.sign(diff) * (jnp.abs(diff) == dist)
+    safe = jnp.where(dist == 0, 1, dist)
+    slope = jnp.sign(diff) * jnp.abs(diff) ** (p - 1) / safe ** (p - 1)
+    return jnp.where((dist == 0) | (diff == 0), 0, slope)
+
+
+@op("_cdist_backward")
+def _cdist_backward(shapes, grad, x1, x2, p, cdist):
+    d = dt(shapes)
+    x1, x2, grad, cdist = (as_dtype(t, d) for t in (x1, x2, grad, cdist))
+    return jnp.sum(grad[..., None] * _distance_slopes(x1, x2, p, cdist), axis=-2)
+
+
+def _pairs(n: int):
+    return jnp.triu_indices(n, k=1)
+
+
+@op("_pdist_forward")
+def _pdist(shapes, x, p=2.0):
+    x = as_dtype(x, dt(shapes))
+    rows, columns = _pairs(x.shape[0])
+    return _distances(x, x, p)[rows, columns]
+
+
+@op("_pdist_backward")
+def _pdist_backward(shapes, grad, x, p, pdist):
+    d = dt(shapes)
+    x, grad, pdist = (as_dtype(t, d) for t in (x, grad, pdist))
+    n = x.shape[0]
+    rows, columns = _pairs(n)
+    full_grad = jnp.zeros((n, n), d).at[rows, columns].set(grad)
+    full_dist = jnp.zeros((n, n), d).at[rows, columns].set(pdist)
+    full_dist = full_dist + full_dist.T
+    slopes = full_grad[..., None] * _distance_slopes(x, x, p, full_dist)
+    return jnp.sum(slopes, axis=1) - jnp.sum(slopes, axis=0)

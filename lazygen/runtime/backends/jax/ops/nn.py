@@ -1,5 +1,5 @@
 """Neural-network layers of the jax backend's table with their backward formulas:
-softmax, layer and batch normalisation, the negative log-likelihood loss, and
+softmax, layer normalisation, the negative log-likelihood loss, and
 the neutral attention ops (``lazygen.runtime.ops.attention_op``: schemas and outputs): apart because
 each is a multi-step formula of its own, not a single ``jax.numpy`` call."""
 
@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .table import HIGHEST, as_dtype, dt, op, per_channel
+from .table import HIGHEST, as_dtype, dt, op
 
 # Normalisation and losses ----------------------------------------------------------------
 
@@ -159,87 +159,3 @@ def _attention_backward(
     grad_query = jnp.matmul(grad_scores, key, precision=HIGHEST)
     grad_key = jnp.matmul(jnp.swapaxes(grad_scores, -1, -2), query, precision=HIGHEST)
     return grad_query, grad_key, grad_value
-
-
-# Batch normalisation ----------------------------------------------------------------------
-
-
-def _batch_stats(x):
-    axes = (0, *range(2, x.ndim))
-    mean = jnp.mean(x, axis=axes)
-    var = jnp.mean(jnp.square(x - per_channel(mean, x.ndim)), axis=axes)
-    return mean, var, math.prod(x.shape[a] for a in axes)
-
-
-def _normalise(x, mean, invstd, weight, bias):
-    out = (x - per_channel(mean, x.ndim)) * per_channel(invstd, x.ndim)
-    if weight is not None:
-        out = out * per_channel(weight.astype(x.dtype), x.ndim)
-    if bias is not None:
-        out = out + per_channel(bias.astype(x.dtype), x.ndim)
-    return out
-
-
-@op("_native_batch_norm_legit_functional")
-def _batch_norm_functional(
-    shapes, x, weight, bias, running_mean, running_var, training, momentum, eps
-):
-    d = dt(shapes)
-    x = as_dtype(x, d)
-    if not training:
-        invstd = lax.rsqrt(running_var.astype(d) + eps)
-        out = _normalise(x, running_mean.astype(d), invstd, weight, bias)
-        empty = jnp.zeros((0,), d)
-        return out, empty, empty, running_mean, running_var
-    mean, var, n = _batch_stats(x)
-    invstd = lax.rsqrt(var + eps)
-    out = _normalise(x, mean, invstd, weight, bias)
-    new_mean = (1 - momentum) * running_mean + momentum * mean.astype(running_mean.dtype)
-    unbiased = var * (n / max(n - 1, 1))
-    new_var = (1 - momentum) * running_var + momentum * unbiased.astype(running_var.dtype)
-    return out, mean, invstd, new_mean, new_var
-
-
-@op("native_batch_norm")
-def _batch_norm(shapes, x, weight, bias, running_mean, running_var, training, momentum, eps):
-    d = dt(shapes)
-    x = as_dtype(x, d)
-    if training or running_mean is None:
-        mean, var, _ = _batch_stats(x)
-        invstd = lax.rsqrt(var + eps)
-        return _normalise(x, mean, invstd, weight, bias), mean, invstd
-    invstd = lax.rsqrt(running_var.astype(d) + eps)
-    empty = jnp.zeros((0,), d)
-    return _normalise(x, running_mean.astype(d), invstd, weight, bias), empty, empty
-
-
-@op("native_batch_norm_backward")
-def _batch_norm_backward(
-    shapes, grad, x, weight, running_mean, running_var, save_mean, save_invstd, train, eps, mask
-):  # fmt: skip
-    d = dt(shapes)
-    x, grad = as_dtype(x, d), as_dtype(grad, d)
-    axes = (0, *range(2, x.ndim))
-    if train:
-        mean, invstd = save_mean.astype(d), save_invstd.astype(d)
-    else:
-        mean, invstd = running_mean.astype(d), lax.rsqrt(running_var.astype(d) + eps)
-    w = jnp.ones(x.shape[1], d) if weight is None else weight.astype(d)
-    xhat = (x - per_channel(mean, x.ndim)) * per_channel(invstd, x.ndim)
-    sum_g = jnp.sum(grad, axis=axes)
-    sum_gx = jnp.sum(grad * xhat, axis=axes)
-    dx = dw = db = None
-    if mask[0]:
-        scale = per_channel(w * invstd, x.ndim)
-        if train:
-            n = math.prod(x.shape[a] for a in axes)
-            dx = scale * (
-                grad - per_channel(sum_g / n, x.ndim) - xhat * per_channel(sum_gx / n, x.ndim)
-            )
-        else:
-            dx = grad * scale
-    if mask[1]:
-        dw = sum_gx
-    if mask[2]:
-        db = sum_g
-    return dx, dw, db

@@ -5,9 +5,11 @@ and its 0-dim conventions."""
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from .table import as_dtype, dt, op, reduce_dims
 
@@ -179,3 +181,61 @@ def _cumprod(shapes, x, dim, dtype=None):
     if jnp.ndim(x) == 0:
         return as_dtype(x, d)
     return jnp.cumprod(as_dtype(x, d), axis=dim)
+
+
+@op("histc")
+def _histc(shapes, x, bins=100, min=0, max=0):  # noqa: A002 - aten's argument names
+    """Counts in ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0;
+    widened by 1 each way when that is one number); values at ``max`` count in the last
+    bin, values outside none."""
+    d = dt(shapes)
+    x = jnp.reshape(x, (-1,)).astype(d)
+    low, high = jnp.asarray(min, d), jnp.asarray(max, d)
+    if x.size:
+        data = (low == 0) & (high == 0)
+        low, high = jnp.where(data, jnp.min(x), low), jnp.where(data, jnp.max(x), high)
+    low, high = jnp.where(low == high, low - 1, low), jnp.where(low == high, high + 1, high)
+    index = jnp.floor((x - low) * bins / (high - low)).astype(jnp.int64)
+    index = jnp.where(x == high, bins - 1, index)
+    inside = (x >= low) & (x <= high)
+    return jnp.zeros((bins,), d).at[jnp.where(inside, index, bins)].add(1, mode="drop")
+
+
+_SEGMENT_START = MappingProxyType({"sum": 0.0, "prod": 1.0, "max": -jnp.inf, "min": jnp.inf})
+
+
+@op("segment_reduce")
+def _segment_reduce(shapes, data, reduce, *, lengths=None, indices=None, offsets=None, axis=0,
+                    unsafe=False, initial=None):  # fmt: skip
+    """Reductions of consecutive segments along ``axis`` (given by ``lengths``, or by
+    ``offsets`` into it), each starting from ``initial`` (a mean divides that sum by the
+    length); an empty segment holds ``initial``, else torch's: 0 for a sum, 1 for a
+    product, NaN for a mean, -inf / inf for a maximum / minimum."""
+    d = dt(shapes)
+    data = jnp.moveaxis(as_dtype(data, d), axis % data.ndim, 0)
+    if lengths is None:
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    lengths = jnp.reshape(lengths, (-1,))
+    count = lengths.shape[0]
+    ends = jnp.cumsum(lengths)
+    segment = jnp.searchsorted(ends, jnp.arange(data.shape[0]), side="right")
+    kind = "sum" if reduce == "mean" else reduce
+    start = _SEGMENT_START[kind] if initial is None else initial
+    at = jnp.full((count, *data.shape[1:]), start, d).at[segment]
+    out = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[kind](
+        data, mode="drop"
+    )
+    if reduce == "mean":
+        counts = jnp.reshape(lengths, (-1,) + (1,) * (data.ndim - 1)).astype(d)
+        out = jnp.where(counts > 0, out / counts, jnp.nan if initial is None else initial)
+    return jnp.moveaxis(out, 0, axis % data.ndim)
+
+
+@op("hash_tensor")
+def _hash_tensor(shapes, x, dim=(), *, keepdim=False, mode=0):
+    """torch's mode 0: the XOR of the elements' bits as float64 (floating types) or int64."""
+    wide = jnp.float64 if jnp.issubdtype(x.dtype, jnp.floating) else jnp.int64
+    bits = lax.bitcast_convert_type(x.astype(wide), jnp.uint64)
+    axes = reduce_dims(dim, x.ndim)
+    hashed = lax.reduce(bits, jnp.uint64(0), lax.bitwise_xor, axes)
+    return jnp.expand_dims(hashed, axes) if keepdim else hashed

@@ -72,3 +72,45 @@ def _dropout(shapes, x, p, train=None, generator=None):
         return as_dtype(x, d), jnp.ones(x.shape, jnp.bool_)
     keep = jax.random.bernoulli(_key(generator), 1 - p, x.shape)
     return jnp.where(keep, as_dtype(x, d) / (1 - p), jnp.zeros((), d)), keep
+
+
+# Distributions drawn into a tensor's shape (``x.cauchy_()``...): torch's parameters
+
+
+@op("cauchy")
+def _cauchy(shapes, x, median=0.0, sigma=1.0, *, generator=None):
+    d = dt(shapes)
+    return median + sigma * jax.random.cauchy(_key(generator), jnp.shape(x), d)
+
+
+@op("exponential")
+def _exponential(shapes, x, lambd=1.0, *, generator=None):
+    d = dt(shapes)
+    return jax.random.exponential(_key(generator), jnp.shape(x), d) / lambd
+
+
+@op("geometric")
+def _geometric(shapes, x, p, *, generator=None):
+    """Trials up to the first success, from 1 (torch's and JAX's convention)."""
+    return jax.random.geometric(_key(generator), p, jnp.shape(x)).astype(dt(shapes))
+
+
+@op("log_normal")
+def _log_normal(shapes, x, mean=1.0, std=2.0, *, generator=None):
+    d = dt(shapes)
+    return jnp.exp(mean + std * jax.random.normal(_key(generator), jnp.shape(x), d))
+
+
+@op("normal.Tensor_float", "normal.float_Tensor", "normal.Tensor_Tensor")
+def _normal_of(shapes, mean, std=1.0, *, generator=None):
+    """A normal draw per element of the broadcast ``mean`` and ``std``."""
+    d = dt(shapes)
+    mean, std = as_dtype(mean, d), as_dtype(std, d)
+    shape = jnp.broadcast_shapes(jnp.shape(mean), jnp.shape(std))
+    return mean + std * jax.random.normal(_key(generator), shape, d)
+
+
+@op("normal.float_float")
+def _normal_sized(shapes, mean, std, size, *, generator=None, **options):
+    d = dt(shapes)
+    return mean + std * jax.random.normal(_key(generator), tuple(size), d)

@@ -15,7 +15,7 @@ from .table import as_dtype, dt, op, rank, sizes
 # Copies, casts, factories ---------------------------------------------------------------
 
 
-@op("_to_copy", "clone", "alias_copy", "lift_fresh_copy", "detach_copy")
+@op("_to_copy", "clone", "alias_copy", "alias", "lift_fresh_copy", "detach_copy", "detach")
 def _copy_as(shapes, x, *args, **kwargs):
     return as_dtype(x, dt(shapes))
 
@@ -106,12 +106,19 @@ def _arange(shapes, start, end, step=1, **kwargs):
 # Views (as copies: every result is a new value) ------------------------------------------
 
 
-@op("view_copy", "_unsafe_view", "reshape", "_reshape_alias_copy", "view_copy.default")
+@op("view_copy", "_unsafe_view", "reshape", "_reshape_alias_copy", "view")
 def _view(shapes, x, size, *args):
     return jnp.reshape(x, tuple(size))  # a -1 in ``size``: jnp.reshape infers it as torch
 
 
-@op("squeeze_copy", "squeeze_copy.dim", "squeeze_copy.dims")
+@op(
+    "squeeze_copy",
+    "squeeze_copy.dim",
+    "squeeze_copy.dims",
+    "squeeze",
+    "squeeze.dim",
+    "squeeze.dims",
+)
 def _squeeze(shapes, x, dim=None):
     if x.ndim == 0:
         return x
@@ -132,7 +139,7 @@ def _flatten(shapes, x, start_dim=0, end_dim=-1):
     return jnp.reshape(x, x.shape[:start] + (-1,) + x.shape[end + 1 :])
 
 
-@op("expand_copy")
+@op("expand_copy", "expand")
 def _expand(shapes, x, size, implicit=False):
     # torch's -1 keeps the size of x's dimension it lines up with (from the right)
     lead = len(size) - x.ndim
@@ -140,7 +147,7 @@ def _expand(shapes, x, size, implicit=False):
     return jnp.broadcast_to(x, target)
 
 
-@op("permute_copy")
+@op("permute_copy", "permute")
 def _permute(shapes, x, dims):
     return jnp.transpose(x, [d % max(x.ndim, 1) for d in dims])
 
@@ -170,7 +177,7 @@ def _chunk(shapes, x, chunks, dim=0):
     return [lax.slice_in_dim(x, o, min(o + step, total), axis=dim) for o in starts]
 
 
-@op("slice_copy.Tensor")
+@op("slice_copy.Tensor", "slice.Tensor")
 def _slice(shapes, x, dim=0, start=None, end=None, step=1):
     dim %= x.ndim
     index = [slice(None)] * x.ndim
@@ -274,7 +281,7 @@ def _roll(shapes, x, shifts, dims=()):
     return jnp.roll(x, shifts, axis=tuple(dims))
 
 
-@op("diagonal_copy")
+@op("diagonal_copy", "diagonal")
 def _diagonal(shapes, x, offset=0, dim1=0, dim2=1):
     return jnp.diagonal(x, offset, dim1 % x.ndim, dim2 % x.ndim)
 

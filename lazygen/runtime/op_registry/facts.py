@@ -8,11 +8,12 @@ the fact by name. The ops package declares each fact where the op lives
 op runs: ``import lazygen.runtime`` imports it. ``tests/architecture/test_op_names.py``
 keeps op names out of the core's modules.
 
-A fact is keyed by the op (``op_identity``): a ``frozenset`` of ``OpOverloadPacket``s (every
+A fact is keyed by the op (``identity``): a ``frozenset`` of ``OpOverloadPacket``s (every
 overload of each), a read-only mapping from them, or one ``OpOverload``; it is immutable
-and declared once per process: what it says never depends on what ran, so the registry is not state that ``reset()`` puts back.
+and declared once per process: what it says never depends on what ran, so the registry is
+not state that ``reset()`` puts back.
 
-Near the bottom of the runtime: it imports only ``op_identity`` and ``state``.
+Near the bottom of the runtime: it imports only ``identity`` (beside it) and ``state``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from . import op_identity, state
+from .. import state
+from . import identity as op_identity
 
 #: Every fact the core reads: its name -> what the core does with it (and who reads it).
 FACTS: Mapping[str, str] = MappingProxyType(
@@ -37,7 +39,8 @@ FACTS: Mapping[str, str] = MappingProxyType(
         "host_results": "op -> positions of results that stay host tensors "
         "(fallback leaves them on the CPU)",
         "metadata_only": "ops reading only their tensor argument's dtype and "
-        "sizes (decompositions run them on a stand-in)",
+        "sizes (decompositions run them on a stand-in; the jax backend's SPMD lays out a "
+        "result made from one like its argument)",
         "foreach_element": "a _foreach_ op -> its element op, where the name is not the "
         "_foreach_ op's without '_foreach_' (decompositions)",
         "view_copies": "functionalization's view copies, which a lowering may "
@@ -46,8 +49,8 @@ FACTS: Mapping[str, str] = MappingProxyType(
         "not the name without '_copy' (lowering_context.view_of)",
         "may_alias": "ops whose lowered result may share its input's storage "
         "(lowering_context, dynamo's capture)",
-        "stride_reading": "ops whose result depends on their input's strides " "(lowering_context)",
-        "contiguous_inputs": "ops whose CPU kernels need contiguous inputs " "(lowering_context)",
+        "stride_reading": "ops whose result depends on their input's strides (lowering_context)",
+        "contiguous_inputs": "ops whose CPU kernels need contiguous inputs (lowering_context)",
         "input_write": "the op an in-place write of a graph input lowers as (ir.InputWrite)",
     }
 )

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from . import state
+from .. import state
 
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
@@ -42,8 +42,12 @@ DEFAULT_NAMESPACE = "aten"
 
 #: name -> OpOverload (or None): a memo of ``overload_of`` for strings.
 _overloads: dict[str, Any] = {}
+#: name without overload -> OpOverloadPacket (or None): a memo of ``packet_of`` for strings.
+_packets: dict[str, Any] = {}
 state.once_per_process(
-    __name__, ("_overloads",), "memo of a pure function: the same answers whatever ran before"
+    __name__,
+    ("_overloads", "_packets"),
+    "memos of pure functions: the same answers whatever ran before",
 )
 
 
@@ -113,12 +117,25 @@ def packet_of(op):
     if isinstance(op, OpOverloadPacket):
         return op
     if type(op) is str and "." not in op:  # "aten::normal": a packet without a default
-        namespace, sep, base = op.partition("::")
-        if not sep:
-            namespace, base = DEFAULT_NAMESPACE, op
-        return getattr(getattr(torch.ops, namespace, None), base, None)
+        found = _packets.get(op)
+        if found is None and op not in _packets:
+            found = _packets[op] = _resolve_packet(op)
+        return found
     found = overload_of(op)
     return None if found is None else found.overloadpacket
+
+
+def _resolve_packet(name: str):
+    namespace, sep, base = name.partition("::")
+    if not sep:
+        namespace, base = DEFAULT_NAMESPACE, name
+    if not base or not namespace.isidentifier():  # "" (an IR node without an op)
+        return None
+    try:
+        found = getattr(getattr(torch.ops, namespace), base, None)
+    except (AttributeError, RuntimeError):
+        return None
+    return found if isinstance(found, OpOverloadPacket) else None
 
 
 def library_name(op) -> str:
