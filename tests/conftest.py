@@ -12,7 +12,10 @@
   lazygen's fixed-scalar file beside them, Triton's, and anything else under
   ``XDG_CACHE_HOME``) live in one new directory of its own, shared by its workers and child
   processes and removed at the end, so no result depends on what an earlier run left on
-  the machine. A test of caching across processes makes and shares its own directory;
+  the machine; lazygen's persistent caches (``LAZYGEN_CACHE_DIR``) live there too, with
+  its store of compiled graphs off (``LAZYGEN_GRAPH_CACHE=0`` unless set: a test that
+  changes a backend's lowering or compile must see them run). A test of caching across
+  processes makes and shares its own directory;
 * no recompile budget (``LAZYGEN_RECOMPILE_LIMIT=0`` unless set): suites sweep shapes and
   attributes of one op or model, and each variant must be compiled and checked, never run
   uncompiled past the budget; the budget's own tests set it
@@ -29,12 +32,14 @@ import shutil
 import tempfile
 
 os.environ.setdefault("LAZYGEN_RECOMPILE_LIMIT", "0")  # before lazygen reads its settings
+os.environ.setdefault("LAZYGEN_GRAPH_CACHE", "0")
 
 #: Cache variables pointed into the session's own directory (see the docstring).
 _CACHE_VARIABLES = {
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TRITON_CACHE_DIR": "triton",
     "XDG_CACHE_HOME": "home-cache",
+    "LAZYGEN_CACHE_DIR": "lazygen",
 }
 
 

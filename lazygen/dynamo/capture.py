@@ -25,6 +25,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import _disable_current_modes
 
 from lazygen.runtime.capture_interface import (
+    RANDOM_SYNC,
     DeviceData,
     GeneratorData,
     InputWrite,
@@ -37,7 +38,7 @@ from lazygen.runtime.capture_interface import (
     fixed_scalars,
     from_data,
     inner,
-    op_fact,
+    may_alias_input,
     post_order,
     sync,
     to_functional,
@@ -318,10 +319,10 @@ def _name_cuts(result: Capture, suspects: dict, fell_back: list[str]) -> None:
     """Name what cut the capture: the nodes computed eagerly, and random ops that synced."""
     result.eager_nodes = set(suspects)
     result.only_fallbacks = bool(result.eager_nodes) and not any(
-        name.startswith("RandomSync::") for name in fell_back
+        name.startswith(RANDOM_SYNC) for name in fell_back
     )
     named = [f"{name} ({target})" for name, target in suspects.items()]
-    result.cuts = named + [n for n in fell_back if n.startswith("RandomSync::")]
+    result.cuts = named + [n for n in fell_back if n.startswith(RANDOM_SYNC)]
     result.cuts = result.cuts or ["a value computed eagerly while tracing"]
 
 
@@ -393,13 +394,11 @@ def _written_in_graph(mutated: dict, writable: frozenset, node_of: dict, outputs
     if not candidates:
         return set()
     order, _ = post_order(outputs + list(mutated.values()))
-    may_alias = op_fact("may_alias")
     aliased = {value.node for value in mutated.values()}  # a write reads it
     for node in order:
         if node.is_input:
             continue
-        kind = node.op_kind  # "aten::slice_copy" (op_name holds the overload too)
-        if not kind.startswith("aten::") or kind[6:] in may_alias:
+        if may_alias_input(node):
             aliased.update(v.node for v in node.inputs())
     return {i for i in candidates if node_of[i] not in aliased}
 

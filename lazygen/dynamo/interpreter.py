@@ -14,13 +14,15 @@ import torch.fx
 
 from lazygen.runtime import metrics
 from lazygen.runtime.capture_interface import (
+    FALLBACK_COUNTER,
+    RANDOM_SYNC,
     DeviceData,
     GeneratorData,
     LazyDevice,
     SeedData,
     from_data,
+    host_read_counters,
     inner,
-    op_fact,
     settings,
     to_functional,
 )
@@ -57,12 +59,12 @@ SUBSTITUTES = MappingProxyType(
 )
 
 
-_EAGER_WORK = ("aten::", "RandomSync::", "SyncedTensors", "TransferFromDevice")
+_EAGER_WORK = (FALLBACK_COUNTER, RANDOM_SYNC, "SyncedTensors", "TransferFromDevice")
 
 
 #: Counters of values read on the host: a copy off the device (``TransferFromDevice``) and
 #: the ops the fallback report lists as host reads (``.item()``, ``bool()``, ``torch.equal``).
-_HOST_READS = frozenset({"TransferFromDevice"}) | op_fact("host_reads")
+_HOST_READS = frozenset({"TransferFromDevice"}) | host_read_counters()
 
 
 def fallback_counts() -> dict[str, int]:

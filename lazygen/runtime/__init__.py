@@ -107,7 +107,7 @@ def init(
         settings.dynamic_shapes = bool(dynamic_shapes)
     if device_count is not None:
         devices.set_device_count(device_count)
-    with _init_lock:
+    with _init_lock, process.collector_paused():
         if _default is not None:
             _check_same(backend, device_name or settings.device_type)
             return

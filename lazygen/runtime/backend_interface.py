@@ -151,6 +151,9 @@ class Backend(ABC):
     #: Whether runs go through ``execute_donating``, which may take over the inputs nothing
     #: reads afterwards (``execution/liveness.py`` decides which; non-torch data only).
     donates_inputs: bool = False
+    #: Whether compiled graphs are kept on disk for the next process (``save_executable``,
+    #: ``load_executable``, ``cache_fingerprint``: ``execution/graph_store.py``).
+    persistent_executables: bool = False
     # Scalars (wrapped Python numbers, ``ScalarData``) reach ``execute`` as 0-dim torch
     # tensors of torch's dtypes (float64, int64, bool, complex128) on torch-data backends,
     # and as the Python numbers themselves on the others, which cast them where a lowering
@@ -227,6 +230,18 @@ class Backend(ABC):
         lazy tensor's ``__torch_dispatch__`` (a host read): a backend that traces with torch
         while compiling does so under ``outside_dispatch()``.
         """
+
+    def save_executable(self, executable: Any) -> bytes | None:
+        """``executable`` as bytes for ``load_executable`` in another process, or None."""
+        return None
+
+    def load_executable(self, payload: bytes, order: list[Node], outputs, device) -> Any:
+        """The executable saved as ``payload``, for ``order``: a graph of its structure."""
+        raise NotImplementedError
+
+    def cache_fingerprint(self) -> tuple[str, ...]:
+        """What saved executables depend on beyond lazygen's key: compiler version, flags."""
+        return ()
 
     @abstractmethod
     def execute(self, executable: Any, inputs: list) -> list:

@@ -14,7 +14,6 @@ Nothing in the runtime imports this module: it sits at the top, beside the compo
 
 from __future__ import annotations
 
-from . import op_facts
 from .backend_interface import make_backend
 from .backends import BUILTIN
 from .devices import LazyDevice, all_devices, current_index, get_device
@@ -23,6 +22,8 @@ from .graph import graph_key, post_order
 from .graph.fragments import Fragment, FragmentCall
 from .ir import DeviceData, InputWrite, ScalarData, Value
 from .kernel_support import GeneratorData, default_generator
+from .op_registry import facts as op_facts
+from .op_registry import identity as op_identity
 from .state import is_lazy_device, log, once_per_process, register, settings
 from .tracing.random_inputs import SeedData, draw_seeds
 from .tracing.tensor import (
@@ -81,11 +82,28 @@ __all__ = [
     # facts about ops, the built-in backends' names, a backend made from its name
     "BUILTIN",
     "make_backend",
-    "op_fact",
+    "may_alias_input",
+    "host_read_counters",
+    "FALLBACK_COUNTER",
+    "RANDOM_SYNC",
 ]
 
+#: The prefix of the counters of aten ops run by the eager fallback (``aten::nonzero``).
+FALLBACK_COUNTER = op_identity.DEFAULT_NAMESPACE + "::"
+#: The prefix of the counters of random ops replayed on their inputs' values (a sync).
+RANDOM_SYNC = op_identity.RANDOM_SYNC
 
-def op_fact(name: str):
-    """A fact about ops (``op_facts.FACTS``: ``"may_alias"``, ``"host_reads"``...), as the
-    core reads it: the front end names ops the way the core does, through the registry."""
-    return op_facts.get(name)
+
+def may_alias_input(node) -> bool:
+    """Whether a lowering may make ``node``'s result share an input's storage: an op outside
+    aten, or one with the op fact ``may_alias`` (a view copy, ``clone``, ``_to_copy``...)."""
+    packet = op_identity.packet_of(node.op_kind)  # "aten::slice_copy": every overload
+    if packet is None or op_identity.namespace_of(packet) != op_identity.DEFAULT_NAMESPACE:
+        return True
+    return op_facts.has("may_alias", packet)
+
+
+def host_read_counters() -> frozenset[str]:
+    """The counters of the ops whose eager run is the host reading device data
+    (``aten::_local_scalar_dense``: ``.item()``), the op fact ``host_reads``."""
+    return frozenset(op_identity.fallback_counter(p) for p in op_facts.get("host_reads"))

@@ -149,6 +149,23 @@ VARIABLES: tuple[Variable, ...] = (
         kind="int",
     ),
     Variable(
+        "LAZYGEN_CACHE",
+        "1",
+        "`0` turns every persistent cache off: JAX's compilation cache and lazygen's "
+        "compiled graphs kept on disk between processes (docs/guides/persistent-caches.md)",
+    ),
+    Variable(
+        "LAZYGEN_CACHE_DIR",
+        "`$XDG_CACHE_HOME/lazygen`, else `~/.cache/lazygen`",
+        "where the persistent caches live: one folder per store, CPU and software versions",
+    ),
+    Variable(
+        "LAZYGEN_GRAPH_CACHE",
+        "1",
+        "`0` turns off only lazygen's store of compiled graphs (kept per graph structure, "
+        "read back in the next process instead of lowering and compiling again)",
+    ),
+    Variable(
         "LAZYGEN_ASYNC",
         "1",
         "`0` runs each `mark_step`'s graph before returning; by default it runs while the "

@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 import torch
 
-from . import op_facts, state
+from . import state
+from .op_registry import facts as op_facts
 from .sources import user_source
 from .state import settings
 

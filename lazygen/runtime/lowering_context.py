@@ -86,9 +86,15 @@ from typing import Any
 
 import torch
 
-from . import op_facts, state
+from . import state
 from .errors import LazygenRuntimeError, LazyGraphError
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
+from .op_registry import facts as op_facts
+from .op_registry import identity as op_identity
+
+# The lowering contract's converters of an op's spellings (defined in ``op_identity``).
+from .op_registry.identity import op_string as op_string
+from .op_registry.identity import overload_of
 
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
 #: string (the only form a non-native ``opkind`` has).
@@ -369,27 +375,6 @@ def is_wrapped_number(v: Value) -> bool:
     return isinstance(v.node, ScalarData)
 
 
-def op_string(op: Op) -> str:
-    """The string of an op as ``ctx.call`` got it; a string is returned as it is.
-
-    E.g. ``"aten::add.Tensor"`` for ``torch.ops.aten.add.Tensor``, ``"aten::relu"`` for a
-    default overload.
-    """
-    if type(op) is str:
-        return op
-    if isinstance(op, torch._ops.OpOverload):
-        return op.name()
-    raise TypeError(
-        f"lazygen: ctx.call takes an op as a torch.ops overload (torch.ops.aten.add.Tensor) "
-        f"or its string ('aten::add.Tensor'), not {type(op).__name__} {op!r}"
-        + (": name the overload (.default, .Tensor...)" if _is_packet(op) else "")
-    )
-
-
-def _is_packet(op) -> bool:
-    return isinstance(op, torch._ops.OpOverloadPacket)
-
-
 def takes_contiguous_inputs(op: Op) -> bool:
     """Whether a backend whose views alias must make ``op``'s tensor inputs contiguous.
 
@@ -397,8 +382,7 @@ def takes_contiguous_inputs(op: Op) -> bool:
     strides) or ``contiguous_inputs`` (its kernels require them); see "Views may alias".
     This is the one rule every aliasing ``call`` applies.
     """
-    name = op_string(op).partition("::")[2].partition(".")[0]
-    return name in op_facts.get("stride_reading") or name in op_facts.get("contiguous_inputs")
+    return op_facts.has("stride_reading", op) or op_facts.has("contiguous_inputs", op)
 
 
 def view_of(op: Op):
@@ -412,39 +396,9 @@ def view_of(op: Op):
     overload = overload_of(op)
     if overload is None:
         return None
-    namespace, _, name = overload._schema.name.partition("::")
-    if name not in op_facts.get("view_copies") or name in op_facts.get("stride_reading"):
+    if not op_facts.has("view_copies", overload) or op_facts.has("stride_reading", overload):
         return None
-    view = op_facts.get("view_copy_views").get(name, name.removesuffix("_copy"))
-    packet = getattr(getattr(torch.ops, namespace), view, None)
+    packet = op_facts.of("view_copy_views", overload) or op_identity.packet_of(
+        overload._schema.name.removesuffix("_copy")
+    )
     return getattr(packet, overload._overloadname, None) if packet is not None else None
-
-
-_overloads: dict[str, Any] = {}
-
-
-def overload_of(op: Op):
-    """``torch.ops.<ns>.<name>.<overload>`` for ``"ns::name.overload"``.
-
-    ``"ns::name"`` gives the default overload. None when torch has no such op (a non-native
-    ``opkind``); an ``OpOverload`` is returned as it is.
-    """
-    if type(op) is not str:
-        op_string(op)  # a clear error for anything that is not an overload
-        return op
-    found = _overloads.get(op)
-    if found is None and op not in _overloads:
-        namespace, sep, rest = op.partition("::")
-        name, _, overload = rest.partition(".")
-        try:
-            packet = getattr(getattr(torch.ops, namespace), name) if sep else None
-            found = None if packet is None else getattr(packet, overload or "default")
-        except (AttributeError, RuntimeError):
-            found = None
-        _overloads[op] = found
-    return found
-
-
-state.once_per_process(
-    __name__, ("_overloads",), "memo of a pure function: the same answers whatever ran before"
-)

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import os
+import sys
+import warnings
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -40,6 +43,15 @@ EFFECTS: tuple[Effect, ...] = (
         "LAZYGEN_GC_GEN0",
         "the youngest GC generation's threshold raised to 20000 (`LAZYGEN_GC_GEN0=<n>` sets "
         "another)",
+        "`init()` (`process`)",
+    ),
+    Effect(
+        "deferred_imports",
+        "LAZYGEN_DEFERRED_IMPORTS",
+        "a finder first in `sys.meta_path` that, once the program or torch imports "
+        "`torch._dynamo` (torch does at the first optimizer step), registers the lazy "
+        "device's Dynamo interface and freezes the new objects (`gc_freeze`); `=0` imports "
+        "`torch._dynamo` in `init()` instead (~1.2 s)",
         "`init()` (`process`)",
     ),
     Effect(
@@ -158,30 +170,119 @@ def enabled(name: str) -> bool:
 def apply_gc_effects() -> None:
     """The GC effects (``gc_freeze``, ``gc_gen0``), once ``init()`` has imported everything."""
     if enabled("gc_freeze"):
-        _freeze_startup_objects()
+        gc.freeze()
+        when_imported("torch._dynamo", _freeze_after_import)
     _raise_young_generation_threshold()
 
 
-def _freeze_startup_objects() -> None:
-    """Move every object alive now (torch's and lazygen's modules, the generated kernels)
-    out of the cyclic GC's reach with ``gc.freeze()``.
-
-    Each traced op leaves a few GC-tracked objects (node, value, tensors) alive until the
-    sync, so tracing triggers full collections; each full collection walks the whole heap,
-    nearly all of it torch's import-time objects, which made a pause of several times an
-    op's own cost (docs/benchmarks.md). Frozen objects are never collected, which costs
-    nothing for modules but would keep cyclic garbage made of objects that were alive
-    before ``init()`` for good: ``LAZYGEN_GC_FREEZE=0`` turns this off (ML servers such as
-    vLLM freeze their start-up heap for the same reason).
-
-    ``torch._dynamo`` is imported first: torch imports it on the first optimizer step or
-    random op (their ``_disable_dynamo`` wrappers), and its objects (sympy, mpmath, ...)
-    would otherwise stay in every full collection. Training programs pay that import
-    anyway; others pay it here."""
-    with contextlib.suppress(ImportError):
-        import torch._dynamo  # noqa: F401
-    gc.collect()  # what is garbage already is freed, not frozen
+def _freeze_after_import(module) -> None:
+    """``gc_freeze`` again once ``torch._dynamo`` is imported (by torch itself, at the first
+    optimizer step or random op: their ``_disable_dynamo`` wrappers; or by the program)."""
     gc.freeze()
+
+
+# The start-up heap is frozen with ``gc.freeze()`` (``gc_freeze``): every object alive
+# at the end of ``init()`` (torch's and lazygen's modules, the generated kernels), and again
+# every object alive when ``torch._dynamo`` has been imported (sympy, mpmath: ~120k objects),
+# so full collections no longer walk them. Each traced op leaves a few GC-tracked objects
+# (node, value, tensors) alive until the sync, so tracing triggers full collections; each
+# one walked the whole heap, nearly all of it import-time objects, a pause of several times
+# an op's own cost (docs/benchmarks.md). Frozen objects are never collected: nothing for
+# modules, but cyclic garbage among the objects alive at those two moments stays for good
+# (``LAZYGEN_GC_FREEZE=0`` turns this off; ML servers such as vLLM freeze their start-up
+# heap for the same reason). No ``gc.collect()`` runs first: after ``init()`` it found no
+# garbage and cost a full walk (~0.1 s), and ``init()`` itself runs with the collector
+# paused (``collector_paused``). ``torch._dynamo`` is no longer imported by ``init()``
+# (~1.2 s): programs that never import it do not pay for it.
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """The cyclic GC off for a block of imports (``init()``'s): module objects live for the
+    process, so full collections while importing walk a growing heap for nothing (one
+    fired inside the generated modules' import: ~0.1 s of ~0.2 s)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def when_imported(name: str, callback) -> None:
+    """Call ``callback(module)`` once module ``name`` is imported: now if it is, else right
+    after its import completes (``deferred_imports``; with it off, ``name`` is imported now).
+
+    What lazygen registers with a module torch imports lazily (``torch._dynamo``: ~1.2 s,
+    imported by torch at the first optimizer step) waits for that import instead of paying
+    it in ``init()``. A callback's failure is a warning: the program's import goes on. The
+    waiting callbacks live on the finder in ``sys.meta_path``, the import system's own
+    list, for the process's life (an import happens once)."""
+    module = sys.modules.get(name)
+    if module is None and not enabled("deferred_imports"):
+        module = importlib.import_module(name)
+    if module is not None:
+        _call(callback, module)
+        return
+    finder = next((f for f in sys.meta_path if isinstance(f, _AfterImportFinder)), None)
+    if finder is None:
+        finder = _AfterImportFinder()
+        sys.meta_path.insert(0, finder)
+    finder.waiting.setdefault(name, []).append(callback)
+
+
+def _call(callback, module) -> None:
+    try:
+        callback(module)
+    except Exception as error:  # noqa: BLE001 - the program's import must go on
+        warnings.warn(
+            f"lazygen: setting up after the import of {module.__name__} failed "
+            f"({type(error).__name__}: {error}); lazygen goes on without it",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+class _AfterImportFinder:
+    """A ``sys.meta_path`` finder that finds nothing itself: for a module with callbacks
+    waiting (``waiting``: module name -> callbacks) it asks the finders after it, and gives
+    their spec a loader that runs the callbacks once the module's code has run."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, list] = {}
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.waiting:
+            return None
+        for finder in sys.meta_path[sys.meta_path.index(self) + 1 :]:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _ThenCall(spec.loader, self.waiting.pop(name))
+                return spec
+        return None
+
+
+class _ThenCall:
+    """A module's own loader, then the callbacks waiting for it; anything else (resource
+    readers, ``get_data``) is the loader's own."""
+
+    def __init__(self, loader, callbacks: list) -> None:
+        self._loader = loader
+        self._callbacks = callbacks
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        for callback in self._callbacks:
+            _call(callback, module)
+
+    def __getattr__(self, attribute):
+        return getattr(self._loader, attribute)
 
 
 #: Youngest-generation threshold set by ``init()`` (``LAZYGEN_GC_GEN0``; 0 keeps Python's).

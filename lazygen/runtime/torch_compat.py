@@ -46,6 +46,10 @@ def require_supported(version: str) -> tuple[int, int]:
     return release
 
 
+#: The running torch's full version (``2.13.0+cpu``): what a thing built by this torch
+#: and kept across processes is keyed by (lazygen's persistent caches).
+VERSION: str = torch.__version__
+
 #: ``(major, minor)`` of the running torch.
 RELEASE: tuple[int, int] = require_supported(torch.__version__)
 

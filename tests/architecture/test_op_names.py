@@ -2,15 +2,17 @@
 
 Where the core must treat some ops apart, the fact is declared where the op lives (the
 ``runtime/ops`` package: ``ops/facts.py`` or the op's own module; the built-in op list's
-``runtime/builtin``) and read through the one registry, ``runtime/op_facts.py``. The scan
-covers every module of ``lazygen/runtime``; the modules that may name ops are listed one by
+``runtime/builtin``) and read through the one registry, ``runtime/op_registry/facts.py``, keyed by
+the op; an op's spellings are converted in one module, ``runtime/op_registry/identity.py``, which
+names no op itself. The scan covers every module of ``lazygen/runtime`` and of
+``lazygen/dynamo`` (the front end); the modules that may name ops are listed one by
 one in ``OP_MODULES`` with the reason (an op's kernels, lowerings or facts), and each of them
 must name one (a module that stops naming ops leaves the list); ``OP_PACKAGES`` are folders of
 op modules (the jax backend's op families). Everywhere else it flags
 
 * a string constant that is an aten op's schema name (``"aten::mm"``, ``"aten::sort.stable"``);
 * a string constant that is a bare aten op name, with or without overload (``"addcdiv"``,
-  ``"add.Tensor"``): not in docstrings, ``__all__`` or the attribute name of
+  ``"add.Tensor"``): not in docstrings, ``__all__``, ``__slots__`` or the attribute name of
   ``getattr``/``hasattr``, and not the few words listed in ``NOT_OPS`` (``"dot"``, Graphviz's
   format), each with what it means there;
 * an attribute chain ``torch.ops.aten.<op>`` (or ``aten.<op>`` through an alias);
@@ -30,11 +32,13 @@ import pytest
 import torch
 
 import lazygen.runtime  # noqa: F401  (the ops package declares the facts on import)
-from lazygen.runtime import op_facts
+from lazygen.runtime.op_registry import facts as op_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "lazygen" / "runtime"
-#: The modules that may name ops (relative to ``lazygen/runtime``), by why.
+DYNAMO = ROOT / "lazygen" / "dynamo"
+#: The modules that may name ops (relative to ``lazygen/runtime``; the front end's under
+#: ``dynamo/``), by why.
 OP_MODULES = {
     **dict.fromkeys(
         (
@@ -74,6 +78,10 @@ OP_MODULES = {
         ),
         "a backend's lowerings and refusals, by op",
     ),
+    **dict.fromkeys(
+        ("dynamo/interpreter.py", "dynamo/layouts.py"),
+        "the front end's handling of ops that Dynamo's graphs hold (substitutes, stride queries)",
+    ),
 }  # fmt: skip
 #: Packages of op modules (the jax backend's op families): a module added there may name
 #: ops without being listed.
@@ -81,7 +89,6 @@ OP_PACKAGES = {"backends/jax/ops/": "the jax backend's lowerings, one module per
 #: Whole strings of core modules that spell an aten op's name but name something else there.
 NOT_OPS = {
     ("debug.py", "dot"): "Graphviz's format of an IR dump",
-    ("graph/__init__.py", "size"): "a field of a graph's replay plan",
     ("tracing/tensor.py", "data"): "the kind of a graph input in a dump",
     ("distributed/process_group.py", "sum"): "c10d's reduce kind",
     ("distributed/process_group.py", "min"): "c10d's reduce kind",
@@ -106,7 +113,21 @@ ATEN = _aten_names()
 
 
 def _runtime_files() -> list[Path]:
-    return sorted(RUNTIME.rglob("*.py"))
+    """Every module of ``lazygen/runtime`` and of ``lazygen/dynamo`` (the front end)."""
+    return sorted(RUNTIME.rglob("*.py")) + sorted(DYNAMO.rglob("*.py"))
+
+
+def _rel(path: Path) -> str:
+    """``tracing/tensor.py`` for a runtime module, ``dynamo/capture.py`` for the front end's."""
+    if DYNAMO in path.parents:
+        return "dynamo/" + path.relative_to(DYNAMO).as_posix()
+    return path.relative_to(RUNTIME).as_posix()
+
+
+def _path(relative: str) -> Path:
+    if relative.startswith("dynamo/"):
+        return DYNAMO / relative.removeprefix("dynamo/")
+    return RUNTIME / relative
 
 
 def _is_op_module(relative: str) -> bool:
@@ -114,12 +135,12 @@ def _is_op_module(relative: str) -> bool:
 
 
 def _op_modules() -> list[str]:
-    every = [p.relative_to(RUNTIME).as_posix() for p in _runtime_files()]
+    every = [_rel(p) for p in _runtime_files()]
     return sorted(set(OP_MODULES) | {r for r in every if r.startswith(tuple(OP_PACKAGES))})
 
 
 def _core_files() -> list[Path]:
-    return [p for p in _runtime_files() if not _is_op_module(p.relative_to(RUNTIME).as_posix())]
+    return [p for p in _runtime_files() if not _is_op_module(_rel(p))]
 
 
 def _chain(node: ast.AST) -> list[str] | None:
@@ -141,7 +162,8 @@ def _strings(nodes) -> list[str] | None:
 
 def _not_names(tree: ast.AST) -> set[int]:
     """Ids of the string constants that are not code naming something: docstrings,
-    ``__all__`` entries and the attribute names given to ``getattr``/``hasattr``."""
+    ``__all__`` and ``__slots__`` entries and the attribute names given to ``getattr``/``hasattr``.
+    """
     skipped = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -150,7 +172,7 @@ def _not_names(tree: ast.AST) -> set[int]:
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 skipped.add(id(first.value))
         elif isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            isinstance(t, ast.Name) and t.id in ("__all__", "__slots__") for t in node.targets
         ):
             skipped |= {id(n) for n in ast.walk(node.value)}
         elif (
@@ -202,7 +224,7 @@ def op_names_in(source: str, not_ops=frozenset()) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("path", _core_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_op_name_in_the_core(path):
-    relative = path.relative_to(RUNTIME).as_posix()
+    relative = _rel(path)
     not_ops = {word for (module, word) in NOT_OPS if module == relative}
     found = op_names_in(path.read_text(), not_ops)
     rel = path.relative_to(ROOT)
@@ -266,20 +288,20 @@ def test_a_fact_has_one_home_and_a_known_name():
 def test_every_listed_op_module_names_an_op(relative):
     """The list stays honest: a module that no longer names an op leaves it (and the scan
     then covers it)."""
-    path = RUNTIME / relative
+    path = _path(relative)
     assert path.is_file(), f"{relative} is listed in OP_MODULES but does not exist"
     assert op_names_in(path.read_text()), f"{relative} names no op: take it out of OP_MODULES"
 
 
 def test_the_scan_covers_every_runtime_module():
-    scanned = {p.relative_to(RUNTIME).as_posix() for p in _core_files()} | set(_op_modules())
-    every = {p.relative_to(RUNTIME).as_posix() for p in _runtime_files()}
+    scanned = {_rel(p) for p in _core_files()} | set(_op_modules())
+    every = {_rel(p) for p in _runtime_files()}
     assert every <= scanned
 
 
 def test_every_word_that_is_not_an_op_is_still_there():
     for module, word in NOT_OPS:
-        source = (RUNTIME / module).read_text()
+        source = _path(module).read_text()
         assert op_names_in(source) and not op_names_in(
             source, {word} | {w for (m, w) in NOT_OPS if m == module}
         ), (module, word)

@@ -21,9 +21,9 @@ import torch
 from .. import metrics, state
 from ..backend_interface import KernelTables
 from ..errors import LazygenRuntimeError
+from ..op_registry.identity import library_name, names_match
 from ..state import kernel_table, settings
 from ..tracing import tensor as _tensor
-from ..tracing.overloads import library_name
 from . import decompositions, refusals
 from .fallback import eager_fallback
 
@@ -153,7 +153,7 @@ def forced(op) -> bool:
     forced = settings.force_fallback
     if not forced:
         return False
-    return op._schema.name.split("::", 1)[-1] in forced or library_name(op) in forced
+    return names_match(op, forced)
 
 
 def refresh() -> None:

@@ -23,19 +23,23 @@ import threading
 import torch
 from torch.utils._pytree import tree_map
 
-from .. import op_facts
 from ..devices import get_device
 from ..errors import LazygenRuntimeError
 from ..metrics import count
+from ..op_registry import facts as op_facts
+from ..op_registry import identity as op_identity
 from ..state import settings
-from ..tracing.overloads import COMPOSITE
 from ..tracing.tensor import LazyTensor, from_data, shared_scalars
 from .fallback import eager_fallback
 
-aten = torch.ops.aten
 _KEY = torch._C.DispatchKey
 
 _FOREACH = "aten::_foreach_"
+
+#: A keyset to ``redispatch`` an op to its CompositeExplicitAutograd kernel. The lazy
+#: device's PrivateUse1 slot holds no kernel of its own for such ops (only a backend
+#: fallback, which a composite kernel outranks), so redispatching there reaches the composite.
+COMPOSITE = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
 
 
 def lookup(op, kernel_for):
@@ -45,7 +49,7 @@ def lookup(op, kernel_for):
     kernel = None
     if name.startswith(_FOREACH):
         kernel = _foreach_kernel(op, kernel_for)
-    elif name.startswith("aten::") and name[6:] in op_facts.get("metadata_only"):
+    elif op_facts.has("metadata_only", op):
         kernel = _metadata_only_kernel(op)
     if kernel is None:
         kernel = composite_kernel(op)
@@ -83,8 +87,9 @@ def _element_kernel(op, kernel_for):
         return None
     if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
         return None  # in-place and out= variants: functionalization gives us functional ones
-    base = schema.name[len(_FOREACH) :]
-    packet = getattr(aten, op_facts.get("foreach_element").get(base, base), None)
+    packet = op_facts.of("foreach_element", op) or op_identity.packet_of(
+        schema.name.replace("_foreach_", "", 1)
+    )
     if packet is None:
         return None
     for overload in packet.overloads():
@@ -137,7 +142,7 @@ def _foreach_kernel(op, kernel_for):
                 results.append(kernel(*positional, **keywords))
         return results
 
-    foreach.__name__ = f"foreach_{element._schema.name.split('::')[-1]}"
+    foreach.__name__ = f"foreach_{op_identity.base_name(element)}"
     return foreach
 
 
@@ -157,7 +162,7 @@ def _metadata_only_kernel(op):
     (``empty_like`` then an in-place draw), so the draw is a node of the graph with a seed
     input: a graph replayed with fresh seeds (``torch.compile``) draws new numbers at
     every call rather than replaying one call's upload."""
-    name = f"lazy::{op._schema.name.split('::')[-1]}"
+    name = op_identity.counter_name(op.overloadpacket)
     drawn_in_graph = composite_kernel(op) if torch.Tag.nondeterministic_seeded in op.tags else None
 
     def kernel(*args, **kwargs):
@@ -286,5 +291,5 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
         _write_back(wrapped)
         return tree_map(_from_functional, result)
 
-    kernel.__name__ = f"composite_{op._schema.name.split('::')[-1]}"
+    kernel.__name__ = f"composite_{op_identity.base_name(op)}"
     return kernel

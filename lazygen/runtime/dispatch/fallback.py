@@ -16,40 +16,38 @@ from __future__ import annotations
 
 import torch
 
-from .. import op_facts, state
+from .. import state
 from ..devices import LazyDevice, device_from
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..metrics import count, record_fallback
+from ..op_registry import facts as op_facts
+from ..op_registry import identity as op_identity
 from ..sources import user_source
 from ..state import settings
 from ..tracing.tensor import LazyTensor, from_data, inner, to_functional
 
-#: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs)
+#: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs,
+#: whether it is a host read, positions of results that stay host tensors)
 _info: dict = {}
-
-
-def listed_name(name: str, overload: str) -> str:
-    """How an op list names the overload (`div.Tensor`, `relu`): the counter's name
-    (`aten::div`, as LTC's) leaves the overload out, and a bare name in an op list means
-    the default overload, so the fallback report says which one to add."""
-    base = name.split("::", 1)[1] if name.startswith("aten::") else name
-    return base if overload in ("", "default") else f"{base}.{overload}"
 
 
 def _op_info(func):
     info = _info.get(func)
     if info is None:
-        schema = func._schema
         positions, names = [], []
-        for i, arg in enumerate(schema.arguments):
+        for i, arg in enumerate(func._schema.arguments):
             if arg.alias_info is not None and arg.alias_info.is_write:
                 (names if arg.kwarg_only else positions).append((i, arg.name))
         info = (
-            schema.name,
-            listed_name(schema.name, schema.overload_name),
+            # the counter (`aten::div`, as LTC's) leaves the overload out; the report says
+            # which overload to add to an op list (`div.Tensor`)
+            op_identity.fallback_counter(func),
+            op_identity.op_list_name(func),
             tuple(i for i, _ in positions),
             tuple(n for _, n in names),
+            op_facts.has("host_reads", func),
+            op_facts.of("host_results", func),
         )
         _info[func] = info
     return info
@@ -113,7 +111,7 @@ def eager_fallback(
     and their new values returned as fresh results (a functionalization kernel above us
     points them at the results itself). ``refused``: the op has a lazy kernel that the
     device's backend refuses to run in a graph (``refusals``), reported apart."""
-    name, listed, mutated_positions, mutated_kwargs = _op_info(func)
+    name, listed, mutated_positions, mutated_kwargs, host_read, host = _op_info(func)
     count(name)
     lazy: list[LazyTensor] = []
     _collect(args, lazy)
@@ -121,7 +119,7 @@ def eager_fallback(
     if lazy:
         device = lazy[0]._device
         cut = any(not t._value.node.is_input for t in lazy)
-        record_fallback(name, cut, user_source, name in op_facts.get("host_reads"), refused, listed)
+        record_fallback(name, cut, user_source, host_read, refused, listed)
         executor.sync(lazy)
     else:
         record_fallback(name, False, user_source, refused=refused, listed=listed)
@@ -152,7 +150,6 @@ def eager_fallback(
     target_device = kwargs.get("device")
     if target_device is not None and torch.device(target_device).type != settings.device_type:
         return result  # an explicit non-lazy device: results stay where the op put them
-    host = op_facts.get("host_results").get(name)
     if host is not None and type(result) is tuple:
         return tuple(
             r.cpu() if i in host else _wrap(r, device, aliases, functional)

@@ -22,6 +22,7 @@ from .. import kernel_support as rt
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..ir import Shape
+from ..op_registry.identity import library_name
 from ..tracing.tensor import LazyTensor, from_data, new_lazy
 from . import peers
 from .groups import data_group_name
@@ -145,15 +146,11 @@ def register_device_kernels(device_key: str = "PrivateUse1") -> list:
     kernels)."""
     library = torch.library.Library("_c10d_functional", "IMPL")
     for op in kernels():
-        name = op._schema.name.split("::")[1] + _overload(op)
+        name = library_name(op)
         library.impl(name, _through_functionalization(op), device_key)
     dtensor = torch.library.Library("_dtensor", "IMPL")
     dtensor.impl("shard_dim_alltoall", shard_dim_alltoall, device_key)
     return [library, dtensor]
-
-
-def _overload(op) -> str:
-    return "" if op._overloadname == "default" else f".{op._overloadname}"
 
 
 def kernels() -> dict:

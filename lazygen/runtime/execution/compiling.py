@@ -17,7 +17,7 @@ from ..graph.policy import Action
 from ..graph.uncompiled import UncompiledGraph
 from ..ir import Node, Value
 from ..state import log, settings
-from . import profiling
+from . import graph_store, profiling
 
 
 def compile_cached(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
@@ -65,7 +65,10 @@ def _compile(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
     start = time.perf_counter()
     try:
         with profiling.span("compile", f"{backend.name}, {profiling.graph_name(key, len(order))}"):
-            executable = backend.compile(order, outputs, device.backing)
+            executable = graph_store.load(backend, key, order, outputs, device.backing)
+            if executable is None:
+                executable = backend.compile(order, outputs, device.backing)
+                graph_store.save(backend, key, executable)
     except LazyGraphError as error:
         raise error.described_by(backend) from error.__cause__
     except Exception as error:

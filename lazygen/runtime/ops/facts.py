@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from .. import op_facts
+import torch
+
+from ..op_registry import facts as op_facts
 
 _HERE = __name__
+aten = torch.ops.aten
 
 #: Normalisations whose saved statistics (and updated running statistics) eager's CPU
 #: kernels give in another dtype than their meta kernels, which follow CUDA's: for a
@@ -24,15 +27,15 @@ _HERE = __name__
 #: earlier graph) failed on CPU with "expected scalar type BFloat16 but found Float".
 CPU_STATISTICS_OPS = frozenset(
     {
-        "aten::native_layer_norm",
-        "aten::native_group_norm",
-        "aten::native_batch_norm",
-        "aten::_native_batch_norm_legit",
-        "aten::_native_batch_norm_legit_functional",
-        "aten::_native_batch_norm_legit_no_training",
-        "aten::_batch_norm_with_update",
-        "aten::_batch_norm_with_update_functional",
-        "aten::_batch_norm_no_update",
+        aten.native_layer_norm,
+        aten.native_group_norm,
+        aten.native_batch_norm,
+        aten._native_batch_norm_legit,
+        aten._native_batch_norm_legit_functional,
+        aten._native_batch_norm_legit_no_training,
+        aten._batch_norm_with_update,
+        aten._batch_norm_with_update_functional,
+        aten._batch_norm_no_update,
     }
 )
 
@@ -41,15 +44,15 @@ CPU_STATISTICS_OPS = frozenset(
 #: float32 ``Linear``) would trace, and fail only inside the graph, away from the user's line.
 SAME_DTYPE_OPS = frozenset(
     {
-        "aten::addbmm",
-        "aten::addmm",
-        "aten::addmv",
-        "aten::baddbmm",
-        "aten::bmm",
-        "aten::dot",
-        "aten::mm",
-        "aten::mv",
-        "aten::vdot",
+        aten.addbmm,
+        aten.addmm,
+        aten.addmv,
+        aten.baddbmm,
+        aten.bmm,
+        aten.dot,
+        aten.mm,
+        aten.mv,
+        aten.vdot,
     }
 )
 
@@ -58,74 +61,77 @@ SAME_DTYPE_OPS = frozenset(
 #: their eager call is replayed at trace time on zero-filled stand-ins.
 VALUE_INDEPENDENT = frozenset(
     {
-        "aten::bernoulli",
-        "aten::cauchy",
-        "aten::exponential",
-        "aten::geometric",
-        "aten::log_normal",
-        "aten::normal",
-        "aten::normal_functional",
-        "aten::random",
-        "aten::uniform",
+        aten.bernoulli,
+        aten.cauchy,
+        aten.exponential,
+        aten.geometric,
+        aten.log_normal,
+        aten.normal,
+        aten.normal_functional,
+        aten.random,
+        aten.uniform,
     }
 )
 
 #: Ops whose eager run is a read of device data by the host, not a missing kernel.
-HOST_READS = frozenset({"aten::_local_scalar_dense", "aten::equal", "aten::is_nonzero"})
+HOST_READS = frozenset({aten._local_scalar_dense, aten.equal, aten.is_nonzero})
 
 #: Results that stay host tensors, by position, as the CUDA kernels return them: packed
 #: sequences' batch sizes and padded lengths are CPU tensors by contract (PackedSequence
 #: refuses device ones), and moving them to the device broke ``pack_padded_sequence``.
 HOST_RESULTS = MappingProxyType(
     {
-        "aten::_pack_padded_sequence": frozenset({1}),
-        "aten::_pad_packed_sequence": frozenset({1}),
+        aten._pack_padded_sequence: frozenset({1}),
+        aten._pad_packed_sequence: frozenset({1}),
     }
 )
 
 #: Ops whose result depends on their (first) tensor argument's dtype and sizes only.
 METADATA_ONLY = frozenset(
     {
-        "empty_like",
-        "full_like",
-        "new_empty",
-        "new_full",
-        "new_ones",
-        "new_zeros",
-        "ones_like",
-        "rand_like",
-        "randint_like",
-        "randn_like",
-        "zeros_like",
+        aten.empty_like,
+        aten.full_like,
+        aten.new_empty,
+        aten.new_full,
+        aten.new_ones,
+        aten.new_zeros,
+        aten.ones_like,
+        aten.rand_like,
+        aten.randint_like,
+        aten.randn_like,
+        aten.zeros_like,
     }
 )
 
-#: Element op of a ``_foreach_`` op when the names differ.
-FOREACH_ELEMENT_NAMES = MappingProxyType({"norm": "linalg_vector_norm"})
+#: Element op of a ``_foreach_`` op when its name is not the ``_foreach_`` op's without
+#: ``_foreach_``.
+FOREACH_ELEMENTS = MappingProxyType({aten._foreach_norm: aten.linalg_vector_norm})
 
 #: Functionalization's copies of view ops, which a lowering may run as the views they copy
-#: (see lowering_context's docstring, "Views may alias"): aten names without overload.
+#: (see lowering_context's docstring, "Views may alias"): every overload of each.
 VIEW_COPY_OPS = frozenset(
     {
-        "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
-        "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
-        "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
-        "unsqueeze_copy", "view_copy", "view_as_real_copy",
-        "_reshape_alias_copy",
+        aten.alias_copy, aten.as_strided_copy, aten.detach_copy, aten.diagonal_copy,
+        aten.expand_copy, aten.permute_copy, aten.select_copy, aten.slice_copy,
+        aten.split_copy, aten.split_with_sizes_copy, aten.squeeze_copy, aten.t_copy,
+        aten.transpose_copy, aten.unbind_copy, aten.unfold_copy, aten.unsqueeze_copy,
+        aten.view_copy, aten.view_as_real_copy, aten._reshape_alias_copy,
     }
 )  # fmt: skip
 
 #: The view a view copy runs as where it is not the name without ``_copy``: ``view_copy``
 #: runs as ``reshape``, which takes any layout.
-VIEW_COPY_VIEWS = MappingProxyType({"view_copy": "reshape"})
+VIEW_COPY_VIEWS = MappingProxyType({aten.view_copy: aten.reshape})
 
 #: Ops whose result a lowering may make share its input's storage ("Views may alias"): the
 #: view copies, and ``clone``, ``_to_copy`` and ``copy``.
-MAY_ALIAS_OPS = VIEW_COPY_OPS | frozenset({"clone", "_to_copy", "copy"})
+MAY_ALIAS_OPS = VIEW_COPY_OPS | frozenset({aten.clone, aten._to_copy, aten.copy})
 
 #: Ops whose first argument must be contiguous where views alias: their result depends on
 #: its strides (see "Views may alias").
-STRIDE_READING_OPS = frozenset({"as_strided_copy", "as_strided_scatter", "_reshape_alias_copy"})
+STRIDE_READING_OPS = frozenset(
+    {aten.as_strided_copy, aten.as_strided_scatter, aten._reshape_alias_copy}
+)
 
 #: Ops whose CPU kernels require contiguous tensor inputs: eager reaches them through a
 #: composite that calls ``.contiguous()`` first (``group_norm``, ``embedding_bag``,
@@ -137,17 +143,17 @@ STRIDE_READING_OPS = frozenset({"as_strided_copy", "as_strided_scatter", "_resha
 #: strided views made inside the graph (tests/conformance/test_strided_inputs.py).
 CONTIGUOUS_INPUT_OPS = frozenset(
     {
-        "native_group_norm", "native_group_norm_backward",
-        "_embedding_bag", "_embedding_bag_forward_only", "_embedding_bag_backward",
-        "_embedding_bag_dense_backward", "_embedding_bag_per_sample_weights_backward",
-        "_pdist_forward", "_pdist_backward",
+        aten.native_group_norm, aten.native_group_norm_backward,
+        aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward,
+        aten._embedding_bag_dense_backward, aten._embedding_bag_per_sample_weights_backward,
+        aten._pdist_forward, aten._pdist_backward,
         # a complex view of the pairs in the last dimension: needs it at stride 1
-        "view_as_complex_copy",
+        aten.view_as_complex_copy,
     }
 )  # fmt: skip
 
 #: ``ir.InputWrite`` (a graph writing its input in place) lowers as this op.
-INPUT_WRITE_OP = "aten::copy_"
+INPUT_WRITE_OP = aten.copy_.default
 
 for _fact, _value in {
     "cpu_statistics": CPU_STATISTICS_OPS,
@@ -156,7 +162,7 @@ for _fact, _value in {
     "host_reads": HOST_READS,
     "host_results": HOST_RESULTS,
     "metadata_only": METADATA_ONLY,
-    "foreach_element": FOREACH_ELEMENT_NAMES,
+    "foreach_element": FOREACH_ELEMENTS,
     "view_copies": VIEW_COPY_OPS,
     "view_copy_views": VIEW_COPY_VIEWS,
     "may_alias": MAY_ALIAS_OPS,

@@ -51,14 +51,30 @@ def other_index(device_type: str) -> str:
 
 def engine_has_queue(device: torch.device) -> bool:
     """Run an empty backward on ``device``; False when the engine has no queue for it."""
-    leaf = torch.empty(0, device=device, requires_grad=True)
     try:
-        torch.autograd.grad(leaf, leaf, grad_outputs=torch.empty(0, device=device))
+        _empty_backward(device)
     except RuntimeError as error:
         if _ASSERT_TEXT in str(error):
             return False
         raise
     return True
+
+
+def _empty_backward(device: torch.device) -> list:
+    """A backward of an empty leaf into itself on ``device``: its tensors and result.
+
+    The engine is called directly (``torch.autograd.graph._engine_run_backward``, what
+    ``torch.autograd.grad`` calls), skipping ``grad``'s check of the given gradient's
+    size: that check imports ``torch.fx.experimental.symbolic_shapes`` (sympy, ~0.3 s),
+    and an implicit gradient (``ones_like``) dispatches to the lazy tensor's class,
+    whose first ``__torch_dispatch__`` makes torch import ``torch.distributed.tensor``
+    (~0.6 s): neither ``init()`` nor the exit pays them (a program's first op does)."""
+    leaf = torch.empty(0, device=device, requires_grad=True)
+    grad = torch.empty(0, device=device)
+    run = getattr(torch.autograd.graph, "_engine_run_backward", None)
+    if run is None:  # a torch without it: the public way
+        return [leaf, grad, *torch.autograd.grad(leaf, leaf, grad_outputs=grad)]
+    return [leaf, grad, *run((leaf,), (grad,), False, False, (leaf,), False, accumulate_grad=False)]
 
 
 def check(device: torch.device) -> bool:
@@ -110,9 +126,7 @@ def _drain_at_exit(device: torch.device) -> None:
 
 def _drain(device: torch.device) -> None:
     try:
-        leaf = torch.empty(0, device=device, requires_grad=True)
-        grad = torch.empty(0, device=device)
-        _kept_for_exit.extend((leaf, grad, *torch.autograd.grad(leaf, leaf, grad_outputs=grad)))
+        _kept_for_exit.extend(_empty_backward(device))
     except Exception:  # noqa: BLE001 - exiting: a failed drain must not hide the real exit
         return
     time.sleep(_EXIT_GRACE_S)

@@ -9,9 +9,10 @@ adds one, answered by the device module (``torch.<device>``: ``devices``, ``stre
 
 from __future__ import annotations
 
+import importlib
 from types import SimpleNamespace
 
-from .. import devices
+from .. import devices, process
 from ..state import settings
 from . import streams
 from .accelerator_api import supported_dtypes
@@ -95,10 +96,14 @@ class _LazyDeviceAnswers:
 
 
 def register() -> None:
+    """Register the interface once ``torch._dynamo`` is imported (``process.when_imported``):
+    torch imports it at the first optimizer step; ``init()`` must not pay its ~1.2 s."""
+    process.when_imported("torch._dynamo", _register)
+
+
+def _register(dynamo) -> None:
     """Register the interface under the device type and each ``<type>:<index>``."""
-    # Imported here, not at module level: torch._dynamo costs ~1.7 s to import, which
-    # `import lazygen.runtime` must not pay; init() imports it anyway (process.gc_freeze).
-    from torch._dynamo import device_interface
+    device_interface = importlib.import_module(f"{dynamo.__name__}.device_interface")
 
     class LazyDeviceInterface(_LazyDeviceAnswers, device_interface.DeviceInterface):
         """Dynamo's view of the lazy device (see the module docstring)."""

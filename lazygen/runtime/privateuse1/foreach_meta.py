@@ -23,7 +23,8 @@ import functools
 
 import torch
 
-from ..tracing.overloads import COMPOSITE, library_name
+from ..dispatch.decompositions import COMPOSITE
+from ..op_registry.identity import base_name, library_name
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey
@@ -109,7 +110,7 @@ def _meta_kernel(op, lists: tuple[int, ...], scalars: tuple[int, ...], scalar_li
             return op.redispatch(COMPOSITE, *args, **kwargs)
         return None
 
-    kernel.__name__ = f"meta_{op._schema.name.split('::')[-1]}_{op._overloadname}"
+    kernel.__name__ = f"meta_{base_name(op)}_{op._overloadname}"
     return kernel
 
 

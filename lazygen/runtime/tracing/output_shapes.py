@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import op_facts, state
+from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
+from ..op_registry import facts as op_facts
 from ..state import settings
 from .tensor import LazyTensor
 
@@ -116,12 +117,12 @@ def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     meta_args = list(_to_meta(tuple(args)))
     meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
     _numbers_to_tensors(op, meta_args, meta_kwargs)
-    if op._schema.name in op_facts.get("same_dtype"):
+    if op_facts.has("same_dtype", op):
         _check_same_dtype(op, meta_args, meta_kwargs)
     with torch.utils._python_dispatch._disable_current_modes():
         result = op(*meta_args, **meta_kwargs)
     shapes = _shapes_of(result)
-    if op._schema.name in op_facts.get("cpu_statistics") and _backing_is_cpu():
+    if op_facts.has("cpu_statistics", op) and _backing_is_cpu():
         shapes = _cpu_statistics(shapes, meta_args, meta_kwargs)
     return shapes
 

@@ -18,22 +18,30 @@ def _lazy(*tensors):
     return [t.to("lazygen") for t in tensors]
 
 
-class _RecordingOp:
-    """Stands in for an OpOverload: records whether the composite kernel was reached."""
+class _Recording:
+    """Counts the calls of ``op`` that reached the composite kernel (a ``redispatch``)."""
 
     def __init__(self, op):
-        self._schema = op._schema
-        self._overloadname = op._overloadname
+        self.op = op
         self.redispatched = 0
 
-    def redispatch(self, keyset, *args, **kwargs):
-        self.redispatched += 1
 
-
-def _kernel(op):
+def _kernel(op, monkeypatch):
+    """The meta kernel of ``op``, whose redispatches to the composite are recorded, not run:
+    ``OpOverload.redispatch`` is patched for ``op`` only (the kernel names its op through
+    ``op_registry.identity``, which takes a real overload, not a stand-in)."""
     positions = foreach_meta._classify(op)
-    recording = _RecordingOp(op)
-    return foreach_meta._meta_kernel(recording, *positions), recording
+    recording = _Recording(op)
+    real = torch._ops.OpOverload.redispatch
+
+    def redispatch(self, keyset, *args, **kwargs):
+        if self is not op:
+            return real(self, keyset, *args, **kwargs)
+        recording.redispatched += 1
+        return None
+
+    monkeypatch.setattr(torch._ops.OpOverload, "redispatch", redispatch)
+    return foreach_meta._meta_kernel(op, *positions), recording
 
 
 def _meta(*shapes, dtype=torch.float32):
@@ -66,8 +74,8 @@ def test_adam_ops_are_covered():
         ("short other list", False),
     ],
 )
-def test_only_checks_that_cannot_fail_are_settled(case, settled):
-    kernel, op = _kernel(aten._foreach_add_.List)
+def test_only_checks_that_cannot_fail_are_settled(case, settled, monkeypatch):
+    kernel, op = _kernel(aten._foreach_add_.List, monkeypatch)
     selves, others, alpha = _meta((2, 3), (4,)), _meta((2, 3), (4,)), 1
     if case == "broadcast other":
         others = _meta((2, 3), (2, 4))
@@ -85,8 +93,8 @@ def test_only_checks_that_cannot_fail_are_settled(case, settled):
     assert op.redispatched == (0 if settled else 1)
 
 
-def test_scalar_lists_must_match_the_tensor_lists():
-    kernel, op = _kernel(aten._foreach_addcdiv_.ScalarList)
+def test_scalar_lists_must_match_the_tensor_lists(monkeypatch):
+    kernel, op = _kernel(aten._foreach_addcdiv_.ScalarList, monkeypatch)
     a, b, c = _meta((3,)), _meta((3,)), _meta((3,))
     kernel(a, b, c, [0.5])
     assert op.redispatched == 0

@@ -37,7 +37,7 @@ from ...execution.liveness import unreferenced_inputs
 from ...graph.dynamic import SizeHidden
 from ...ir import Node, ScalarData, Value
 from ...sharding import ProgramLayout
-from . import donation
+from . import compilation_cache, donation, executables
 from .all_sizes import AllSizesExecutable, abstract, hides_sizes
 from .decomposed import Decompositions
 from .dtypes import check_supported, enable_x64, to_jax
@@ -113,6 +113,7 @@ class JaxBackend(Backend):
 
     def __init__(self) -> None:
         enable_x64()
+        compilation_cache.enable()
         self.ops = dict(JAX_OPS)
         #: torch's formulas of the ops the table lacks (``decomposed.py``).
         self.decompositions = Decompositions(self.ops, call_refused)
@@ -271,14 +272,9 @@ class JaxBackend(Backend):
         # parameters and optimizer state in a training step) are donated: the graph's first
         # run decides, before lowering holds the nodes (later runs copy a donated input
         # that is still referenced: ``_spare_live_inputs``).
-        dead = unreferenced_inputs(order, range(len(order)))
-        kept = self.small_uploads.ids  # shared arrays: never donated
-        dead = sorted(i for i in dead if id(order[i].native) not in kept)
+        dead = self._donatable(order)
         ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
-
-        def variant(values: dict[int, int]):
-            return self._lowered(order, outputs, device, values, dead)[1].compile()
-
+        variant = self._variants(order, outputs, device, dead)
         compiled = lowered.compile()
         executable = JaxExecutable(compiled, ctx.static_inputs, variant, donated, returned)
         if self.spmd is not None:
@@ -287,6 +283,19 @@ class JaxBackend(Backend):
                 compiled, ctx.parameters, shapes, executable.placed, ctx.mesh
             )
         return executable
+
+    def _donatable(self, order: list[Node]) -> list[int]:
+        dead = unreferenced_inputs(order, range(len(order)))
+        kept = self.small_uploads.ids  # shared arrays: never donated
+        return sorted(i for i in dead if id(order[i].native) not in kept)
+
+    def _variants(self, order, outputs, device, dead):
+        """What compiles the graph for other numbers read as sizes (``JaxExecutable.make``)."""
+
+        def variant(values: dict[int, int]):
+            return self._lowered(order, outputs, device, values, dead)[1].compile()
+
+        return variant
 
     def _compile_for_all_sizes(self, order, outputs, device) -> AllSizesExecutable:
         """One lowering for every size: it runs here once (an op that cannot serve every
@@ -315,6 +324,32 @@ class JaxBackend(Backend):
             return lowered.compile(), donated, donation.placement(returned)
 
         return AllSizesExecutable(variant, static, arrays, len(order))
+
+    @property
+    def persistent_executables(self) -> bool:
+        """XLA's programs are kept serialised (``executables.py``), except under SPMD: a
+        program over a mesh carries layouts made at compile time for these devices."""
+        return self.spmd is None
+
+    def save_executable(self, executable) -> bytes | None:
+        """XLA's compiled program (``jax.experimental.serialize_executable``) after a line
+        of JSON: the numbers compiled in, the donated inputs and where results come back.
+        Programs for all sizes are not kept."""
+        if type(executable) is not JaxExecutable:
+            return None
+        static = dict(executable.static)
+        compiled = executable.variants[tuple(static.values())]
+        return executables.save(compiled, static, executable.donated, executable.placed)
+
+    def load_executable(self, payload: bytes, order, outputs, device) -> JaxExecutable:
+        compiled, static, donated, placed = executables.load(payload)
+        variant = self._variants(order, outputs, device, self._donatable(order))
+        executable = JaxExecutable(compiled, static, variant, donated)
+        executable.placed = placed
+        return executable
+
+    def cache_fingerprint(self) -> tuple[str, ...]:
+        return executables.fingerprint()
 
     def execute(self, executable: JaxExecutable, inputs: list) -> list:
         return executable(inputs)

@@ -40,8 +40,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from ...graph.dynamic import SizeHidden
 from ...ir import Shape
-from ...lowering_context import overload_of
-from .lowering import Cast, JaxLoweringContext, Ref, UnsupportedOpError, op_key
+from ...op_registry.identity import overload_of, table_key
+from .lowering import Cast, JaxLoweringContext, Ref, UnsupportedOpError
 
 _NUMBER_DTYPES = MappingProxyType(
     {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
@@ -57,7 +57,7 @@ def table(ops: dict[str, Callable]) -> dict:
         overload: fn
         for overload, fn in merged.items()
         if isinstance(overload, torch._ops.OpOverload)
-        and op_key(overload.name()) not in ops
+        and table_key(overload) not in ops
         and torch.Tag.nondeterministic_seeded not in overload.tags
         and not overload._schema.is_mutable
     }
@@ -126,7 +126,7 @@ class Decompositions:
             target = node.target
             if not isinstance(target, torch._ops.OpOverload):
                 return False
-            if op_key(target.name()) not in self.ops:
+            if table_key(target) not in self.ops:
                 return False
             args, kwargs = _values(node.args), _values(node.kwargs)
             if self.call_refused(target, args, kwargs):
@@ -285,7 +285,7 @@ def _plain(arg):
 def _emit_call(ctx: JaxLoweringContext, node, args, kwargs):
     target = node.target
     name = target.name()
-    impl = ctx.ops[op_key(name)]
+    impl = ctx.ops[table_key(name)]
     val = node.meta.get("val")
     if isinstance(val, (list, tuple)):
         shapes = tuple(_shape(v) for v in val)

@@ -36,7 +36,8 @@ import torch
 
 from ...graph.dynamic import HiddenSizes, SizeHidden
 from ...ir import Node, ScalarData, Shape, SizeConstant, Value
-from ...lowering_context import LoweringContext, fixed_number, op_string, overload_of
+from ...lowering_context import LoweringContext, fixed_number
+from ...op_registry.identity import op_string, overload_of, table_key
 from ...state import settings
 from .dtypes import convert, to_jax
 
@@ -77,17 +78,8 @@ class Instruction:
     returns_list: bool = False
 
 
-def op_key(op: str) -> str:
-    """The table key of an op string: ``"aten::add.Tensor"`` -> ``"add.Tensor"``,
-    ``"aten::relu"`` and ``"aten::relu.default"`` -> ``"relu"``."""
-    namespace, _, rest = op.partition("::")
-    if namespace != "aten":
-        return op
-    return rest.removesuffix(".default")
-
-
 class JaxLoweringContext(LoweringContext):
-    """Records a graph's instructions; ``ops`` maps table keys (``op_key``) to
+    """Records a graph's instructions; ``ops`` maps table keys (``op_identity.table_key``) to
     implementations ``impl(shapes, *args, **kwargs)``."""
 
     def __init__(self, device: torch.device | str | None, ops: dict[str, Callable]) -> None:
@@ -206,7 +198,7 @@ class JaxLoweringContext(LoweringContext):
 
     def call(self, op, args: list, kwargs: dict, num_outputs: int) -> list:
         name = op_string(op)
-        impl = self.ops.get(op_key(name))
+        impl = self.ops.get(table_key(name))
         if impl is None:
             if self.decompose is not None:  # torch's formula of the op (``decomposed.py``)
                 return self.decompose(self, name, list(args), dict(kwargs), num_outputs)
@@ -332,11 +324,8 @@ class JaxLoweringContext(LoweringContext):
 def _is_own_op(node: Node, name: str) -> bool:
     """Whether ``name`` (``"aten::add.Tensor"``) is the op ``node`` stands for: its
     ``op_kind`` with or without the overload its ``schema`` names."""
-    key = op_key(name)
-    kind = node.op_kind or ""
-    overload = (getattr(node, "schema", "") or "").partition("(")[0]
-    namespace = kind.partition("::")[0]
-    return key in (op_key(kind), op_key(f"{namespace}::{overload}") if overload else None)
+    key = table_key(name)
+    return key in (table_key(node.op_kind or ""), table_key(type(node)))
 
 
 def _returns_list(op: str) -> bool:

@@ -21,8 +21,8 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
+from ...op_registry.identity import overload_of, table_key
 from .dtypes import SUPPORTED
-from .lowering import op_key
 
 #: Ops whose integer form differs from torch's on invalid input (see the docstring).
 INTEGER_REFUSED = ("div.Tensor_mode", "div.Scalar_mode", "remainder", "fmod", "pow")
@@ -138,19 +138,17 @@ PREDICATES = MappingProxyType(
 
 
 def node_op_key(cls) -> str | None:
-    """The table key of the overload a generated IR node class lowers to
-    (``op_kind`` ``aten::add`` and schema ``add.Tensor(...)`` -> ``add.Tensor``)."""
-    namespace, _, _ = (cls.op_kind or "").partition("::")
-    schema = getattr(cls, "schema", "") or ""
-    name = schema.partition("(")[0]
-    if namespace != "aten" or not name:
+    """The table key of the aten overload a generated IR node class lowers to
+    (``op_kind`` ``aten::add`` and ``op_name`` ``add.Tensor`` -> ``add.Tensor``)."""
+    overload = overload_of(cls)
+    if overload is None or overload.namespace != "aten":
         return None
-    return op_key(f"aten::{name}")
+    return table_key(overload)
 
 
 def call_predicate(overload):
     """The predicate refusing some calls of ``overload``, an op the table has, or None."""
-    key = op_key(overload.name())
+    key = table_key(overload)
     if key.startswith(INTEGER_REFUSED) or key.partition(".")[0] in INTEGER_REFUSED:
         return _integer_call
     if key in PREDICATES:
@@ -180,10 +178,9 @@ def refused_ops(tables: KernelTables, ops: dict[str, Callable], decompositions) 
     for overload in tables.kernels:
         if not isinstance(overload, torch._ops.OpOverload):
             continue
-        name = overload._schema.name
-        if not name.startswith("aten::"):
+        if overload.namespace != "aten":
             continue
-        key = op_key(f"{name}.{overload._overloadname}")
+        key = table_key(overload)
         if key in lacking:
             refused[overload] = decompositions.refuses if overload in decompositions else None
         elif (predicate := call_predicate(overload)) is not None:

@@ -28,8 +28,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from ... import op_facts
 from ...ir import DeviceData, Node, Value
+from ...op_registry import facts as op_facts
 from ...sharding import MeshLayout, Placement, ShardingConstraint
 
 #: The mesh axis of ``Spmd.replicated`` (a 1-D mesh of every device, in JAX's order).
@@ -306,12 +306,11 @@ def _elementwise_inputs(root: Node, sizes, position: dict) -> tuple[list, list]:
     # ops reading their operand's dtype and sizes only: an optimizer's first step makes its
     # state as ``zeros_like(param)``, which does not replace the parameter (it is laid out
     # like it: ``replaced_inputs``)
-    reads_sizes_only = op_facts.get("metadata_only")
     found, like, seen, queue = [], [], {id(root)}, deque([(root, 0)])
     while queue and len(seen) < SEARCH_LIMIT:
         node, distance = queue.popleft()
         operands = node.inputs()
-        if node.op_name in reads_sizes_only:
+        if op_facts.has("metadata_only", node.op_kind):
             like += [
                 (distance + 1, position[id(v.node)]) for v in operands if id(v.node) in position
             ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import sys
 
 import torch
@@ -91,6 +92,7 @@ class TSExecutable:
 
 
 _TENSOR_TYPE = torch._C.TensorType.get()
+_BOOL_LIST = torch._C.ListType(torch._C.BoolType.get())
 
 
 def _launcher(name: str, graph: torch._C.Graph):
@@ -171,6 +173,7 @@ class TorchScriptBackend(Backend):
 
     name = "torchscript"
     asynchronous = True
+    persistent_executables = True  # graphs kept as their text (``save_executable``)
     collectives_in_graph = True  # _c10d_functional ops are registered TorchScript operators
     size_generic = True  # sizes fed as ints; TorchScript graphs are shape-polymorphic
     #: An optimizer step's last op per parameter writes the parameter (``write_in_place``).
@@ -207,6 +210,26 @@ class TorchScriptBackend(Backend):
         name = f"lazygen_graph_{self._counter}"
         function = torch._C._create_function_from_graph(name, ctx.graph)
         return TSExecutable(function, _launcher(name, ctx.graph), len(outputs), ctx.graph)
+
+    def save_executable(self, executable: TSExecutable) -> bytes | None:
+        """The graph's text, where parsing it gives the same graph back (values renamed);
+        a graph with a constant the parser cannot read (a tensor) is not kept."""
+        text = str(executable.graph)
+        try:
+            parsed = _parsed(text)
+        except Exception:  # noqa: BLE001 - not parseable: not kept
+            return None
+        if _canonical(str(parsed)) != _canonical(text):
+            return None
+        return text.encode()
+
+    def load_executable(self, payload: bytes, order, outputs, device) -> TSExecutable:
+        _configure_executor()
+        graph = _parsed(payload.decode())
+        self._counter += 1
+        name = f"lazygen_graph_{self._counter}"
+        function = torch._C._create_function_from_graph(name, graph)
+        return TSExecutable(function, _launcher(name, graph), len(outputs), graph)
 
     def execute(self, executable: TSExecutable, inputs: list[torch.Tensor]) -> list:
         with without_autograd(), _unoptimized():
@@ -280,6 +303,28 @@ def _same_dtype_writes(order: list[Node], ctx: TSLoweringContext) -> list:
 
 
 _TS_TRACEBACK = "Traceback of TorchScript (most recent call last):"
+_VALUE_NAME = re.compile(r"%[A-Za-z0-9_.]+")
+
+
+def _parsed(text: str) -> torch._C.Graph:
+    """``text`` parsed back into a graph. TorchScript's parser reads a ``bool[]`` constant
+    (``[True, False]``: layer norm's and convolution's output masks) as a list of ints, which
+    the ops then refuse; each is made again from its values as bools."""
+    graph = torch._C.parse_ir(text)
+    for node in list(graph.nodes()):
+        if node.kind() == "prim::Constant" and node.output().type() == _BOOL_LIST:
+            graph.setInsertPoint(node)
+            fixed = graph.insertConstant([bool(v) for v in node.output().toIValue()])
+            node.output().replaceAllUsesWith(fixed)
+            node.destroy()
+    return graph
+
+
+def _canonical(text: str) -> str:
+    """A graph's text with its values numbered in order of appearance (parsing renames
+    them)."""
+    names: dict[str, str] = {}
+    return _VALUE_NAME.sub(lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)
 
 
 def _type_of(result) -> torch._C.JitType:

@@ -1,0 +1,65 @@
+"""XLA programs as bytes, for lazygen's store of compiled graphs (``execution/graph_store``).
+
+JAX's persistent compilation cache (``compilation_cache.py``) skips XLA's compile, but a
+new process still lowers each graph (lazygen's lowering, JAX's tracing and its StableHLO
+lowering: ~0.6 s of an encoder + AdamW's first two steps once XLA's part is cached).
+A compiled program serialised with ``jax.experimental.serialize_executable`` loads
+without any of it. Its argument and result trees are rebuilt here (a flat tuple of
+arguments, a tuple of results: what ``lowering.program_function`` takes and returns), so
+only plain data is written beside XLA's payload: one line of JSON.
+
+A loaded program runs arbitrary code of whoever wrote the cache's directory, as JAX's own
+cache does: the directory is the user's own (made private by ``persistent_cache``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jaxlib
+from jax.experimental import serialize_executable
+
+
+def _trees(arguments: int, results: int):
+    flat = jax.tree_util.tree_structure
+    return flat((tuple(range(arguments)), {})), flat(tuple(range(results)))
+
+
+def save(compiled, static: dict[int, int], donated, placed) -> bytes | None:
+    """``compiled`` (a ``jax.stages.Compiled``) with the numbers compiled into it (input
+    position -> value), its donation and result order, or None when its trees are not the
+    flat ones ``load`` rebuilds."""
+    payload, in_tree, out_tree = serialize_executable.serialize(compiled)
+    arguments, results = in_tree.num_leaves, out_tree.num_leaves
+    if (in_tree, out_tree) != _trees(arguments, results):
+        return None
+    header = {
+        "arguments": arguments,
+        "results": results,
+        "static": sorted(static.items()),
+        "donated": sorted(donated),
+        "placed": None if placed is None else list(placed),
+    }
+    return json.dumps(header).encode() + b"\n" + payload
+
+
+def load(data: bytes):
+    """The program, its numbers, donated inputs and result order, as ``save`` wrote them."""
+    line, payload = data.split(b"\n", 1)
+    header = json.loads(line)
+    in_tree, out_tree = _trees(header["arguments"], header["results"])
+    compiled = serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
+    placed = header["placed"]
+    static = {int(i): int(v) for i, v in header["static"]}
+    placed = None if placed is None else tuple(placed)
+    return compiled, static, frozenset(header["donated"]), placed
+
+
+def fingerprint() -> tuple[str, ...]:
+    """What a program depends on beyond lazygen: JAX's and jaxlib's versions, XLA's flags
+    and the devices it was compiled for."""
+    devices = jax.devices()
+    described = f"{len(devices)} x {devices[0].platform} {devices[0].device_kind}"
+    return jax.__version__, jaxlib.__version__, os.environ.get("XLA_FLAGS", ""), described
