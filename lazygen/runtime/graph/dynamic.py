@@ -109,7 +109,7 @@ def _attrs(entries: tuple, entry: tuple, constants: bool):
 def _refs(refs):
     """The ``(position, index)`` operand references of a key entry, lists flattened."""
     for ref in refs:
-        if ref is None:
+        if not ref:  # no operand, or an empty list of them (as_strided's gradient has one)
             continue
         if isinstance(ref[0], tuple) or ref[0] is None:  # a list operand
             yield from (r for r in ref if r is not None)
