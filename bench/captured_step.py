@@ -39,7 +39,8 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ("mlp", "encoder", "gpt2")
+from _step_workloads import WORKLOADS, make_workload
+
 BACKENDS = ("jax", "torchscript", "inductor")
 ROUTES = (
     "eager",
@@ -47,56 +48,6 @@ ROUTES = (
     "torchax",
 )
 DEFAULT_ROUTES = ("eager", "lazy-jax", "cpu-jax", "captured-jax", "torchax")
-
-
-def _workload(name: str):
-    """``(model, (x, y), optimizer factory, optax optimizer factory, loss(model, x, y))``."""
-    import torch
-
-    torch.manual_seed(0)
-    if name == "mlp":
-        model = torch.nn.Sequential(
-            torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
-        )
-        batch = (torch.randn(64, 784), torch.randint(0, 10, (64,)))
-        sgd = lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)  # noqa: E731
-        return model, batch, sgd, ("sgd", 0.01, 0.9), _classify
-    if name == "encoder":
-
-        class Encoder(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
-                self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-                self.head = torch.nn.Linear(64, 10)
-
-            def forward(self, x):
-                return self.head(self.encoder(x).mean(1))
-
-        batch = (torch.randn(8, 16, 64), torch.randint(0, 10, (8,)))
-        adamw = lambda p: torch.optim.AdamW(p, lr=1e-3)  # noqa: E731
-        return Encoder(), batch, adamw, ("adamw", 1e-3, 0.01), _classify
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(
-        vocab_size=128, n_positions=32, n_embd=64, n_layer=2, n_head=4,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-    )  # fmt: skip
-    ids = torch.randint(0, 128, (4, 16))
-    model = GPT2LMHeadModel(config)
-    model.loss_type = "ForCausalLM"  # transformers warns (a graph break) without it
-    adamw = lambda p: torch.optim.AdamW(p, lr=1e-3)  # noqa: E731
-    return model, (ids, ids), adamw, ("adamw", 1e-3, 0.01), _language_model
-
-
-def _classify(model, x, y):
-    import torch
-
-    return torch.nn.functional.cross_entropy(model(x), y)
-
-
-def _language_model(model, x, y):
-    return model(input_ids=x, labels=y, use_cache=False).loss
 
 
 def _timed(step, steps: int) -> dict:
@@ -129,7 +80,7 @@ def run_torch(route: str, workload: str, steps: int) -> dict:
     kind, _, backend = route.partition("-")
     if kind in ("lazy", "captured"):
         lr.init(backend=backend)
-    model, (x, y), make_optimizer, _, loss_of = _workload(workload)
+    model, (x, y), make_optimizer, _, loss_of = make_workload(workload)
     if kind in ("lazy", "captured"):
         model, x, y = model.to("lazygen"), x.to("lazygen"), y.to("lazygen")
     model.train()
@@ -168,7 +119,7 @@ def run_torchax(workload: str, steps: int) -> dict:
     from torchax import interop, train
 
     env = torchax.default_env()
-    model, (x, y), _, (name, rate, extra), loss_of = _workload(workload)
+    model, (x, y), _, (name, rate, extra), loss_of = make_workload(workload)
     torchax.enable_globally()  # this process runs torchax only: the loss is read outside
     with env:
         model.to("jax")

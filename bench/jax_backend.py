@@ -22,55 +22,20 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ("mlp", "encoder", "gpt2")
+from _step_workloads import WORKLOADS, make_workload
+
 BACKENDS = ("eager", "torchscript", "jax")
-
-
-def _workload(name: str):
-    import torch
-
-    torch.manual_seed(0)
-    if name == "mlp":
-        model = torch.nn.Sequential(
-            torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
-        )
-        batch = (torch.randn(64, 784), torch.randint(0, 10, (64,)))
-        return model, batch, lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9), None
-    if name == "encoder":
-
-        class Encoder(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
-                self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-                self.head = torch.nn.Linear(64, 10)
-
-            def forward(self, x):
-                return self.head(self.encoder(x).mean(1))
-
-        batch = (torch.randn(8, 16, 64), torch.randint(0, 10, (8,)))
-        return Encoder(), batch, lambda p: torch.optim.AdamW(p, lr=1e-3), None
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(
-        vocab_size=128, n_positions=32, n_embd=64, n_layer=2, n_head=4,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-    )  # fmt: skip
-    ids = torch.randint(0, 128, (4, 16))
-    return GPT2LMHeadModel(config), (ids, ids), lambda p: torch.optim.AdamW(p, lr=1e-3), "lm"
 
 
 def run_one(backend: str, workload: str, steps: int) -> dict:
     """Train ``steps`` steps in this process; first step and median of the steady ones."""
-    import torch
-
     import lazygen.runtime as lr
 
     device = "cpu"
     if backend != "eager":
         lr.init(backend=backend)
         device = "lazygen"
-    model, (x, y), make_optimizer, kind = _workload(workload)
+    model, (x, y), make_optimizer, _, loss_of = make_workload(workload)
     model = model.to(device)
     model.train()
     optimizer = make_optimizer(model.parameters())
@@ -79,10 +44,7 @@ def run_one(backend: str, workload: str, steps: int) -> dict:
     for _ in range(steps):
         start = time.perf_counter()
         optimizer.zero_grad()
-        if kind == "lm":
-            loss = model(input_ids=x, labels=y).loss
-        else:
-            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss = loss_of(model, x, y)
         loss.backward()
         optimizer.step()
         if device != "cpu":
