@@ -33,11 +33,12 @@ PROVIDERS = {
     "black": "black",
     "numpy": "numpy",
     "jax": "jax",
+    "jaxlib": "jaxlib",
     "setuptools": "setuptools",
 }
 #: Imported only where their users have them: the jax backend (the ``jax`` extra) and the
 #: build hook (a setup.py, run by a build with setuptools).
-OPTIONAL = {"jax": "jax", "setuptools": "build-system"}
+OPTIONAL = {"jax": "jax", "jaxlib": "jax", "setuptools": "build-system"}
 
 
 def _declared() -> tuple[set[str], dict[str, set[str]]]:
