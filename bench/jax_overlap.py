@@ -29,13 +29,12 @@ import time
 
 def worker(batch: int, steps: int) -> dict:
     import torch
+    from _step_workloads import make_workload
 
     import lazygen.runtime as lr
 
     lr.init(backend="jax")
-    from jax_backend import _workload
-
-    model, _, make_optimizer, _ = _workload("encoder")
+    model, _, make_optimizer, _, _ = make_workload("encoder")
     torch.manual_seed(0)
     x, y = torch.randn(batch, 16, 64), torch.randint(0, 10, (batch,))
     model = model.to("lazygen")

@@ -89,9 +89,9 @@ def worker(kind: str, steps: int) -> dict:
 
     phase("torch_lazy_imports", mark)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from jax_backend import _workload
+    from _step_workloads import make_workload
 
-    model, (x, y), make_optimizer, _ = _workload("encoder")
+    model, (x, y), make_optimizer, _, _ = make_workload("encoder")
     model = model.to(device)
     optimizer = make_optimizer(model.parameters())
     x, y = x.to(device), y.to(device)
