@@ -198,3 +198,15 @@ def test_processes_writing_the_same_entries_at_once_never_read_a_torn_one(tmp_pa
     assert all(bad == 0 and warned == 0 for _, bad, warned in outcomes), outcomes
     folder = next((tmp_path / "race").iterdir())
     assert not [p for p in folder.iterdir() if p.name.startswith(".writing-")]
+
+
+def test_trimming_skips_an_entry_another_process_renamed_meanwhile(tmp_path, monkeypatch):
+    """A writer's temporary listed by ``_trim`` can be renamed by its process before
+    ``_trim`` reads its time: that ``FileNotFoundError`` made the store unwritable, with a
+    warning (seen in the concurrent-writers test above under load)."""
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_bytes(b"x")
+    listed = [*tmp_path.iterdir(), tmp_path / ".writing-gone"]  # renamed before stat()
+    monkeypatch.setattr(type(tmp_path), "iterdir", lambda self: iter(listed))
+    persistent_cache._trim(tmp_path, keep=1)
+    assert len([p for p in listed if p.exists()]) == 1

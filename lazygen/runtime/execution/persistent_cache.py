@@ -172,8 +172,14 @@ def _remove(path: Path) -> None:
 
 def _trim(path: Path, keep: int) -> None:
     """Remove the least recently written entries beyond ``keep`` (and stale temporaries)."""
-    entries = sorted(path.iterdir(), key=lambda p: p.stat().st_mtime)
-    for entry in entries[: max(0, len(entries) - keep)]:
+    dated = []
+    for entry in path.iterdir():
+        try:
+            dated.append((entry.stat().st_mtime, entry))
+        except FileNotFoundError:  # another process renamed its temporary meanwhile
+            continue
+    dated.sort(key=lambda item: item[0])
+    for _, entry in dated[: max(0, len(dated) - keep)]:
         _remove(entry)
 
 
