@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,9 @@ def run_worker(
 def shared_result(tmp_path_factory, scenario: str) -> dict:
     """``scenario``'s result, run once per test session: pytest-xdist's workers share the
     session's base directory, and the first to ask runs the child while the others wait."""
-    base = tmp_path_factory.getbasetemp().parent
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's, above each worker's own (not pytest's root)
     path = base / f"spmd-{scenario}.json"
     with FileLock(str(path) + ".lock"):
         if not path.exists():
@@ -132,6 +135,7 @@ def test_two_processes_of_four_devices_give_the_single_process_losses(mlp):
     ranks = run_worker("mlp", nproc=2, devices=4)
     for rank, got in enumerate(ranks):
         assert got["process"] == rank
+        assert got["mixed_groups"] == []  # the worker's mesh alternates between processes
         for loss, single in zip(got["losses"], mlp["losses"], strict=True):
             assert math.isclose(loss, single, rel_tol=1e-6), (got["losses"], mlp["losses"])
         assert close_params(got["params"], mlp["params"]) == []

@@ -80,8 +80,10 @@ class JaxExecutable:
         if layouts is not None and layouts.reordered:  # a mesh listing devices otherwise
             inputs = layouts.spmd.replicate(inputs, layouts.reordered, layouts.replicated)
         results = (self._variant(inputs) if self.static else self.compiled)(*inputs)
-        if layouts is not None and layouts.moved:
-            results = layouts.spmd.replicate(results, layouts.moved)
+        if layouts is not None:
+            results = layouts.spmd.in_order(results)
+            if layouts.moved:
+                results = layouts.spmd.replicate(results, layouts.moved)
         placed = self.placed
         if placed is None:
             return list(results)

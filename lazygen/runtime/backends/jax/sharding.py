@@ -20,6 +20,7 @@ Host reads of split data gather the shards (``host_values``) and are never kept
 from __future__ import annotations
 
 import re
+import warnings
 from collections import Counter, deque
 from dataclasses import dataclass
 
@@ -64,6 +65,14 @@ class Spmd:
     def __init__(self) -> None:
         self.devices = tuple(jax.devices())
         self.multi_process = jax.process_count() > 1
+        #: XLA:CPU starts a program as soon as its inputs are ready, several at once, and
+        #: between processes its collectives go through gloo, which pairs messages in the
+        #: order they arrive: two programs with collectives in flight at once (a step and a
+        #: re-placement, two re-placements) can pair one's message with the other's, and
+        #: gloo aborts the process ("Received data size doesn't match expected size"). So
+        #: there, each program finishes before the next starts (``in_order``); GPUs and
+        #: TPUs run a device's programs in stream order.
+        self.one_at_a_time = self.multi_process and self.devices[0].platform == "cpu"
         every = Mesh(np.array(self.devices, dtype=object), (EVERY_DEVICE,))
         #: Replicated on every device: what unannotated data is.
         self.replicated = NamedSharding(every, PartitionSpec())
@@ -82,6 +91,8 @@ class Spmd:
             mesh = Mesh(devices.reshape(layout.shape), layout.axis_names)
             self._meshes[layout] = mesh
             self._layouts[mesh] = layout
+            if self.one_at_a_time:
+                _warn_mixed_groups(mesh)
         return mesh
 
     def sharding(self, placement: Placement | None, mesh: Mesh | None = None) -> NamedSharding:
@@ -151,7 +162,14 @@ class Spmd:
         sharding = self.sharding(placement)
         if array.sharding == sharding:
             return array
-        return jax.device_put(array, sharding)
+        return self.in_order(jax.device_put(array, sharding))
+
+    def in_order(self, arrays):
+        """``arrays`` (one or a pytree), finished first where programs with collectives
+        must not overlap (``one_at_a_time``)."""
+        if self.one_at_a_time:
+            jax.block_until_ready(arrays)
+        return arrays
 
     def host_values(self, array: jax.Array) -> np.ndarray:
         """The whole value of a global array on this host (a copy: gathered from the shards,
@@ -240,8 +258,45 @@ class Spmd:
         in JAX's device order)."""
         results = list(results)
         for k in moved:
-            results[k] = jax.device_put(results[k], sharding or self.replicated)
+            results[k] = self.in_order(jax.device_put(results[k], sharding or self.replicated))
         return results
+
+
+def mixed_axes(mesh: Mesh) -> list[str]:
+    """The axes of ``mesh`` along which a group of devices holds several devices of one
+    process and devices of another (a group within one process, or one device per process,
+    is not mixed)."""
+    found = []
+    processes = np.vectorize(lambda d: d.process_index, otypes=[int])(mesh.devices)
+    for k, name in enumerate(mesh.axis_names):
+        size = mesh.devices.shape[k]
+        for group in np.moveaxis(processes, k, -1).reshape(-1, size):
+            counts = Counter(group.tolist())
+            if len(counts) > 1 and max(counts.values()) > 1:
+                found.append(name)
+                break
+    return found
+
+
+def _warn_mixed_groups(mesh: Mesh) -> None:
+    """Warn of the XLA:CPU abort we observed (jax 0.10, gloo): programs whose collectives
+    run over groups of two devices of each of two processes aborted both processes in
+    about a third of fresh runs, in their first collective ("Received data size doesn't
+    match expected size"), with and without XLA's all-reduce combiner; the same programs
+    on meshes whose groups lie in one process or hold one device per process did not, in
+    10 runs each (tests/spmd)."""
+    mixed = mixed_axes(mesh)
+    if mixed:
+        warnings.warn(
+            f"lazygen.spmd: on the CPU across processes, the groups of mesh axes {mixed} "
+            "hold several devices of one process and devices of another; XLA:CPU's gloo "
+            'collectives have aborted programs over such groups ("Received data size '
+            "doesn't match expected size\"). List the mesh's devices so that each axis's "
+            "groups lie in one process or hold one device per process (docs/spmd.md, "
+            "Several processes); GPUs and TPUs are unaffected",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 def collectives(program_text: str) -> dict[str, int]:
