@@ -46,9 +46,11 @@ def _programs() -> int:
     return count("CachedCompile") + count("UncachedCompile") + count("UncompiledGraphRun")
 
 
-def check_one_program_per_step(device: torch.device) -> None:
+def check_one_program_per_step(device: torch.device, mark_step: bool = False) -> None:
     """Four AdamW steps on ``device``: each (once captured) one program, equal to Dynamo's
-    program run by torch's kernels."""
+    program run by torch's kernels. ``mark_step``: each step ends with ``lr.mark_step()``
+    (the whole step launched, its tensors listed under the device's lock) before the loss
+    is read."""
     model, optimizer, twin, twin_optimizer, step = _training(device)
     x, y = torch.randn(4, 8), torch.tensor([0, 2, 1, 2])
     compiled = torch.compile(step, backend="lazygen")
@@ -57,7 +59,10 @@ def check_one_program_per_step(device: torch.device) -> None:
     reference = torch.compile(step, backend="aot_eager")
     for i in range(4):
         before = _programs()
-        loss = compiled(model, optimizer, x.to(device), y.to(device)).item()
+        loss = compiled(model, optimizer, x.to(device), y.to(device))
+        if mark_step:
+            lr.mark_step()
+        loss = loss.item()
         assert loss == pytest.approx(reference(twin, twin_optimizer, x, y).item(), rel=1e-6)
         if i >= 2:  # captured (steps 0-1: the optimizer's state appears) and replayed
             assert _programs() - before == 1
@@ -89,7 +94,8 @@ def test_the_same_on_the_jax_backend():
     program = (
         "import torch, lazygen.runtime as lr; lr.init(backend='jax'); lr.metrics.reset(); "
         "from dynamo.test_captured_step import check_one_program_per_step as check; "
-        "check(torch.device('lazygen'))"
+        "check(torch.device('lazygen')); torch._dynamo.reset(); lr.metrics.reset(); "
+        "check(torch.device('lazygen'), mark_step=True)"
     )
     tests = pathlib.Path(__file__).parents[1]
     done = subprocess.run(

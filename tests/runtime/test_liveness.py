@@ -46,5 +46,13 @@ def test_an_interpreter_counting_one_reference_fewer_turns_donation_off(monkeypa
     monkeypatch.setattr(liveness, "_OWN_NODE_REFS", liveness._OWN_NODE_REFS + 1)
     monkeypatch.setattr(liveness, "_OWN_VALUE_REFS", liveness._OWN_VALUE_REFS + 1)
     assert not liveness._counts_hold()
+    monkeypatch.undo()
+    assert liveness._counts_hold()
+    # the per-input finder of a replayed step checks its own counts
+    monkeypatch.setattr(liveness, "_OWN_SLOT_NODE_REFS", liveness._OWN_SLOT_NODE_REFS + 1)
+    assert not liveness._counts_hold()
+    monkeypatch.undo()
+    monkeypatch.setattr(liveness, "_OWN_SLOT_VALUE_REFS", liveness._OWN_SLOT_VALUE_REFS + 1)
+    assert not liveness._counts_hold()
     monkeypatch.setattr(liveness, "COUNTS_HOLD", False)
     assert liveness.unreferenced_inputs(_graph(), [0]) == frozenset()

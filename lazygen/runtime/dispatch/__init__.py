@@ -58,6 +58,20 @@ def install_tables(tables) -> None:
     _add(tables)
 
 
+def kernel_modules() -> set[str]:
+    """The modules whose functions the installed tables run as kernels (a backend's
+    generated and hand-written kernels, wherever its package keeps their source): code that
+    Dynamo must leave alone (``privateuse1.compile_inputs.skip_lazygen_frames``)."""
+    modules = set()
+    for kernel in (*installed.kernels.values(), *installed.autograd_kernels.values()):
+        while kernel is not None:
+            module = getattr(kernel, "__module__", None)
+            if module:
+                modules.add(module)
+            kernel = getattr(kernel, "__wrapped__", None)
+    return modules
+
+
 def _add(tables) -> None:
     """Add ``tables`` and remember the result as what ``state.reset()`` goes back to."""
     global _after_install

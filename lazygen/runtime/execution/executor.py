@@ -73,10 +73,11 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
         elif t._device.spliced:  # a read on a device with a step pending: the step runs
             by_device.setdefault(t._device, [])
     for dev, group in by_device.items():
-        if dev.spliced:
-            group = _whole_step(dev)
+        whole_step = _starts_whole_step(dev)
         if early_results and not wait and _splits(dev):
             with dev.lock:
+                if whole_step:
+                    group = pending(dev.live_tensors())
                 plan = split.split(list(dict.fromkeys(group)))
                 if plan is not None:
                     metrics.count("EarlyResultGraph")
@@ -89,19 +90,24 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
                         raise
                     split.hand_over(plan, data_of)
                     group = plan.rest
-        _sync_device(dev, group, wait)
+        _sync_device(dev, group, wait, whole_step=whole_step)
 
 
-def _whole_step(device: LazyDevice) -> list[LazyTensor]:
-    """Every pending tensor of a device with captured graphs spliced into its pending graph
-    (``graph.fragments``): their calls are one step, which runs as one program whichever
-    of its results is read first (reading the loss alone would run the forward's call and
-    leave the rest, which reads it, to recompute it in a second program). A read of a
-    tensor already materialised runs it too: a step that started pending right after a
-    read (the next step's first call launched the one before: ``Splice``) ends at the next
-    read, not one call into the step after it."""
+def _starts_whole_step(device: LazyDevice) -> bool:
+    """Whether this sync runs every pending tensor of ``device``: it has captured graphs
+    spliced into its pending graph (``graph.fragments``), whose calls are one step, run as
+    one program whichever of its results is read first (reading the loss alone would run
+    the forward's call and leave the rest, which reads it, to recompute it in a second
+    program). A read of a tensor already materialised runs it too: a step that started
+    pending right after a read (the next step's first call launched the one before:
+    ``Splice``) ends at the next read, not one call into the step after it. The tensors are
+    listed under the device's lock (``_sync_device``'s ``whole_step``), so the graph holds
+    every pending tensor by construction and its inputs need no second look before they
+    are donated."""
+    if not device.spliced:
+        return False
     device.spliced.clear()
-    return pending(device.live_tensors())
+    return True
 
 
 def _sync_rest_quietly(device: LazyDevice, tensors: list[LazyTensor]) -> None:
@@ -136,12 +142,19 @@ def run_must_run(device: LazyDevice | None = None) -> None:
 
 
 def _sync_device(
-    device: LazyDevice, tensors: list[LazyTensor], wait: bool = True, extra_outputs=()
+    device: LazyDevice,
+    tensors: list[LazyTensor],
+    wait: bool = True,
+    extra_outputs=(),
+    whole_step: bool = False,
 ) -> dict[Value, Value]:
     """Run the graph of ``tensors`` (and of ``extra_outputs``, values no tensor holds) and
-    point the tensors at their data; returns each output value's data value."""
+    point the tensors at their data; returns each output value's data value. With
+    ``whole_step``, every pending tensor of the device too (``_starts_whole_step``)."""
     tensors = _with_must_run(device, tensors)
     with device.lock:
+        if whole_step:  # listed under the lock: no pending tensor is left out
+            tensors = tensors + device.live_tensors()
         # Another thread may have synced some meanwhile; a tensor may be listed twice.
         tensors = list(dict.fromkeys(pending(tensors)))
         if not tensors:
@@ -154,7 +167,9 @@ def _sync_device(
             # waits for runs they come from
             inputs = running.read_inputs(order, template.inputs, device.backend.torch_data)
             dead = None
-            if device.backend.donates_inputs and _all_pending_synced(device, tensors):
+            if device.backend.donates_inputs and (
+                whole_step or _all_pending_synced(device, tensors)
+            ):
                 dead = unreferenced_inputs(order, template.inputs, input_reads(template))
         except LazyGraphError as error:
             failures.fail(device, tensors, values, error)

@@ -42,21 +42,28 @@ _OWN_NODE_REFS = 3
 #: References to a ``Value`` that ``unreferenced_inputs`` itself holds: ``getrefcount``'s
 #: argument, the loop variable and the ``uses`` entry.
 _OWN_VALUE_REFS = 3
+#: The same, from one input's read slots (``_unreferenced_by_input``): ``getrefcount``'s
+#: argument and the local, for the ``Value`` and for the node alike.
+_OWN_SLOT_VALUE_REFS = 2
+_OWN_SLOT_NODE_REFS = 2
 
 
 def unreferenced_inputs(order: list[Node], positions, reads=None) -> frozenset[int]:
     """Indexes into ``positions`` (the graph's inputs, by position in ``order``) of the
     inputs whose data nothing outside the graph references: after the run no one can read
     them. ``order`` must be the one list holding the graph's nodes. ``reads``: the operand
-    slots of ``order`` that read inputs (``input_reads`` of its template), so that only
-    those are visited; None: every operand is. Always empty where this interpreter's
-    reference counts are not the ones measured (``COUNTS_HOLD``)."""
+    slots of ``order`` that read each input (``input_reads`` of its template, made for these
+    ``positions``), so that only those are visited, input by input; None: every operand is.
+    Always empty where this interpreter's reference counts are not the ones measured
+    (``COUNTS_HOLD``)."""
     if not COUNTS_HOLD:
         return frozenset()
-    return _unreferenced(order, positions, reads)
+    if reads is None:
+        return _unreferenced(order, positions)
+    return _unreferenced_by_input(order, reads)
 
 
-def _unreferenced(order: list[Node], positions, reads=None) -> frozenset[int]:
+def _unreferenced(order: list[Node], positions) -> frozenset[int]:
     candidates: dict[int, tuple[int, DeviceData]] = {}
     for index, position in enumerate(positions):
         node = order[position]
@@ -67,10 +74,7 @@ def _unreferenced(order: list[Node], positions, reads=None) -> frozenset[int]:
         return frozenset()
     # every Value object naming a candidate, and how many operand slots of the graph hold it
     uses: dict[int, list] = {}
-    if reads is None:
-        _count_all(order, candidates, uses)
-    else:
-        _count_reads(order, reads, candidates, uses)
+    _count_all(order, candidates, uses)
     values_per_node: dict[int, int] = {}
     alive: set[int] = set()
     for entry in uses.values():
@@ -106,38 +110,61 @@ def _count_all(order: list[Node], candidates: dict, uses: dict) -> None:
                         entry[1] += 1
 
 
-def _count_reads(order: list[Node], reads, candidates: dict, uses: dict) -> None:
-    """``uses`` of ``unreferenced_inputs`` from the operand slots ``reads`` only (holds no
-    reference once it returns)."""
-    for p, k, s in reads:
-        value = order[p].operands[k]
-        if s >= 0:
-            value = value[s]
-        if id(value[0]) in candidates:
-            entry = uses.get(id(value))
-            if entry is None:
-                uses[id(value)] = [value, 1, id(value[0])]
-            else:
-                entry[1] += 1
+def _unreferenced_by_input(order: list[Node], reads) -> frozenset[int]:
+    """``unreferenced_inputs`` from each input's own read slots (a replayed step's template
+    knows them): no dictionary of the graph's values is built. Most inputs are read through
+    one ``Value`` object (a parameter's, read by the optimizer's call); an input read
+    through several is counted as ``_unreferenced`` counts it."""
+    dead = []
+    for index, position, slots in reads:
+        node = order[position]
+        if type(node) is not DeviceData or node._backend is None or node._host is not None:
+            continue
+        value = _slot(order, slots[0])
+        if len(slots) > 1 and any(_slot(order, slot) is not value for slot in slots):
+            node = value = None  # our references would keep it alive
+            if _unreferenced(order, [position]):
+                dead.append(index)
+            continue
+        # refs of the one Value: the graph's slots + ours (argument, the local)
+        # refs of the node: the order list, the Value + ours (argument, the local)
+        if (
+            sys.getrefcount(value) - _OWN_SLOT_VALUE_REFS <= len(slots)
+            and sys.getrefcount(node) - _OWN_SLOT_NODE_REFS <= 2
+        ):
+            dead.append(index)
+    return frozenset(dead)
 
 
-def input_reads(template) -> tuple[tuple[int, int, int], ...]:
-    """The operand slots of ``template``'s graph that read one of its inputs, as
-    ``(node position, operand index, list index or -1)``: all that ``unreferenced_inputs``
-    needs to visit in a replayed step (whose nodes ``replay`` checked against the template's
-    references), a few hundred of a training step's thousands. Made once per template."""
+def _slot(order: list[Node], slot: tuple[int, int, int]):
+    p, k, s = slot
+    value = order[p].operands[k]
+    return value if s < 0 else value[s]
+
+
+def input_reads(template) -> tuple[tuple[int, int, tuple[tuple[int, int, int], ...]], ...]:
+    """For each input of ``template``'s graph that some operand reads, ``(index into
+    template.inputs, position, slots)``, a slot being ``(node position, operand index, list
+    index or -1)``: all that ``unreferenced_inputs`` needs to visit in a replayed step
+    (whose nodes ``replay`` checked against the template's references), a few hundred of a
+    training step's thousands. Made once per template: per call, the check is a reference
+    count or two per input."""
     reads = template.input_reads
     if reads is None:
-        inputs = set(template.inputs)
-        found = []
+        index_of = {p: i for i, p in enumerate(template.inputs)}
+        slots: dict[int, list] = {}
         for p, node_refs in enumerate(template.refs):
             for k, ref in enumerate(node_refs):
                 if type(ref) is tuple:
-                    if ref[0] in inputs:
-                        found.append((p, k, -1))
+                    if ref[0] in index_of:
+                        slots.setdefault(ref[0], []).append((p, k, -1))
                 elif ref is not None:
-                    found.extend((p, k, s) for s, r in enumerate(ref) if r and r[0] in inputs)
-        reads = template.input_reads = tuple(found)
+                    for s, r in enumerate(ref):
+                        if r and r[0] in index_of:
+                            slots.setdefault(r[0], []).append((p, k, s))
+        reads = template.input_reads = tuple(
+            (index_of[q], q, tuple(found)) for q, found in sorted(slots.items())
+        )
     return reads
 
 
@@ -154,17 +181,31 @@ class _Probe(Node):
 
 
 def _counts_hold() -> bool:
-    """Whether ``_unreferenced`` answers right on a graph whose answer is known: its one
-    input is dead while only the graph holds it, alive while a local holds the node, alive
-    while a local holds a ``Value`` of it."""
+    """Whether ``_unreferenced`` and ``_unreferenced_by_input`` answer right on graphs whose
+    answer is known: an input read once, and one read through two ``Value`` objects, are
+    dead while only the graph holds them, alive while a local holds the node, alive while
+    a local holds a ``Value`` of it."""
+    one_slot, two_slots = ((0, 0, ((1, 0, -1),)),), ((0, 0, ((1, 0, -1), (1, 1, -1))),)
+    return all(
+        _probe(find, values)
+        for values, reads in ((1, one_slot), (2, two_slots))
+        for find in (
+            lambda order: _unreferenced(order, [0]),
+            lambda order, reads=reads: _unreferenced_by_input(order, reads),
+        )
+    )
+
+
+def _probe(find, values: int) -> bool:
+    """``find``'s answers on a probe graph reading its input through ``values`` Values."""
     order: list[Node] = [DeviceData(None, shape=Shape(torch.float32, (1,)), backend=object())]
-    order.append(_Probe((Value(order[0], 0),)))
-    free = _unreferenced(order, [0])
+    order.append(_Probe(tuple(Value(order[0], 0) for _ in range(values))))
+    free = find(order)
     held_node = order[0]
-    with_node = _unreferenced(order, [0])
+    with_node = find(order)
     del held_node
     held_value = order[1].operands[0]
-    with_value = _unreferenced(order, [0])
+    with_value = find(order)
     del held_value
     return free == {0} and not with_node and not with_value
 

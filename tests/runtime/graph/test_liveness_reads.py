@@ -41,11 +41,12 @@ def test_input_reads_are_the_slots_reading_inputs_lists_included():
     second = _op([a, None, b], first)
     template, order = _template([second])
     where = {n: i for i, n in enumerate(order)}
-    assert set(input_reads(template)) == {
-        (where[first.node], 0, -1),
-        (where[second.node], 0, 0),
-        (where[second.node], 0, 2),
-    }
+    index = {p: i for i, p in enumerate(template.inputs)}
+    pa, pb = where[a.node], where[b.node]
+    assert input_reads(template) == (
+        (index[pa], pa, ((where[first.node], 0, -1), (where[second.node], 0, 0))),
+        (index[pb], pb, ((where[second.node], 0, 2),)),
+    )
     assert input_reads(template) is input_reads(template)  # made once
 
 
@@ -61,3 +62,19 @@ def test_reads_give_the_full_scans_answer_with_inputs_held_or_not():
     assert fast == full
     dead = {order[template.inputs[i]] for i in fast}
     assert held.node not in dead and len(dead) == 2
+
+
+def test_reads_by_input_see_each_kind_of_holder():
+    # per input: read once, read through two Value objects, one Value in two slots; each
+    # dead while only the graph holds it, alive while a tensor-like holder keeps its node
+    # or one of its Values
+    for holder in ("none", "node", "value"):
+        a, b, c = _data(), _data(), _data()
+        outputs = [_op(a, Value(b.node, 0)), _op(b, c, c)]
+        template, order = _template(outputs)
+        kept = {"none": None, "node": c.node, "value": c}[holder]
+        del a, b, c
+        fast = unreferenced_inputs(order, template.inputs, input_reads(template))
+        assert fast == unreferenced_inputs(order, template.inputs)
+        assert len(fast) == (3 if kept is None else 2)
+        del kept
