@@ -30,6 +30,7 @@ from ...lowering_context import (
     overload_of,
     takes_contiguous_inputs,
 )
+from ...op_registry.identity import base_name, overload_name
 from ...state import settings
 
 #: ``meta`` key of a placeholder saying what it receives ("data", "scalar", "generator").
@@ -166,7 +167,7 @@ class FXLoweringContext(LoweringContext):
             )
         if "." not in op.partition("::")[2]:  # no overload named: pick it as TorchScript does
             target, args, kwargs = resolve_overload(op, target, list(args), dict(kwargs))
-        if keyword.iskeyword(target._overloadname):
+        if keyword.iskeyword(overload_name(target)):
             target = _callable_by_name(target)
         if takes_contiguous_inputs(op):  # inputs may be aliasing views (lower_as_view)
             args = [self._contiguous(a) for a in args]
@@ -229,7 +230,7 @@ def _callable_by_name(overload):
         def function(*args, **kwargs):
             return overload(*args, **kwargs)
 
-        name = f"{overload._schema.name.partition('::')[2]}_{overload._overloadname}_overload"
+        name = f"{base_name(overload)}_{overload_name(overload)}_overload"
         function.__name__ = function.__qualname__ = name
         _by_name[overload] = function
     return function
