@@ -40,6 +40,9 @@ IR_NODE = "lazygen_node"
 #: ``meta`` key of a scalar placeholder read as a ``SymInt`` (a size, a start): Inductor
 #: compiles a graph for all sizes with it as a size symbol (``compile.py``).
 READ_AS_SIZE = "lazygen_size"
+#: The call reading a scalar graph input as a number (``_local_scalar_dense``): the nodes the
+#: Inductor backend's size analysis looks for (``inductor/compile.py``, ``trace.py``).
+SCALAR_READ = torch.ops.aten._local_scalar_dense.default
 
 #: Ops whose one ``SymInt[]`` argument equals their result's sizes (once ``-1``s resolve).
 SIZE_IS_RESULT_SHAPE = frozenset({"view_copy", "expand_copy", "empty.memory_format"})

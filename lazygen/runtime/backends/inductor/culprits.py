@@ -22,8 +22,8 @@ from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 from ...graph.recompiles import Explanation
 from ...op_registry.identity import base_name
 from ..fx.lowering import IR_NODE
+from ..fx.lowering import SCALAR_READ as _READ
 
-_READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
 
 
