@@ -115,11 +115,9 @@ def _reads_streams(node: torch.fx.Node) -> bool:
     """Whether a node may read a registered stream: a stream or event op (namespace
     ``streams``), a call into Dynamo's registry, or a node run under a stream annotation."""
     target = node.target
-    # an OpOverload names its namespace; a packet (``torch.ops.streams.fork``) its qualified name
-    namespace = getattr(target, "namespace", None)
-    if namespace is None:
-        namespace = getattr(target, "_qualified_op_name", "").partition("::")[0]
-    if namespace == "streams":
+    # an OpOverload or a packet (``torch.ops.streams.fork``): its namespace
+    is_op = isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+    if is_op and runtime.op_identity.namespace_of(target) == "streams":
         return True
     if getattr(target, "__module__", None) == "torch._dynamo.graph_bytecode_inputs":
         return True

@@ -13,6 +13,7 @@ from . import dispatch
 from .errors import LazygenRuntimeError
 from .execution import executor
 from .graph import dynamic
+from .op_registry.identity import table_key
 from .state import settings
 from .tracing import ir_reuse, output_shapes
 
@@ -125,8 +126,7 @@ def set_force_fallback(op_names) -> None:
         op_names = [n for n in op_names.split(",") if n.strip()]
     names = set()
     for name in op_names or ():
-        name = name.strip()
-        names.add(name[len("aten::") :] if name.startswith("aten::") else name)
+        names.add(table_key(name.strip()))
     settings.force_fallback = frozenset(names)
     dispatch.refresh()
 

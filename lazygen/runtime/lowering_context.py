@@ -398,7 +398,7 @@ def view_of(op: Op):
         return None
     if not op_facts.has("view_copies", overload) or op_facts.has("stride_reading", overload):
         return None
-    packet = op_facts.of("view_copy_views", overload) or op_identity.packet_of(
-        overload._schema.name.removesuffix("_copy")
-    )
-    return getattr(packet, overload._overloadname, None) if packet is not None else None
+    packet = op_facts.of("view_copy_views", overload)
+    if packet is None:
+        return op_identity.view_of_copy(overload)
+    return getattr(packet, op_identity.overload_name(overload), None)

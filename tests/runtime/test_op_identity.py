@@ -53,6 +53,21 @@ def test_the_derived_names():
     assert op_identity.names_match(op, {"div"}) and op_identity.names_match(op, {"div.Tensor"})
     assert not op_identity.names_match(op, {"div.Scalar"})
     assert op_identity.namespace_of(aten.div) == "aten"
+    assert op_identity.overload_name(op) == "Tensor"
+    assert op_identity.overload_name(aten.random_.to) == "to"
+    assert op_identity.kind_counter("lstm_layers") == "lazy::lstm_layers"
+
+
+def test_op_families_are_answered_by_the_converter():
+    """The ``_foreach_`` family and a view's copying form: the matches the core used to do
+    on names (``dispatch/decompositions.py``, ``lowering_context.py``)."""
+    assert op_identity.is_foreach(aten._foreach_add.List)
+    assert not op_identity.is_foreach(aten.add.Tensor)
+    assert not op_identity.is_foreach("ltc_cast")  # a non-native kind
+    assert op_identity.view_of_copy(aten.t_copy.default) is aten.t.default
+    assert op_identity.view_of_copy(aten.slice_copy.Tensor) is aten.slice.Tensor
+    assert op_identity.view_of_copy(aten.add.Tensor) is None
+    assert op_identity.table_key("aten::add.Tensor") == "add.Tensor"  # set_force_fallback's
 
 
 def test_packets_stand_for_every_overload():

@@ -34,8 +34,6 @@ from .fallback import eager_fallback
 
 _KEY = torch._C.DispatchKey
 
-_FOREACH = "aten::_foreach_"
-
 #: A keyset to ``redispatch`` an op to its CompositeExplicitAutograd kernel. The lazy
 #: device's PrivateUse1 slot holds no kernel of its own for such ops (only a backend
 #: fallback, which a composite kernel outranks), so redispatching there reaches the composite.
@@ -45,9 +43,8 @@ COMPOSITE = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
 def lookup(op, kernel_for):
     """A kernel for ``op`` built from lazy kernels, or None. ``kernel_for(op)`` finds the
     kernel of another op (the dispatcher's lookup)."""
-    name = op._schema.name
     kernel = None
-    if name.startswith(_FOREACH):
+    if op_identity.is_foreach(op):
         kernel = _foreach_kernel(op, kernel_for)
     elif op_facts.has("metadata_only", op):
         kernel = _metadata_only_kernel(op)

@@ -53,6 +53,7 @@ from .. import state
 from ..devices import device_from
 from ..errors import LazygenRuntimeError
 from ..metrics import record_declined
+from ..op_registry import identity as op_identity
 from ..sources import user_source
 from ..tracing.tensor import LazyTensor
 from .fallback import eager_fallback
@@ -127,7 +128,9 @@ def _decomposed_before_the_device(key, traced: Collection) -> bool:
         overloads = [op for op in overloads if not op._schema.is_mutable]
     return bool(overloads) and all(
         op not in traced
-        and torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
+        and torch._C._dispatch_has_kernel_for_dispatch_key(
+            op_identity.op_string(op), "CompositeImplicitAutograd"
+        )
         for op in overloads
     )
 
@@ -161,7 +164,7 @@ def declines(backend, op, args: tuple = (), kwargs: dict | None = None, also=())
         refuser is backend for other in also for refuser, _ in rules_for(other)
     )
     if refused:
-        record_declined(op._schema.name, user_source)
+        record_declined(op_identity.fallback_counter(op), user_source)
     return refused
 
 

@@ -22,7 +22,7 @@ from .. import kernel_support as rt
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..ir import Shape
-from ..op_registry.identity import library_name
+from ..op_registry.identity import kind_counter, library_name
 from ..tracing.tensor import LazyTensor, from_data, new_lazy
 from . import peers
 from .groups import data_group_name
@@ -35,7 +35,7 @@ def _collective(op, cls, input_: LazyTensor, attrs: tuple, sizes: tuple) -> Lazy
     device = rt.device_of(input_)
     if not device.backend.collectives_in_graph:
         return _graph_cut(op, input_, attrs, device)
-    rt.count(f"lazy::{cls.op_name}")
+    rt.count(kind_counter(cls.op_name))
     shapes = (Shape(input_.dtype, sizes),)
     node = rt.make_node(cls, (rt.tensor(input_, device),), attrs, shapes)
     result = rt.wrap(node, device)

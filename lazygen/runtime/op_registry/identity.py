@@ -40,6 +40,11 @@ TRACED = "lazy::"
 #: The namespace of the ops an op list names without one (``add.Tensor``).
 DEFAULT_NAMESPACE = "aten"
 
+#: The schema-name prefix of aten's list ops (``aten::_foreach_add``).
+_FOREACH = DEFAULT_NAMESPACE + "::_foreach_"
+#: The suffix of a view op's copying form (``t_copy``).
+_COPY = "_copy"
+
 #: name -> OpOverload (or None): a memo of ``overload_of`` for strings.
 _overloads: dict[str, Any] = {}
 #: name without overload -> OpOverloadPacket (or None): a memo of ``packet_of`` for strings.
@@ -153,6 +158,28 @@ def base_name(op) -> str:
     return _overload(op)._schema.name.partition("::")[2]
 
 
+def overload_name(op) -> str:
+    """``"Tensor"``, ``"default"``: the overload's own name (a keyword for ``random.from``)."""
+    return _overload(op)._overloadname
+
+
+def is_foreach(op) -> bool:
+    """Whether ``op`` is one of aten's ``_foreach_*`` ops (a list form of an element op)."""
+    found = overload_of(op)
+    return found is not None and found._schema.name.startswith(_FOREACH)
+
+
+def view_of_copy(op):
+    """The view overload a ``*_copy`` op copies (``aten::t_copy`` -> ``aten.t.default``,
+    same overload), or None when torch has none by that name."""
+    found = _overload(op)
+    schema_name = found._schema.name
+    if not schema_name.endswith(_COPY):
+        return None
+    packet = packet_of(schema_name.removesuffix(_COPY))
+    return getattr(packet, found._overloadname, None) if packet is not None else None
+
+
 def namespace_of(op) -> str:
     """``"aten"``: the namespace of an op or a packet."""
     if isinstance(op, OpOverloadPacket):
@@ -177,6 +204,12 @@ def counter_name(op) -> str:
     if isinstance(op, OpOverloadPacket):
         return TRACED + base_name(op)
     return TRACED + library_name(op)
+
+
+def kind_counter(kind: str) -> str:
+    """The counter of a traced node of a non-native kind (``"lstm_layers"``, a collective's
+    ``op_name``): ``"lazy::lstm_layers"``, beside the traced ops' counters."""
+    return TRACED + kind
 
 
 def fallback_counter(op) -> str:

@@ -22,6 +22,7 @@ from .. import devices
 from .. import kernel_support as rt
 from ..dispatch import refusals
 from ..ir import Node, Shape
+from ..op_registry.identity import kind_counter
 from ..tracing.tensor import inner, to_functional
 from .recurrent_lowering import Layout
 
@@ -95,7 +96,7 @@ def _shapes(kind: RecurrentLayers, input, h0, attrs) -> tuple[Shape, ...]:
 
 def _trace_forward(kind: RecurrentLayers, input, states, params, attrs):
     """Record the forward node; the user-facing (functional) tensors of its outputs."""
-    rt.count(f"lazy::{kind.name}_layers")
+    rt.count(kind_counter(f"{kind.name}_layers"))
     tensors = [inner(t) for t in (input, *states, *params)]
     device = tensors[0]._device
     operands = tuple(t._value for t in tensors)
@@ -123,7 +124,7 @@ class _LayersFunction(torch.autograd.Function):
         if torch.is_grad_enabled():  # create_graph: a gradient autograd can differentiate
             grads = _recomputed_gradients(ctx, inputs, [grad_output, *grad_states])
             return (None, None, None, *grads)
-        rt.count(f"lazy::{kind.name}_layers_backward")
+        rt.count(kind_counter(f"{kind.name}_layers_backward"))
         tensors = [inner(t) for t in (grad_output, *grad_states, *saved)]
         device = tensors[1 + kind.states]._device  # the input's
         operands = tuple(rt.tensor(t, device) for t in tensors)

@@ -36,10 +36,11 @@ import torch
 import torch.accelerator
 import torch.accelerator.memory
 
-from .. import devices, state
+from .. import devices
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..state import settings
+from . import patches
 from .device_module import device_index as _index_of
 
 #: Functions that read or reset allocator statistics, and CUDA's counterpart of each.
@@ -56,7 +57,10 @@ _STATISTICS = MappingProxyType(
     }
 )
 
-_originals: dict = {}
+
+def _original(name: str):
+    """``torch.accelerator.<name>`` as torch defined it."""
+    return patches.original(torch.accelerator, name)
 
 
 def _lazy_is_current() -> bool:
@@ -70,26 +74,26 @@ def _backing() -> torch.device:
 
 def _synchronize(device=None) -> None:
     if not _lazy_is_current():
-        return _originals["synchronize"](device)
+        return _original("synchronize")(device)
     index = None if device is None else torch.accelerator._utils._get_device_index(device)
     executor.mark_step(None if index is None else devices.device_from(index), wait=True)
 
 
 def _device_count() -> int:
     if not _lazy_is_current():
-        return _originals["device_count"]()
+        return _original("device_count")()
     return devices.device_count()
 
 
 def _current_device_index() -> int:
     if not _lazy_is_current():
-        return _originals["current_device_index"]()
+        return _original("current_device_index")()
     return devices.current_index()
 
 
 def _set_device_index(device, /) -> None:
     if not _lazy_is_current():
-        return _originals["set_device_index"](device)
+        return _original("set_device_index")(device)
     index = _index_of(device)
     if index >= 0:
         devices.set_current_index(index)
@@ -100,7 +104,7 @@ class _DeviceIndex:
     block (``None`` changes nothing)."""
 
     def __init__(self, device: int | None, /) -> None:
-        self.original = None if _lazy_is_current() else _originals["device_index"](device)
+        self.original = None if _lazy_is_current() else _original("device_index")(device)
         self.index = device
         self.previous = -1
 
@@ -120,11 +124,11 @@ class _DeviceIndex:
 
 def _get_device_capability(device=None, /) -> dict:
     if not _lazy_is_current():
-        return _originals["get_device_capability"](device)
+        return _original("get_device_capability")(device)
     index = devices.check_index(_index_of(device))
     backing = devices.get_device(index).backing
     if backing.type == "cuda":
-        return _originals["get_device_capability"](backing)
+        return _original("get_device_capability")(backing)
     return {"supported_dtypes": supported_dtypes()}
 
 
@@ -160,14 +164,14 @@ _CPU_DTYPES = frozenset(
 
 def _empty_cache() -> None:
     if not _lazy_is_current():
-        return _originals["empty_cache"]()
+        return patches.original(torch.accelerator.memory, "empty_cache")()
     if _backing().type == "cuda":
         torch.cuda.empty_cache()
 
 
 def _empty_host_cache() -> None:
     if not _lazy_is_current():
-        return _originals["empty_host_cache"]()
+        return patches.original(torch.accelerator.memory, "empty_host_cache")()
 
 
 def _statistic(name: str):
@@ -188,27 +192,23 @@ def _statistic(name: str):
             "with LAZYGEN_BACKING_DEVICE=cuda, where these report CUDA's allocator"
         )
 
-    _originals[name] = original
     return wrapper
 
 
 def install() -> None:
     """Wrap the functions above (once per process)."""
-    if _originals:
+    if patches.replaced(torch.accelerator, "synchronize"):
         return
-    _originals["synchronize"] = torch.accelerator.synchronize
-    _originals["empty_cache"] = torch.accelerator.memory.empty_cache
-    _originals["empty_host_cache"] = torch.accelerator.memory.empty_host_cache
     wrappers = {
         "empty_cache": _empty_cache,
         "empty_host_cache": _empty_host_cache,
         **{name: _statistic(name) for name in _STATISTICS},
     }
     for name, wrapper in wrappers.items():
-        setattr(torch.accelerator.memory, name, wrapper)
+        patches.replace(torch.accelerator.memory, name, wrapper)
         if hasattr(torch.accelerator, name):
-            setattr(torch.accelerator, name, wrapper)
-    torch.accelerator.synchronize = _synchronize
+            patches.replace(torch.accelerator, name, wrapper)
+    patches.replace(torch.accelerator, "synchronize", _synchronize)
     for name, wrapper in (
         ("device_count", _device_count),
         ("current_device_index", _current_device_index),
@@ -218,12 +218,4 @@ def install() -> None:
         ("device_index", _DeviceIndex),
         ("get_device_capability", _get_device_capability),
     ):
-        _originals[name] = getattr(torch.accelerator, name)
-        setattr(torch.accelerator, name, wrapper)
-
-
-state.once_per_process(
-    __name__,
-    ("_originals",),
-    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
-)
+        patches.replace(torch.accelerator, name, wrapper)

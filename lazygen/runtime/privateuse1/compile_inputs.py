@@ -35,8 +35,8 @@ from torch._subclasses import meta_utils
 from .. import dispatch, state
 from ..errors import LazygenRuntimeError
 from ..tracing.tensor import is_lazy
+from . import patches
 
-_originals: dict = {}
 _skipped: list[str] = []  # packages put on Dynamo's skip list
 #: How many kernels were installed when their modules were last put on the skip list.
 _skipped_with: list[int] = [0]
@@ -105,16 +105,12 @@ def skip_lazygen_frames(packages: tuple[str, ...] = ("lazygen",)) -> None:
 
 def install() -> None:
     """Wrap the meta converter's describer (once per process)."""
-    if _originals:
-        return
-    describer = meta_utils.MetaTensorDescriber
-    _originals["describe_tensor"] = describer.describe_tensor
-    describer.describe_tensor = _lazy_described(describer.describe_tensor)
+    patches.wrap(meta_utils.MetaTensorDescriber, "describe_tensor", _lazy_described)
 
 
 state.once_per_process(
     __name__,
-    ("_originals", "_skipped", "_skipped_with"),
-    "torch's meta describer as it was before lazygen wrapped it, and the packages on "
-    "Dynamo's skip list: torch holds both for the process",
+    ("_skipped", "_skipped_with"),
+    "the packages lazygen put on Dynamo's skip list, and how many kernels were installed "
+    "when it last did: Dynamo holds them for the process",
 )

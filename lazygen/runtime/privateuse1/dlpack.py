@@ -22,11 +22,9 @@ import functools
 import torch
 import torch.utils.dlpack
 
-from .. import state
 from ..errors import LazygenRuntimeError
 from ..tracing.tensor import is_lazy
-
-_originals: dict = {}
+from . import patches
 
 
 def refusal(tensor: torch.Tensor) -> LazygenRuntimeError:
@@ -51,20 +49,9 @@ def _guarded(original):
 
 def install() -> None:
     """Wrap the export functions (once per process)."""
-    if _originals:
+    if not patches.wrap(torch.utils.dlpack, "to_dlpack", _guarded):
         return
-    _originals["to_dlpack"] = torch.utils.dlpack.to_dlpack
-    wrapper = _guarded(torch.utils.dlpack.to_dlpack)
-    torch.utils.dlpack.to_dlpack = wrapper
-    if getattr(torch, "to_dlpack", None) is _originals["to_dlpack"]:
-        torch.to_dlpack = wrapper
+    if getattr(torch, "to_dlpack", None) is patches.original(torch.utils.dlpack, "to_dlpack"):
+        patches.replace(torch, "to_dlpack", torch.utils.dlpack.to_dlpack)
     for name in ("__dlpack__", "__dlpack_device__"):
-        _originals[name] = getattr(torch.Tensor, name)
-        setattr(torch.Tensor, name, _guarded(_originals[name]))
-
-
-state.once_per_process(
-    __name__,
-    ("_originals",),
-    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
-)
+        patches.wrap(torch.Tensor, name, _guarded)

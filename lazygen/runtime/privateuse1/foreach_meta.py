@@ -24,7 +24,7 @@ import functools
 import torch
 
 from ..dispatch.decompositions import COMPOSITE
-from ..op_registry.identity import base_name, library_name
+from ..op_registry.identity import base_name, library_name, overload_name
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey
@@ -110,7 +110,7 @@ def _meta_kernel(op, lists: tuple[int, ...], scalars: tuple[int, ...], scalar_li
             return op.redispatch(COMPOSITE, *args, **kwargs)
         return None
 
-    kernel.__name__ = f"meta_{base_name(op)}_{op._overloadname}"
+    kernel.__name__ = f"meta_{base_name(op)}_{overload_name(op)}"
     return kernel
 
 

@@ -17,17 +17,10 @@ import functools
 import torch.autograd.profiler
 
 from .. import state
+from . import patches
 
-_originals: dict = {}
 
-
-def install() -> None:
-    """Wrap ``torch.autograd.profiler.profile.__init__`` (once per process)."""
-    if _originals:
-        return
-    profile = torch.autograd.profiler.profile
-    original = _originals["__init__"] = profile.__init__
-
+def _kineto_for_lazy(original):
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
         use_device = kwargs.get("use_device")
@@ -35,11 +28,9 @@ def install() -> None:
             kwargs["use_kineto"] = True
         original(self, *args, **kwargs)
 
-    profile.__init__ = __init__
+    return __init__
 
 
-state.once_per_process(
-    __name__,
-    ("_originals",),
-    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
-)
+def install() -> None:
+    """Wrap ``torch.autograd.profiler.profile.__init__`` (once per process)."""
+    patches.wrap(torch.autograd.profiler.profile, "__init__", _kineto_for_lazy)

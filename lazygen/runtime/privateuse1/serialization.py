@@ -39,51 +39,43 @@ import torch
 import torch.serialization
 import torch.storage
 
-from .. import state
 from ..errors import LazygenRuntimeError
 from ..state import settings
 from ..tracing.tensor import is_lazy
+from . import patches
 
 _LOCATION = "_lazygen_location"  # on a host storage written for a lazy tensor: its device
 _BOUND = "_lazygen_device"  # on a host storage read for the lazy device: the target device
 _PRIORITY = 5  # ahead of torch's CPU tagger (10), which claims every host storage
 
-_originals: dict = {}
-
 
 def install() -> None:
     """Wrap the torch functions above (once per process)."""
-    if _originals:
+    if not patches.replace(torch._C, "_has_storage", _has_storage):
         return
-    _originals["has_storage"] = torch._C._has_storage
-    _originals["reduce"] = torch.Tensor._reduce_ex_internal
-    _originals["rebuild"] = torch._utils._rebuild_tensor
-    _originals["rebuild_v3"] = torch._utils._rebuild_tensor_v3
-    _originals["storage_new"] = torch.storage.UntypedStorage.__new__
-    _originals["storage_data_ptr"] = torch.storage.UntypedStorage.data_ptr
-    torch._C._has_storage = _has_storage
-    torch.Tensor._reduce_ex_internal = _reduce_ex_internal
-    torch._utils._rebuild_tensor = _rebuild_tensor
-    torch._utils._rebuild_tensor_v3 = _rebuild_tensor_v3
-    torch.storage.UntypedStorage.__new__ = staticmethod(_new_untyped_storage)
-    torch.storage.UntypedStorage.data_ptr = _storage_data_ptr
+    patches.replace(torch.Tensor, "_reduce_ex_internal", _reduce_ex_internal)
+    patches.replace(torch._utils, "_rebuild_tensor", _rebuild_tensor)
+    patches.replace(torch._utils, "_rebuild_tensor_v3", _rebuild_tensor_v3)
+    storage = torch.storage.UntypedStorage
+    patches.replace(storage, "__new__", staticmethod(_new_untyped_storage))
+    patches.replace(storage, "data_ptr", _storage_data_ptr)
     torch.serialization.register_package(_PRIORITY, _location_tag, _restore_location)
 
 
 def _has_storage(tensor) -> bool:
     if is_lazy(tensor):
         return False
-    return _originals["has_storage"](tensor)
+    return patches.original(torch._C, "_has_storage")(tensor)
 
 
 def _reduce_ex_internal(self, proto):
     if not is_lazy(self) or torch._C._functorch.is_functorch_wrapped_tensor(self):
-        return _originals["reduce"](self, proto)
+        return patches.original(torch.Tensor, "_reduce_ex_internal")(self, proto)
     torch.utils.hooks.warn_if_has_hooks(self)
     # A fresh host copy (``Backend.from_data`` copies): the tag below must never land on a
     # storage that anything else uses.
     host = self.detach().cpu()
-    rebuild, args = _originals["reduce"](host, proto)
+    rebuild, args = patches.original(torch.Tensor, "_reduce_ex_internal")(host, proto)
     storage = args[0]
     untyped = storage._untyped_storage if isinstance(storage, torch.TypedStorage) else storage
     setattr(untyped, _LOCATION, str(self.device))
@@ -117,13 +109,15 @@ def _to_bound_device(tensor: torch.Tensor, device) -> torch.Tensor:
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride):
-    tensor = _originals["rebuild"](storage, storage_offset, size, stride)
+    tensor = patches.original(torch._utils, "_rebuild_tensor")(
+        storage, storage_offset, size, stride
+    )
     device = getattr(storage._untyped_storage, _BOUND, None)
     return tensor if device is None else _to_bound_device(tensor, device)
 
 
 def _rebuild_tensor_v3(storage, *args, **kwargs):
-    tensor = _originals["rebuild_v3"](storage, *args, **kwargs)
+    tensor = patches.original(torch._utils, "_rebuild_tensor_v3")(storage, *args, **kwargs)
     device = getattr(storage._untyped_storage, _BOUND, None)
     return tensor if device is None else _to_bound_device(tensor, device)
 
@@ -138,13 +132,13 @@ def _new_untyped_storage(cls, *args, **kwargs):
             f"device). Make a tensor instead (torch.empty(n, device='{name}')), or copy the "
             "data to the CPU first (t.cpu().untyped_storage())"
         )
-    return _originals["storage_new"](cls, *args, **kwargs)
+    return patches.original(torch.storage.UntypedStorage, "__new__")(cls, *args, **kwargs)
 
 
 def _storage_data_ptr(self) -> int:
     if self.device.type == settings.device_type:
         return self._cdata
-    return _originals["storage_data_ptr"](self)
+    return patches.original(torch.storage.UntypedStorage, "data_ptr")(self)
 
 
 def _device_type(device) -> str | None:
@@ -152,10 +146,3 @@ def _device_type(device) -> str | None:
         return torch.device(device).type
     except (RuntimeError, TypeError):
         return None
-
-
-state.once_per_process(
-    __name__,
-    ("_originals",),
-    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
-)

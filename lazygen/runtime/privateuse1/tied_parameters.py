@@ -19,21 +19,15 @@ import warnings
 
 import torch
 
-from .. import state
 from ..state import settings
 from ..tracing.tensor import new_lazy
-
-_originals: dict = {}
+from . import patches
 
 
 def install() -> None:
-    if _originals:
-        return
-    name = settings.device_type
-    _originals["to"] = torch.nn.Module.to
-    _originals[name] = getattr(torch.nn.Module, name)
-    torch.nn.Module.to = _keeping_ties(torch.nn.Module.to, _targets_lazy_to)
-    setattr(torch.nn.Module, name, _keeping_ties(getattr(torch.nn.Module, name), _always))
+    module = torch.nn.Module
+    patches.wrap(module, "to", lambda original: _keeping_ties(original, _targets_lazy_to))
+    patches.wrap(module, settings.device_type, lambda original: _keeping_ties(original, _always))
 
 
 def _targets_lazy_to(*args, **kwargs) -> bool:
@@ -128,10 +122,3 @@ def _warn_untied(module: torch.nn.Module, groups: list[list[str]]) -> None:
             "`model.b.weight = model.a.weight`",
             stacklevel=3,
         )
-
-
-state.once_per_process(
-    __name__,
-    ("_originals",),
-    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers for the process",
-)

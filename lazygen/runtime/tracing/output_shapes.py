@@ -9,6 +9,7 @@ from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
 from ..op_registry import facts as op_facts
+from ..op_registry.identity import op_string
 from ..state import settings
 from .tensor import LazyTensor
 
@@ -154,7 +155,7 @@ def _check_same_dtype(op, args, kwargs) -> None:
     if len(set(dtypes)) > 1:
         listed = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
         raise LazygenRuntimeError(
-            f"lazygen: {op._schema.name} needs tensors of one dtype, as in eager, but got "
+            f"lazygen: {op_string(op)} needs tensors of one dtype, as in eager, but got "
             f"{listed}; convert them first (e.g. model.to(dtype) or x.to(weight.dtype))"
         )
 

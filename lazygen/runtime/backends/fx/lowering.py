@@ -30,6 +30,7 @@ from ...lowering_context import (
     overload_of,
     takes_contiguous_inputs,
 )
+from ...op_registry.identity import base_name, overload_name
 from ...state import settings
 
 #: ``meta`` key of a placeholder saying what it receives ("data", "scalar", "generator").
@@ -39,6 +40,9 @@ IR_NODE = "lazygen_node"
 #: ``meta`` key of a scalar placeholder read as a ``SymInt`` (a size, a start): Inductor
 #: compiles a graph for all sizes with it as a size symbol (``compile.py``).
 READ_AS_SIZE = "lazygen_size"
+#: The call reading a scalar graph input as a number (``_local_scalar_dense``): the nodes the
+#: Inductor backend's size analysis looks for (``inductor/compile.py``, ``trace.py``).
+SCALAR_READ = torch.ops.aten._local_scalar_dense.default
 
 #: Ops whose one ``SymInt[]`` argument equals their result's sizes (once ``-1``s resolve).
 SIZE_IS_RESULT_SHAPE = frozenset({"view_copy", "expand_copy", "empty.memory_format"})
@@ -166,7 +170,7 @@ class FXLoweringContext(LoweringContext):
             )
         if "." not in op.partition("::")[2]:  # no overload named: pick it as TorchScript does
             target, args, kwargs = resolve_overload(op, target, list(args), dict(kwargs))
-        if keyword.iskeyword(target._overloadname):
+        if keyword.iskeyword(overload_name(target)):
             target = _callable_by_name(target)
         if takes_contiguous_inputs(op):  # inputs may be aliasing views (lower_as_view)
             args = [self._contiguous(a) for a in args]
@@ -229,7 +233,7 @@ def _callable_by_name(overload):
         def function(*args, **kwargs):
             return overload(*args, **kwargs)
 
-        name = f"{overload._schema.name.partition('::')[2]}_{overload._overloadname}_overload"
+        name = f"{base_name(overload)}_{overload_name(overload)}_overload"
         function.__name__ = function.__qualname__ = name
         _by_name[overload] = function
     return function

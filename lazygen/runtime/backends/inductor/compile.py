@@ -73,6 +73,7 @@ from ... import metrics
 from ...graph import recompiles
 from ...state import log, settings
 from ..fx.lowering import READ_AS_SIZE
+from ..fx.lowering import SCALAR_READ as _READ
 from . import culprits
 from .culprits import first_line, needs_value
 from .direct import DirectCall
@@ -82,9 +83,6 @@ from .trace import (
     fake_tensor_errors_unlogged,
     with_constants,
 )
-
-_READ = torch.ops.aten._local_scalar_dense.default
-
 
 #: Variants of one graph kept (for other values of its fixed scalars, or for sizes its
 #: guards rejected).

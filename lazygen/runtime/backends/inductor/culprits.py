@@ -20,9 +20,10 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from ...graph.recompiles import Explanation
+from ...op_registry.identity import base_name
 from ..fx.lowering import IR_NODE
+from ..fx.lowering import SCALAR_READ as _READ
 
-_READ = torch.ops.aten._local_scalar_dense.default
 _EXECUTING = re.compile(r"While executing %(\w+)")
 
 
@@ -162,8 +163,7 @@ def _scalars_read_by(node: torch.fx.Node, scalar_inputs: dict[torch.fx.Node, int
 
 def _op_name(node: torch.fx.Node) -> str:
     target = node.target
-    packet = getattr(target, "overloadpacket", None)
-    return getattr(packet, "__name__", "") if packet is not None else ""
+    return base_name(target) if isinstance(target, torch._ops.OpOverload) else ""
 
 
 #: How Inductor refuses a scalar input whose value it needs: a data-dependent guard, a

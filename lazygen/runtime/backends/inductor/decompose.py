@@ -21,6 +21,7 @@ import torch.fx
 from torch._decomp import get_decompositions
 
 from ... import metrics
+from ...op_registry.identity import fallback_counter
 from ...state import log
 
 
@@ -55,6 +56,6 @@ def _expected_decomposed(target, table: dict, lowerings: dict, allowed) -> bool:
         isinstance(target, torch._ops.OpOverload)
         and target not in lowerings
         and target not in table
-        and target.name().split(".")[0] not in allowed
+        and fallback_counter(target) not in allowed
         and bool(get_decompositions([target]))
     )

@@ -25,6 +25,7 @@ from types import MappingProxyType
 import torch
 import torch.fx
 
+from ...op_registry.identity import base_name
 from ..fx.lowering import INPUT_KIND, IR_NODE
 
 aten = torch.ops.aten
@@ -71,7 +72,7 @@ class Draw:
     method: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "method", getattr(torch.Tensor, self.fill.overloadpacket.__name__))
+        object.__setattr__(self, "method", getattr(torch.Tensor, base_name(self.fill)))
 
     def __call__(self, inputs) -> torch.Tensor:
         gen = inputs[self.generator]  # random ops draw on their generator's (backing) device

@@ -26,11 +26,11 @@ from torch.fx.experimental.symbolic_shapes import (
 from ... import metrics
 from ...dispatch_modes import outside_dispatch
 from ...state import log
+from ..fx.lowering import SCALAR_READ as _READ
 from .culprits import first_line, needs_value
 from .decompose import decompositions_for
 from .direct import InnerCompiles, aot_cache_off, direct_call
 
-_READ = torch.ops.aten._local_scalar_dense.default
 #: Inductor settings lazygen's graphs are compiled with (see "Per-call costs" above). Part of
 #: Inductor's cache key, so its cached code for ``torch.compile``'s own graphs is not
 #: shared with lazygen's.

@@ -40,7 +40,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from ...graph.dynamic import SizeHidden
 from ...ir import Shape
-from ...op_registry.identity import overload_of, table_key
+from ...op_registry.identity import op_string, overload_of, table_key
 from .lowering import Cast, JaxLoweringContext, Ref, UnsupportedOpError
 
 _NUMBER_DTYPES = MappingProxyType(
@@ -284,7 +284,7 @@ def _plain(arg):
 
 def _emit_call(ctx: JaxLoweringContext, node, args, kwargs):
     target = node.target
-    name = target.name()
+    name = op_string(target)
     impl = ctx.ops[table_key(name)]
     val = node.meta.get("val")
     if isinstance(val, (list, tuple)):

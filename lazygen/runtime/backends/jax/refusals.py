@@ -21,8 +21,10 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
-from ...op_registry.identity import overload_of, table_key
+from ...op_registry.identity import overload_name, overload_of, table_key
 from .dtypes import SUPPORTED
+
+aten = torch.ops.aten
 
 #: Ops whose integer form differs from torch's on invalid input (see the docstring).
 INTEGER_REFUSED = ("div.Tensor_mode", "div.Scalar_mode", "remainder", "fmod", "pow")
@@ -42,13 +44,13 @@ def _integer_call(op, args, kwargs) -> bool:
     or a negative number). ``x // 4``, ``i % n``, ``k ** 2`` with numbers lower."""
     if all(t.is_floating_point() or t.is_complex() for t in _tensors(args, kwargs)):
         return False
-    name = op._schema.name
-    if name == "aten::div" and kwargs.get("rounding_mode") is None:
+    packet = op.overloadpacket
+    if packet is aten.div and kwargs.get("rounding_mode") is None:
         return False  # true division: a float result, inf for a zero divisor, as torch
     operand = args[1] if len(args) > 1 else None
     if isinstance(operand, torch.Tensor) or not isinstance(operand, (int, float, bool)):
         return True
-    return operand < 0 if name == "aten::pow" else operand == 0
+    return operand < 0 if packet is aten.pow else operand == 0
 
 
 def _unsupported_dtype(op, args, kwargs) -> bool:
@@ -70,7 +72,7 @@ def _random_bounds(op, args, kwargs) -> bool:
     floating types), where ``jax.random.randint`` would return numbers. ``random_(from)``
     without ``to`` (up to the dtype's largest value) too: an exclusive int64 bound cannot
     reach it."""
-    if op._overloadname == "to":
+    if overload_name(op) == "to":
         low, high = 0, args[1] if len(args) > 1 else kwargs["to"]
     else:
         low, high = args[1], args[2] if len(args) > 2 else kwargs.get("to")

@@ -1,0 +1,55 @@
+"""torch's functions that lazygen replaces, and what they were: one table for the process.
+
+The modules that make torch's Python functions work for lazy tensors (printing,
+serialization, DLPack, the profiler, ``torch.accelerator``, ``Module.to``, Dynamo's meta
+describer) replace them through ``wrap``/``replace`` and call what they replaced through
+``original``. The table holds the invariant those modules used to hold one by one: a function
+is replaced once per process (a second ``init()`` changes nothing, so no wrapper ever wraps
+another of lazygen's), and its original stays reachable. torch keeps the wrappers for the
+process, so the table outlives ``reset()``. Which replacements a user can turn off is
+``process.py``'s list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import state
+
+#: (id of the owner, attribute name) -> (the owner, what the attribute held before lazygen
+#: replaced it). By id: an owner need not be hashable; the entry keeps it alive.
+_originals: dict[tuple[int, str], tuple[Any, Any]] = {}
+state.once_per_process(
+    __name__,
+    ("_originals",),
+    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers "
+    "for the process",
+)
+
+
+def wrap(owner: Any, name: str, make: Callable[[Any], Any]) -> bool:
+    """Set ``owner.name`` to ``make(original)`` and keep the original; False (and nothing
+    changes) when lazygen already replaced it."""
+    key = (id(owner), name)
+    if key in _originals:
+        return False
+    original = getattr(owner, name)
+    _originals[key] = (owner, original)
+    setattr(owner, name, make(original))
+    return True
+
+
+def replace(owner: Any, name: str, replacement: Any) -> bool:
+    """``wrap`` with a replacement that finds the original itself (through ``original``)."""
+    return wrap(owner, name, lambda _original: replacement)
+
+
+def original(owner: Any, name: str) -> Any:
+    """What ``owner.name`` held before lazygen replaced it."""
+    return _originals[(id(owner), name)][1]
+
+
+def replaced(owner: Any, name: str) -> bool:
+    """Whether lazygen replaced ``owner.name`` in this process."""
+    return (id(owner), name) in _originals
