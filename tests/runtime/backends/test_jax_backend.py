@@ -269,6 +269,21 @@ def _max_pool_on_lazy(x, args):
     return got.detach().cpu(), indices.cpu(), lazy.grad.cpu()
 
 
+@pytest.mark.parametrize("shape", [(5, 0, 5), (0,), (4, 3)])
+def test_nonzero_static_pads_with_the_fill_value_as_eager(shape):
+    # jnp.nonzero pads an empty array's rows with 0 whatever the fill value (OpInfo: wrong)
+    x = (
+        (torch.arange(12.0).reshape(4, 3) % 3 == 0).float()
+        if shape == (4, 3)
+        else torch.ones(shape)
+    )
+    for size, fill in ((3, -1), (6, 7)):
+        want = torch.nonzero_static(x, size=size, fill_value=fill)
+        torch.testing.assert_close(
+            torch.nonzero_static(x.to(JAX), size=size, fill_value=fill).cpu(), want
+        )
+
+
 def test_float_to_narrow_integer_casts_wrap_as_eager():
     # XLA's float -> uint8 saturates (-62.5 -> 0); torch's wraps through int32 (-> 194).
     # The crash sweep's conversion cases found it (to.uint8.*: wrong).

@@ -259,6 +259,8 @@ def _masked_scatter(shapes, x, mask, source):
 def _nonzero_static(shapes, x, *, size, fill_value=-1):
     if x.ndim == 0:  # torch: one row of no coordinates when the number is nonzero
         return jnp.zeros((size, 0), jnp.int64)
+    if x.size == 0:  # jnp.nonzero pads an empty array's rows with 0, torch with fill_value
+        return jnp.full((size, x.ndim), fill_value, jnp.int64)
     found = jnp.nonzero(x, size=size, fill_value=fill_value)
     return jnp.stack(found, axis=1).astype(jnp.int64)
 
