@@ -112,6 +112,42 @@ def test_damaged_or_unloadable_graphs_are_compiled_again(backend, tmp_path):
     assert unloadable["losses"] == cold["losses"] and unloadable["loaded"] == 0
 
 
+_LINEAR_ALGEBRA = """
+import json
+import torch
+import lazygen.runtime as lr
+lr.init(backend="jax")
+a = (torch.eye(5) + torch.arange(25.0).reshape(5, 5) / 50).requires_grad_()
+lazy = a.detach().to("lazygen").requires_grad_()
+det = torch.linalg.det(lazy)
+det.backward()
+lr.mark_step()
+print(json.dumps({"det": det.item(), "grad": lazy.grad.cpu().flatten().tolist(),
+                  "loaded": lr.metrics.counter_value("PersistentGraphLoad") or 0}))
+"""
+
+
+def test_a_stored_program_calling_lapack_runs_in_the_next_process(tmp_path):
+    # JAX binds its CPU LAPACK kernels when it lowers such an op: a loaded program that
+    # called them unbound died with SIGSEGV (linalg.det's gradient, the second process)
+    _needs("jax")
+    environment = {**os.environ, "LAZYGEN_CACHE_DIR": str(tmp_path), "LAZYGEN_GRAPH_CACHE": "1"}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", _LINEAR_ALGEBRA],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=600,
+        )
+        assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["loaded"] == 0 and warm["loaded"] >= 1
+    assert warm["det"] == cold["det"] and warm["grad"] == cold["grad"]
+
+
 def test_turned_off_no_graph_is_stored(tmp_path):
     _run("torchscript", tmp_path, LAZYGEN_GRAPH_CACHE="0")
     assert not (tmp_path / "graphs").exists()

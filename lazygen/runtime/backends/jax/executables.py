@@ -10,6 +10,11 @@ only plain data is written beside XLA's payload: one line of JSON.
 
 A loaded program runs arbitrary code of whoever wrote the cache's directory, as JAX's own
 cache does: the directory is the user's own (made private by ``persistent_cache``).
+
+JAX binds its CPU LAPACK kernels (the custom calls of LU, Cholesky, triangular solves, ...)
+when it first lowers such an op; a program loaded without lowering anything called an
+unbound kernel and the process died (SIGSEGV: ``linalg.det``'s gradient in a second
+process). ``load`` binds them first (``_bind_cpu_kernels``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ import os
 
 import jax
 import jaxlib
+from jax._src.lax import linalg as jax_linalg
 from jax.experimental import serialize_executable
+
+from ...errors import LazygenRuntimeError
 
 
 def _trees(arguments: int, results: int):
@@ -45,8 +53,21 @@ def save(compiled, static: dict[int, int], donated, placed) -> bytes | None:
     return json.dumps(header).encode() + b"\n" + payload
 
 
+def _bind_cpu_kernels() -> None:
+    """Bind JAX's CPU LAPACK kernels, as its first lowering of a linear-algebra op does;
+    without the (private) hook, refuse to load: the caller compiles the graph instead."""
+    initialize = getattr(jax_linalg, "initialize_lapack", None)
+    if initialize is None:
+        raise LazygenRuntimeError(
+            f"jax {jax.__version__} has no initialize_lapack: a loaded program could call "
+            "unbound CPU kernels"
+        )
+    initialize()
+
+
 def load(data: bytes):
     """The program, its numbers, donated inputs and result order, as ``save`` wrote them."""
+    _bind_cpu_kernels()
     line, payload = data.split(b"\n", 1)
     header = json.loads(line)
     in_tree, out_tree = _trees(header["arguments"], header["results"])
