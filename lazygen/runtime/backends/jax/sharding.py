@@ -66,12 +66,11 @@ class Spmd:
         self.devices = tuple(jax.devices())
         self.multi_process = jax.process_count() > 1
         #: XLA:CPU starts a program as soon as its inputs are ready, several at once, and
-        #: between processes its collectives go through gloo, which pairs messages in the
-        #: order they arrive: two programs with collectives in flight at once (a step and a
-        #: re-placement, two re-placements) can pair one's message with the other's, and
-        #: gloo aborts the process ("Received data size doesn't match expected size"). So
-        #: there, each program finishes before the next starts (``in_order``); GPUs and
-        #: TPUs run a device's programs in stream order.
+        #: between processes its collectives go through gloo: re-placements of independent
+        #: arrays dispatched back to back deadlocked two processes in our runs (jax 0.10;
+        #: blocking after each one did not). So there, each program finishes before the
+        #: next starts (``in_order``); GPUs and TPUs run a device's programs in stream
+        #: order. (The abort of mixed groups is another matter: ``mixed_axes``.)
         self.one_at_a_time = self.multi_process and self.devices[0].platform == "cpu"
         every = Mesh(np.array(self.devices, dtype=object), (EVERY_DEVICE,))
         #: Replicated on every device: what unannotated data is.
