@@ -54,7 +54,7 @@ class JaxExecutable:
     Inputs read as ``SymInt``s are compiled in (``JaxLoweringContext.static_inputs``):
     each run checks them, and other numbers compile (once) a variant of their own."""
 
-    __slots__ = ("compiled", "static", "variants", "make", "donated", "placed", "layouts")
+    __slots__ = ("compiled", "static", "variants", "make", "donated", "placed", "layouts", "fresh")
 
     def __init__(
         self, compiled, static: dict[int, int], make, donated=frozenset(), returned=None
@@ -72,6 +72,9 @@ class JaxExecutable:
         #: Where the program returns each of the graph's results (``donation.output_order``
         #: reorders them); None: in the graph's order.
         self.placed = donation.placement(returned)
+        #: Whether XLA compiled ``compiled`` in this process (``executables.compile_program``):
+        #: only such a program is written to lazygen's store.
+        self.fresh = False
 
     def __call__(self, inputs: list, dead: frozenset[int] = frozenset()) -> list:
         if self.donated:
@@ -277,8 +280,9 @@ class JaxBackend(Backend):
         dead = self._donatable(order)
         ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
         variant = self._variants(order, outputs, device, dead)
-        compiled = lowered.compile()
+        compiled, fresh = executables.compile_program(lowered)
         executable = JaxExecutable(compiled, ctx.static_inputs, variant, donated, returned)
+        executable.fresh = fresh
         if self.spmd is not None:
             shapes = [outputs[j].node.shapes[outputs[j].index] for j in returned]
             executable.layouts = self.spmd.layouts(
@@ -341,7 +345,8 @@ class JaxBackend(Backend):
             return None
         static = dict(executable.static)
         compiled = executable.variants[tuple(static.values())]
-        return executables.save(compiled, static, executable.donated, executable.placed)
+        placed, fresh = executable.placed, executable.fresh
+        return executables.save(compiled, static, executable.donated, placed, fresh)
 
     def load_executable(self, payload: bytes, order, outputs, device) -> JaxExecutable:
         compiled, static, donated, placed = executables.load(payload)

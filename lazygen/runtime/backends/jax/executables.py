@@ -15,19 +15,51 @@ JAX binds its CPU LAPACK kernels (the custom calls of LU, Cholesky, triangular s
 when it first lowers such an op; a program loaded without lowering anything called an
 unbound kernel and the process died (SIGSEGV: ``linalg.det``'s gradient in a second
 process). ``load`` binds them first (``_bind_cpu_kernels``).
+
+Only a program XLA compiled in this process is written (``compile_program`` notes which). One that
+JAX's persistent compilation cache served was itself deserialised, and jaxlib (0.10.2)
+serialises such an XLA:CPU program again without some of its kernels: the next process
+loaded it and its first run failed with ``NOT_FOUND: Function <fusion> not found (type id:
+1)`` (a gradient conformance run after a forward run had filled JAX's cache with the same
+programs under other graphs). A cache hit shows as JAX's public monitoring event
+``/jax/compilation_cache/cache_hits``, recorded in the compiling thread.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 
 import jax
 import jaxlib
+from jax import monitoring
 from jax._src.lax import linalg as jax_linalg
 from jax.experimental import serialize_executable
 
 from ...errors import LazygenRuntimeError
+
+_CACHE_HIT = "/jax/compilation_cache/cache_hits"
+_compiling = threading.local()  # .served: JAX's cache answered this thread's compile
+
+
+def _note_cache_hit(event: str, **_) -> None:
+    if event == _CACHE_HIT and getattr(_compiling, "active", False):
+        _compiling.served = True
+
+
+monitoring.register_event_listener(_note_cache_hit)
+
+
+def compile_program(lowered):
+    """``lowered.compile()``, and whether XLA compiled it here (True) or JAX's persistent
+    cache served a deserialised program (False: ``save`` must not write it again)."""
+    _compiling.active, _compiling.served = True, False
+    try:
+        compiled = lowered.compile()
+    finally:
+        _compiling.active = False
+    return compiled, not _compiling.served
 
 
 def _trees(arguments: int, results: int):
@@ -35,10 +67,13 @@ def _trees(arguments: int, results: int):
     return flat((tuple(range(arguments)), {})), flat(tuple(range(results)))
 
 
-def save(compiled, static: dict[int, int], donated, placed) -> bytes | None:
+def save(compiled, static: dict[int, int], donated, placed, fresh: bool) -> bytes | None:
     """``compiled`` (a ``jax.stages.Compiled``) with the numbers compiled into it (input
-    position -> value), its donation and result order, or None when its trees are not the
-    flat ones ``load`` rebuilds."""
+    position -> value), its donation and result order, or None when XLA did not compile it
+    in this process (``fresh``: see ``compile_program``) or its trees are not the flat ones
+    ``load`` rebuilds."""
+    if not fresh:
+        return None
     payload, in_tree, out_tree = serialize_executable.serialize(compiled)
     arguments, results = in_tree.num_leaves, out_tree.num_leaves
     if (in_tree, out_tree) != _trees(arguments, results):
