@@ -1,0 +1,70 @@
+"""Gradients on the jax backend that the OpInfo conformance run (``--grad``) found wrong or
+failing, against eager and a float64 reference.
+
+* ``linalg.det``, ``logdet``, ``linalg.slogdet``: torch's ``_linalg_det`` and
+  ``_linalg_slogdet`` return the LU of ``A^T`` for a contiguous real ``A`` (a lazy tensor
+  always is), and their backwards solve with it accordingly; the lowering factored ``A``,
+  which gave the transpose of the gradient wherever the rows were pivoted.
+
+The bounds come from eager's own error against float64, never one machine's bits."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+jax = pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
+
+from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
+
+from .conftest import BACKENDS, index_zero_on  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _jax_backend():
+    BACKENDS.setdefault("jax", JaxBackend())
+    yield
+
+
+def _gradient(fn, x: torch.Tensor, device: str) -> torch.Tensor:
+    leaf = x.detach().to(device).requires_grad_()
+    (grad,) = torch.autograd.grad(fn(leaf).sum(), leaf)
+    return grad.cpu().double()
+
+
+def _assert_as_close_as_eagers(fn, x: torch.Tensor) -> None:
+    """``fn``'s gradient on jax is within a few times eager's float32 error (max norm)."""
+    reference = _gradient(fn, x.double(), "cpu")
+    eager = _gradient(fn, x, "cpu")
+    with index_zero_on("jax"):
+        lazy = _gradient(fn, x, "lazygen:0")
+    eps = torch.finfo(torch.float32).eps
+    bound = 4 * (eager - reference).abs().max() + 16 * eps * reference.abs().max()
+    error = (lazy - reference).abs().max()
+    assert error <= bound, f"jax gradient off by {error.item()} (bound {bound.item()}):\n{lazy}"
+
+
+def _pivoted_matrices() -> torch.Tensor:
+    """Well conditioned matrices whose LU pivots rows (a diagonally dominant one would not)."""
+    a = torch.randn(3, 5, 5, dtype=torch.float64)
+    u, _, v = torch.linalg.svd(a)
+    matrices = u @ torch.diag_embed(torch.linspace(1, 2, 5, dtype=torch.float64)) @ v
+    matrices[..., [0, 4], :] = matrices[..., [4, 0], :]
+    matrices[..., 0, 0] = 0.01  # forces a row exchange at the first step
+    assert (torch.linalg.lu_factor(matrices.mT)[1] != torch.arange(1, 6)).any()
+    return matrices.float()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        torch.linalg.det,
+        lambda a: torch.linalg.slogdet(a)[1],
+        lambda a: torch.logdet(a * a.det().sign()[..., None, None]),
+    ],
+    ids=["det", "slogdet", "logdet"],
+)
+def test_determinant_gradients_of_pivoted_matrices_are_eagers(fn):
+    matrices = _pivoted_matrices()
+    _assert_as_close_as_eagers(fn, matrices)
+    _assert_as_close_as_eagers(fn, matrices[0])
