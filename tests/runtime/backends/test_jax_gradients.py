@@ -5,6 +5,8 @@ failing, against eager and a float64 reference.
   ``_linalg_slogdet`` return the LU of ``A^T`` for a contiguous real ``A`` (a lazy tensor
   always is), and their backwards solve with it accordingly; the lowering factored ``A``,
   which gave the transpose of the gradient wherever the rows were pivoted.
+* ``gather`` with an empty index of more dimensions than the input (torch allows it): the
+  backward's ``scatter_add`` indexed the input with every index dimension and failed.
 
 The bounds come from eager's own error against float64, never one machine's bits."""
 
@@ -68,3 +70,11 @@ def test_determinant_gradients_of_pivoted_matrices_are_eagers(fn):
     matrices = _pivoted_matrices()
     _assert_as_close_as_eagers(fn, matrices)
     _assert_as_close_as_eagers(fn, matrices[0])
+
+
+def test_gather_gradient_with_an_empty_index_of_more_dimensions_is_zero():
+    x = torch.randn(5)
+    for index in (torch.empty(2, 0, dtype=torch.long), torch.empty(0, dtype=torch.long)):
+        with index_zero_on("jax"):
+            grad = _gradient(lambda a, i=index: torch.gather(a, 0, i.to(a.device)), x, "lazygen:0")
+        torch.testing.assert_close(grad, torch.zeros(5, dtype=torch.float64), rtol=0, atol=0)
