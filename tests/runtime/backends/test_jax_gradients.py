@@ -7,6 +7,9 @@ failing, against eager and a float64 reference.
   which gave the transpose of the gradient wherever the rows were pivoted.
 * ``gather`` with an empty index of more dimensions than the input (torch allows it): the
   backward's ``scatter_add`` indexed the input with every index dimension and failed.
+* ``cdist`` where there are no distances (an empty batch, no rows): torch's
+  ``_cdist_backward`` returns zeros of ``x1``'s own shape, the lowering zeros of the
+  broadcast shape, so the gradient's data had another shape than the tensor said.
 
 The bounds come from eager's own error against float64, never one machine's bits."""
 
@@ -78,3 +81,20 @@ def test_gather_gradient_with_an_empty_index_of_more_dimensions_is_zero():
         with index_zero_on("jax"):
             grad = _gradient(lambda a, i=index: torch.gather(a, 0, i.to(a.device)), x, "lazygen:0")
         torch.testing.assert_close(grad, torch.zeros(5, dtype=torch.float64), rtol=0, atol=0)
+
+
+def _cdist_gradients(x1: torch.Tensor, x2: torch.Tensor, device: str) -> list[torch.Tensor]:
+    a, b = (t.to(device).requires_grad_() for t in (x1, x2))
+    return [g.cpu() for g in torch.autograd.grad(torch.cdist(a, b).sum(), (a, b))]
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [((4, 5), (0, 3, 5)), ((0, 4, 5), (3, 5)), ((4, 5), (2, 0, 5)), ((1, 3, 0), (4, 2, 0))],
+)
+def test_cdist_gradients_without_distances_have_the_inputs_shapes(sizes):
+    x1, x2 = (torch.randn(s) for s in sizes)
+    with index_zero_on("jax"):
+        grads = _cdist_gradients(x1, x2, "lazygen:0")
+    for grad, x in zip(grads, (x1, x2), strict=True):
+        torch.testing.assert_close(grad, torch.zeros_like(x), rtol=0, atol=0)
