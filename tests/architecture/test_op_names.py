@@ -93,6 +93,7 @@ NOT_OPS = {
     ("distributed/process_group.py", "max"): "c10d's reduce kind",
     ("backends/inductor/direct.py", "is_inference"): "a keyword of Inductor's inner compile",
     ("privateuse1/tied_parameters.py", "to"): "torch.nn.Module.to, the method it wraps",
+    ("op_registry/identity.py", "_backward"): "the suffix of a backward op's name",
 }
 WHERE = (
     "declare the fact in lazygen/runtime/ops/facts.py (or the op's own runtime/ops/ module) "

@@ -44,6 +44,7 @@ DEFAULT_NAMESPACE = "aten"
 _FOREACH = DEFAULT_NAMESPACE + "::_foreach_"
 #: The suffix of a view op's copying form (``t_copy``).
 _COPY = "_copy"
+_BACKWARD = "_backward"
 
 #: name -> OpOverload (or None): a memo of ``overload_of`` for strings.
 _overloads: dict[str, Any] = {}
@@ -177,6 +178,18 @@ def view_of_copy(op):
     if not schema_name.endswith(_COPY):
         return None
     packet = packet_of(schema_name.removesuffix(_COPY))
+    return getattr(packet, found._overloadname, None) if packet is not None else None
+
+
+def forward_of(op):
+    """The op whose gradient a ``*_backward`` op computes (``aten::upsample_nearest2d_backward``
+    -> ``aten.upsample_nearest2d.default``, same overload), or None when torch has none by
+    that name."""
+    found = _overload(op)
+    schema_name = found._schema.name
+    if not schema_name.endswith(_BACKWARD):
+        return None
+    packet = packet_of(schema_name.removesuffix(_BACKWARD))
     return getattr(packet, found._overloadname, None) if packet is not None else None
 
 

@@ -41,6 +41,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from ...graph.dynamic import SizeHidden
 from ...ir import Shape
 from ...op_registry.identity import op_string, overload_of, table_key
+from .derived_backwards import DerivedBackwards, above_autograd
 from .lowering import Cast, JaxLoweringContext, Ref, UnsupportedOpError
 
 _NUMBER_DTYPES = MappingProxyType(
@@ -48,19 +49,23 @@ _NUMBER_DTYPES = MappingProxyType(
 )
 
 
-def table(ops: dict[str, Callable]) -> dict:
-    """torch's decompositions of the ops ``ops`` lacks (core ATen's formula where torch has
-    one, else ``torch._decomp``'s), random ops left out."""
+def formulas() -> dict:
+    """torch's decompositions, by overload: core ATen's formula where torch has one, else
+    ``torch._decomp``'s; random and mutating ops left out."""
     merged = dict(decomposition_table)
     merged.update(core_aten_decompositions())
     return {
         overload: fn
         for overload, fn in merged.items()
         if isinstance(overload, torch._ops.OpOverload)
-        and table_key(overload) not in ops
         and torch.Tag.nondeterministic_seeded not in overload.tags
         and not overload._schema.is_mutable
     }
+
+
+def table(ops: dict[str, Callable], every: dict) -> dict:
+    """The formulas of ``every`` (``formulas()``) of the ops ``ops`` lacks."""
+    return {overload: fn for overload, fn in every.items() if table_key(overload) not in ops}
 
 
 #: Markers of a call signature's items: a number (by value) or a tensor (by dtype and sizes).
@@ -77,18 +82,24 @@ class Decompositions:
 
     def __init__(self, ops: dict[str, Callable], call_refused: CallRefusal) -> None:
         self.ops = ops
-        self.table = table(ops)
+        every = formulas()
+        self.table = table(ops, every)
+        #: Backward ops torch has no formula for, derived from their forward's
+        #: (``derived_backwards.py``): traced as the call itself, never inside the table.
+        self.derived = DerivedBackwards(every)
         self.call_refused = call_refused
         #: Call signature -> traced graph (or None: not lowerable).
         self.traces: dict[tuple, Any] = {}
 
     def __contains__(self, overload) -> bool:
-        return overload in self.table
+        return overload in self.table or (
+            table_key(overload) not in self.ops and overload in self.derived
+        )
 
     def refuses(self, op, args, kwargs) -> bool:
         """The refusal predicate (``refusals.py``): True (run eagerly) for a call whose
         formula does not lower."""
-        if op not in self.table:
+        if op not in self:
             return True
         try:
             leaves = Leaves(op, args, kwargs, _meta_of_lazy, lambda value: None)
@@ -102,14 +113,26 @@ class Decompositions:
         if key in self.traces:
             return self.traces[key]
 
+        # make_fx applies the table's formula of a table op; a derived one is the call
+        function = overload if overload in self.table else self.derived[overload]
+
         def call(*tensors):
             args, kwargs = leaves.rebuild(tensors)
-            return overload(*args, **kwargs)
+            return function(*args, **kwargs)
+
+        def traced_call():
+            with torch.no_grad():
+                return make_fx(call, decomposition_table=self.table)(*leaves.metas)
+
+        def traced_derived():  # its forward formula may write in place (``logical_and_``)
+            pure = torch.func.functionalize(call, remove="mutations")
+            return make_fx(pure, decomposition_table=self.table)(*leaves.metas)
 
         graph = None
         try:
-            with torch.no_grad():
-                traced = make_fx(call, decomposition_table=self.table)(*leaves.metas)
+            # a derived formula runs autograd: traced where no dispatch has turned it off
+            traced = traced_call() if overload in self.table else above_autograd(traced_derived)
+            traced.graph.eliminate_dead_code()  # a derived formula's unused forward results
             if self._lowerable(traced.graph):
                 graph = traced.graph
         except Exception:  # noqa: BLE001 - a formula that cannot trace on meta: not lowerable
@@ -136,7 +159,7 @@ class Decompositions:
     def lower(self, ctx: JaxLoweringContext, name: str, args, kwargs, num_outputs: int):
         """``JaxLoweringContext.decompose``: the call's formula recorded in ``ctx``."""
         overload = overload_of(name)
-        if overload not in self.table:
+        if overload not in self:
             raise UnsupportedOpError(
                 f"{name} has no implementation on the jax backend (lazygen.runtime.backends."
                 "jax.ops) and no decomposition in torch._decomp; the backend refuses such ops "

@@ -194,3 +194,20 @@ def _qr(shapes, a, mode="reduced"):
 @op("linalg_matrix_exp")
 def _matrix_exp(shapes, a):
     return jsl.expm(a)
+
+
+@op("_cholesky_solve_helper")
+def _cholesky_solve(shapes, b, factor, upper):
+    """``cholesky_solve``'s kernel (``b`` and ``factor`` broadcast by torch already):
+    ``A^-1 b`` for ``A = L L^H`` (or ``U^H U``), as two triangular solves."""
+    d = dt(shapes)
+    return jsl.cho_solve((as_dtype(factor, d), not upper), as_dtype(b, d))
+
+
+@op("ormqr")
+def _ormqr(shapes, reflectors, tau, c, left=True, transpose=False):
+    """``Q @ c`` (or ``Q^H``, or from the right) for the ``Q`` of ``geqrf``'s reflectors,
+    without forming ``Q``: LAPACK's ``ormqr``, as torch's kernel calls it."""
+    d = dt(shapes)
+    reflectors, tau, c = as_dtype(reflectors, d), as_dtype(tau, d), as_dtype(c, d)
+    return lax.linalg.ormqr(reflectors, tau, c, left=left, transpose=transpose)

@@ -210,25 +210,82 @@ def _segment_reduce(shapes, data, reduce, *, lengths=None, indices=None, offsets
     """Reductions of consecutive segments along ``axis`` (given by ``lengths``, or by
     ``offsets`` into it), each starting from ``initial`` (a mean divides that sum by the
     length); an empty segment holds ``initial``, else torch's: 0 for a sum, 1 for a
-    product, NaN for a mean, -inf / inf for a maximum / minimum."""
+    product, NaN for a mean, -inf / inf for a maximum / minimum. ``axis`` is the last dim
+    of ``lengths``: its leading dims are the data's, each row with segments of its own."""
     d = dt(shapes)
-    data = jnp.moveaxis(as_dtype(data, d), axis % data.ndim, 0)
-    if lengths is None:
-        lengths = offsets[..., 1:] - offsets[..., :-1]
-    lengths = jnp.reshape(lengths, (-1,))
-    count = lengths.shape[0]
-    ends = jnp.cumsum(lengths)
-    segment = jnp.searchsorted(ends, jnp.arange(data.shape[0]), side="right")
     kind = "sum" if reduce == "mean" else reduce
     start = _SEGMENT_START[kind] if initial is None else initial
-    at = jnp.full((count, *data.shape[1:]), start, d).at[segment]
-    out = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[kind](
-        data, mode="drop"
-    )
-    if reduce == "mean":
-        counts = jnp.reshape(lengths, (-1,) + (1,) * (data.ndim - 1)).astype(d)
-        out = jnp.where(counts > 0, out / counts, jnp.nan if initial is None else initial)
-    return jnp.moveaxis(out, 0, axis % data.ndim)
+
+    def reduced(x, lengths):  # one row: segments along dim 0
+        segment = _segment_of(x, lengths)
+        at = jnp.full((lengths.shape[0], *x.shape[1:]), start, d).at[segment]
+        out = {"sum": at.add, "prod": at.multiply, "max": at.max, "min": at.min}[kind](
+            x, mode="drop"
+        )
+        if reduce != "mean":
+            return out
+        counts = jnp.reshape(lengths, (-1,) + (1,) * (x.ndim - 1)).astype(d)
+        return jnp.where(counts > 0, out / counts, jnp.nan if initial is None else initial)
+
+    return _per_row(reduced, as_dtype(data, d), _lengths(lengths, offsets), axis)
+
+
+def _lengths(lengths, offsets):
+    return offsets[..., 1:] - offsets[..., :-1] if lengths is None else lengths
+
+
+def _segment_of(x, lengths):
+    """Each element's segment along dim 0 (past the last: ``len(lengths)``)."""
+    return jnp.searchsorted(jnp.cumsum(lengths), jnp.arange(x.shape[0]), side="right")
+
+
+def _per_row(fn, *operands_and_axis):
+    """``fn(data_row, lengths_row)`` mapped over ``lengths``' leading dims (the data's
+    first ``axis`` dims); each row's segments along its dim 0. Operands before the lengths
+    are data-shaped."""
+    *data, lengths, axis = operands_and_axis
+    for _ in range(axis % data[0].ndim):
+        fn = jax.vmap(fn)
+    return fn(*data, lengths)
+
+
+@op("_segment_reduce_backward")
+def _segment_reduce_backward(shapes, grad, output, data, reduce, *, lengths=None, offsets=None,
+                             axis=0, initial=None):  # fmt: skip
+    """The gradient of ``segment_reduce`` for ``data``: the pullback of the lowering above
+    (a maximum's or minimum's gradient split evenly among the elements equal to it); a
+    product's is the product of the segment's other elements (XLA differentiates no
+    product scatter), as torch's kernel computes it."""
+    d = dt(shapes)
+    x, g = as_dtype(data, d), as_dtype(grad, d)
+    if reduce == "prod":
+        start = 1.0 if initial is None else initial
+        prod = lambda x, g, lengths: _prod_backward(x, g, lengths, start)  # noqa: E731
+        return _per_row(prod, x, g, _lengths(lengths, offsets), axis)
+
+    def forward(x):
+        return _segment_reduce(shapes, x, reduce, lengths=lengths, offsets=offsets, axis=axis,
+                               initial=initial)  # fmt: skip
+
+    return jax.vjp(forward, x)[1](g)[0]
+
+
+def _prod_backward(x, g, lengths, start):
+    """One row's gradient of a product: its segment's incoming gradient times the product
+    of the segment's other elements (and ``initial``): the product of the nonzero ones over
+    the element when the segment holds no zero, that product for its only zero, else 0."""
+    count = lengths.shape[0]
+    segment = _segment_of(x, lengths)
+    product = jnp.full((count, *x.shape[1:]), start, x.dtype).at[segment]
+    product = product.multiply(jnp.where(x == 0, 1, x), mode="drop")
+    zeros = jnp.zeros(product.shape, jnp.int64).at[segment]
+    zeros = zeros.add((x == 0).astype(jnp.int64), mode="drop")
+    safe = jnp.clip(segment, 0, count - 1)  # an element past the segments: dropped above
+    total, only_zero = product[safe], (zeros[safe] == 1) & (x == 0)
+    others = jnp.where(zeros[safe] == 0, total / jnp.where(x == 0, 1, x), 0)
+    others = jnp.where(only_zero, total, others)
+    inside = (segment < count).reshape((-1,) + (1,) * (x.ndim - 1))
+    return jnp.where(inside, g[safe] * others, 0)
 
 
 @op("hash_tensor")
