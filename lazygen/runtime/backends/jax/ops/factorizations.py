@@ -119,16 +119,25 @@ def _sign_and_log(lu, pivots):
     return parity * jnp.prod(unit, -1), jnp.sum(jnp.log(magnitude), -1)
 
 
+def _determinant_lu(a):
+    """The LU that torch's ``_linalg_det`` and ``_linalg_slogdet`` return: of ``A^T`` for a
+    real ``A`` (torch factors the transpose of a contiguous real matrix to spare LAPACK a
+    copy, and a lazy tensor is always contiguous), of ``A`` for a complex one. Their
+    backwards solve with this LU and choose ``adjoint`` by the same rule, so the LU of ``A``
+    for a real ``A`` gives the transposed gradient."""
+    return _lu(a if jnp.iscomplexobj(a) else jnp.swapaxes(a, -1, -2))
+
+
 @op("_linalg_slogdet")
 def _slogdet(shapes, a):
-    lu, pivots, _ = _lu(a)
+    lu, pivots, _ = _determinant_lu(a)
     sign, log = _sign_and_log(lu, pivots)
     return sign, log.astype(dt(shapes, 1)), lu, pivots
 
 
 @op("_linalg_det")
 def _det(shapes, a):
-    lu, pivots, _ = _lu(a)
+    lu, pivots, _ = _determinant_lu(a)
     diagonal = jnp.diagonal(lu, axis1=-2, axis2=-1)
     swaps = jnp.sum(pivots != jnp.arange(1, pivots.shape[-1] + 1, dtype=pivots.dtype), -1)
     parity = jnp.where(swaps % 2 == 1, -1, 1).astype(lu.dtype)

@@ -171,6 +171,8 @@ def _scattered(shapes, x, dim, index, src, reduce=None, include_self=True, at=_s
     ``include_self``), integers by floor division as torch does."""
     d = dt(shapes)
     x, src = as_dtype(x, d), as_dtype(src, d)
+    if jnp.size(index) == 0:  # torch takes an empty index of any number of dimensions
+        return x  # (gather's backward scatters so) and writes nothing
     if x.ndim == 0:
         flat = _scattered(shapes, x.reshape(1), 0, jnp.reshape(index, (-1,)),
                           jnp.reshape(src, (-1,)), reduce, include_self, at)  # fmt: skip

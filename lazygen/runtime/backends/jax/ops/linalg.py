@@ -125,7 +125,11 @@ def _distance_slopes(x1, x2, p, dist):
 
 @op("_cdist_backward")
 def _cdist_backward(shapes, grad, x1, x2, p, cdist):
+    """``x1``'s gradient over the broadcast batch; where there are no distances (an empty
+    batch, no rows, no columns), zeros of ``x1``'s own shape, as torch's kernel returns."""
     d = dt(shapes)
+    if 0 in (*grad.shape, x1.shape[-1]):
+        return jnp.zeros(x1.shape, d)
     x1, x2, grad, cdist = (as_dtype(t, d) for t in (x1, x2, grad, cdist))
     return jnp.sum(grad[..., None] * _distance_slopes(x1, x2, p, cdist), axis=-2)
 
