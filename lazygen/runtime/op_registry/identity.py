@@ -173,23 +173,24 @@ def is_foreach(op) -> bool:
 def view_of_copy(op):
     """The view overload a ``*_copy`` op copies (``aten::t_copy`` -> ``aten.t.default``,
     same overload), or None when torch has none by that name."""
-    found = _overload(op)
-    schema_name = found._schema.name
-    if not schema_name.endswith(_COPY):
-        return None
-    packet = packet_of(schema_name.removesuffix(_COPY))
-    return getattr(packet, found._overloadname, None) if packet is not None else None
+    return _same_overload_without(op, _COPY)
 
 
 def forward_of(op):
     """The op whose gradient a ``*_backward`` op computes (``aten::upsample_nearest2d_backward``
     -> ``aten.upsample_nearest2d.default``, same overload), or None when torch has none by
     that name."""
+    return _same_overload_without(op, _BACKWARD)
+
+
+def _same_overload_without(op, suffix: str):
+    """The overload of the same name as ``op``'s, of the op named ``op``'s name less
+    ``suffix``; None when the name does not end so, or torch has no such op."""
     found = _overload(op)
     schema_name = found._schema.name
-    if not schema_name.endswith(_BACKWARD):
+    if not schema_name.endswith(suffix):
         return None
-    packet = packet_of(schema_name.removesuffix(_BACKWARD))
+    packet = packet_of(schema_name.removesuffix(suffix))
     return getattr(packet, found._overloadname, None) if packet is not None else None
 
 
