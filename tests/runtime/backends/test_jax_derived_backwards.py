@@ -115,3 +115,26 @@ def test_interpolate_and_pad_gradients_run_in_the_graph_on_jax():
         del lazy  # the device's backend goes back at the block's end: no tensor may hold it
     assert not refused, [r.op for r in refused]
     torch.testing.assert_close(got, eager.grad, rtol=1e-10, atol=1e-10)
+
+
+def test_a_backward_whose_forward_formula_draws_random_numbers_is_refused():
+    """Derived from a forward that draws (dropout inside it), the backward would draw its
+    mask anew, not the forward's: such a derivation is refused, never lowered."""
+    pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
+    from lazygen.runtime.backends.jax.decomposed import Decompositions
+    from lazygen.runtime.backends.jax.ops import JAX_OPS
+    from lazygen.runtime.backends.jax.refusals import call_refused
+
+    forward, backward = aten.upsample_nearest2d.default, aten.upsample_nearest2d_backward.default
+    every = formulas()
+
+    def drawing(x, output_size, scales_h=None, scales_w=None):
+        out = every[forward](x, output_size, scales_h, scales_w)
+        return torch.ops.aten.native_dropout.default(out, 0.5, True)[0]
+
+    args = [torch.randn(2, 3, 6, 10), [6, 10], [2, 3, 4, 5]]
+    plain = Decompositions(JAX_OPS, call_refused)
+    assert not plain.refuses(backward, args, {})
+    drawn = Decompositions(JAX_OPS, call_refused)
+    drawn.derived = DerivedBackwards({**every, forward: drawing})
+    assert drawn.refuses(backward, args, {})

@@ -133,7 +133,8 @@ class Decompositions:
             # a derived formula runs autograd: traced where no dispatch has turned it off
             traced = traced_call() if overload in self.table else above_autograd(traced_derived)
             traced.graph.eliminate_dead_code()  # a derived formula's unused forward results
-            if self._lowerable(traced.graph):
+            derived = overload not in self.table
+            if self._lowerable(traced.graph) and not (derived and _draws(traced.graph)):
                 graph = traced.graph
         except Exception:  # noqa: BLE001 - a formula that cannot trace on meta: not lowerable
             graph = None
@@ -180,6 +181,16 @@ class Decompositions:
                 "arguments, and the backend's refusal did not catch it (refusals.py)"
             )
         return _emit(ctx, graph, leaves, num_outputs)
+
+
+def _draws(graph: torch.fx.Graph) -> bool:
+    """Whether ``graph`` draws random numbers: a backward derived from a forward formula
+    that draws (attention's dropout) would draw its mask anew, not the forward's."""
+    return any(
+        isinstance(node.target, torch._ops.OpOverload)
+        and torch.Tag.nondeterministic_seeded in node.target.tags
+        for node in graph.nodes
+    )
 
 
 def _values(arg):

@@ -27,7 +27,8 @@ dispatch, autograd is off and every gradient would be missing), and it is traced
 (below autograd, grad mode off, autograd's keys excluded), where no guard of the caller's
 can be trusted to undo what an outer dispatch set. It is traced functionalized: a forward
 formula may write in place into tensors it made, which ``vjp`` and the op table take as
-pure ops.
+pure ops. A derivation whose graph draws random numbers is refused
+(``decomposed._draws``): it would draw anew what the forward drew (a dropout mask).
 """
 
 from __future__ import annotations
