@@ -5,6 +5,10 @@ generated-code contract (``kernel_support``); on the hot path."""
 
 from __future__ import annotations
 
+import weakref
+
+import torch
+
 from ..devices import LazyDevice, default_device, several_in_use
 from ..errors import LazygenRuntimeError
 from ..execution import executor
@@ -14,12 +18,15 @@ from ..metrics import count
 from ..state import settings
 from ..tracing import ir_reuse
 from ..tracing.output_shapes import cached_shapes, compute_shapes
+from ..tracing.output_shapes import lookup as _lookup_shapes
 from ..tracing.tensor import LazyTensor, new_lazy
 from .operands import _other_device
 
 _new_value = tuple.__new__  # Value(node, i) without the NamedTuple's Python-level __new__
 _new_object = object.__new__
 _node_init = Node.__init__
+_make_wrapper_subclass = torch.Tensor._make_wrapper_subclass
+_ref = weakref.ref
 
 
 def make_node(cls, operands, attrs, shapes, device: LazyDevice | None = None) -> Node:
@@ -56,7 +63,7 @@ class TracedOp:
     at import: the counter, the overload its shapes come from, the node class and how to
     compute shapes where no meta kernel does."""
 
-    __slots__ = ("counter", "op", "node_class", "compute_fn", "cache_shapes")
+    __slots__ = ("counter", "op", "node_class", "compute_fn", "cache_shapes", "plain_node")
 
     def __init__(self, counter: str, op, node_class: type[Node], compute_fn=None) -> None:
         self.counter = counter
@@ -65,6 +72,9 @@ class TracedOp:
         self.compute_fn = compute_fn
         # Data-dependent shapes (``nonzero``) are computed every time, never cached.
         self.cache_shapes = not getattr(compute_fn, "data_dependent", False)
+        # Built by ``make_node``'s fast path whenever reuse and source lines are off: no
+        # size attributes (dynamic shapes may lift them) and Node's own ``__init__``.
+        self.plain_node = not node_class.size_attrs and node_class.__init__ is _node_init
 
     def __repr__(self) -> str:
         return f"TracedOp({self.counter!r})"
@@ -72,8 +82,10 @@ class TracedOp:
 
 def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -> LazyTensor:
     """The fast path of a generated single-output kernel whose tensor arguments are all lazy
-    tensors: count, shapes, node and result in one frame (the general path makes one call
-    per step; at thousands of ops per training step the calls are a measurable share).
+    tensors: count, shapes, node and result in one frame. At thousands of ops per training
+    step each Python call is a measurable share, so the common case (a cached shape, a plain
+    node: no reuse, no source line, no size input) runs ``cached_shapes``, ``make_node``,
+    ``wrap`` and ``new_lazy`` inline; anything else takes those functions.
 
     ``key`` is the shape-cache key the kernel built: ``traced`` first (it names the op and
     the way its shapes are computed), then each argument's ``_shape`` or ``shape_key``.
@@ -84,10 +96,36 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
             if type(a) is LazyTensor and a._device is not device:
                 raise _other_device(a, device)
     if traced.cache_shapes:
-        shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
+        shapes = _lookup_shapes(key)
+        if shapes is None:
+            shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
     else:
         shapes = compute_shapes(traced.op, args, kwargs, traced.compute_fn)
-    return wrap(make_node(traced.node_class, operands, attrs, shapes, device), device)
+    cls = traced.node_class
+    if traced.plain_node and not (settings.reuse_ir or settings.record_source):
+        node = _new_object(cls)  # make_node's fast path, inline
+        node.operands = operands
+        node.attrs = attrs
+        node.shapes = shapes
+        node.source = None
+    else:
+        node = make_node(cls, operands, attrs, shapes, device)
+    shape = shapes[0]  # wrap(node, device) and new_lazy, inline
+    tensor = _make_wrapper_subclass(
+        LazyTensor, shape[1], dtype=shape[0], device=device.torch_device
+    )
+    tensor._value = _new_value(Value, (node, 0))
+    tensor._device = device
+    tensor._sizes = shape[1]
+    tensor._shape = shape
+    live = device.live
+    live.append(_ref(tensor))
+    if len(live) > device.prune_at:
+        device.prune()
+    device.pending_nodes += 1
+    if device.pending_nodes > settings.max_pending_nodes:
+        executor.cut(device)
+    return tensor
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:

@@ -16,10 +16,14 @@ from .tensor import LazyTensor
 # Two generations approximate an LRU without bookkeeping on hits: a miss moves an entry
 # into ``_recent``; once that holds half the bound it becomes ``_old`` (and the previous
 # ``_old``, whatever was not used since, goes).
-_recent: dict = {}
+_recent: dict = {}  # one dict for the process (emptied, never rebound): see ``lookup``
 _old: dict = {}
 _KEYWORDS = object()  # separates positional from keyword arguments in a key
 _META = torch.device("meta")
+
+#: The hot path's hit (``kernel_support.nodes.trace``): ``_recent.get`` bound once, a C call
+#: instead of a Python frame per traced op. A miss (None) goes through ``cached_shapes``.
+lookup = _recent.get
 
 
 def shape_key(arg, value_dependent: bool = False):
@@ -101,13 +105,14 @@ def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tu
 
 
 def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
-    global _recent, _old
+    global _old
     shapes = _old.get(key)
     if shapes is None:
         shapes = compute_shapes(op, args, kwargs, compute_fn)
     _recent[key] = shapes
     if len(_recent) >= max(1, settings.shape_cache_size // 2):
-        _old, _recent = _recent, {}
+        _old = _recent.copy()
+        _recent.clear()
     return shapes
 
 
@@ -199,18 +204,20 @@ def _numbers_to_tensors(op, args: list, kwargs: dict) -> None:
 
 
 def clear_cache() -> None:
-    global _recent, _old
-    _recent, _old = {}, {}
+    global _old
+    _recent.clear()
+    _old = {}
 
 
 def trim_cache() -> None:
     """Drop entries beyond ``config.set_shape_cache_size``, least recently used first."""
-    global _recent, _old
+    global _old
     bound = max(1, settings.shape_cache_size)
     if len(_recent) + len(_old) > bound:
         _old = {}
         if len(_recent) > bound // 2:
-            _old, _recent = dict(list(_recent.items())[-(bound // 2 or 1) :]), {}
+            _old = dict(list(_recent.items())[-(bound // 2 or 1) :])
+            _recent.clear()
 
 
 def cache_size() -> int:
