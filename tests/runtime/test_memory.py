@@ -85,3 +85,39 @@ def test_reusable_ir_is_kept_one_step_only():
         assert node() is None
     finally:
         lr.config.set_reuse_ir(False)
+
+
+def test_the_fast_path_keeps_hitting_the_shape_cache_after_it_is_emptied(monkeypatch):
+    """Generated kernels read the shape cache through a bound ``dict.get``
+    (``output_shapes.lookup``): clearing, trimming and the two generations' swap must empty
+    that dict in place. A rebound dict would leave the fast path reading a stale one, and
+    every op would compute its shapes anew for the rest of the process."""
+    computed = []
+    real = output_shapes.compute_shapes
+
+    def counting(*args, **kwargs):
+        computed.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(output_shapes, "compute_shapes", counting)
+    size = lr.config.get_shape_cache_size()
+    x = torch.ones(3, device="lazygen")
+
+    def traced_twice_computes_once() -> None:
+        computed.clear()
+        x * x
+        x * x
+        assert computed.count(torch.ops.aten.mul.Tensor) <= 1, computed
+
+    try:
+        lr.config.set_shape_cache_size(4)  # trims
+        traced_twice_computes_once()
+        for n in range(1, 9):  # several generation swaps
+            torch.ones(n, device="lazygen") * float(n)
+        traced_twice_computes_once()
+        output_shapes.clear_cache()
+        traced_twice_computes_once()
+        assert output_shapes.lookup.__self__ is output_shapes._recent
+    finally:
+        lr.config.set_shape_cache_size(size)
+    lr.mark_step()
