@@ -27,7 +27,7 @@ from .capture import ARG, FIXED, PASS, RESULT, VIEW, Capture, capture, host_type
 from .lazy_data import lazy_data, lazy_results
 from .partition import Eager, Partitioned
 from .random_feeds import RandomFeeds
-from .splice import Splice, splice_refusal
+from .splice import Splice, settle_prelude, splice_refusal
 
 #: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
 _graphs: weakref.WeakSet = weakref.WeakSet()
@@ -379,6 +379,11 @@ class CompiledGraph:
             if refusal is None:
                 self.nodes = sum(1 for n in cap.order if not n.is_input)
                 self.spliced = True
+                if not device.backend.donates_inputs:
+                    # On jax the program's first run decides what it donates, from who
+                    # else holds its inputs; at the first step aot_autograd still holds
+                    # some parameters (the later compile, with full donation, stays).
+                    settle_prelude(device, args)
                 return Splice(cap, device, args)
             metrics.count("DynamoUnsplicedGraph")
             self.unspliced = refusal

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .backend_interface import make_backend
 from .backends import BUILTIN
 from .devices import LazyDevice, all_devices, current_index, get_device
-from .execution.executor import compile_cached, cut, run, runner, sync
+from .execution.executor import compile_cached, cut, run, runner, sync, sync_apart
 from .graph import graph_key, post_order
 from .graph.fragments import Fragment, FragmentCall
 from .ir import DeviceData, InputWrite, ScalarData, Value
@@ -74,6 +74,7 @@ __all__ = [
     "run",
     "runner",
     "sync",
+    "sync_apart",
     # settings, logging, the state the front end keeps
     "log",
     "once_per_process",

@@ -64,8 +64,14 @@ def check_one_program_per_step(device: torch.device, mark_step: bool = False) ->
             lr.mark_step()
         loss = loss.item()
         assert loss == pytest.approx(reference(twin, twin_optimizer, x, y).item(), rel=1e-6)
-        if i >= 2:  # captured (steps 0-1: the optimizer's state appears) and replayed
+        if i >= 1:  # captured at step 0 (the optimizer's state appears) and replayed
             assert _programs() - before == 1
+        if i == 0 or devices.get_device(0).backend.donates_inputs:
+            compiles = count("UncachedCompile")
+        # compiled once: the state the optimizer creates at its first step runs apart, so
+        # step 0's program is the steady one (it compiled again at step 1 before: #48).
+        # Not yet on jax, whose step 1 compiles again with full donation (splice.py).
+        assert count("UncachedCompile") == compiles
     for p, q in zip(model.parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(p.cpu(), q.detach())
     assert count("DynamoSplicedCall") == 12

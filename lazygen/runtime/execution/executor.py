@@ -93,6 +93,14 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
         _sync_device(dev, group, wait, whole_step=whole_step)
 
 
+def sync_apart(device: LazyDevice, tensors: list[LazyTensor]) -> None:
+    """Materialise ``tensors`` in a graph of their own, leaving the rest of the device's
+    pending graph (a step's spliced calls) pending: for values recorded op by op that a
+    step's first call reads, such as an optimizer's state created at its first step
+    (``Splice.settle_prelude``)."""
+    _sync_device(device, list(tensors), wait=True)
+
+
 def _starts_whole_step(device: LazyDevice) -> bool:
     """Whether this sync runs every pending tensor of ``device``: it has captured graphs
     spliced into its pending graph (``graph.fragments``), whose calls are one step, run as
