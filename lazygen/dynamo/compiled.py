@@ -379,11 +379,7 @@ class CompiledGraph:
             if refusal is None:
                 self.nodes = sum(1 for n in cap.order if not n.is_input)
                 self.spliced = True
-                if not device.backend.donates_inputs:
-                    # On jax the program's first run decides what it donates, from who
-                    # else holds its inputs; at the first step aot_autograd still holds
-                    # some parameters (the later compile, with full donation, stays).
-                    settle_prelude(device, args)
+                settle_prelude(device, args)
                 return Splice(cap, device, args)
             metrics.count("DynamoUnsplicedGraph")
             self.unspliced = refusal

@@ -294,9 +294,11 @@ class JaxBackend(Backend):
         return executable
 
     def _donatable(self, order: list[Node]) -> list[int]:
-        dead = unreferenced_inputs(order, range(len(order)))
-        kept = self.small_uploads.ids  # shared arrays: never donated
-        return sorted(i for i in dead if id(order[i].native) not in kept)
+        # A small upload (shared by content) is donated too: each run copies a kept one
+        # it is passed (``execute_donating``). A first training step reads its small
+        # parameters as such uploads; the steps after read its results, which the
+        # program then donates (issue #48: one compile, full donation from step 0).
+        return sorted(unreferenced_inputs(order, range(len(order))))
 
     def _variants(self, order, outputs, device, dead):
         """What compiles the graph for other numbers read as sizes (``JaxExecutable.make``)."""
