@@ -205,8 +205,9 @@ def reset(sync: bool = True) -> None:
     """Put the runtime back as ``init()`` left it, keeping the device and its backend.
 
     Compiled graphs, IR caches, counters, step closures and settings changed through
-    ``config`` go back to their start (each module's state is declared with
-    ``state.register``; ``tests/architecture/test_state_ownership.py`` keeps it so).
+    ``config`` go back to their start: the runtime's state is one object, which
+    ``state.reset()`` replaces (``tests/architecture/test_state_ownership.py`` keeps other
+    module state to the documented few).
     Lazy tensors that exist keep their values: with ``sync=True`` (the default) the
     pending IR of every device is run first and waited for, so no tensor is left
     pointing at a graph the reset forgot. ``sync=False`` skips that, for a process that
