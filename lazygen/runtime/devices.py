@@ -155,6 +155,11 @@ def configure(default_backend) -> None:
         _table().default_backend = default_backend
 
 
+def default_backend():
+    """The backend ``init()`` chose (None before ``init()``)."""
+    return _table().default_backend
+
+
 def set_device_backend(index: int, backend) -> None:
     """Run ``lazygen:<index>`` on ``backend`` (a ``Backend``); before its first tensor."""
     table = _table()

@@ -14,6 +14,7 @@ import lazygen.runtime as lr
 from lazygen.runtime import debug, devices, dispatch, metrics, state
 from lazygen.runtime.execution import executor, step_closures
 from lazygen.runtime.graph import dynamic
+from lazygen.runtime.privateuse1 import streams
 
 aten = torch.ops.aten
 
@@ -244,3 +245,13 @@ def test_lr_reset_keeps_tensor_values_and_empties_counters():
     assert lr.config.get_async_execution() == default
     assert y.item() == 36.0
     torch.testing.assert_close((x * 3).cpu(), torch.arange(6.0) * 3)
+
+
+def test_a_reset_makes_the_default_stream_current_again():
+    """The current stream is per thread on the runtime object: a reset forgets it."""
+    chosen = streams.Stream()
+    streams.set_stream(chosen)
+    assert streams.current_stream().stream_id == chosen.stream_id != 0
+    state.reset()
+    assert streams.current_stream().stream_id == 0
+    assert streams.Stream().stream_id > chosen.stream_id  # ids stay unique for the process
