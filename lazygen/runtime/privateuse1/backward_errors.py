@@ -97,6 +97,3 @@ def install() -> None:
     # torch.autograd binds the function by name at import, so both names are replaced.
     torch.autograd.graph._engine_run_backward = run_backward
     torch.autograd._engine_run_backward = run_backward
-
-
-state.once_per_process(__name__, ("_translators",), "the translators modules install at import")

@@ -239,8 +239,3 @@ class StreamContext:
 
 def stream(stream: Stream | None) -> StreamContext:
     return StreamContext(stream)
-
-
-state.once_per_process(
-    __name__, ("_ids",), "stream ids: unique for the process (torch holds the streams)"
-)
