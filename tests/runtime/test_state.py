@@ -39,6 +39,45 @@ def test_reset_makes_a_new_runtime_object():
     assert state.part(state.Warned) == set()
 
 
+class _Tally:
+    """A subsystem's state class, as a module would write one."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+class _Kept(_Tally):
+    def on_reset(self):
+        return self if self.n else None
+
+
+def test_a_part_is_made_once_per_runtime_and_anew_after_a_reset():
+    tally = state.part(_Tally)
+    tally.n += 1
+    assert state.part(_Tally) is tally and state.runtime.part(_Tally) is tally
+    state.reset()
+    assert state.part(_Tally) is not tally and state.part(_Tally).n == 0
+    kept = state.part(_Kept)
+    kept.n = 2
+    state.reset()  # on_reset hands the new runtime what it keeps
+    assert state.part(_Kept) is kept
+    kept.n = 0
+    state.reset()  # on_reset returned None: a fresh one on first use
+    assert _Kept not in state.runtime.parts
+
+
+def test_counts_of_every_thread_are_merged_and_a_reset_empties_them():
+    worker = threading.Thread(target=metrics.count, args=("TestThreadCounter", 2))
+    worker.start()
+    worker.join()
+    metrics.count("TestThreadCounter")
+    assert metrics.counter_value("TestThreadCounter") == 3
+    state.reset()
+    assert metrics.counter_value("TestThreadCounter") is None
+    metrics.count("TestThreadCounter")  # this thread's dict is the new runtime's
+    assert metrics.counter_value("TestThreadCounter") == 1
+
+
 def test_reset_restores_kernels_settings_and_empties_counters():
     lr.mark_step()
     installed = dict(dispatch.installed.kernels)
