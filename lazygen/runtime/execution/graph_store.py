@@ -34,9 +34,20 @@ class Stores(dict):
     ``state.runtime``: a reset opens them again)."""
 
 
-def load(backend, key: GraphKey, order: list, outputs: list, device):
-    """The stored executable of ``key``'s graph, or None (not stored, or not loadable)."""
+def compile_through_store(backend, key: GraphKey, order: list, outputs: list, device):
+    """``key``'s executable: loaded from the store where it is kept there, else compiled by
+    ``backend`` and stored for the next process. The graph's digest is computed once for
+    both (it walks the whole graph: on a cold start it was computed twice per graph)."""
     store, name = _where(backend, key)
+    executable = _load(backend, store, name, order, outputs, device)
+    if executable is None:
+        executable = backend.compile(order, outputs, device)
+        _save(backend, store, name, executable)
+    return executable
+
+
+def _load(backend, store, name: str | None, order: list, outputs: list, device):
+    """The stored executable named ``name``, or None (not stored, or not loadable)."""
     if name is None:
         return None
     payload = store.get(name)
@@ -55,9 +66,8 @@ def load(backend, key: GraphKey, order: list, outputs: list, device):
     return executable
 
 
-def save(backend, key: GraphKey, executable) -> None:
+def _save(backend, store, name: str | None, executable) -> None:
     """Store ``executable`` for the next process, where the backend can serialise it."""
-    store, name = _where(backend, key)
     if name is None:
         return
     try:

@@ -29,6 +29,9 @@ FACTS: Mapping[str, str] = MappingProxyType(
     {
         "cpu_statistics": "normalisations whose CPU kernels give their "
         "statistics in the input's dtype (tracing.output_shapes declares the CPU dtypes)",
+        "cpu_eval_statistics": "batch norms whose CPU kernels give empty saved "
+        "statistics in evaluation: op -> its training flag's argument name, or None "
+        "(tracing.output_shapes declares the empty results)",
         "same_dtype": "ops whose eager kernels need one dtype across their "
         "tensors (tracing.output_shapes raises the user's error at trace time)",
         "value_independent_random": "random ops whose draws depend on "
