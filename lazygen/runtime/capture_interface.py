@@ -24,7 +24,7 @@ from .ir import DeviceData, InputWrite, ScalarData, Value
 from .kernel_support import GeneratorData, default_generator
 from .op_registry import facts as op_facts
 from .op_registry import identity as op_identity
-from .state import is_lazy_device, log, once_per_process, register, settings
+from .state import is_lazy_device, log, part, settings
 from .tracing.random_inputs import SeedData, draw_seeds
 from .tracing.tensor import (
     LazyTensor,
@@ -77,8 +77,7 @@ __all__ = [
     "sync_apart",
     # settings, logging, the state the front end keeps
     "log",
-    "once_per_process",
-    "register",
+    "part",
     "settings",
     # facts about ops, the built-in backends' names, a backend made from its name
     "BUILTIN",

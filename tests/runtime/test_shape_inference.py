@@ -144,6 +144,35 @@ def test_normalisation_statistics_have_the_cpu_kernels_dtypes(name, dtype, mixed
     assert [t.dtype for t in got if isinstance(t, torch.Tensor)] == want
 
 
+#: The batch norms of CPU_STATISTICS_OPS that take a training flag, evaluating.
+_EVAL_CALLS = {
+    "aten::native_batch_norm(eval)": lambda x, w, b, rm, rv: _A.native_batch_norm(
+        x, w, b, rm, rv, False, 0.1, 1e-5
+    ),
+    "aten::_native_batch_norm_legit(eval)": lambda x, w, b, rm, rv: (
+        _A._native_batch_norm_legit(x, w, b, rm, rv, False, 0.1, 1e-5)
+    ),
+    "aten::_native_batch_norm_legit_functional(eval)": lambda x, w, b, rm, rv: (
+        _A._native_batch_norm_legit_functional(x, w, b, rm, rv, False, 0.1, 1e-5)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted({**_NORM_CALLS, **_EVAL_CALLS}))
+def test_normalisation_results_have_the_cpu_kernels_sizes(name):
+    """In evaluation the CPU kernels give empty saved statistics where meta kernels give one
+    per channel; the lazy tensor must claim the sizes of the data behind it (regression: it
+    claimed 3 elements for data of 0, and the jax backend's size check refused the graph)."""
+    call = {**_NORM_CALLS, **_EVAL_CALLS}[name]
+    x = torch.randn(4, 3, 5)
+    params = [torch.ones(3), torch.zeros(3), torch.zeros(3), torch.ones(3)]
+    want = [tuple(t.shape) for t in call(x, *params)]
+    with torch.no_grad():
+        got = call(x.to("lazygen"), *[p.to("lazygen") for p in params])
+    assert [tuple(t.shape) for t in got] == want
+    assert [tuple(t.cpu().shape) for t in got] == want
+
+
 @pytest.mark.parametrize(
     "make",
     [

@@ -65,10 +65,9 @@ def _compile(device: LazyDevice, key, order: list[Node], outputs: list[Value]):
     start = time.perf_counter()
     try:
         with profiling.span("compile", f"{backend.name}, {profiling.graph_name(key, len(order))}"):
-            executable = graph_store.load(backend, key, order, outputs, device.backing)
-            if executable is None:
-                executable = backend.compile(order, outputs, device.backing)
-                graph_store.save(backend, key, executable)
+            executable = graph_store.compile_through_store(
+                backend, key, order, outputs, device.backing
+            )
     except LazyGraphError as error:
         raise error.described_by(backend) from error.__cause__
     except Exception as error:

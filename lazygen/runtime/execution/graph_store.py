@@ -28,12 +28,26 @@ from ..graph import GraphKey, stable_key
 from ..state import settings
 from . import persistent_cache
 
-_stores: dict = {}  # backend -> its Store, or None where it keeps nothing
+
+class Stores(dict):
+    """Each backend's store of compiled graphs, or None where it keeps nothing (a part of
+    ``state.runtime``: a reset opens them again)."""
 
 
-def load(backend, key: GraphKey, order: list, outputs: list, device):
-    """The stored executable of ``key``'s graph, or None (not stored, or not loadable)."""
+def compile_through_store(backend, key: GraphKey, order: list, outputs: list, device):
+    """``key``'s executable: loaded from the store where it is kept there, else compiled by
+    ``backend`` and stored for the next process. The graph's digest is computed once for
+    both (it walks the whole graph: on a cold start it was computed twice per graph)."""
     store, name = _where(backend, key)
+    executable = _load(backend, store, name, order, outputs, device)
+    if executable is None:
+        executable = backend.compile(order, outputs, device)
+        _save(backend, store, name, executable)
+    return executable
+
+
+def _load(backend, store, name: str | None, order: list, outputs: list, device):
+    """The stored executable named ``name``, or None (not stored, or not loadable)."""
     if name is None:
         return None
     payload = store.get(name)
@@ -52,9 +66,8 @@ def load(backend, key: GraphKey, order: list, outputs: list, device):
     return executable
 
 
-def save(backend, key: GraphKey, executable) -> None:
+def _save(backend, store, name: str | None, executable) -> None:
     """Store ``executable`` for the next process, where the backend can serialise it."""
-    store, name = _where(backend, key)
     if name is None:
         return
     try:
@@ -77,9 +90,10 @@ def _where(backend, key: GraphKey):
         return None, None
     if not getattr(backend, "persistent_executables", False):
         return None, None  # asked at every compile: a backend can stop keeping (jax's SPMD)
-    if backend not in _stores:
-        _stores[backend] = _open(backend)
-    store = _stores[backend]
+    stores = state.part(Stores)
+    if backend not in stores:
+        stores[backend] = _open(backend)
+    store = stores[backend]
     if store is None:
         return None, None
     name = stable_key.digest(
@@ -101,6 +115,3 @@ def _open(backend):
         persistent_cache.source_fingerprint(str(package)),
         *backend.cache_fingerprint(),
     )
-
-
-state.register(__name__, _stores.clear, owns=("_stores",))

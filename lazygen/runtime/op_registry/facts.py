@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .. import state
 from . import identity as op_identity
 
 #: Every fact the core reads: its name -> what the core does with it (and who reads it).
@@ -30,6 +29,9 @@ FACTS: Mapping[str, str] = MappingProxyType(
     {
         "cpu_statistics": "normalisations whose CPU kernels give their "
         "statistics in the input's dtype (tracing.output_shapes declares the CPU dtypes)",
+        "cpu_eval_statistics": "batch norms whose CPU kernels give empty saved "
+        "statistics in evaluation: op -> its training flag's argument name, or None "
+        "(tracing.output_shapes declares the empty results)",
         "same_dtype": "ops whose eager kernels need one dtype across their "
         "tensors (tracing.output_shapes raises the user's error at trace time)",
         "value_independent_random": "random ops whose draws depend on "
@@ -121,8 +123,3 @@ def of(fact: str, op, default=None):
 def declared_by(fact: str) -> str | None:
     """The module that declared ``fact``, or None."""
     return _where.get(fact)
-
-
-state.once_per_process(
-    __name__, ("_declared", "_where"), "the facts, declared once at import by the ops package"
-)

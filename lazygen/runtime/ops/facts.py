@@ -39,6 +39,22 @@ CPU_STATISTICS_OPS = frozenset(
     }
 )
 
+#: Batch norms whose CPU kernels, in evaluation, give their saved statistics (results 1 and
+#: 2) with no elements, where their meta kernels give one per channel: op -> the name of
+#: the argument that says it trains (None: the op never trains). Every backend runs or
+#: mirrors the CPU kernel, so shape inference must declare what it gives: a lazy tensor
+#: claiming C elements stood for data of 0 (the jax backend refuses a lowering whose sizes
+#: differ from the node's).
+CPU_EVAL_STATISTICS = MappingProxyType(
+    {
+        aten.native_batch_norm: "training",
+        aten._native_batch_norm_legit: "training",
+        aten._native_batch_norm_legit_functional: "training",
+        aten._native_batch_norm_legit_no_training: None,
+        aten._batch_norm_no_update: None,
+    }
+)
+
 #: Ops whose eager kernels require all their tensor operands to have one dtype, which
 #: torch's meta kernels do not check: without this a mismatch (a float16 input through a
 #: float32 ``Linear``) would trace, and fail only inside the graph, away from the user's line.
@@ -157,6 +173,7 @@ INPUT_WRITE_OP = aten.copy_.default
 
 for _fact, _value in {
     "cpu_statistics": CPU_STATISTICS_OPS,
+    "cpu_eval_statistics": CPU_EVAL_STATISTICS,
     "same_dtype": SAME_DTYPE_OPS,
     "value_independent_random": VALUE_INDEPENDENT,
     "host_reads": HOST_READS,

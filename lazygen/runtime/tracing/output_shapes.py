@@ -125,6 +125,8 @@ def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     shapes = _shapes_of(result)
     if op_facts.has("cpu_statistics", op) and _backing_is_cpu():
         shapes = _cpu_statistics(shapes, meta_args, meta_kwargs)
+        if op_facts.has("cpu_eval_statistics", op):
+            shapes = _cpu_eval_statistics(op, shapes, meta_args, meta_kwargs)
     return shapes
 
 
@@ -144,6 +146,21 @@ def _cpu_statistics(shapes: tuple, args: list, kwargs: dict) -> tuple:
         Shape(dtype, s.sizes) if s is not None and s.dtype.is_floating_point else s
         for s in shapes[1:]
     )
+
+
+def _cpu_eval_statistics(op, shapes: tuple, args: list, kwargs: dict) -> tuple:
+    """``shapes`` with the saved statistics (results 1 and 2) empty where the call
+    evaluates: the CPU kernel gives them no elements (meta kernels give one per channel)."""
+    flag = op_facts.of("cpu_eval_statistics", op)
+    if flag is not None:
+        names = [argument.name for argument in op._schema.arguments]
+        if flag not in names:  # an overload without the flag (``.no_stats``) trains
+            return shapes
+        position = names.index(flag)
+        training = kwargs[flag] if flag in kwargs else args[position]
+        if training:
+            return shapes
+    return shapes[:1] + tuple(Shape(s.dtype, (0,)) for s in shapes[1:3]) + shapes[3:]
 
 
 def _check_same_dtype(op, args, kwargs) -> None:

@@ -10,6 +10,9 @@ failing, against eager and a float64 reference.
 * ``cdist`` where there are no distances (an empty batch, no rows): torch's
   ``_cdist_backward`` returns zeros of ``x1``'s own shape, the lowering zeros of the
   broadcast shape, so the gradient's data had another shape than the tensor said.
+* That class of bug is now refused at compile time, naming the op (a lowering result whose
+  sizes are not its node's); ``embedding_bag`` with ``include_last_offset`` was the one
+  lowering it caught (a bag size per bag, where torch's meta kernel gives one per offset).
 
 The bounds come from eager's own error against float64, never one machine's bits."""
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+import lazygen.runtime as lr
 
 jax = pytest.importorskip("jax", reason="the jax backend needs JAX: pip install lazygen[jax]")
 
@@ -98,3 +103,51 @@ def test_cdist_gradients_without_distances_have_the_inputs_shapes(sizes):
         grads = _cdist_gradients(x1, x2, "lazygen:0")
     for grad, x in zip(grads, (x1, x2), strict=True):
         torch.testing.assert_close(grad, torch.zeros_like(x), rtol=0, atol=0)
+
+
+def _compile_error(fn) -> str:
+    """``fn()``'s LazyGraphError as text (its traceback, which holds the graph's tensors,
+    dropped with it, so that the device can change backends again)."""
+    try:
+        fn()
+    except lr.LazyGraphError as error:
+        return str(error)
+    return "no error"
+
+
+def test_a_lowering_that_computes_other_sizes_than_torchs_is_refused_naming_the_op():
+    """The lazy tensor holds torch's sizes; data of other sizes must never stand behind it
+    (how ``cdist``'s gradient went wrong unnoticed): the compile fails, naming the op."""
+    backend = JaxBackend()
+    backend.ops["neg"] = lambda shapes, x: x[None]  # a lowering bug: one dimension too many
+    BACKENDS["jax_with_a_bug"] = backend
+    try:
+        with index_zero_on("jax_with_a_bug"):
+            message = _compile_error(lambda: torch.neg(torch.randn(7, 3).to("lazygen:0")).cpu())
+    finally:
+        del BACKENDS["jax_with_a_bug"]
+    assert (
+        "the jax lowering of aten::neg computed sizes (1, 7, 3) where torch gives (7, 3)" in message
+    )
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_with_the_last_offset_included(mode):
+    """torch's meta kernel gives ``bag_size`` one entry per offset, the last one's included;
+    the lowering gave one per bag, data of other sizes than the node's, which the size
+    check above refuses (found when it was first tried)."""
+    torch.manual_seed(0)
+    indices = torch.tensor([1, 4, 2, 0, 4, 3])
+    offsets = torch.tensor([0, 2, 6])
+
+    def bags(weight):
+        return torch.nn.functional.embedding_bag(
+            indices.to(weight.device), weight, offsets.to(weight.device), mode=mode,
+            include_last_offset=True,
+        ) * torch.arange(1.0, 6.0, device=weight.device, dtype=weight.dtype)  # fmt: skip
+
+    weight = torch.randn(5, 5)
+    with index_zero_on("jax"):
+        lazy = bags(weight.to("lazygen:0")).cpu()
+    torch.testing.assert_close(lazy, bags(weight))
+    _assert_as_close_as_eagers(bags, weight)

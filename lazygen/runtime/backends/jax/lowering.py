@@ -49,6 +49,10 @@ class UnsupportedOpError(NotImplementedError):
     """An op the jax backend has no implementation for (its lowering fails, naming it)."""
 
 
+class LoweringShapeError(RuntimeError):
+    """An op's jax implementation computed other sizes than torch's (a lowering bug)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
     """A slot of the program: a graph input or an op's result."""
@@ -352,10 +356,19 @@ def _resolve(arg, env: list):
     return arg
 
 
-def _cast(value, shape):
-    """``value`` in the dtype of ``shape`` (None: as it is)."""
+def _cast(value, shape, ins: Instruction, sized: bool):
+    """``value`` in the dtype of ``shape`` (None: as it is). With ``sized`` (a graph traced
+    for its own sizes), a value whose sizes are not ``shape``'s is refused, naming the op:
+    the lazy tensor already holds torch's sizes, so such data would be read as another
+    tensor than it claims to be (``cdist``'s empty-batch gradient once was)."""
     if shape is None or value is None:
         return value
+    if sized and tuple(value.shape) != tuple(shape.sizes):
+        raise LoweringShapeError(
+            f"the jax lowering of {ins.op} computed sizes {tuple(value.shape)} where torch "
+            f"gives {tuple(shape.sizes)}: a bug in lazygen.runtime.backends.jax.ops, please "
+            "report it with this op and its arguments' sizes"
+        )
     return convert(value, to_jax(shape.dtype))
 
 
@@ -366,6 +379,7 @@ def program_function(ctx: JaxLoweringContext) -> Callable:
     inputs = list(ctx.input_slots)
     outputs = [r.slot for r in ctx.output_refs]
     count = ctx.slot_count
+    sized = not ctx.generic
 
     def run(*args):
         env: list = [None] * count
@@ -378,13 +392,15 @@ def program_function(ctx: JaxLoweringContext) -> Callable:
                 **{k: _resolve(v, env) for k, v in ins.kwargs.items()},
             )
             if ins.returns_list:
-                env[ins.outputs[0]] = [_cast(v, s) for v, s in zip(result, ins.shapes, strict=True)]
+                env[ins.outputs[0]] = [
+                    _cast(v, s, ins, sized) for v, s in zip(result, ins.shapes, strict=True)
+                ]
                 continue
             if len(ins.outputs) == 1 and ins.impl is not _unpack:
                 result = [result]
             shapes = ins.shapes if len(ins.shapes) == len(ins.outputs) else (None,) * len(result)
             for slot, value, shape in zip(ins.outputs, result, shapes, strict=True):
-                env[slot] = _cast(value, shape)
+                env[slot] = _cast(value, shape, ins, sized)
         return tuple(env[slot] for slot in outputs)
 
     return run

@@ -81,6 +81,8 @@ def _embedding_bag(
         maxima = jnp.zeros(sizes(shapes, 3), jnp.int64)
         if mode == 0:
             sizes_ = jnp.zeros_like(sizes_)
+    # torch's meta kernel gives a bag size per offset, the last one's included
+    sizes_ = jnp.pad(sizes_, (0, offsets.shape[0] - count))
     return out.astype(dt(shapes)), bag, sizes_, maxima
 
 
@@ -90,7 +92,7 @@ def _bag_backward(shapes, grad, indices, bag, bag_size, maxima, num_weights, sca
     grad = as_dtype(grad, d)
     if mode == 2:
         columns = jnp.broadcast_to(jnp.arange(grad.shape[1]), maxima.shape)
-        live = (bag_size > 0)[:, None]
+        live = (bag_size[: grad.shape[0]] > 0)[:, None]  # one more with include_last_offset
         return (
             jnp.zeros((num_weights, grad.shape[1]), d)
             .at[maxima, columns]
