@@ -175,11 +175,3 @@ def register() -> None:
 
     if NAME not in _COMPILER_FNS:
         register_backend(lazygen_backend, name=NAME)
-
-
-runtime.once_per_process(
-    __name__,
-    ("_index_of_backend", "_graph_ids"),
-    "the lazy device index each backend runs on (fixed as devices are) and graph ids, "
-    "unique for the process",
-)

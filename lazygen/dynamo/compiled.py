@@ -27,10 +27,12 @@ from .capture import ARG, FIXED, PASS, RESULT, VIEW, Capture, capture, host_type
 from .lazy_data import lazy_data, lazy_results
 from .partition import Eager, Partitioned
 from .random_feeds import RandomFeeds
-from .splice import Splice, splice_refusal
+from .splice import Splice, settle_prelude, splice_refusal
 
-#: Every compiled FX graph of this process, for ``report()`` (weakly: Dynamo owns them).
-_graphs: weakref.WeakSet = weakref.WeakSet()
+
+class Compiled(weakref.WeakSet):
+    """Every FX graph compiled since the last reset, for ``report()`` (a part of the
+    runtime object; weakly: Dynamo owns them)."""
 
 
 def _describe(a) -> object:
@@ -325,7 +327,7 @@ class CompiledGraph:
         self.varying = _varying(static)
         self.contiguous = _contiguous(static)
         if "/" not in name:  # segments are reported with the graph they belong to
-            _graphs.add(self)
+            runtime.part(Compiled).add(self)
 
     def __call__(self, *args):
         args = args[0] if len(args) == 1 and type(args[0]) is list else list(args)
@@ -379,6 +381,7 @@ class CompiledGraph:
             if refusal is None:
                 self.nodes = sum(1 for n in cap.order if not n.is_input)
                 self.spliced = True
+                settle_prelude(device, args)
                 return Splice(cap, device, args)
             metrics.count("DynamoUnsplicedGraph")
             self.unspliced = refusal
@@ -429,8 +432,5 @@ class CompiledGraph:
 
 def report() -> str:
     """One line per FX graph compiled in this process: captured or run eagerly, and why."""
-    lines = [g.describe() for g in sorted(_graphs, key=lambda g: g.name)]
+    lines = [g.describe() for g in sorted(runtime.part(Compiled), key=lambda g: g.name)]
     return "\n".join(lines) + ("\n" if lines else "")
-
-
-runtime.register(__name__, _graphs.clear, owns=("_graphs",))

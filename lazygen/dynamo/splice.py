@@ -43,6 +43,7 @@ from lazygen.runtime.capture_interface import (
     make_backend,
     new_lazy,
     post_order,
+    sync_apart,
 )
 
 from .capture import ARG, CONSTANT, FIXED, PASS, RESULT, SEED, Capture
@@ -70,6 +71,36 @@ def splice_refusal(cap: Capture, args: list) -> str | None:
     if any(kind not in (RESULT, PASS, CONSTANT) for kind, _ in cap.results):
         return "an output is a view of an argument"
     return None
+
+
+def settle_prelude(device: LazyDevice, args: list) -> int:
+    """Materialise, in a graph of their own, the arguments of a graph's first spliced call
+    that hold values recorded op by op (no spliced call in their graph); returns how many.
+
+    An optimizer creates its state at its first step, eagerly, while Dynamo traces it
+    (``torch.zeros_like`` of each parameter): left pending, those ops would be part of the
+    first step's program only, whose structure would then differ from every later step's
+    (where the state is device data), and the step would be compiled twice (issue #48:
+    "no second compile when the optimizer state appears"). Run apart, the first step's
+    program is the steady one. Values that read a spliced call (the forward's outputs the
+    backward reads) stay pending: they are the step itself. Only at a graph's first call,
+    so a step that records ops before its calls at every step is left as it is."""
+    prelude = []
+    for t in args:
+        if not is_lazy(t):
+            continue
+        _sync(t)
+        lazy = _inner(t)
+        value = lazy._value
+        if value.node.is_input:
+            continue
+        order, _ = post_order([value])
+        if not any(type(node) is FragmentCall for node in order):
+            prelude.append(lazy)
+    if prelude:
+        metrics.count("DynamoPreludeSynced", len(prelude))
+        sync_apart(device, prelude)
+    return len(prelude)
 
 
 class Splice:

@@ -123,10 +123,3 @@ def _reads_streams(node: torch.fx.Node) -> bool:
         return True
     custom = node.meta.get("custom")
     return isinstance(custom, dict) and "stream" in custom
-
-
-runtime.once_per_process(
-    __name__,
-    ("_streams", "_by_device", "_torch_lookup"),
-    "the streams torch handed out (Dynamo's guards and bytecode hold them)",
-)

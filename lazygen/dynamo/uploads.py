@@ -34,11 +34,16 @@ class _Kept:
         self.data = data
 
 
-#: (storage address, offset, sizes, strides, dtype) -> its kept upload: by memory, not by
-#: tensor object, so that an alias sharing the memory and the version counter finds it
-#: (autograd's ``detach()`` of a graph's result, stored as a parameter's ``.grad``)
-_kept: dict[tuple, _Kept] = {}
-_prune_at = [1024]
+class Uploads:
+    """The uploads kept (a part of the runtime object: a reset forgets them)."""
+
+    def __init__(self) -> None:
+        """Nothing kept yet."""
+        #: (storage address, offset, sizes, strides, dtype) -> its kept upload: by memory,
+        #: not by tensor object, so that an alias sharing the memory and the version counter
+        #: finds it (autograd's ``detach()`` of a graph's result, stored as a ``.grad``)
+        self.kept: dict[tuple, _Kept] = {}
+        self.prune_at = 1024
 
 
 def _key(tensor: torch.Tensor) -> tuple:
@@ -58,7 +63,7 @@ def upload(tensor: torch.Tensor, backend, backing: torch.device, bumps: int = 0)
     by aot_autograd's runtime wrapper just before the graph runs, ``increment_version``),
     else a new upload (``Backend.to_data``), kept."""
     key = _key(tensor)
-    kept = _kept.get(key)
+    kept = runtime.part(Uploads).kept.get(key)
     if kept is not None and kept.version + bumps == tensor._version and not kept.storage.expired():
         metrics.count("DynamoUploadKept")
         return kept.data
@@ -74,16 +79,10 @@ def keep(tensor: torch.Tensor, data) -> None:
 
 
 def _put(key: tuple, tensor: torch.Tensor, data) -> None:
-    _kept[key] = _Kept(StorageWeakRef(tensor.untyped_storage()), tensor._version, data)
-    if len(_kept) > _prune_at[0]:  # memory freed since: its entries go
-        for stale in [k for k, kept in _kept.items() if kept.storage.expired()]:
-            del _kept[stale]
-        _prune_at[0] = max(1024, 2 * len(_kept))
-
-
-def _reset() -> None:
-    _kept.clear()
-    _prune_at[0] = 1024
-
-
-runtime.register(__name__, _reset, owns=("_kept", "_prune_at"))
+    uploads = runtime.part(Uploads)
+    kept = uploads.kept
+    kept[key] = _Kept(StorageWeakRef(tensor.untyped_storage()), tensor._version, data)
+    if len(kept) > uploads.prune_at:  # memory freed since: its entries go
+        for stale in [k for k, entry in kept.items() if entry.storage.expired()]:
+            del kept[stale]
+        uploads.prune_at = max(1024, 2 * len(kept))

@@ -73,7 +73,6 @@ __all__ = [
 ]
 
 _init_lock = threading.Lock()
-_default: Backend | None = None
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -102,13 +101,12 @@ def init(
     ``device_count``: how many lazy devices (``<device>:0`` ... ``<device>:<count-1>``) the
     process offers (else ``LAZYGEN_DEVICE_COUNT``, else ``devices.DEFAULT_DEVICE_COUNT``).
     """
-    global _default
     if dynamic_shapes is not None:
         settings.dynamic_shapes = bool(dynamic_shapes)
     if device_count is not None:
         devices.set_device_count(device_count)
     with _init_lock, process.collector_paused():
-        if _default is not None:
+        if devices.default_backend() is not None:
             _check_same(backend, device_name or settings.device_type)
             return
         ops.define_ops()  # before any backend asks for the neutral ops by name
@@ -128,8 +126,7 @@ def init(
         dispatch.install_tables(tables)
         dispatch.register_tables(KernelTables(kernels=distributed.install()))
         dispatch.install_refusals(chosen)
-        devices.configure(chosen)
-        _default = chosen
+        devices.configure(chosen)  # the default backend, which marks the runtime initialised
     process.apply_gc_effects()
     autograd_queue.check(device())
 
@@ -144,14 +141,15 @@ def _check_same(backend, name: str) -> None:
             f"lazygen: the lazy device is already named {settings.device_type!r}; torch "
             f"allows one such device per process, so it cannot also be {name!r}"
         )
-    if backend is None or backend is _default:
+    default = devices.default_backend()
+    if backend is None or backend is default:
         return
     if isinstance(backend, str) and BUILTIN.get(backend, backend) == BUILTIN.get(
-        _default.name, _default.name
+        default.name, default.name
     ):
         return
     raise LazygenRuntimeError(
-        f"lazygen: already initialised with backend {_default.name!r}; run another device "
+        f"lazygen: already initialised with backend {default.name!r}; run another device "
         "index on another backend with lazygen.runtime.set_device_backend(index, backend)"
     )
 
@@ -205,8 +203,9 @@ def reset(sync: bool = True) -> None:
     """Put the runtime back as ``init()`` left it, keeping the device and its backend.
 
     Compiled graphs, IR caches, counters, step closures and settings changed through
-    ``config`` go back to their start (each module's state is declared with
-    ``state.register``; ``tests/architecture/test_state_ownership.py`` keeps it so).
+    ``config`` go back to their start: the runtime's state is one object, which
+    ``state.reset()`` replaces (``tests/architecture/test_state_ownership.py`` keeps other
+    module state to the documented few).
     Lazy tensors that exist keep their values: with ``sync=True`` (the default) the
     pending IR of every device is run first and waited for, so no tensor is left
     pointing at a graph the reset forgot. ``sync=False`` skips that, for a process that
@@ -294,6 +293,3 @@ def add_step_closure(closure, args=(), run_async: bool = False) -> None:
     the next ``mark_step`` or ``wait_device_ops``). See ``step_closures``.
     """
     step_closures.add(closure, args, run_async)
-
-
-state.once_per_process(__name__, ("_default",), "the backend init() chose for the process")

@@ -29,7 +29,6 @@ import torch
 
 from lazygen import renamed
 
-from . import state
 from .errors import LazygenRuntimeError
 from .ir import Node, Value
 from .lowering_context import LoweringContext
@@ -439,11 +438,3 @@ def _load_entry_point(point: importlib.metadata.EntryPoint) -> Callable[[], Back
             "(fix the entry point, in the package's pyproject.toml or setup.py, or the module "
             "it names, then reinstall the package)"
         ) from error
-
-
-state.once_per_process(
-    __name__,
-    ("_registered",),
-    "backends registered by name (register_backend, entry points): a program registers "
-    "them once, as it imports once",
-)

@@ -17,14 +17,14 @@ from __future__ import annotations
 from .backend_interface import make_backend
 from .backends import BUILTIN
 from .devices import LazyDevice, all_devices, current_index, get_device
-from .execution.executor import compile_cached, cut, run, runner, sync
+from .execution.executor import compile_cached, cut, run, runner, sync, sync_apart
 from .graph import graph_key, post_order
 from .graph.fragments import Fragment, FragmentCall
 from .ir import DeviceData, InputWrite, ScalarData, Value
 from .kernel_support import GeneratorData, default_generator
 from .op_registry import facts as op_facts
 from .op_registry import identity as op_identity
-from .state import is_lazy_device, log, once_per_process, register, settings
+from .state import is_lazy_device, log, part, settings
 from .tracing.random_inputs import SeedData, draw_seeds
 from .tracing.tensor import (
     LazyTensor,
@@ -74,10 +74,10 @@ __all__ = [
     "run",
     "runner",
     "sync",
+    "sync_apart",
     # settings, logging, the state the front end keeps
     "log",
-    "once_per_process",
-    "register",
+    "part",
     "settings",
     # facts about ops, the built-in backends' names, a backend made from its name
     "BUILTIN",

@@ -132,9 +132,27 @@ def render_ir(tensors, path: str) -> str:
 
 # The latest graph, and graphs saved as they are synced ------------------------------------
 
-_latest: list = []  # [(backend, executable)] of the latest graph a sync ran
 _save_lock = threading.Lock()
-_saved = [0]  # graphs written to LAZYGEN_SAVE_TENSORS_FILE by this process
+
+
+class Synced:
+    """What debugging remembers of the syncs (a part of ``state.runtime``).
+
+    The latest graph a sync ran, and how many graphs this process appended to
+    LAZYGEN_SAVE_TENSORS_FILE.
+    """
+
+    def __init__(self, saved: int = 0) -> None:
+        """No latest graph yet; ``saved`` graphs already in the file."""
+        self.latest: tuple | None = None  # (backend, executable)
+        self.saved = saved
+
+    def on_reset(self) -> Synced | None:
+        """A reset forgets the latest graph but keeps the count.
+
+        No two graphs in the file may share a number.
+        """
+        return Synced(self.saved) if self.saved else None
 
 
 def note_sync(device, executable, order: list[Node], outputs) -> None:
@@ -145,7 +163,7 @@ def note_sync(device, executable, order: list[Node], outputs) -> None:
     """
     if type(executable) is UncompiledGraph:  # its text now: it holds the step's IR and data
         executable = executable.describe()
-    _latest[:] = [(device.backend, executable)]
+    state.part(Synced).latest = (device.backend, executable)
     path = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get("LTC_SAVE_TENSORS_FILE")
     if path:
         _save(path, device, order, outputs)
@@ -157,9 +175,10 @@ def last_graph() -> str:
     For TorchScript its graph, for fx and inductor the GraphModule's code; as LTC's
     ``_get_latest_computation_graph``.
     """
-    if not _latest:
+    latest = state.part(Synced).latest
+    if latest is None:
         return ""
-    backend, executable = _latest[0]
+    backend, executable = latest
     return executable if type(executable) is str else backend.describe(executable)
 
 
@@ -167,10 +186,11 @@ def _save(path: str, device, order, outputs) -> None:
     position = {node: i for i, node in enumerate(order)}
     ir_format = os.environ.get("LAZYGEN_SAVE_TENSORS_FMT", "text")
     body = (to_dot if ir_format == "dot" else to_text)(order, position, outputs)
+    synced = state.part(Synced)
     with _save_lock:
-        _saved[0] += 1
+        synced.saved += 1
         header = (
-            f"[lazygen graph {_saved[0]}] device {device.torch_device}, backend "
+            f"[lazygen graph {synced.saved}] device {device.torch_device}, backend "
             f"{device.backend.name}, {len(order)} nodes, {len(outputs)} outputs\n"
         )
         with open(path, "a", encoding="utf-8") as file:
@@ -192,15 +212,3 @@ def python_stacktrace() -> str:
 
 
 _API_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__init__.py")
-
-
-def _reset() -> None:
-    _latest.clear()
-
-
-state.register(__name__, _reset, owns=("_latest",))
-state.once_per_process(
-    __name__,
-    ("_saved",),
-    "numbers the graphs appended to LAZYGEN_SAVE_TENSORS_FILE: no two may share a number",
-)

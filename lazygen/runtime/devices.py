@@ -72,12 +72,7 @@ class LazyDevice:
         return f"LazyDevice({self.torch_device}, {self.backend.name}, data on {self.backing})"
 
 
-_devices: dict[int, LazyDevice] = {}
 _lock = threading.Lock()
-_default_backend = None
-_backend_of_index: dict[int, object] = {}
-_caches: dict[int, tuple[object, GraphCache]] = {}  # id(backend) -> (backend, its cache)
-_current_index = 0
 
 #: Lazy devices a process has when neither ``LAZYGEN_DEVICE_COUNT`` nor
 #: ``init(device_count=...)`` says otherwise. A lazy device costs nothing until a tensor
@@ -102,16 +97,41 @@ def _count_from_environment() -> int:
     return count
 
 
-_count = _count_from_environment()
+class Devices:
+    """The lazy devices and their backends (a part of ``state.runtime``).
+
+    ``init()`` fixes the devices, their backends and how many there are: live tensors hold
+    the devices, so a reset keeps them (``on_reset``), emptying the backends' compile
+    caches (in place: each device holds its cache) and making index 0 current again."""
+
+    def __init__(self) -> None:
+        self.devices: dict[int, LazyDevice] = {}
+        self.default_backend = None
+        self.backend_of_index: dict[int, object] = {}
+        self.caches: dict[int, tuple[object, GraphCache]] = {}  # id(backend) -> (it, cache)
+        self.current_index = 0
+        self.count = _count_from_environment()
+
+    def on_reset(self) -> Devices:
+        for _, cache in self.caches.values():
+            cache.clear()
+        self.current_index = 0
+        return self
+
+
+def _table() -> Devices:
+    try:
+        return state.runtime.parts[Devices]
+    except KeyError:
+        return state.part(Devices)
 
 
 def set_device_count(count: int) -> None:
     """Offer ``count`` lazy devices (``init(device_count=...)``); indices already holding
     a device or a backend stay valid."""
-    global _count
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise ValueError(f"lazygen: device_count must be a positive integer, got {count!r}")
-    _count = count
+    _table().count = count
 
 
 def check_index(index: int) -> int:
@@ -131,23 +151,28 @@ def check_index(index: int) -> int:
 
 def configure(default_backend) -> None:
     """Set the backend of every index not given one explicitly (``init()`` does this)."""
-    global _default_backend
     with _lock:
-        _default_backend = default_backend
+        _table().default_backend = default_backend
+
+
+def default_backend():
+    """The backend ``init()`` chose (None before ``init()``)."""
+    return _table().default_backend
 
 
 def set_device_backend(index: int, backend) -> None:
     """Run ``lazygen:<index>`` on ``backend`` (a ``Backend``); before its first tensor."""
+    table = _table()
     with _lock:
-        device = _devices.get(index)
+        device = table.devices.get(index)
         if device is not None and device.backend is not backend:
             if _still_holds_tensors(device):
                 raise LazygenRuntimeError(
                     f"lazygen: {device.torch_device} already holds tensors on backend "
                     f"{device.backend.name!r}; choose its backend before creating any"
                 )
-            del _devices[index]
-        _backend_of_index[index] = backend
+            del table.devices[index]
+        table.backend_of_index[index] = backend
 
 
 #: How long ``set_device_backend`` lets the autograd engine's device thread release tensors.
@@ -168,7 +193,8 @@ def _still_holds_tensors(device: LazyDevice) -> bool:
 
 
 def backend_of(index: int):
-    backend = _backend_of_index.get(index, _default_backend)
+    table = _table()
+    backend = table.backend_of_index.get(index, table.default_backend)
     if backend is None:
         raise LazygenRuntimeError(
             "lazygen: call lazygen.runtime.init() before using the lazy device"
@@ -177,63 +203,72 @@ def backend_of(index: int):
 
 
 def cache_of(backend) -> GraphCache:
-    entry = _caches.get(id(backend))
+    caches = _table().caches
+    entry = caches.get(id(backend))
     if entry is None or entry[0] is not backend:
-        entry = _caches[id(backend)] = (backend, GraphCache())
+        entry = caches[id(backend)] = (backend, GraphCache())
     return entry[1]
 
 
 def caches() -> list[GraphCache]:
-    return [cache for _, cache in _caches.values()]
+    return [cache for _, cache in _table().caches.values()]
 
 
 def get_device(index: int = 0) -> LazyDevice:
-    device = _devices.get(index)
+    try:  # ``_table()`` inlined: every traced op without a lazy operand comes here
+        table = state.runtime.parts[Devices]
+    except KeyError:
+        table = state.part(Devices)
+    device = table.devices.get(index)
     if device is None:
         with _lock:
-            device = _devices.get(index)
+            device = table.devices.get(index)
             if device is None:
                 check_index(index)
                 backend = backend_of(index)
                 device = LazyDevice(index, backend, cache_of(backend))
-                _devices[index] = device
+                table.devices[index] = device
     return device
 
 
 def backing_of(index: int) -> torch.device:
     """Where ``lazygen:<index>``'s data lives, without creating the device (a device that
     exists makes ops check their inputs' devices: ``several_in_use``)."""
-    device = _devices.get(index)
+    device = _table().devices.get(index)
     if device is not None:
         return device.backing
     return backend_of(check_index(index)).data_device(index)
 
 
 def default_device() -> LazyDevice:
-    return get_device(_current_index)
+    return get_device(_table().current_index)
 
 
 def several_in_use() -> bool:
     """Whether tensors may live on more than one lazy device (then ops check their inputs'
     devices; a one-device program skips the check)."""
-    return len(_devices) > 1
+    try:  # ``_table()`` inlined: every traced op asks
+        return len(state.runtime.parts[Devices].devices) > 1
+    except KeyError:
+        return False
 
 
 def all_devices() -> list[LazyDevice]:
-    return list(_devices.values())
+    return list(_table().devices.values())
 
 
 def device_count() -> int:
-    return max([_count, *[i + 1 for i in _devices], *[i + 1 for i in _backend_of_index]])
+    table = _table()
+    indices = [*table.devices, *table.backend_of_index]
+    return max([table.count, *[i + 1 for i in indices]])
 
 
 def current_index() -> int:
-    return _current_index
+    return _table().current_index
 
 
 def set_current_index(index: int) -> None:
-    global _current_index
-    _current_index = check_index(index)
+    _table().current_index = check_index(index)
 
 
 def device_from(device) -> LazyDevice:
@@ -243,21 +278,5 @@ def device_from(device) -> LazyDevice:
     if isinstance(device, LazyDevice):
         return device
     device = torch.device(device)
-    return get_device(device.index if device.index is not None else _current_index)
-
-
-def _reset() -> None:
-    """Empty every backend's compile cache and make index 0 current again (devices and
-    their backends stay)."""
-    global _current_index
-    _current_index = 0
-    for cache in caches():
-        cache.clear()
-
-
-state.register(__name__, _reset, owns=("_caches", "_current_index"))
-state.once_per_process(
-    __name__,
-    ("_devices", "_backend_of_index", "_count", "_default_backend"),
-    "the devices and their backends, fixed by init(): live tensors hold them",
-)
+    index = device.index
+    return get_device(index if index is not None else _table().current_index)

@@ -26,29 +26,58 @@ from lazygen import renamed
 
 from . import state
 
-# Each thread counts into its own dicts (no lock on the hot path, no lost updates between
-# threads); reading merges them. Dicts of finished threads are kept: their counts stay.
-_local = threading.local()
-_all_counters: list[dict[str, int]] = []
-_all_timers: list[dict[str, list]] = []  # name -> [count, total seconds, max seconds]
 _registry_lock = threading.Lock()
+
+
+class Tables:
+    """The runtime's counters, timers and fallback tables (a part of ``state.runtime``).
+
+    Each thread counts into its own dicts (no lock on the hot path, no lost updates between
+    threads), reached through ``state.runtime.per_thread``; reading merges them. Dicts of
+    finished threads are kept: their counts stay. ``state.reset()`` is a new runtime, hence
+    new tables and new per-thread dicts.
+    """
+
+    def __init__(self) -> None:
+        """Empty tables; no thread has counted yet."""
+        self.all_counters: list[dict[str, int]] = []
+        self.all_timers: list[dict[str, list]] = []  # name -> [count, total s, max s]
+        # op name -> FallbackEntry, written under the registry lock (the autograd thread
+        # falls back too)
+        self.fallbacks: dict[str, FallbackEntry] = {}
+        self.host_reads: dict[str, FallbackEntry] = {}
+        self.refused: dict[str, FallbackEntry] = {}
+        self.declined: dict[str, FallbackEntry] = {}  # decomposed, not run eagerly
+        self.step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since mark_step
+        self.step_refused: dict[str, int] = {}  # refused calls that cut a graph, likewise
+        #: Other spellings of counters -> lazygen's name (LTC's ``lazy::view_copy_symint``
+        #: for ``lazy::view_copy``): backends' kernel tables add them (``COUNTER_ALIASES``).
+        self.aliases: dict[str, str] = {}
+
+    def on_reset(self) -> Tables:
+        """A reset keeps the aliases the installed tables brought (``init()`` added them)."""
+        fresh = Tables()
+        fresh.aliases.update(self.aliases)
+        return fresh
 
 
 def _register():
     counters: dict[str, int] = {}
     timers: dict[str, list] = {}
+    runtime = state.runtime
+    tables = runtime.part(Tables)
     with _registry_lock:
-        _all_counters.append(counters)
-        _all_timers.append(timers)
-    _local.counters = counters
-    _local.timers = timers
+        tables.all_counters.append(counters)
+        tables.all_timers.append(timers)
+    runtime.per_thread.counters = counters
+    runtime.per_thread.timers = timers
     return counters
 
 
 def count(name: str, delta: int = 1) -> None:
     """Add ``delta`` to counter ``name`` (per thread, merged when read)."""
     try:
-        counters = _local.counters
+        counters = state.runtime.per_thread.counters
     except AttributeError:
         counters = _register()
     counters[name] = counters.get(name, 0) + delta
@@ -56,23 +85,22 @@ def count(name: str, delta: int = 1) -> None:
 
 def reset() -> None:
     """Zero every counter and timer, and forget the fallbacks recorded so far."""
+    tables = state.part(Tables)
     with _registry_lock:
-        for d in _all_counters:
+        for d in tables.all_counters:
             d.clear()
-        for d in _all_timers:
+        for d in tables.all_timers:
             d.clear()
-        _fallbacks.clear()
-        _host_reads.clear()
-        _refused.clear()
-        _declined.clear()
-        _step_cuts.clear()
-        _step_refused.clear()
+        for table in (tables.fallbacks, tables.host_reads, tables.refused, tables.declined):
+            table.clear()
+        tables.step_cuts.clear()
+        tables.step_refused.clear()
 
 
 def _merged_counters() -> dict[str, int]:
     merged: dict[str, int] = {}
     with _registry_lock:
-        dicts = list(_all_counters)
+        dicts = list(state.part(Tables).all_counters)
     for d in dicts:
         for name, value in list(d.items()):
             merged[name] = merged.get(name, 0) + value
@@ -82,7 +110,7 @@ def _merged_counters() -> dict[str, int]:
 def _merged_timers() -> dict[str, list]:
     merged: dict[str, list] = {}
     with _registry_lock:
-        dicts = list(_all_timers)
+        dicts = list(state.part(Tables).all_timers)
     for d in dicts:
         for name, data in list(d.items()):
             samples, total, longest = data
@@ -101,14 +129,9 @@ def counters() -> dict[str, int]:
     return _merged_counters()
 
 
-#: Other spellings of counters -> lazygen's name (LTC's ``lazy::view_copy_symint`` for
-#: ``lazy::view_copy``): backends' kernel tables add them (``COUNTER_ALIASES``).
-_aliases: dict[str, str] = {}
-
-
 def add_counter_aliases(aliases: dict[str, str]) -> None:
     """Let ``counter_value`` and ``counter_names`` answer to these names too."""
-    _aliases.update(aliases)
+    state.part(Tables).aliases.update(aliases)
 
 
 #: The runtime's own counters under other names: torch._lazy's (``SyncedTensorsWithIR`` is
@@ -127,14 +150,14 @@ _REUSED = "IrNodeReused_"
 def _lazygen_name(name: str) -> str:
     if name.startswith(_LTC_REUSED):
         return _REUSED + name[len(_LTC_REUSED) :]
-    return _aliases.get(name) or _CORE_ALIASES.get(name, name)
+    return state.part(Tables).aliases.get(name) or _CORE_ALIASES.get(name, name)
 
 
 def counter_names() -> list[str]:
     """Counters with a value, under lazygen's names and their aliases (LTC's spellings)."""
     merged = _merged_counters()
     names = {name for name, value in merged.items() if value}
-    aliases = _aliases | _CORE_ALIASES
+    aliases = state.part(Tables).aliases | _CORE_ALIASES
     names.update(alias for alias, name in aliases.items() if merged.get(name))
     names.update(
         _LTC_REUSED + name[len(_REUSED) :] for name in list(names) if name.startswith(_REUSED)
@@ -165,10 +188,10 @@ def metric_data(name: str) -> tuple[int, float, float] | None:
 def add_time(name: str, seconds: float) -> None:
     """Record one sample of ``seconds`` in timer ``name``."""
     try:
-        timers = _local.timers
+        timers = state.runtime.per_thread.timers
     except AttributeError:
         _register()
-        timers = _local.timers
+        timers = state.runtime.per_thread.timers
     data = timers.get(name)
     if data is None:
         timers[name] = [1, seconds, seconds]
@@ -220,15 +243,6 @@ class FallbackEntry:
     listed: tuple[str, ...] = ()
 
 
-# op name -> FallbackEntry; written under the registry lock (the autograd thread falls back too)
-_fallbacks: dict[str, FallbackEntry] = {}
-_host_reads: dict[str, FallbackEntry] = {}
-_refused: dict[str, FallbackEntry] = {}
-_declined: dict[str, FallbackEntry] = {}  # decomposed, not run eagerly: no graph cut
-_step_cuts: dict[str, int] = {}  # fallbacks that cut a graph since the last ``mark_step``
-_step_refused: dict[str, int] = {}  # refused calls that cut a graph, likewise
-
-
 def record_fallback(
     op: str,
     graph_cut: bool,
@@ -244,7 +258,8 @@ def record_fallback(
     Host reads and refused ops go to their own tables, and their graph cuts are not warned
     about (a read must cut; a refusal is the backend's declared choice).
     """
-    table = _host_reads if host_read else _refused if refused else _fallbacks
+    tables = state.part(Tables)
+    table = tables.host_reads if host_read else tables.refused if refused else tables.fallbacks
     with _registry_lock:
         entry = table.get(op)
         if entry is None:
@@ -255,9 +270,9 @@ def record_fallback(
         if graph_cut:
             entry.graph_cuts += 1
             if refused:
-                _step_refused[op] = _step_refused.get(op, 0) + 1
+                tables.step_refused[op] = tables.step_refused.get(op, 0) + 1
             elif not host_read:
-                _step_cuts[op] = _step_cuts.get(op, 0) + 1
+                tables.step_cuts[op] = tables.step_cuts.get(op, 0) + 1
 
 
 def record_declined(op: str, source) -> None:
@@ -266,26 +281,29 @@ def record_declined(op: str, source) -> None:
     It ran as plain ops instead (``refusals.declines``); ``source`` as for
     ``record_fallback``.
     """
+    declined = state.part(Tables).declined
     with _registry_lock:
-        entry = _declined.get(op)
+        entry = declined.get(op)
         if entry is None:
-            entry = _declined[op] = FallbackEntry(op, first_source=source())
+            entry = declined[op] = FallbackEntry(op, first_source=source())
         entry.count += 1
 
 
 def take_step_cuts() -> dict[str, int]:
     """The fallbacks that cut a graph since the last call (``mark_step`` asks), by op."""
+    tables = state.part(Tables)
     with _registry_lock:
-        cuts = dict(_step_cuts)
-        _step_cuts.clear()
+        cuts = dict(tables.step_cuts)
+        tables.step_cuts.clear()
     return cuts
 
 
 def take_step_refusals() -> dict[str, int]:
     """The refused calls that cut a graph since the last call (``mark_step`` asks), by op."""
+    tables = state.part(Tables)
     with _registry_lock:
-        cuts = dict(_step_refused)
-        _step_refused.clear()
+        cuts = dict(tables.step_refused)
+        tables.step_refused.clear()
     return cuts
 
 
@@ -343,25 +361,11 @@ def fallback_report() -> FallbackReport:
         ]
         return tuple(sorted(entries, key=lambda e: (-e.graph_cuts, -e.count, e.op)))
 
+    tables = state.part(Tables)
     with _registry_lock:
         return FallbackReport(
-            order(_fallbacks.values()),
-            order(_host_reads.values()),
-            order(_refused.values()),
-            order(_declined.values()),
+            order(tables.fallbacks.values()),
+            order(tables.host_reads.values()),
+            order(tables.refused.values()),
+            order(tables.declined.values()),
         )
-
-
-state.register(
-    __name__,
-    reset,
-    owns=("_fallbacks", "_host_reads", "_refused", "_declined", "_step_cuts", "_step_refused"),
-)
-state.once_per_process(
-    __name__,
-    ("_all_counters", "_all_timers"),
-    "one table per thread that counted, which the thread holds: reset() empties each",
-)
-state.once_per_process(
-    __name__, ("_aliases",), "the counter aliases the installed backends' tables bring (init)"
-)

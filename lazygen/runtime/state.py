@@ -1,21 +1,26 @@
-"""The runtime's process-wide mutable state, in one place, with one ``reset()``.
+"""The runtime's mutable state: one ``Runtime`` object, which ``reset()`` replaces.
 
+* ``runtime``: the one object (torchax's ``Environment``, JAX's config): every subsystem's
+  state is a *part* of it, an instance of a small class of that subsystem's module, made on
+  first use (``part(kind)``): the counters and fallback tables (``metrics``), the device
+  caches (``devices``), pending step closures, warnings given once, graph stores,
+  compiled graphs kept for reports... Per-thread state hangs off ``runtime.per_thread``.
+  ``reset()`` makes a new ``Runtime``: every part starts again as its class makes it, so a
+  reset is right by construction, whatever was imported when. A part that keeps something
+  through a reset (the devices ``init()`` made: live tensors hold them) says so in its
+  ``on_reset()``, which hands the new runtime what it keeps.
 * ``settings``: the knobs read on the hot path (``config`` is their public facade, whose
-  setters also refresh what a setting affects);
-* ``kernel_table``: the kernel table, what ``LazyTensor.__torch_dispatch__`` runs (op -> kernel),
-  filled in place by ``dispatch``;
-* every other piece of mutable state (kernel tables, shape and IR caches, compile caches,
-  counters, pending step closures) is owned by one module, which declares it here with
-  ``register(module, reset, owns=(names...))``; ``owners()`` lists them;
-* what must outlive a reset is declared with ``once_per_process(module, names, reason)``:
-  what torch holds references into (patched originals, ``torch.library`` objects, streams
-  handed out), what ``init()`` or an import fills once (the devices, the installed tables,
-  registered backends), and memo tables of pure functions (overload lookups, scalar shapes,
-  an op's mutated arguments: the same answers whatever happened before).
+  setters also refresh what a setting affects). Twenty modules hold it by name, so it is
+  one object for the process; ``reset()`` puts its values back.
+* ``kernel_table``: the kernel table, what ``LazyTensor.__torch_dispatch__`` runs (op ->
+  kernel), held by reference on the hot path and filled in place by ``dispatch``.
 
-Every module-level mutable global of ``lazygen/runtime`` and ``lazygen/dynamo`` is named in
-one of the two (``tests/architecture/test_state_ownership.py`` fails on one that is not);
-constants are tuples, frozensets or ``MappingProxyType``s.
+Module-level mutable state elsewhere is the documented few (docs/architecture.md,
+"Module-level state", each with its reason: what torch holds references to, what an import
+fills once, memos of pure functions); ``tests/architecture/test_state_ownership.py`` fails
+on any other. The modules of the tracing hot path that still keep their state in globals
+declare its reset with ``register`` (and what outlives one with ``once_per_process``)
+until they move onto the runtime object too.
 
 ``reset()`` puts all of it back as ``init()`` left it: settings to their environment
 defaults (the device name and backing device stay: they are fixed once tensors exist),
@@ -24,7 +29,7 @@ clearing a module's globals by hand. What ``init()`` changes in torch and in the
 (PrivateUse1, patches, GC) is not state to reset: ``process`` lists it.
 
 The bottom of the runtime: it imports nothing of lazygen and never calls into the modules
-that read it, except through the resets they register.
+that read it, except through their parts' ``on_reset`` and the resets they register.
 
 Debug verbosity comes from one environment variable, ``LAZYGEN_DEBUG``:
 0 (default) silent; 1 records each IR node's source line; 2 also logs compiles and syncs.
@@ -34,8 +39,10 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
+from typing import TypeVar
 
 import torch
 
@@ -100,6 +107,56 @@ def is_lazy_device(device) -> bool:
 #: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).
 kernel_table: dict = {}
 
+Part = TypeVar("Part")
+
+
+class Runtime:
+    """The runtime's state for one run between resets: its parts, one per subsystem, keyed
+    by the part's class, and per-thread state (``per_thread``, a ``threading.local``).
+
+    Read it as ``state.runtime`` (or a part as ``state.part(Kind)``) each time, never keep
+    it: ``reset()`` replaces it."""
+
+    __slots__ = ("parts", "per_thread")
+
+    def __init__(self) -> None:
+        self.parts: dict[type, object] = {}
+        self.per_thread = threading.local()
+
+    def part(self, kind: type[Part]) -> Part:
+        """This runtime's ``kind`` (a subsystem's state class), made by ``kind()`` on first
+        use."""
+        try:
+            return self.parts[kind]
+        except KeyError:  # two threads racing: one instance wins
+            return self.parts.setdefault(kind, kind())
+
+
+#: The one runtime object; ``reset()`` replaces it.
+runtime = Runtime()
+
+
+def part(kind: type[Part]) -> Part:
+    """The current runtime's ``kind`` (see ``Runtime.part``)."""
+    return runtime.part(kind)
+
+
+class Warned(set):
+    """The warnings given once per run (a part: ``part(Warned)``), by a name the warning
+    module chooses (``"persistent_cache:write"``); a reset gives them again."""
+
+
+def first_time(warning: str) -> bool:
+    """Whether ``warning`` is given for the first time since the last reset (it is noted)."""
+    given = part(Warned)
+    if warning in given:
+        return False
+    given.add(warning)
+    return True
+
+
+# The resets of the modules whose state is still in their globals (the tracing hot path,
+# until it moves onto the runtime object), by module, and the globals each puts back.
 _resets: dict[str, list[Callable[[], None]]] = {}
 _owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
 _kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
@@ -107,7 +164,8 @@ _kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves i
 
 def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ()) -> None:
     """Declare that module ``owner`` (its ``__name__``) keeps mutable state in its globals
-    ``owns``, and how to put them back (``reset_fn``, called by ``reset()``). A module may
+    ``owns``, and how to put them back (``reset_fn``, called by ``reset()``): for the modules
+    whose state is not yet a part of the runtime object. A module may
     register several pieces of state: each call adds its reset and its globals, so a
     second registration never silently drops the first one's."""
     resets = _resets.setdefault(owner, [])
@@ -139,20 +197,23 @@ def owners() -> list[str]:
 
 
 def reset() -> None:
-    """Put the runtime's state back as ``init()`` left it (see the module docstring).
-    Pending IR is not synced first: call ``mark_step()`` before, if tensors should keep
-    their values."""
+    """Put the runtime's state back as ``init()`` left it (see the module docstring): a new
+    ``Runtime``, holding what each old part's ``on_reset()`` keeps. Pending IR is not synced
+    first: call ``mark_step()`` before, if tensors should keep their values."""
+    global runtime
     settings.restore()
+    fresh = Runtime()
+    for kind, held in list(runtime.parts.items()):
+        on_reset = getattr(held, "on_reset", None)
+        kept = on_reset() if on_reset is not None else None
+        if kept is not None:
+            fresh.parts[kind] = kept
+    runtime = fresh
     for resets in list(_resets.values()):
         for reset_fn in list(resets):
             reset_fn()
 
 
-once_per_process(
-    __name__,
-    ("_resets", "_owned", "_kept"),
-    "the registry of owners itself, filled as modules are imported",
-)
 # Emptied first (in place: readers hold a reference); ``dispatch``'s reset, registered
 # after this one, fills it again from the installed tables.
 register(__name__, kernel_table.clear, owns=("kernel_table",))

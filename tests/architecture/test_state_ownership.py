@@ -1,37 +1,49 @@
-"""Every module-level mutable global of the runtime and of ``lazygen.dynamo`` has an owner
-(issue 42, item 5): ``state.register(__name__, reset, owns=(...))`` (``lr.reset()`` puts it
-back) or ``state.once_per_process(__name__, (...), reason)`` (it must outlive a reset).
+"""Module-level mutable state in ``lazygen/runtime`` and ``lazygen/dynamo`` is the documented
+few (issue 52 item 3): the runtime's state is one object, ``state.runtime`` (each
+subsystem's state a part of it, ``state.part(Kind)``), which ``reset()`` replaces; a module
+global may hold mutable state only where docs/architecture.md's "Module-level state" table
+lists it with its reason (what torch holds references to, what an import fills once, memos
+of pure functions, and the tracing modules not yet moved).
 
-The scan finds, at module level (also under ``if``/``try``/``with``), every assignment of a
-dict, list or set (literal or comprehension) or of a call to a mutable container or counter
-(``dict()``, ``defaultdict``, ``deque``, ``WeakKeyDictionary``, ``WeakSet``,
-``itertools.count()``...), and every name a function rebinds with ``global``. Constants are
-tuples, frozensets or ``MappingProxyType``s; ``__all__`` is the export list. A module
-declares its owners with literal names, so the scan reads them from the same module.
-Only the state registry's own calls declare (``state.register``/``state.once_per_process``,
-reached as the ``state`` module, through ``capture_interface``, or imported by name from
-either), for the calling module (first argument ``__name__``): any other call named
-``register`` (``atexit.register``, a module's own ``register()``) declares nothing.
+The scan finds, at module level (also under ``if``/``try``/``with``), five kinds:
+
+* a *container*: a dict, list or set (literal or comprehension) or a call to a mutable
+  container or counter (``dict()``, ``defaultdict``, ``deque``, ``WeakKeyDictionary``,
+  ``WeakSet``, ``itertools.count()``...);
+* a *rebound* global: a name a function rebinds with ``global``;
+* a *memo*: a function decorated with ``functools.cache``/``lru_cache``;
+* a *thread-local*: ``threading.local()``;
+* an *instance*: a call to a class of the same module that is not frozen (a frozen
+  dataclass, an enum, a named tuple, an exception or a class with empty ``__slots__`` is a
+  constant).
+
+Constants are tuples, frozensets or ``MappingProxyType``s; ``__all__`` is the export list; a
+lock guards state and is not state. ``test_state_inventory.py`` checks that the table lists
+exactly what this scan finds and states the count.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (ROOT / "lazygen" / "runtime", ROOT / "lazygen" / "dynamo")
+PAGE = ROOT / "docs" / "architecture.md"
+MARKER = "<!-- module-state:"
 MUTABLE_CALLS = frozenset(
     {
         "dict", "list", "set", "bytearray", "defaultdict", "OrderedDict", "Counter",
         "ChainMap", "deque", "WeakKeyDictionary", "WeakValueDictionary", "WeakSet", "count",
     }
 )  # fmt: skip
-STATE = ROOT / "lazygen" / "runtime" / "state.py"
 MUTABLE_NODES = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+MEMO_DECORATORS = frozenset({"cache", "lru_cache"})
 NOT_STATE = frozenset({"__all__"})
+_ROW = re.compile(r"^\| `([\w/.]+)` \| ([^|]+) \| [^|]+ \|$", re.M)
 
 
 def _files() -> list[Path]:
@@ -39,6 +51,8 @@ def _files() -> list[Path]:
 
 
 def _call_name(func: ast.AST) -> str | None:
+    if isinstance(func, ast.Call):
+        func = func.func
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):
@@ -62,17 +76,19 @@ def _module_statements(body: list[ast.stmt]):
                 yield from _module_statements(handler.body)
 
 
+def _targets(statement: ast.stmt) -> list[ast.expr]:
+    if isinstance(statement, ast.Assign):
+        return statement.targets
+    return [statement.target] if isinstance(statement, ast.AnnAssign) else []
+
+
 def mutable_globals(tree: ast.Module) -> dict[str, int]:
-    """Name -> first line of each module-level mutable global of ``tree``."""
+    """Name -> first line of each module-level container or rebound global of ``tree``."""
     found: dict[str, int] = {}
     for statement in _module_statements(tree.body):
-        if isinstance(statement, ast.Assign) and _is_mutable(statement.value):
-            targets = statement.targets
-        elif isinstance(statement, ast.AnnAssign) and _is_mutable(statement.value):
-            targets = [statement.target]
-        else:
+        if not _is_mutable(getattr(statement, "value", None)):
             continue
-        for target in targets:
+        for target in _targets(statement):
             if isinstance(target, ast.Name) and target.id not in NOT_STATE:
                 found.setdefault(target.id, statement.lineno)
     for node in ast.walk(tree):
@@ -82,117 +98,121 @@ def mutable_globals(tree: ast.Module) -> dict[str, int]:
     return found
 
 
-def _literal_names(node: ast.AST | None) -> set[str]:
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return {e.value for e in node.elts if isinstance(e, ast.Constant)}
-    return set()
+def _frozen(cls: ast.ClassDef) -> bool:
+    for decorator in cls.decorator_list:
+        if isinstance(decorator, ast.Call) and any(
+            k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value
+            for k in decorator.keywords
+        ):
+            return True
+    for statement in cls.body:  # no fields at all: a sentinel
+        if (
+            isinstance(statement, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in statement.targets)
+            and isinstance(statement.value, ast.Tuple)
+            and not statement.value.elts
+        ):
+            return True
+    bases = {_call_name(b) for b in cls.bases}
+    return bool(bases & {"Enum", "IntEnum", "NamedTuple", "Exception", "Warning"})
 
 
-#: The modules whose ``register``/``once_per_process`` declare a module's state: ``state``
-#: and the interface that hands them to ``lazygen.dynamo``.
-OWNER_MODULES = frozenset({"state", "capture_interface"})
-
-
-def _owner_names(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """The names this module reaches ``OWNER_MODULES`` by (``state``, ``runtime``...) and the
-    declaring functions it imported from them by name (``register``...)."""
-    modules, functions = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            last = (node.module or "").rpartition(".")[2]
-            for alias in node.names:
-                if alias.name in OWNER_MODULES:  # from .. import state
-                    modules.add(alias.asname or alias.name)
-                elif last in OWNER_MODULES and alias.name in ("register", "once_per_process"):
-                    functions.add(alias.asname or alias.name)  # from ..state import register
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.rpartition(".")[2] in OWNER_MODULES and alias.asname:
-                    modules.add(alias.asname)
-    return modules, functions
-
-
-def _declaring_call(node: ast.Call, modules: set[str], functions: set[str], own: bool) -> str:
-    """``"register"`` or ``"once_per_process"`` when ``node`` is the state registry's call
-    made for this module (its first argument ``__name__``), else ``""``. Any other call
-    of that name (``atexit.register``, a module's own ``register()``) declares nothing."""
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        if not (isinstance(func.value, ast.Name) and func.value.id in modules):
-            return ""
-        name = func.attr
-    elif isinstance(func, ast.Name) and (func.id in functions or own):
-        name = func.id
-    else:
-        return ""
-    if name not in ("register", "once_per_process"):
-        return ""
-    first = node.args[0] if node.args else None
-    return name if isinstance(first, ast.Name) and first.id == "__name__" else ""
-
-
-def declared_owners(tree: ast.Module, own: bool = False) -> set[str]:
-    """The globals this module names in ``state.register(__name__, reset, owns=...)`` and
-    ``state.once_per_process(__name__, names, reason)`` calls (``own``: the module is
-    ``state`` itself, which calls them by their bare names)."""
-    modules, functions = _owner_names(tree)
-    owned: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _declaring_call(node, modules, functions, own)
-        if name == "register":
-            owned |= next(
-                (_literal_names(k.value) for k in node.keywords if k.arg == "owns"), set()
-            )
-            if len(node.args) >= 3:
-                owned |= _literal_names(node.args[2])
-        elif name == "once_per_process":
-            names = node.args[1] if len(node.args) >= 2 else None
-            names = next((k.value for k in node.keywords if k.arg == "names"), names)
-            owned |= _literal_names(names)
-    return owned
-
-
-def unowned(source: str, own: bool = False) -> list[tuple[int, str]]:
+def state_with_lines(source: str) -> dict[str, tuple[str, int]]:
+    """Name -> (kind, line) of each piece of module-level mutable state in ``source``."""
     tree = ast.parse(source)
-    owned = declared_owners(tree, own)
-    return sorted((line, name) for name, line in mutable_globals(tree).items() if name not in owned)
+    found = {name: ("container", line) for name, line in mutable_globals(tree).items()}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    for node in _module_statements(tree.body):
+        decorators = getattr(node, "decorator_list", ())
+        if not isinstance(node, ast.ClassDef) and any(
+            _call_name(d) in MEMO_DECORATORS for d in decorators
+        ):
+            found.setdefault(node.name, ("memo", node.lineno))
+        value = getattr(node, "value", None)
+        if not isinstance(value, ast.Call):
+            continue
+        called = _call_name(value.func)
+        if called == "local":
+            kind = "thread-local"
+        elif called in classes and not _frozen(classes[called]):
+            kind = "instance"
+        else:
+            continue
+        for target in _targets(node):
+            if isinstance(target, ast.Name):
+                found.setdefault(target.id, (kind, node.lineno))
+    return found
+
+
+def state_in(source: str) -> dict[str, str]:
+    """Name -> kind of each piece of module-level mutable state in ``source``."""
+    return {name: kind for name, (kind, _) in state_with_lines(source).items()}
+
+
+def module_of(path: Path) -> str:
+    """How the table names a file: ``runtime/metrics.py``."""
+    return path.relative_to(ROOT / "lazygen").as_posix()
+
+
+def documented() -> dict[str, set[str]]:
+    """Module -> the names the page's "Module-level state" table lists for it."""
+    text = PAGE.read_text()
+    table = text[text.index(MARKER) :]
+    table = table[: table.index("\n\n", table.index("|"))]
+    return {
+        m.group(1): {n.strip().strip("`") for n in m.group(2).split(",")}
+        for m in _ROW.finditer(table)
+    }
+
+
+def undocumented(source: str, module: str, listed: dict[str, set[str]]) -> list[str]:
+    """A located failure for each piece of state in ``source`` the table does not list."""
+    allowed = listed.get(module, set())
+    return [
+        f"lazygen/{module}:{line}: module-level mutable state {name!r} ({kind}) is not one "
+        "of the documented few: keep it on the runtime object instead (a small class in "
+        "this module whose instance is a part of it: state.part(YourState); reset() then "
+        "makes a new one), or, if torch holds a reference to it (or an import fills it "
+        "once, or it memoises a pure function), list it with its reason in "
+        "docs/architecture.md's 'Module-level state' table"
+        for name, (kind, line) in sorted(state_with_lines(source).items(), key=lambda i: i[1][1])
+        if name not in allowed
+    ]
 
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_mutable_global_has_an_owner(path):
-    rel = path.relative_to(ROOT)
-    wrong = [
-        f"{rel}:{line}: module-level mutable global {name!r} has no owner: register it with "
-        f"state.register(__name__, reset_fn, owns=({name!r},)) so lr.reset() puts it back, "
-        f"or declare it with state.once_per_process(__name__, ({name!r},), reason) if it "
-        f"must outlive a reset (a constant is a tuple, frozenset or MappingProxyType)"
-        for line, name in unowned(path.read_text(), own=path == STATE)
-    ]
+def test_module_state_is_documented(path):
+    wrong = undocumented(path.read_text(), module_of(path), documented())
     assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize(
-    "source",
+    "source, kind",
     [
-        "_cache = {}",
-        "_seen: set = set()",
-        "_ids = itertools.count()",
-        "_graphs = weakref.WeakSet()",
-        "if True:\n    _table = [1]",
-        "_n = 0\ndef bump():\n    global _n\n    _n += 1",
-        "_cache = {}\nstate.register(__name__, _cache.clear, owns=('_other',))",
-        # Only the state registry's calls declare, for this module:
-        "_cache = {}\nregistry.register(__name__, _cache.clear, owns=('_cache',))",
-        "_cache = {}\nregister(__name__, _cache.clear, owns=('_cache',))",
-        "import atexit\n_cache = {}\natexit.register(_cache.clear, owns=('_cache',))",
-        "from .. import state\n_cache = {}\nstate.register('x', _cache.clear, owns=('_cache',))",
-        "_o = {}\nlibrary.once_per_process(__name__, ('_o',), 'torch holds it')",
+        ("_cache = {}", "container"),
+        ("_seen: set = set()", "container"),
+        ("_ids = itertools.count()", "container"),
+        ("_graphs = weakref.WeakSet()", "container"),
+        ("if True:\n    _table = [1]", "container"),
+        ("_n = 0\ndef bump():\n    global _n\n    _n += 1", "container"),
+        ("@functools.cache\ndef table():\n    return {}", "memo"),
+        ("@lru_cache(maxsize=None)\ndef table():\n    return {}", "memo"),
+        ("_current = threading.local()", "thread-local"),
+        ("class _Settings:\n    pass\nsettings = _Settings()", "instance"),
     ],
 )
-def test_the_scan_finds_each_unowned_form(source):
-    assert unowned(source), source
+def test_a_new_module_global_of_each_kind_fails(source, kind):
+    """Adding one of each kind to a runtime module fails, naming the file, line and name."""
+    wrong = undocumented(source, "runtime/example.py", {"runtime/other.py": {"_cache"}})
+    assert len(wrong) == 1 and f"({kind})" in wrong[0], (source, wrong)
+    assert wrong[0].startswith("lazygen/runtime/example.py:"), wrong
+    assert "state.part" in wrong[0] and "docs/architecture.md" in wrong[0]
+
+
+def test_a_listed_global_passes():
+    source = "_libraries = []\n_cache = {}"
+    wrong = undocumented(source, "runtime/example.py", {"runtime/example.py": {"_libraries"}})
+    assert len(wrong) == 1 and "'_cache'" in wrong[0] and ":2:" in wrong[0]
 
 
 @pytest.mark.parametrize(
@@ -202,13 +222,13 @@ def test_the_scan_finds_each_unowned_form(source):
         "NAMES = frozenset({'a'})",
         "TABLE = MappingProxyType({'a': 1})",
         "__all__ = ['f']",
-        "from .. import state\n_cache = {}\nstate.register(__name__, _cache.clear, owns=('_cache',))",
-        "from ..state import once_per_process\n_orig = {}\n"
-        "once_per_process(__name__, ('_orig',), 'torch holds it')",
-        "from lazygen.runtime import capture_interface as runtime\n_c = {}\n"
-        "runtime.register(__name__, _c.clear, owns=('_c',))",
+        "LOCK = threading.Lock()",  # a lock guards state; it is not state
+        "@dataclass(frozen=True)\nclass Point:\n    x: int\nORIGIN = Point(0)",
+        "class Kind(Enum):\n    A = 1\nDEFAULT = Kind(1)",
+        "class _Hidden:\n    __slots__ = ()\nHIDDEN = _Hidden()",
         "def f():\n    cache = {}\n    return cache",
+        "class Part:\n    def __init__(self):\n        self.cache = {}",  # a part: not a global
     ],
 )
-def test_the_scan_leaves_constants_and_owned_globals_alone(source):
-    assert not unowned(source), source
+def test_constants_and_parts_pass(source):
+    assert not undocumented(source, "runtime/example.py", {}), source

@@ -64,8 +64,16 @@ def check_one_program_per_step(device: torch.device, mark_step: bool = False) ->
             lr.mark_step()
         loss = loss.item()
         assert loss == pytest.approx(reference(twin, twin_optimizer, x, y).item(), rel=1e-6)
-        if i >= 2:  # captured (steps 0-1: the optimizer's state appears) and replayed
+        if i >= 1:  # captured at step 0 (the optimizer's state appears) and replayed
             assert _programs() - before == 1
+        if i == 0 or (mark_step and i == 1):
+            compiles, copies = count("UncachedCompile"), count("JaxDonationCopies")
+        # compiled once: the state the optimizer creates at its first step runs apart, so
+        # step 0's program is the steady one (it compiled again at step 1 before: #48).
+        # Not yet with mark_step on jax: its split of early results differs at step 1.
+        assert count("UncachedCompile") == compiles
+    # jax: step 0 passes the small parameters as shared uploads, copied where donated
+    assert count("JaxDonationCopies") == copies
     for p, q in zip(model.parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(p.cpu(), q.detach())
     assert count("DynamoSplicedCall") == 12
@@ -80,7 +88,6 @@ def check_one_program_per_step(device: torch.device, mark_step: bool = False) ->
         cache = devices.get_device(0).cache
         donated = [len(getattr(e, "donated", ())) for e in cache.executables.values()]
         assert max(donated) >= 12  # the 4 parameters and both AdamW moments of each
-        assert count("JaxDonationCopies") == 0
 
 
 def test_a_step_on_the_lazy_device_is_one_program_and_matches_eager():

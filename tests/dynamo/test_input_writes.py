@@ -13,6 +13,7 @@ import torch
 
 import lazygen.runtime as lr
 from lazygen.dynamo import compiled
+from lazygen.runtime import state as runtime_state
 from lazygen.runtime.backends.fx.backend import FxBackend
 from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
 from lazygen.runtime.graph import post_order
@@ -31,10 +32,10 @@ def fx_writing_inputs(monkeypatch):
 @pytest.fixture
 def replays():
     """The replays of the FX graphs compiled during the test."""
-    before = set(compiled._graphs)
+    before = set(runtime_state.part(compiled.Compiled))
 
     def made() -> list:
-        graphs = [g for g in compiled._graphs if g not in before]
+        graphs = [g for g in runtime_state.part(compiled.Compiled) if g not in before]
         return [e for g in graphs for e in g.entries.values() if type(e) is compiled.Replay]
 
     return made

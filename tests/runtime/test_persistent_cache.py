@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lazygen.runtime import metrics, torch_compat
+from lazygen.runtime import metrics, state, torch_compat
 from lazygen.runtime.execution import persistent_cache
 from lazygen.runtime.execution.persistent_cache import PersistentCacheWarning
 
@@ -21,9 +21,9 @@ from lazygen.runtime.execution.persistent_cache import PersistentCacheWarning
 def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("LAZYGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("LAZYGEN_CACHE", raising=False)
-    persistent_cache._warned.clear()
+    state.part(state.Warned).clear()
     yield tmp_path / "cache"
-    persistent_cache._warned.clear()
+    state.part(state.Warned).clear()
 
 
 def test_the_test_session_never_reads_the_users_cache():
@@ -87,12 +87,12 @@ def test_an_unmakeable_directory_warns_once_and_caches_nothing(tmp_path, monkeyp
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("LAZYGEN_CACHE_DIR", str(blocker / "cache"))
-    persistent_cache._warned.clear()
+    state.part(state.Warned).clear()
     with pytest.warns(PersistentCacheWarning, match="cannot be made") as caught:
         assert persistent_cache.store("unit") is None
         assert persistent_cache.store("other") is None
     assert len(caught) == 1
-    persistent_cache._warned.clear()
+    state.part(state.Warned).clear()
 
 
 def test_a_failed_write_warns_once_and_stops_writing(cache_dir, monkeypatch):
@@ -164,7 +164,7 @@ def test_old_entries_beyond_the_limit_are_removed(cache_dir, monkeypatch):
 
 def _writer(path: str, worker: int, rounds: int, results) -> None:
     os.environ["LAZYGEN_CACHE_DIR"] = path
-    persistent_cache._warned.clear()
+    state.part(state.Warned).clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         store = persistent_cache.store("race")

@@ -1,16 +1,20 @@
 """``state.reset()`` puts every piece of the runtime's mutable state back as ``init()`` left
-it, and each module that keeps state has declared it."""
+it: a new runtime object (each subsystem's state a part of it), and the globals of the
+modules not yet moved onto it put back by their registered resets."""
 
 import collections
 import inspect
 import sys
+import threading
 import weakref
 
 import torch
 
 import lazygen.runtime as lr
-from lazygen.runtime import dispatch, metrics, state
-from lazygen.runtime.execution import executor
+from lazygen.runtime import debug, devices, dispatch, metrics, state
+from lazygen.runtime.execution import executor, step_closures
+from lazygen.runtime.graph import dynamic
+from lazygen.runtime.privateuse1 import streams
 
 aten = torch.ops.aten
 
@@ -19,18 +23,59 @@ def _kernel(*args, **kwargs):  # never called: only registered
     raise AssertionError
 
 
-def test_every_stateful_module_declares_its_reset():
+def test_the_hot_path_modules_not_yet_moved_declare_their_reset():
     assert {
         f"lazygen.runtime.{m}"
-        for m in (
-            "dispatch",
-            "tracing.output_shapes",
-            "kernel_support.operands",
-            "metrics",
-            "devices",
-        )
+        for m in ("dispatch", "tracing.output_shapes", "kernel_support.operands")
     } <= set(state.owners())
-    assert "lazygen.runtime.execution.executor" in state.owners()
+
+
+def test_reset_makes_a_new_runtime_object():
+    old = state.runtime
+    tables = state.part(metrics.Tables)
+    state.reset()
+    assert state.runtime is not old
+    assert state.part(metrics.Tables) is not tables
+    assert state.part(state.Warned) == set()
+
+
+class _Tally:
+    """A subsystem's state class, as a module would write one."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+class _Kept(_Tally):
+    def on_reset(self):
+        return self if self.n else None
+
+
+def test_a_part_is_made_once_per_runtime_and_anew_after_a_reset():
+    tally = state.part(_Tally)
+    tally.n += 1
+    assert state.part(_Tally) is tally and state.runtime.part(_Tally) is tally
+    state.reset()
+    assert state.part(_Tally) is not tally and state.part(_Tally).n == 0
+    kept = state.part(_Kept)
+    kept.n = 2
+    state.reset()  # on_reset hands the new runtime what it keeps
+    assert state.part(_Kept) is kept
+    kept.n = 0
+    state.reset()  # on_reset returned None: a fresh one on first use
+    assert _Kept not in state.runtime.parts
+
+
+def test_counts_of_every_thread_are_merged_and_a_reset_empties_them():
+    worker = threading.Thread(target=metrics.count, args=("TestThreadCounter", 2))
+    worker.start()
+    worker.join()
+    metrics.count("TestThreadCounter")
+    assert metrics.counter_value("TestThreadCounter") == 3
+    state.reset()
+    assert metrics.counter_value("TestThreadCounter") is None
+    metrics.count("TestThreadCounter")  # this thread's dict is the new runtime's
+    assert metrics.counter_value("TestThreadCounter") == 1
 
 
 def test_reset_restores_kernels_settings_and_empties_counters():
@@ -96,6 +141,16 @@ def _registered_state() -> dict[tuple[str, str], object]:
     }
 
 
+def _parts() -> dict[str, object]:
+    """The runtime object's parts, each by its attributes (a container part by content)."""
+    found = {}
+    for kind, held in state.runtime.parts.items():
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        fields = getattr(held, "__dict__", None)
+        found[name] = _snapshot(dict(fields) if fields else held)
+    return found
+
+
 def _small_training_step(device) -> None:
     """A few steps of a tiny model: kernels, shapes, graphs compiled and run, metrics,
     a graph cut (``.item()``), an eager fallback, a step closure, a marked dynamic dim, IR reuse."""
@@ -122,21 +177,25 @@ def _small_training_step(device) -> None:
     assert ran == [1, 1, 1]
 
 
-def test_reset_leaves_no_registered_state_behind():
-    """Every global a module declared with ``state.register(..., owns=...)`` is back at its
-    value after ``reset()``, however a training step changed it (issue 42, item 5)."""
+def test_reset_leaves_no_state_behind():
+    """After a small training step, a reset leaves the runtime object's parts and every
+    global a module declared with ``state.register(..., owns=...)`` as the reset before
+    it did, however the step changed them (issue 42 item 5, issue 52 item 3)."""
     import lazygen.dynamo  # noqa: F401  (its owners register on import)
 
     lr.mark_step()
     state.reset()
-    before = _registered_state()
+    before, parts = _registered_state(), _parts()
     assert ("lazygen.runtime.tracing.output_shapes", "_recent") in before
-    assert ("lazygen.dynamo.compiled", "_graphs") in before
 
     _small_training_step(lr.device())
+    after_step = _parts()
     changed = [key for key, value in _registered_state().items() if value != before[key]]
     # The step reached the state (else this test could not fail).
     assert len(changed) >= 3, changed
+    made = {"metrics.Tables", "execution.step_closures.Closures", "debug.Synced"}
+    made |= {"devices.Devices", "graph.dynamic.Marks"}
+    assert {f"lazygen.runtime.{name}" for name in made} <= set(after_step), after_step
 
     state.reset()
     after = _registered_state()
@@ -146,7 +205,52 @@ def test_reset_leaves_no_registered_state_behind():
         if value != before[module, name]
     ]
     assert not left, f"state.reset() left state behind in: {left}"
+    assert _parts() == parts, "a reset after a training step kept more than the one before"
     assert lr.metrics.counter_names() == []
+
+
+def test_what_a_reset_keeps():
+    """The parts that keep something through a reset: the devices (live tensors hold
+    them), the counter aliases the installed tables brought, the number of the last graph
+    appended to LAZYGEN_SAVE_TENSORS_FILE."""
+    device = lr.device()
+    table = devices.get_device(device.index or 0)
+    metrics.add_counter_aliases({"test::alias": "lazy::test"})
+    state.part(debug.Synced).saved = 7
+    try:
+        state.reset()
+        assert devices.get_device(device.index or 0) is table
+        assert state.part(metrics.Tables).aliases["test::alias"] == "lazy::test"
+        assert state.part(debug.Synced).saved == 7 and debug.last_graph() == ""
+    finally:
+        state.part(metrics.Tables).aliases.pop("test::alias", None)
+        state.part(debug.Synced).saved = 0
+
+
+def test_a_reset_ends_the_old_closure_thread():
+    """The asynchronous step closures' thread belongs to its runtime: after a reset it
+    ends (no thread left behind per reset) and the next closure starts a new one."""
+    ran = []
+    lr.add_step_closure(ran.append, (1,), run_async=True)
+    lr.mark_step()
+    lr.wait_device_ops()
+    worker = state.part(step_closures.Closures).worker
+    assert isinstance(worker, threading.Thread) and ran == [1]
+    state.reset()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    lr.add_step_closure(ran.append, (2,), run_async=True)
+    lr.mark_step()
+    lr.wait_device_ops()
+    assert ran == [1, 2] and state.part(step_closures.Closures).worker is not worker
+
+
+def test_the_budget_switch_and_marks_go_with_a_reset():
+    dynamic.switch_on()
+    assert dynamic.on()
+    state.reset()
+    assert not state.part(dynamic.Marks).switched_on
+    assert dynamic.on() == state.settings.dynamic_shapes
 
 
 def test_a_module_registering_twice_keeps_both_resets():
@@ -180,3 +284,13 @@ def test_lr_reset_keeps_tensor_values_and_empties_counters():
     assert lr.config.get_async_execution() == default
     assert y.item() == 36.0
     torch.testing.assert_close((x * 3).cpu(), torch.arange(6.0) * 3)
+
+
+def test_a_reset_makes_the_default_stream_current_again():
+    """The current stream is per thread on the runtime object: a reset forgets it."""
+    chosen = streams.Stream()
+    streams.set_stream(chosen)
+    assert streams.current_stream().stream_id == chosen.stream_id != 0
+    state.reset()
+    assert streams.current_stream().stream_id == 0
+    assert streams.Stream().stream_id > chosen.stream_id  # ids stay unique for the process

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
-from .. import state
 from . import collectives, groups, nodes
 
 if dist.is_available():  # torch builds without distributed support still import lazygen
@@ -50,8 +49,3 @@ def install() -> dict:
     if not _libraries:
         _libraries.extend(collectives.register_device_kernels())
     return collectives.kernels()
-
-
-state.once_per_process(
-    __name__, ("_libraries",), "torch.library objects: torch dispatches through them"
-)

@@ -28,7 +28,7 @@ import importlib
 
 import torch
 
-from .. import process, state
+from .. import process
 from ..tracing.tensor import is_lazy
 
 _FSDP_PARAM = "torch.distributed.fsdp._fully_shard._fsdp_param"
@@ -95,8 +95,3 @@ def install() -> None:
     library.impl("split_with_sizes_copy", _split_with_sizes_copy, "Functionalize")
     library.impl("chunk_cat", _chunk_cat, "Functionalize")
     _installed.append(library)
-
-
-state.once_per_process(
-    __name__, ("_installed",), "the Functionalize library: dropping it unregisters its kernels"
-)

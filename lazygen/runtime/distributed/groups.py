@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import threading
 
-from .. import state
-
 _lock = threading.Lock()
 _data_group_of: dict[str, str] = {}  # group name (lazy or data) -> data group name
 
@@ -35,10 +33,3 @@ def data_group_name(group_name) -> str:
     another backend) is used as it is."""
     name = str(group_name)
     return _data_group_of.get(name, name)
-
-
-state.once_per_process(
-    __name__,
-    ("_data_group_of",),
-    "process groups live in torch.distributed for the process, beyond a reset",
-)

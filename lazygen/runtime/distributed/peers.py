@@ -30,7 +30,6 @@ import sys
 import time
 import traceback
 
-from .. import state
 from ..errors import LazygenRuntimeError, LazyGraphError
 from ..execution import failures
 
@@ -194,10 +193,3 @@ def _store_address(store) -> str:
         store = store.underlying_store
     host, port = getattr(store, "host", None), getattr(store, "port", None)
     return f"at {host}:{port}" if host else "(no address)"
-
-
-state.once_per_process(
-    __name__,
-    ("_watch", "_hook"),
-    "the job's ranks and sys.excepthook's previous hook: they live as long as the process",
-)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from .. import process, state
+from .. import process
 from ..execution import executor
 
 #: torch's module and the step of it that gathers (and offloads) a state dict.
@@ -55,8 +55,3 @@ def install() -> None:
     module = importlib.import_module(_STATE_DICT)
     setattr(module, _GATHER_STEP, _issued_on_every_rank(getattr(module, _GATHER_STEP)))
     _installed.append(module)
-
-
-state.once_per_process(
-    __name__, ("_installed",), "torch's state_dict module holds the wrapper for the process"
-)

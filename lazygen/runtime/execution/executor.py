@@ -93,6 +93,14 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
         _sync_device(dev, group, wait, whole_step=whole_step)
 
 
+def sync_apart(device: LazyDevice, tensors: list[LazyTensor]) -> None:
+    """Materialise ``tensors`` in a graph of their own, leaving the rest of the device's
+    pending graph (a step's spliced calls) pending: for values recorded op by op that a
+    step's first call reads, such as an optimizer's state created at its first step
+    (``Splice.settle_prelude``)."""
+    _sync_device(device, list(tensors), wait=True)
+
+
 def _starts_whole_step(device: LazyDevice) -> bool:
     """Whether this sync runs every pending tensor of ``device``: it has captured graphs
     spliced into its pending graph (``graph.fragments``), whose calls are one step, run as
@@ -279,14 +287,10 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     step_closures.run([launch for dev in synced for launch in list(dev.in_flight)])
 
 
-_cuts_warned: list[bool] = []  # the graph-cut warning is given once per process
-
-
 def _warn_about_graph_cuts(cuts: dict[str, int]) -> None:
     """Once: say which ops without a lazy kernel cut the step that just ended."""
-    if not cuts or _cuts_warned:
+    if not cuts or not state.first_time("executor:graph cuts"):  # once per process
         return
-    _cuts_warned.append(True)
     named = ", ".join(
         f"{op} ({n}x)" for op, n in sorted(cuts.items(), key=lambda item: (-item[1], item[0]))[:8]
     )
@@ -301,17 +305,15 @@ def _warn_about_graph_cuts(cuts: dict[str, int]) -> None:
     )
 
 
-_refusals_warned: list[bool] = []  # likewise, for refusals in a distributed step
-
-
 def _warn_about_refusals(cuts: dict[str, int]) -> None:
     """Once: in a distributed program, say which refused ops cut the step that just ended.
     Every rank waits at each cut for its graph to run, so a refusal costs each step what a
     collective outside the graph would (FSDP2's ``as_strided_copy``, refused, cut GPT-2's
     steps 940 times a run on the jax backend before it was lowered)."""
-    if not cuts or _refusals_warned or not (dist.is_available() and dist.is_initialized()):
+    if not cuts or not (dist.is_available() and dist.is_initialized()):
         return
-    _refusals_warned.append(True)
+    if not state.first_time("executor:refusals"):
+        return
     ranked = sorted(cuts.items(), key=lambda item: (-item[1], item[0]))
     named = ", ".join(f"{op} ({n}x)" for op, n in ranked[:8])
     warnings.warn(
@@ -340,12 +342,3 @@ def cut(device: LazyDevice) -> None:
     previous = len(device.in_flight)
     sync(device.live_tensors(), wait=False)
     settle(device.in_flight, device.lock, previous)
-
-
-def _reset() -> None:
-    """Warn about graph cuts and refusals again."""
-    _cuts_warned.clear()
-    _refusals_warned.clear()
-
-
-state.register(__name__, _reset, owns=("_cuts_warned", "_refusals_warned"))

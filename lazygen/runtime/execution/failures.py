@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import metrics, state
+from .. import metrics
 from ..devices import LazyDevice
 from ..errors import LazygenRuntimeError, LazyGraphError
 from ..ir import DeviceData, InputWrite, Node, Value
@@ -116,8 +116,3 @@ def broken_contract(device: LazyDevice, method: str, what: str) -> None:
         "(docs/backend-guide.md, section 5)"
     )
     raise LazyGraphError("execution", None, cause, backend)
-
-
-state.once_per_process(
-    __name__, ("_explainers",), "registered once, by the modules that install them at init()"
-)

@@ -28,7 +28,10 @@ from ..graph import GraphKey, stable_key
 from ..state import settings
 from . import persistent_cache
 
-_stores: dict = {}  # backend -> its Store, or None where it keeps nothing
+
+class Stores(dict):
+    """Each backend's store of compiled graphs, or None where it keeps nothing (a part of
+    ``state.runtime``: a reset opens them again)."""
 
 
 def compile_through_store(backend, key: GraphKey, order: list, outputs: list, device):
@@ -87,9 +90,10 @@ def _where(backend, key: GraphKey):
         return None, None
     if not getattr(backend, "persistent_executables", False):
         return None, None  # asked at every compile: a backend can stop keeping (jax's SPMD)
-    if backend not in _stores:
-        _stores[backend] = _open(backend)
-    store = _stores[backend]
+    stores = state.part(Stores)
+    if backend not in stores:
+        stores[backend] = _open(backend)
+    store = stores[backend]
     if store is None:
         return None, None
     name = stable_key.digest(
@@ -111,6 +115,3 @@ def _open(backend):
         persistent_cache.source_fingerprint(str(package)),
         *backend.cache_fingerprint(),
     )
-
-
-state.register(__name__, _stores.clear, owns=("_stores",))

@@ -19,7 +19,6 @@ import time
 import weakref
 from collections.abc import Callable
 
-from .. import state
 from ..errors import frame_free
 from ..ir import DeviceData
 
@@ -150,11 +149,3 @@ def _wait_at_exit() -> None:
             launch.wait()
     if _retired:
         time.sleep(0.01)
-
-
-state.once_per_process(
-    __name__,
-    ("_all_launches", "_retired"),
-    "runs in flight and the last run's handles: a reset must not drop a running launch, nor "
-    "let the worker release the last reference (see _retired)",
-)

@@ -204,20 +204,13 @@ def store(name: str, *parts: str) -> Store | None:
     return None if path is None else Store(path)
 
 
-_warned: set[str] = set()
-
-
 def warn(kind: str, message: str) -> None:
-    """One warning per process for each kind of failure."""
-    if kind in _warned:
+    """One warning per process (until a reset) for each kind of failure."""
+    if not state.first_time(f"persistent_cache:{kind}"):
         return
-    _warned.add(kind)
     warnings.warn(
         f"lazygen: persistent cache: {message}. Set LAZYGEN_CACHE_DIR to another directory, "
         "or LAZYGEN_CACHE=0 to run without the cache",
         PersistentCacheWarning,
         stacklevel=3,
     )
-
-
-state.register(__name__, _warned.clear, owns=("_warned",))

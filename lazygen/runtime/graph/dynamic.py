@@ -47,29 +47,38 @@ from . import GraphKey, size_inputs
 
 # On or off ------------------------------------------------------------------------------
 
-#: Set when the recompile budget (``graph/policy.py``) turned dynamic shapes on for the
-#: rest of the process (until ``lr.reset()`` or ``config.set_dynamic_shapes``). Held here,
-#: not in ``settings``: settings are what the user set, written by the user-facing API only.
-_switched_on: list[bool] = []
+
+class Marks:
+    """Dynamic shapes' state of the run (a part of ``state.runtime``): the recompile
+    budget's switch and the nodes given to ``mark_dynamic``."""
+
+    def __init__(self) -> None:
+        #: Set when the recompile budget (``graph/policy.py``) turned dynamic shapes on for
+        #: the rest of the run (until ``lr.reset()`` or ``config.set_dynamic_shapes``). Held
+        #: here, not in ``settings``: settings are what the user set, written by the
+        #: user-facing API only.
+        self.switched_on = False
+        #: IR nodes whose graphs compile for all sizes at once, with the dims.
+        self.marked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def on() -> bool:
     """Whether sizes are traced as graph inputs: the user's setting, or the budget's switch."""
-    return settings.dynamic_shapes or bool(_switched_on)
+    if settings.dynamic_shapes:
+        return True
+    marks = state.runtime.parts.get(Marks)  # traced ops with size attributes ask
+    return marks is not None and marks.switched_on
 
 
 def switch_on() -> None:
     """Trace sizes as graph inputs from the next traced op on (the budget's decision)."""
-    if not _switched_on:
-        _switched_on.append(True)
+    state.part(Marks).switched_on = True
 
 
 def switch_off() -> None:
-    """Forget the budget's switch (``config.set_dynamic_shapes`` and ``lr.reset()``)."""
-    _switched_on.clear()
+    """Forget the budget's switch (``config.set_dynamic_shapes``; a reset forgets it too)."""
+    state.part(Marks).switched_on = False
 
-
-state.register(__name__, switch_off, owns=("_switched_on",))
 
 # Keys -------------------------------------------------------------------------------------
 
@@ -218,23 +227,21 @@ def refusal(error: BaseException) -> str:
 
 # mark_dynamic -------------------------------------------------------------------------------
 
-#: IR nodes whose graphs compile for all sizes at once (``mark_dynamic``), with the dims.
-_marked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
 
 def mark(node: Node, dim: int) -> None:
-    _marked.setdefault(node, set()).add(dim)
+    state.part(Marks).marked.setdefault(node, set()).add(dim)
 
 
 def marked_dims(node: Node) -> set[int]:
-    return _marked.get(node, set())
+    return state.part(Marks).marked.get(node, set())
 
 
 def reads_marked(order: list[Node]) -> bool:
     """Whether a graph reads a node given to ``mark_dynamic``."""
-    if not _marked:
+    marked = state.part(Marks).marked
+    if not marked:
         return False
-    return any(node in _marked for node in order)
+    return any(node in marked for node in order)
 
 
 def check_dim(tensor: torch.Tensor, dim: int) -> int:
@@ -248,6 +255,3 @@ def check_dim(tensor: torch.Tensor, dim: int) -> int:
             f"{rank} dimension(s) (sizes {list(tensor.shape)})"
         )
     return dim % rank
-
-
-state.register(__name__, _marked.clear, owns=("_marked",))

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import torch
 
-from .. import state
 from ..ir import Node, ScalarData, Value
 
 
@@ -197,8 +196,3 @@ def hidden_copy(node: Node, operands: tuple) -> Node:
 def is_sized(node: Node) -> bool:
     """Whether ``node`` has attributes traced as size inputs."""
     return isinstance(node, _SizedNode)
-
-
-state.once_per_process(
-    __name__, ("_SIZED_CLASSES",), "memo of a pure function: one class per op and kind"
-)

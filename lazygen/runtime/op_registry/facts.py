@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .. import state
 from . import identity as op_identity
 
 #: Every fact the core reads: its name -> what the core does with it (and who reads it).
@@ -124,8 +123,3 @@ def of(fact: str, op, default=None):
 def declared_by(fact: str) -> str | None:
     """The module that declared ``fact``, or None."""
     return _where.get(fact)
-
-
-state.once_per_process(
-    __name__, ("_declared", "_where"), "the facts, declared once at import by the ops package"
-)

@@ -30,8 +30,6 @@ from typing import Any
 
 import torch
 
-from .. import state
-
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
 
@@ -50,11 +48,6 @@ _BACKWARD = "_backward"
 _overloads: dict[str, Any] = {}
 #: name without overload -> OpOverloadPacket (or None): a memo of ``packet_of`` for strings.
 _packets: dict[str, Any] = {}
-state.once_per_process(
-    __name__,
-    ("_overloads", "_packets"),
-    "memos of pure functions: the same answers whatever ran before",
-)
 
 
 def _not_an_op(op) -> TypeError:

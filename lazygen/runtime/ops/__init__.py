@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 from types import MappingProxyType
 
-from .. import state
 from ..backend_interface import KernelTables
 from . import (
     attention_op,
@@ -140,8 +139,3 @@ def runtime_tables() -> KernelTables:
         wrappers=KERNEL_WRAPPERS,
         counter_aliases=dict(COUNTER_ALIASES),
     )
-
-
-state.once_per_process(
-    __name__, ("_libraries",), "the torch.library of the neutral ops: torch dispatches through it"
-)

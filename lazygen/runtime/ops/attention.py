@@ -125,7 +125,12 @@ COUNTER_ALIASES = MappingProxyType(
     }
 )
 
-_choices: dict = {}
+
+class FusedChoices(dict):
+    """Eager's choice of the CPU's fused attention kernel, by the arguments' kinds (a part
+    of ``state.runtime``)."""
+
+
 _SDPA = aten.scaled_dot_product_attention.default
 _OVERRIDEABLE = aten._scaled_dot_product_fused_attention_overrideable.default
 
@@ -170,12 +175,13 @@ def _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale) -
         None if t is None else (t.dtype, tuple(t.shape), t.requires_grad) for t in tensors
     )
     cache_key += (dropout_p, is_causal, scale)
-    fused = _choices.get(cache_key)
+    choices = state.part(FusedChoices)
+    fused = choices.get(cache_key)
     if fused is None:
         choice = aten._fused_sdp_choice.default(
             *(_stand_in(t) for t in tensors), dropout_p, is_causal, scale=scale
         )
-        fused = _choices[cache_key] = choice == _FLASH
+        fused = choices[cache_key] = choice == _FLASH
     return fused
 
 
@@ -394,6 +400,3 @@ def neutral_kernels() -> dict:
 
 #: At the lazy device's autograd key, on the user's tensors.
 ATTENTION_AUTOGRAD_KERNELS = MappingProxyType({_SDPA: scaled_dot_product_attention})
-
-
-state.register(__name__, _choices.clear, owns=("_choices",))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import process, state
+from .. import process
 from ..errors import LazygenRuntimeError
 from . import (
     accelerator_api,
@@ -94,10 +94,3 @@ def install(name: str) -> None:
         ):
             if process.enabled(name):
                 module.install()
-
-
-state.once_per_process(
-    __name__,
-    ("_libraries", "_guards"),
-    "torch.library objects and the device guard: torch dispatches through them",
-)

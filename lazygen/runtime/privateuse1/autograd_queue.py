@@ -20,7 +20,6 @@ import warnings
 
 import torch
 
-from .. import state
 from ..errors import LazygenRuntimeError
 from . import backward_errors
 
@@ -130,10 +129,3 @@ def _drain(device: torch.device) -> None:
     except Exception:  # noqa: BLE001 - exiting: a failed drain must not hide the real exit
         return
     time.sleep(_EXIT_GRACE_S)
-
-
-state.once_per_process(
-    __name__,
-    ("_kept_for_exit", "_draining"),
-    "tensors of the engine's probe kept until exit, and the devices being drained",
-)

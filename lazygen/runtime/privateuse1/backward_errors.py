@@ -33,7 +33,13 @@ from .. import state
 Translator = Callable[[BaseException], "BaseException | None"]
 
 _lock = threading.Lock()
-_kept: list[BaseException] = []  # errors taken over on the engine's threads, oldest first
+
+
+class TakenOver(list):
+    """Errors taken over on the engine's threads, oldest first, until ``backward()`` raises
+    the first (a part of ``state.runtime``)."""
+
+
 _translators: list[Translator] = []
 _probe = int  # any builtin: calling it while an error is set raises that error's SystemError
 
@@ -46,14 +52,16 @@ def take_over_pending_error() -> None:
         _probe()
     except BaseException as refused:  # noqa: BLE001 - every pending error is kept, none lost
         original = refused.__cause__ if isinstance(refused, SystemError) else None
+        kept = state.part(TakenOver)
         with _lock:
-            _kept.append(original if original is not None else refused)
+            kept.append(original if original is not None else refused)
 
 
 def _take_kept() -> BaseException | None:
+    taken = state.part(TakenOver)
     with _lock:
-        kept = _kept[0] if _kept else None
-        _kept.clear()
+        kept = taken[0] if taken else None
+        taken.clear()
     return kept
 
 
@@ -89,11 +97,3 @@ def install() -> None:
     # torch.autograd binds the function by name at import, so both names are replaced.
     torch.autograd.graph._engine_run_backward = run_backward
     torch.autograd._engine_run_backward = run_backward
-
-
-state.once_per_process(
-    __name__,
-    ("_kept", "_translators"),
-    "errors taken over on autograd's threads until backward() raises them, and the "
-    "translators modules install at import",
-)

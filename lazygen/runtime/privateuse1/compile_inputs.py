@@ -32,7 +32,7 @@ import sys
 
 from torch._subclasses import meta_utils
 
-from .. import dispatch, state
+from .. import dispatch
 from ..errors import LazygenRuntimeError
 from ..tracing.tensor import is_lazy
 from . import patches
@@ -106,11 +106,3 @@ def skip_lazygen_frames(packages: tuple[str, ...] = ("lazygen",)) -> None:
 def install() -> None:
     """Wrap the meta converter's describer (once per process)."""
     patches.wrap(meta_utils.MetaTensorDescriber, "describe_tensor", _lazy_described)
-
-
-state.once_per_process(
-    __name__,
-    ("_skipped", "_skipped_with"),
-    "the packages lazygen put on Dynamo's skip list, and how many kernels were installed "
-    "when it last did: Dynamo holds them for the process",
-)

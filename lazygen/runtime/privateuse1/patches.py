@@ -15,17 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import state
-
 #: (id of the owner, attribute name) -> (the owner, what the attribute held before lazygen
 #: replaced it). By id: an owner need not be hashable; the entry keeps it alive.
 _originals: dict[tuple[int, str], tuple[Any, Any]] = {}
-state.once_per_process(
-    __name__,
-    ("_originals",),
-    "torch's functions as they were before lazygen wrapped them: torch holds the wrappers "
-    "for the process",
-)
 
 
 def wrap(owner: Any, name: str, make: Callable[[Any], Any]) -> bool:

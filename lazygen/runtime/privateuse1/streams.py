@@ -27,7 +27,6 @@ the device for them (``torch.get_device_module(device)``, as FSDP2 and Dynamo do
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from types import MappingProxyType
 
@@ -196,13 +195,13 @@ class Event:
         return f"{settings.device_type}.Event(event_id={self.event_id}, device={self.device})"
 
 
-_current = threading.local()  # per thread, as CUDA's current stream: index -> Stream
-
-
 def _currents() -> dict:
-    table = getattr(_current, "streams", None)
+    """This thread's current streams (as CUDA's, per thread): index -> Stream; on the
+    runtime object's ``per_thread``, so a reset makes the default streams current again."""
+    per_thread = state.runtime.per_thread
+    table = getattr(per_thread, "streams", None)
     if table is None:
-        table = _current.streams = {}
+        table = per_thread.streams = {}
     return table
 
 
@@ -240,8 +239,3 @@ class StreamContext:
 
 def stream(stream: Stream | None) -> StreamContext:
     return StreamContext(stream)
-
-
-state.once_per_process(
-    __name__, ("_ids",), "stream ids: unique for the process (torch holds the streams)"
-)

@@ -20,7 +20,6 @@ from typing import Any
 import torch
 import torch.fx
 
-from ... import state
 from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
 from ...lowering_context import (
@@ -305,8 +304,3 @@ def _fits(kind, value) -> bool:
     if isinstance(kind, torch.BoolType):
         return type(value) is bool
     return True
-
-
-state.once_per_process(
-    __name__, ("_by_name",), "memo of a pure function: the same answers whatever ran before"
-)

@@ -279,7 +279,10 @@ class JaxBackend(Backend):
         # that is still referenced: ``_spare_live_inputs``).
         dead = self._donatable(order)
         ctx, lowered, donated, returned = self._lowered(order, outputs, device, dead=dead)
-        variant = self._variants(order, outputs, device, dead)
+        # Only a program with numbers compiled in needs to lower again: the closure holds
+        # the graph's nodes, data included (it kept a first step's parameters referenced,
+        # so the step after could not donate them: issue #48).
+        variant = self._variants(order, outputs, device, dead) if ctx.static_inputs else None
         compiled, fresh = executables.compile_program(lowered)
         executable = JaxExecutable(compiled, ctx.static_inputs, variant, donated, returned)
         executable.fresh = fresh
@@ -291,9 +294,11 @@ class JaxBackend(Backend):
         return executable
 
     def _donatable(self, order: list[Node]) -> list[int]:
-        dead = unreferenced_inputs(order, range(len(order)))
-        kept = self.small_uploads.ids  # shared arrays: never donated
-        return sorted(i for i in dead if id(order[i].native) not in kept)
+        # A small upload (shared by content) is donated too: each run copies a kept one
+        # it is passed (``execute_donating``). A first training step reads its small
+        # parameters as such uploads; the steps after read its results, which the
+        # program then donates (issue #48: one compile, full donation from step 0).
+        return sorted(unreferenced_inputs(order, range(len(order))))
 
     def _variants(self, order, outputs, device, dead):
         """What compiles the graph for other numbers read as sizes (``JaxExecutable.make``)."""
@@ -350,7 +355,9 @@ class JaxBackend(Backend):
 
     def load_executable(self, payload: bytes, order, outputs, device) -> JaxExecutable:
         compiled, static, donated, placed = executables.load(payload)
-        variant = self._variants(order, outputs, device, self._donatable(order))
+        variant = None
+        if static:  # as ``compile``: only a program with numbers compiled in lowers again
+            variant = self._variants(order, outputs, device, self._donatable(order))
         executable = JaxExecutable(compiled, static, variant, donated)
         executable.placed = placed
         return executable

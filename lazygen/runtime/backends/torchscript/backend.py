@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from ... import process, state
+from ... import process
 from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...dispatch_modes import without_autograd
@@ -334,10 +334,3 @@ def _type_of(result) -> torch._C.JitType:
         return _TENSOR_TYPE
     inferred = torch._C._jit_try_infer_type(result)
     return inferred.type() if inferred.success() else _TENSOR_TYPE
-
-
-state.once_per_process(
-    __name__,
-    ("_executor_configured",),
-    "TorchScript's executor is configured once per process (process effect jit_executor)",
-)

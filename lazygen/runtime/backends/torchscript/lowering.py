@@ -6,7 +6,6 @@ from types import MappingProxyType
 
 import torch
 
-from ... import state
 from ...ir import ScalarData, SizeConstant, Value
 from ...lowering_context import (
     LoweringContext,
@@ -248,8 +247,3 @@ def _plain(value):
     if kind is torch.memory_format:
         return _MEMORY_FORMATS[value]
     return value
-
-
-state.once_per_process(
-    __name__, ("_ENUM_INTS",), "memo of a pure function: the same answers whatever ran before"
-)

@@ -17,7 +17,6 @@ from collections.abc import Callable
 import jax.numpy as jnp
 from jax import lax
 
-from .... import state
 from ..dtypes import convert, to_jax
 
 JAX_OPS: dict[str, Callable] = {}
@@ -102,8 +101,3 @@ HIGHEST = lax.Precision.HIGHEST
 def per_channel(v, ndim: int):
     """A per-channel vector shaped to broadcast over ``(N, C, ...)``."""
     return v.reshape((1, -1) + (1,) * (ndim - 2))
-
-
-state.once_per_process(
-    __name__, ("JAX_OPS",), "filled at import by the families' registrations (ops/__init__.py)"
-)
