@@ -5,10 +5,6 @@ generated-code contract (``kernel_support``); on the hot path."""
 
 from __future__ import annotations
 
-import weakref
-
-import torch
-
 from ..devices import LazyDevice, default_device, several_in_use
 from ..errors import LazygenRuntimeError
 from ..execution import executor
@@ -25,8 +21,6 @@ from .operands import _other_device
 _new_value = tuple.__new__  # Value(node, i) without the NamedTuple's Python-level __new__
 _new_object = object.__new__
 _node_init = Node.__init__
-_make_wrapper_subclass = torch.Tensor._make_wrapper_subclass
-_ref = weakref.ref
 
 
 def make_node(cls, operands, attrs, shapes, device: LazyDevice | None = None) -> Node:
@@ -40,7 +34,13 @@ def make_node(cls, operands, attrs, shapes, device: LazyDevice | None = None) ->
         return _reuse_or_make(cls, operands, attrs, shapes)
     if settings.record_source or cls.__init__ is not _node_init:
         return cls(operands, attrs, shapes)
-    node = _new_object(cls)  # cls(...) without Node.__init__'s Python frame
+    return _plain_node(cls, operands, attrs, shapes)
+
+
+def _plain_node(cls, operands, attrs, shapes) -> Node:
+    """``cls(operands, attrs, shapes)`` without Node.__init__'s Python frame (a class using
+    Node's own ``__init__``, no source line recorded)."""
+    node = _new_object(cls)
     node.operands = operands
     node.attrs = attrs
     node.shapes = shapes
@@ -82,10 +82,10 @@ class TracedOp:
 
 def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -> LazyTensor:
     """The fast path of a generated single-output kernel whose tensor arguments are all lazy
-    tensors: count, shapes, node and result in one frame. At thousands of ops per training
-    step each Python call is a measurable share, so the common case (a cached shape, a plain
-    node: no reuse, no source line, no size input) runs ``cached_shapes``, ``make_node``,
-    ``wrap`` and ``new_lazy`` inline; anything else takes those functions.
+    tensors: count, shapes, node and result. At thousands of ops per training step each
+    Python call is a measurable share, so the common case (a cached shape, a plain node: no
+    reuse, no source line, no size input) skips ``cached_shapes``' frame and ``make_node``'s
+    checks; the result is made by ``wrap`` (``new_lazy``), the one place that makes one.
 
     ``key`` is the shape-cache key the kernel built: ``traced`` first (it names the op and
     the way its shapes are computed), then each argument's ``_shape`` or ``shape_key``.
@@ -103,29 +103,10 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
         shapes = compute_shapes(traced.op, args, kwargs, traced.compute_fn)
     cls = traced.node_class
     if traced.plain_node and not (settings.reuse_ir or settings.record_source):
-        node = _new_object(cls)  # make_node's fast path, inline
-        node.operands = operands
-        node.attrs = attrs
-        node.shapes = shapes
-        node.source = None
+        node = _plain_node(cls, operands, attrs, shapes)  # make_node's answer, its checks done
     else:
         node = make_node(cls, operands, attrs, shapes, device)
-    shape = shapes[0]  # wrap(node, device) and new_lazy, inline
-    tensor = _make_wrapper_subclass(
-        LazyTensor, shape[1], dtype=shape[0], device=device.torch_device
-    )
-    tensor._value = _new_value(Value, (node, 0))
-    tensor._device = device
-    tensor._sizes = shape[1]
-    tensor._shape = shape
-    live = device.live
-    live.append(_ref(tensor))
-    if len(live) > device.prune_at:
-        device.prune()
-    device.pending_nodes += 1
-    if device.pending_nodes > settings.max_pending_nodes:
-        executor.cut(device)
-    return tensor
+    return wrap(node, device)
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:
