@@ -6,9 +6,10 @@ offset. Each upload through DLPack costs 30-280 us (jax's ``from_dlpack`` in Pyt
 XLA runs), 13 of them 1.4 ms of a GPT-2 step, where the torchscript backend keeps the
 tensor as it is. A ``jax.Array`` is immutable, so one array can serve every upload of the
 same dtype, shape and bytes: it is a copy (never the caller's memory, which may change),
-and no graph may donate it: the backend leaves the inputs that hold one out of a graph's
-donated inputs (``JaxBackend.compile``), and copies one passed where a graph donates
-(``JaxBackend.execute_donating``), as it copies any input still in use.
+and no run may consume it: a graph may be compiled to donate such an input (a first
+training step reads its small parameters as kept uploads, the steps after read its
+results in the same places), and each run copies a kept array passed where the graph
+donates (``JaxBackend.execute_donating``), as it copies any input still in use.
 """
 
 from __future__ import annotations
