@@ -190,3 +190,28 @@ def test_the_same_on_the_inductor_backend():
         [sys.executable, "-c", program], cwd=tests, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def check_momentum_compiles_no_more_after_its_state_appears(device: torch.device) -> None:
+    """SGD with momentum: Dynamo captures the optimizer again at step 1 (its momentum
+    buffers exist now), so step 1 is a new program; from step 2 on every step is the cached
+    one. Step 2 compiled again before: its live tensors, listed in creation order, gave
+    the same program's outputs in another order (``executor._in_canonical_order``)."""
+    model, optimizer, twin, twin_optimizer, step = _training(
+        device, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)
+    )
+    x, y = torch.randn(4, 8), torch.tensor([0, 2, 1, 2])
+    compiled = torch.compile(step, backend="lazygen")
+    reference = torch.compile(step, backend="aot_eager")
+    for i in range(5):
+        if i == 2:
+            compiles = count("UncachedCompile")
+        loss = compiled(model, optimizer, x.to(device), y.to(device)).item()
+        assert loss == pytest.approx(reference(twin, twin_optimizer, x, y).item(), rel=1e-6)
+    assert count("UncachedCompile") == compiles
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(p.cpu(), q.detach())
+
+
+def test_momentum_compiles_no_more_after_its_state_appears():
+    check_momentum_compiles_no_more_after_its_state_appears(torch.device("lazygen"))
