@@ -192,11 +192,14 @@ def test_the_same_on_the_inductor_backend():
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def check_momentum_compiles_no_more_after_its_state_appears(device: torch.device) -> None:
+def check_momentum_compiles_no_more_after_its_state_appears(
+    device: torch.device, mark_step: bool = False
+) -> None:
     """SGD with momentum: Dynamo captures the optimizer again at step 1 (its momentum
     buffers exist now), so step 1 is a new program; from step 2 on every step is the cached
     one. Step 2 compiled again before: its live tensors, listed in creation order, gave
-    the same program's outputs in another order (``executor._in_canonical_order``)."""
+    the same program's outputs in another order (``executor._in_canonical_order``).
+    ``mark_step``: each step ends with ``lr.mark_step()`` before the loss is read."""
     model, optimizer, twin, twin_optimizer, step = _training(
         device, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)
     )
@@ -206,7 +209,10 @@ def check_momentum_compiles_no_more_after_its_state_appears(device: torch.device
     for i in range(5):
         if i == 2:
             compiles = count("UncachedCompile")
-        loss = compiled(model, optimizer, x.to(device), y.to(device)).item()
+        loss = compiled(model, optimizer, x.to(device), y.to(device))
+        if mark_step:
+            lr.mark_step()
+        loss = loss.item()
         assert loss == pytest.approx(reference(twin, twin_optimizer, x, y).item(), rel=1e-6)
     assert count("UncachedCompile") == compiles
     for p, q in zip(model.parameters(), twin.parameters(), strict=True):
@@ -215,3 +221,7 @@ def check_momentum_compiles_no_more_after_its_state_appears(device: torch.device
 
 def test_momentum_compiles_no_more_after_its_state_appears():
     check_momentum_compiles_no_more_after_its_state_appears(torch.device("lazygen"))
+
+
+def test_the_same_when_each_step_ends_with_mark_step():
+    check_momentum_compiles_no_more_after_its_state_appears(torch.device("lazygen"), True)

@@ -297,7 +297,8 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     synced = [device] if device is not None else all_devices()
     for dev in synced:
         traced, dev.pending_nodes = dev.pending_nodes, 0
-        dev.spliced.clear()  # every pending tensor is synced below
+        # every pending tensor is synced below: with spliced calls pending, as a whole step
+        # (``_starts_whole_step`` clears them; its outputs in ``_in_canonical_order``)
         previous = len(dev.in_flight)
         # The previous run is waited for only once this step's graph is found and its
         # inputs are read (which waits for the runs they come from): the run overlaps
