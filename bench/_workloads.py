@@ -80,6 +80,9 @@ def _install_floor_kernels() -> None:
 
     for op in (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor):
         state.kernel_table[op] = kernel
+    forget = getattr(tensor, "forget_kernels", None)  # the id-keyed copy, where there is one
+    if forget is not None:
+        forget()
 
 
 def trace(impl: Impl, ops: int, repeats: int) -> dict:

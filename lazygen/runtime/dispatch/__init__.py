@@ -175,6 +175,7 @@ def refresh() -> None:
     active = {op: refusals.guard(op, fn) for op, fn in installed.kernels.items() if not forced(op)}
     kernel_table.clear()
     kernel_table.update(active)
+    _tensor.forget_kernels()
     _no_decomposition.clear()
 
 
