@@ -82,11 +82,11 @@ class LazyTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        kernel = _kernels_by_id.get(id(func))
+        kernel = _kernel_table.get(id(func))  # see ``_kernel_table``
         if kernel is None:
             kernel = _kernel_table.get(func)
             if kernel is not None:
-                _kernels_by_id[id(func)] = kernel
+                _kernel_table[id(func)] = kernel
         if kernel is not None:
             if kwargs:
                 return kernel(*args, **kwargs)
@@ -162,19 +162,13 @@ def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
 
 
 # The dispatch table (``state.kernel_table``, filled by ``dispatch``) and the handler of
-# ops without a kernel (set by ``dispatch`` when ``init()`` wires the runtime).
+# ops without a kernel (set by ``dispatch`` when ``init()`` wires the runtime). The table
+# holds each kernel under its op and, once the op has been dispatched here, under
+# ``id(op)`` too: an ``OpOverload``'s ``__hash__`` is a Python method, a frame per lookup
+# (~70 ns, 1-2% of a traced op), where ``id`` is a C call. ``dispatch.refresh`` rebuilds the
+# table whenever it changes, so both keys go together; an id is never reused while its op
+# is a key of the table, which holds the op, and an int never equals an op.
 _kernel_table = kernel_table
-# The same table keyed by ``id(func)``, filled as ops are first dispatched: an
-# ``OpOverload``'s ``__hash__`` is a Python method, a frame per lookup (~70 ns, 1-2% of a
-# traced op); ``id`` is a C call. ``dispatch.refresh`` empties it whenever the table changes
-# (``forget_kernels``); an id is never reused while its op is a key of the table, which
-# holds the op.
-_kernels_by_id: dict = {}
-
-
-def forget_kernels() -> None:
-    """Empty the id-keyed copy of the kernel table (after any change to the table)."""
-    _kernels_by_id.clear()
 
 
 def _fallback(func, args, kwargs):
