@@ -169,6 +169,8 @@ def _sync_device(
             return {}
         values = [t._value for t in tensors]
         outputs = list(dict.fromkeys(values + list(extra_outputs)))
+        if whole_step:
+            outputs = _in_canonical_order(outputs)
         try:
             template, order, executable = _compiled(device, outputs)
             debug.note_sync(device, executable, order, outputs)
@@ -206,6 +208,31 @@ def _sync_device(
                 t._value = data_of[value]
         metrics.count("SyncedTensors", len(tensors))
         return data_of
+
+
+def _in_canonical_order(outputs: list[Value]) -> list[Value]:
+    """A whole step's outputs with each node's values together, by index, the nodes in the
+    order they first appear. A graph's key holds its outputs in order, and a whole step
+    lists them from the device's live tensors, in creation order, which need not follow the
+    step's structure: an optimizer's state tensors created at its first step hold a spliced
+    call's results in one order at step 1 and another at step 2 (SGD's momentum buffers),
+    and the same program compiled again. Only the order of values of one node is
+    canonical here, the one that varied; which node comes first still follows the tensors."""
+    grouped: dict[Node, list[Value]] = {}
+    for value in outputs:
+        grouped.setdefault(value.node, []).append(value)
+    if len(grouped) == len(outputs):
+        return outputs
+    ordered = []
+    for values in grouped.values():
+        if len(values) > 1:
+            values.sort(key=_index_of)
+        ordered += values
+    return ordered
+
+
+def _index_of(value: Value) -> int:
+    return value.index
 
 
 def _all_pending_synced(device: LazyDevice, tensors: list[LazyTensor]) -> bool:
@@ -270,7 +297,8 @@ def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:
     synced = [device] if device is not None else all_devices()
     for dev in synced:
         traced, dev.pending_nodes = dev.pending_nodes, 0
-        dev.spliced.clear()  # every pending tensor is synced below
+        # every pending tensor is synced below: with spliced calls pending, as a whole step
+        # (``_starts_whole_step`` clears them; its outputs in ``_in_canonical_order``)
         previous = len(dev.in_flight)
         # The previous run is waited for only once this step's graph is found and its
         # inputs are read (which waits for the runs they come from): the run overlaps
