@@ -37,6 +37,7 @@ Debug verbosity comes from one environment variable, ``LAZYGEN_DEBUG``:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -112,16 +113,19 @@ Part = TypeVar("Part")
 
 class Runtime:
     """The runtime's state for one run between resets: its parts, one per subsystem, keyed
-    by the part's class, and per-thread state (``per_thread``, a ``threading.local``).
+    by the part's class, per-thread state (``per_thread``, a ``threading.local``) and the
+    answers of the functions memoised with ``memo`` (``memos``, by function).
 
     Read it as ``state.runtime`` (or a part as ``state.part(Kind)``) each time, never keep
-    it: ``reset()`` replaces it."""
+    it: ``reset()`` replaces it. ``state.process`` is an object of the same class that is
+    never replaced: what must live as long as the process (``for_process``)."""
 
-    __slots__ = ("parts", "per_thread")
+    __slots__ = ("parts", "per_thread", "memos")
 
     def __init__(self) -> None:
         self.parts: dict[type, object] = {}
         self.per_thread = threading.local()
+        self.memos: dict[Callable, dict] = {}
 
     def part(self, kind: type[Part]) -> Part:
         """This runtime's ``kind`` (a subsystem's state class), made by ``kind()`` on first
@@ -131,14 +135,61 @@ class Runtime:
         except KeyError:  # two threads racing: one instance wins
             return self.parts.setdefault(kind, kind())
 
+    def answers(self, function: Callable) -> dict:
+        """The memo of ``function``: its arguments -> its answer."""
+        try:
+            return self.memos[function]
+        except KeyError:
+            return self.memos.setdefault(function, {})
+
 
 #: The one runtime object; ``reset()`` replaces it.
 runtime = Runtime()
+
+#: What lives as long as the process, never reset, in one place: what torch holds
+#: references to (the ``torch.library`` objects whose kernels torch dispatches through, the
+#: functions it calls back, the handles it gave out), the objects whose identity torch or a
+#: compiled graph keeps (the kernel tables installed in torch, node classes), and the memos
+#: of facts of the process. Each module's share is a part (``for_process(Kind)``) or a memo
+#: (``process_memo``); docs/architecture.md lists them with their reasons.
+process = Runtime()
 
 
 def part(kind: type[Part]) -> Part:
     """The current runtime's ``kind`` (see ``Runtime.part``)."""
     return runtime.part(kind)
+
+
+def for_process(kind: type[Part]) -> Part:
+    """The process's ``kind`` (see ``process``): made on first use, never reset."""
+    return process.part(kind)
+
+
+Answer = TypeVar("Answer")
+
+
+def _memoised(function: Callable[..., Answer], holder: Callable[[], Runtime]):
+    def memoised(*args) -> Answer:
+        answers = holder().answers(memoised)
+        try:
+            return answers[args]
+        except KeyError:  # two threads racing: one answer wins
+            return answers.setdefault(args, function(*args))
+
+    functools.update_wrapper(memoised, function)
+    return memoised
+
+
+def memo(function: Callable[..., Answer]) -> Callable[..., Answer]:
+    """``functools.cache`` for a pure function (positional, hashable arguments), its answers
+    kept on the runtime object: ``reset()`` forgets them (they are computed again)."""
+    return _memoised(function, lambda: runtime)
+
+
+def process_memo(function: Callable[..., Answer]) -> Callable[..., Answer]:
+    """``memo`` whose answers live on ``process``: for answers whose identity is held (an
+    object torch or compiled graphs keep) or that must not change once computed."""
+    return _memoised(function, lambda: process)
 
 
 class Warned(set):
