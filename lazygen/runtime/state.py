@@ -15,10 +15,14 @@
 * ``kernel_table``: the kernel table, what ``LazyTensor.__torch_dispatch__`` runs (op ->
   kernel), held by reference on the hot path and filled in place by ``dispatch``.
 
+* ``process``: an object of the same class that is never replaced, the one holder of what
+  torch holds references to (``torch.library`` objects, wrapped functions, handles torch
+  gave out, kernel tables installed in torch): ``for_process(Kind)`` and ``process_memo``.
+* ``memo``: ``functools.cache`` with its answers on ``runtime`` (a reset forgets them).
+
 Module-level mutable state elsewhere is the documented few (docs/architecture.md,
-"Module-level state", each with its reason: what torch holds references to, what an import
-fills once, memos of pure functions); ``tests/architecture/test_state_ownership.py`` fails
-on any other. The modules of the tracing hot path that still keep their state in globals
+"Module-level state", each with its reason); ``tests/architecture/test_state_ownership.py``
+fails on any other. The modules of the tracing hot path that still keep their state in globals
 declare its reset with ``register`` (and what outlives one with ``once_per_process``)
 until they move onto the runtime object too.
 

@@ -2,8 +2,9 @@
 few (issue 52 item 3): the runtime's state is one object, ``state.runtime`` (each
 subsystem's state a part of it, ``state.part(Kind)``), which ``reset()`` replaces; a module
 global may hold mutable state only where docs/architecture.md's "Module-level state" table
-lists it with its reason (what torch holds references to, what an import fills once, memos
-of pure functions, and the tracing modules not yet moved).
+lists it with its reason (the runtime object and the process's holder themselves, and the
+modules not yet moved onto them). What torch holds references to lives on the one holder
+``state.process`` (``test_state_inventory.py`` checks its table).
 
 The scan finds, at module level (also under ``if``/``try``/``with``), five kinds:
 
@@ -172,9 +173,10 @@ def undocumented(source: str, module: str, listed: dict[str, set[str]]) -> list[
         f"lazygen/{module}:{line}: module-level mutable state {name!r} ({kind}) is not one "
         "of the documented few: keep it on the runtime object instead (a small class in "
         "this module whose instance is a part of it: state.part(YourState); reset() then "
-        "makes a new one), or, if torch holds a reference to it (or an import fills it "
-        "once, or it memoises a pure function), list it with its reason in "
-        "docs/architecture.md's 'Module-level state' table"
+        "makes a new one; a memo: @state.memo), or, if torch holds a reference to it, "
+        "on the process's holder (state.for_process(YourHeld) or @state.process_memo, "
+        "listed in docs/architecture.md's 'What the process holds'); failing both, list "
+        "it with its reason in docs/architecture.md's 'Module-level state' table"
         for name, (kind, line) in sorted(state_with_lines(source).items(), key=lambda i: i[1][1])
         if name not in allowed
     ]

@@ -19,16 +19,16 @@ spelling                           who writes it                                
 
 ``overload_of`` turns any of them back into the ``OpOverload`` (None for a name torch does not
 know: a non-native ``opkind`` such as ``"ltc_cast"``). The answers are pure functions of
-torch's op registry, so the memo below is kept for the process (see ``state.py``'s list).
+torch's op registry, memoised on the runtime object (``state.memo``).
 
-Near the bottom of the runtime: it imports only ``state`` (to declare its memo).
+Near the bottom of the runtime: it imports only ``state`` (for its memo).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
+
+from .. import state
 
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
@@ -43,11 +43,6 @@ _FOREACH = DEFAULT_NAMESPACE + "::_foreach_"
 #: The suffix of a view op's copying form (``t_copy``).
 _COPY = "_copy"
 _BACKWARD = "_backward"
-
-#: name -> OpOverload (or None): a memo of ``overload_of`` for strings.
-_overloads: dict[str, Any] = {}
-#: name without overload -> OpOverloadPacket (or None): a memo of ``packet_of`` for strings.
-_packets: dict[str, Any] = {}
 
 
 def _not_an_op(op) -> TypeError:
@@ -82,10 +77,7 @@ def overload_of(op):
     class (its ``op_kind`` and ``op_name``).
     """
     if type(op) is str:
-        found = _overloads.get(op)
-        if found is None and op not in _overloads:
-            found = _overloads[op] = _resolve(op)
-        return found
+        return _resolve(op)
     if isinstance(op, OpOverload):
         return op
     if isinstance(op, type) and getattr(op, "op_kind", None) is not None:
@@ -96,7 +88,9 @@ def overload_of(op):
     raise _not_an_op(op)
 
 
+@state.memo
 def _resolve(name: str):
+    """The ``OpOverload`` ``name`` names, or None."""
     namespace, sep, rest = name.partition("::")
     if not sep:
         namespace, rest = DEFAULT_NAMESPACE, name
@@ -116,15 +110,14 @@ def packet_of(op):
     if isinstance(op, OpOverloadPacket):
         return op
     if type(op) is str and "." not in op:  # "aten::normal": a packet without a default
-        found = _packets.get(op)
-        if found is None and op not in _packets:
-            found = _packets[op] = _resolve_packet(op)
-        return found
+        return _resolve_packet(op)
     found = overload_of(op)
     return None if found is None else found.overloadpacket
 
 
+@state.memo
 def _resolve_packet(name: str):
+    """The ``OpOverloadPacket`` ``name`` (no overload) names, or None."""
     namespace, sep, base = name.partition("::")
     if not sep:
         namespace, base = DEFAULT_NAMESPACE, name
