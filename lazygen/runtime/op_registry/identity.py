@@ -19,16 +19,19 @@ spelling                           who writes it                                
 
 ``overload_of`` turns any of them back into the ``OpOverload`` (None for a name torch does not
 know: a non-native ``opkind`` such as ``"ltc_cast"``). The answers are pure functions of
-torch's op registry, memoised on the runtime object (``state.memo``).
+torch's op registry, so the memo below is kept for the process. It stays in this module's
+globals, not on the runtime object (``state.memo``): ``packet_of`` is asked twice per traced
+op, and ``state.memo``'s lookup costs ~100 ns more per call (~3% of tracing an op;
+docs/architecture.md, "Module-level state").
 
-Near the bottom of the runtime: it imports only ``state`` (for its memo).
+Near the bottom of the runtime: it imports nothing of lazygen.
 """
 
 from __future__ import annotations
 
-import torch
+from typing import Any
 
-from .. import state
+import torch
 
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
@@ -43,6 +46,11 @@ _FOREACH = DEFAULT_NAMESPACE + "::_foreach_"
 #: The suffix of a view op's copying form (``t_copy``).
 _COPY = "_copy"
 _BACKWARD = "_backward"
+
+#: name -> OpOverload (or None): a memo of ``overload_of`` for strings.
+_overloads: dict[str, Any] = {}
+#: name without overload -> OpOverloadPacket (or None): a memo of ``packet_of`` for strings.
+_packets: dict[str, Any] = {}
 
 
 def _not_an_op(op) -> TypeError:
@@ -77,7 +85,10 @@ def overload_of(op):
     class (its ``op_kind`` and ``op_name``).
     """
     if type(op) is str:
-        return _resolve(op)
+        found = _overloads.get(op)
+        if found is None and op not in _overloads:
+            found = _overloads[op] = _resolve(op)
+        return found
     if isinstance(op, OpOverload):
         return op
     if isinstance(op, type) and getattr(op, "op_kind", None) is not None:
@@ -88,9 +99,7 @@ def overload_of(op):
     raise _not_an_op(op)
 
 
-@state.memo
 def _resolve(name: str):
-    """The ``OpOverload`` ``name`` names, or None."""
     namespace, sep, rest = name.partition("::")
     if not sep:
         namespace, rest = DEFAULT_NAMESPACE, name
@@ -110,14 +119,15 @@ def packet_of(op):
     if isinstance(op, OpOverloadPacket):
         return op
     if type(op) is str and "." not in op:  # "aten::normal": a packet without a default
-        return _resolve_packet(op)
+        found = _packets.get(op)
+        if found is None and op not in _packets:
+            found = _packets[op] = _resolve_packet(op)
+        return found
     found = overload_of(op)
     return None if found is None else found.overloadpacket
 
 
-@state.memo
 def _resolve_packet(name: str):
-    """The ``OpOverloadPacket`` ``name`` (no overload) names, or None."""
     namespace, sep, base = name.partition("::")
     if not sep:
         namespace, base = DEFAULT_NAMESPACE, name
