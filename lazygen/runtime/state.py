@@ -241,11 +241,6 @@ def owned_globals() -> dict[str, tuple[str, ...]]:
     return dict(_owned)
 
 
-def kept_globals() -> dict[str, dict[str, str]]:
-    """Module -> {global: reason} of the globals declared once per process."""
-    return {owner: dict(names) for owner, names in _kept.items()}
-
-
 def owners() -> list[str]:
     """The modules that keep mutable state, in the order ``reset()`` resets them."""
     return list(_resets)
