@@ -210,11 +210,18 @@ def first_time(warning: str) -> bool:
     return True
 
 
-# The resets of the modules whose state is still in their globals (the tracing hot path,
-# until it moves onto the runtime object), by module, and the globals each puts back.
-_resets: dict[str, list[Callable[[], None]]] = {}
-_owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
-_kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
+class Registrations:
+    """The resets of the modules whose state is still in their globals (the tracing hot
+    path, until it moves onto the runtime object), by module, the globals each puts back,
+    and the globals each declares kept through a reset, with why: on ``process``
+    (``for_process(Registrations)``), as modules register at import, once."""
+
+    __slots__ = ("resets", "owned", "kept")
+
+    def __init__(self) -> None:
+        self.resets: dict[str, list[Callable[[], None]]] = {}
+        self.owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
+        self.kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
 
 
 def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ()) -> None:
@@ -223,27 +230,35 @@ def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ())
     whose state is not yet a part of the runtime object. A module may
     register several pieces of state: each call adds its reset and its globals, so a
     second registration never silently drops the first one's."""
-    resets = _resets.setdefault(owner, [])
+    registered = for_process(Registrations)
+    resets = registered.resets.setdefault(owner, [])
     if reset_fn not in resets:
         resets.append(reset_fn)
-    _owned[owner] = tuple(dict.fromkeys(_owned.get(owner, ()) + tuple(owns)))
+    registered.owned[owner] = tuple(dict.fromkeys(registered.owned.get(owner, ()) + tuple(owns)))
 
 
 def once_per_process(owner: str, names: Iterable[str], reason: str) -> None:
     """Declare that module ``owner``'s globals ``names`` hold what must outlive ``reset()``
     (``reason`` says why: torch holds references into it, ``init()`` fills it once, or it
     memoises a pure function)."""
-    _kept.setdefault(owner, {}).update(dict.fromkeys(names, reason))
+    for_process(Registrations).kept.setdefault(owner, {}).update(dict.fromkeys(names, reason))
+
+
+def unregister(owner: str) -> None:
+    """Forget module ``owner``'s resets and globals (a test's module that registered)."""
+    registered = for_process(Registrations)
+    for table in (registered.resets, registered.owned, registered.kept):
+        table.pop(owner, None)
 
 
 def owned_globals() -> dict[str, tuple[str, ...]]:
     """Module -> the globals ``reset()`` puts back (as ``register`` declared them)."""
-    return dict(_owned)
+    return dict(for_process(Registrations).owned)
 
 
 def owners() -> list[str]:
     """The modules that keep mutable state, in the order ``reset()`` resets them."""
-    return list(_resets)
+    return list(for_process(Registrations).resets)
 
 
 def reset() -> None:
@@ -259,7 +274,7 @@ def reset() -> None:
         if kept is not None:
             fresh.parts[kind] = kept
     runtime = fresh
-    for resets in list(_resets.values()):
+    for resets in list(for_process(Registrations).resets.values()):
         for reset_fn in list(resets):
             reset_fn()
 

@@ -99,8 +99,6 @@ def held() -> dict[str, set[str]]:
     """Module -> the shares of ``state.process`` it holds, for every scanned module."""
     found = {}
     for path in _files():
-        if path.name == "state.py" and path.parent.name == "runtime":
-            continue  # defines them
         names = held_in(path.read_text())
         if names:
             found[module_of(path)] = set(names)

@@ -265,8 +265,8 @@ def test_a_module_registering_twice_keeps_both_resets():
         state.reset()
         assert first == [] and second == []
     finally:
-        state._resets.pop(owner)
-        state._owned.pop(owner)
+        state.unregister(owner)
+    assert owner not in state.owners() and owner not in state.owned_globals()
 
 
 def test_lr_reset_keeps_tensor_values_and_empties_counters():
