@@ -6,7 +6,7 @@ lists it with its reason (the runtime object and the process's holder themselves
 modules not yet moved onto them). What torch holds references to lives on the one holder
 ``state.process`` (``test_state_inventory.py`` checks its table).
 
-The scan finds, at module level (also under ``if``/``try``/``with``), five kinds:
+The scan finds, at module level (also under ``if``/``try``/``with``), six kinds:
 
 * a *container*: a dict, list or set (literal or comprehension) or a call to a mutable
   container or counter (``dict()``, ``defaultdict``, ``deque``, ``WeakKeyDictionary``,
@@ -14,6 +14,9 @@ The scan finds, at module level (also under ``if``/``try``/``with``), five kinds
 * a *rebound* global: a name a function rebinds with ``global``;
 * a *memo*: a function decorated with ``functools.cache``/``lru_cache``;
 * a *thread-local*: ``threading.local()``;
+* an *alias of a part*: a global bound to ``state.part(...)``/``state.for_process(...)``
+  (a reset would leave the module holding the old part; a process share must be read
+  through ``for_process`` so that the holder's table sees it);
 * an *instance*: a call to a class of the same module that is not frozen (a frozen
   dataclass, an enum, a named tuple, an exception or a class with empty ``__slots__`` is a
   constant).
@@ -44,6 +47,7 @@ MUTABLE_CALLS = frozenset(
 MUTABLE_NODES = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
 MEMO_DECORATORS = frozenset({"cache", "lru_cache"})
 NOT_STATE = frozenset({"__all__"})
+HOLDER_CALLS = frozenset({"part", "for_process", "answers"})  # state's getters of its objects
 _ROW = re.compile(r"^\| `([\w/.]+)` \| ([^|]+) \| [^|]+ \|$", re.M)
 
 
@@ -135,6 +139,8 @@ def state_with_lines(source: str) -> dict[str, tuple[str, int]]:
         called = _call_name(value.func)
         if called == "local":
             kind = "thread-local"
+        elif called in HOLDER_CALLS:  # a reset would leave the module holding the old part
+            kind = "alias of a part"
         elif called in classes and not _frozen(classes[called]):
             kind = "instance"
         else:
@@ -201,6 +207,8 @@ def test_module_state_is_documented(path):
         ("@lru_cache(maxsize=None)\ndef table():\n    return {}", "memo"),
         ("_current = threading.local()", "thread-local"),
         ("class _Settings:\n    pass\nsettings = _Settings()", "instance"),
+        ("_tables = state.part(Tables)", "alias of a part"),
+        ("_libs = state.for_process(_Libs)", "alias of a part"),
     ],
 )
 def test_a_new_module_global_of_each_kind_fails(source, kind):
