@@ -72,14 +72,15 @@ def _install_floor_kernels() -> None:
     value as the input), which functionalization then wraps. What remains is what every
     Python lazy backend pays: ``__torch_dispatch__`` through functionalization and a new
     wrapper tensor per op."""
-    from lazygen.runtime import state
+    from lazygen.runtime import dispatch
     from lazygen.runtime.tracing import tensor
 
     def kernel(self, other, *args, **kwargs):
         return tensor.new_lazy(self._value, self._device)
 
-    for op in (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor):
-        state.kernel_table[op] = kernel
+    dispatch.register_kernels(
+        {op: kernel for op in (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor)}
+    )
 
 
 def trace(impl: Impl, ops: int, repeats: int) -> dict:

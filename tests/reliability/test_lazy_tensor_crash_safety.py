@@ -183,15 +183,16 @@ CASES = {
     # Errors raised while autograd runs backward on the lazy device's thread: torch's Python
     # device guard used to abort the process on them (see runtime/privateuse1/backward_errors.py).
     "error_in_backward_kernel": (
-        "from lazygen.runtime.tracing import tensor\n"
+        "from lazygen.runtime import dispatch\n"
         "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
         "def broken(*args, **kwargs): raise ValueError('broken kernel')\n"
-        "saved = tensor._kernel_table[torch.ops.aten.mul.Tensor]\n"
-        "tensor._kernel_table[torch.ops.aten.mul.Tensor] = broken\n"
+        "mul = torch.ops.aten.mul.Tensor\n"
+        "saved = dispatch.installed.kernels[mul]\n"
+        "dispatch.register_kernels({mul: broken})\n"
         "try:\n"
         "    y.sum().backward()\n"
         "finally:\n"
-        "    tensor._kernel_table[torch.ops.aten.mul.Tensor] = saved",
+        "    dispatch.register_kernels({mul: saved})",
         "RAISED ValueError: broken kernel",
     ),
     "error_in_tensor_hook": (

@@ -79,3 +79,63 @@ def test_shape_key_of_floats_is_their_type_so_values_share_an_entry():
     assert kernel_support.shape_key(0.5) is float and kernel_support.shape_key(2.0) is float
     assert kernel_support.shape_key(0.5, True) == 0.5
     assert kernel_support.shape_key([1, 2]) == (1, 2)
+
+
+def test_a_kernel_replaced_after_its_op_ran_is_the_one_dispatched(fresh_metrics):
+    """``__torch_dispatch__`` keeps the table by ``id(func)`` as ops run; every change of
+    the table (``register_kernels``, ``unregister_kernels``, ``set_force_fallback``) must
+    reach the next call of an op that already ran."""
+    from lazygen.runtime import dispatch
+
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    la, lb = a.to(LAZY), b.to(LAZY)
+    la + lb  # the generated kernel, now in the id-keyed copy
+    calls = []
+
+    def replacement(self, other, *args, **kwargs):
+        calls.append("replacement")
+        return dispatch.call(torch.ops.aten.sub.Tensor, self, other)
+
+    dispatch.register_kernels({torch.ops.aten.add.Tensor: replacement})
+    try:
+        torch.testing.assert_close((la + lb).cpu(), a - b)
+        assert calls == ["replacement"]
+    finally:
+        dispatch.unregister_kernels([torch.ops.aten.add.Tensor])
+        dispatch.register_kernels({torch.ops.aten.add.Tensor: generated_kernels.add_tensor})
+    torch.testing.assert_close((la + lb).cpu(), a + b)
+    assert calls == ["replacement"]
+    lr.config.set_force_fallback(["add.Tensor"])
+    torch.testing.assert_close((la + lb).cpu(), a + b)
+    assert any(name.startswith("aten::add") for name in fresh_metrics.counter_names())
+
+
+def test_wrapper_tensors_are_made_by_position_and_by_keyword_alike(monkeypatch):
+    """``new_lazy`` passes ``_make_wrapper_subclass`` its arguments by position (cheaper);
+    where a torch would take them by keyword only, the keyword call is used instead."""
+    from lazygen.runtime.tracing import tensor
+
+    assert tensor._make_wrapper_subclass is torch.Tensor._make_wrapper_subclass
+    real = torch.Tensor._make_wrapper_subclass
+
+    def keywords_only(cls, size, *, dtype=None, device=None):
+        return real(cls, size, dtype=dtype, device=device)
+
+    monkeypatch.setattr(torch.Tensor, "_make_wrapper_subclass", keywords_only)
+    make = tensor._wrapper_maker()
+    assert make is not keywords_only
+    device = torch.device(LAZY, 0)
+    made = make(tensor.LazyTensor, (4, 5), None, None, None, torch.float64, torch.strided, device)
+    assert (made.shape, made.stride(), made.dtype, made.device) == (
+        (4, 5),
+        (5, 1),
+        torch.float64,
+        device,
+    )
+    lazy = torch.ones(4, 5, dtype=torch.float64).to(LAZY) * 2
+    assert (lazy.shape, lazy.stride(), lazy.dtype, lazy.device) == (
+        (4, 5),
+        (5, 1),
+        torch.float64,
+        device,
+    )

@@ -171,10 +171,12 @@ def forced(op) -> bool:
 
 
 def refresh() -> None:
-    """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference)."""
+    """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference). The
+    only change the table sees besides ``kernel_for``'s additions: ``__torch_dispatch__``
+    keeps kernels under ``id(op)`` too, which must go with their op (see ``tracing.tensor``)."""
     active = {op: refusals.guard(op, fn) for op, fn in installed.kernels.items() if not forced(op)}
     kernel_table.clear()
-    kernel_table.update(active)
+    kernel_table.update(active)  # ops only: ``__torch_dispatch__`` adds their ids as they run
     _no_decomposition.clear()
 
 

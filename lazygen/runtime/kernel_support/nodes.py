@@ -5,7 +5,8 @@ generated-code contract (``kernel_support``); on the hot path."""
 
 from __future__ import annotations
 
-from ..devices import LazyDevice, default_device, several_in_use
+from .. import state
+from ..devices import Devices, LazyDevice, default_device
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..graph import dynamic, size_inputs
@@ -84,15 +85,24 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
     """The fast path of a generated single-output kernel whose tensor arguments are all lazy
     tensors: count, shapes, node and result. At thousands of ops per training step each
     Python call is a measurable share, so the common case (a cached shape, a plain node: no
-    reuse, no source line, no size input) skips ``cached_shapes``' frame and ``make_node``'s
-    checks; the result is made by ``wrap`` (``new_lazy``), the one place that makes one.
+    reuse, no source line, no size input) runs in this one frame plus ``new_lazy``: the
+    counter (``metrics.count``), the device check (``several_in_use``), ``cached_shapes``,
+    ``_plain_node`` and ``wrap`` are inlined, each a Python call of ~0.1 us a traced op
+    (py-spy: 15% of a chain op). The result is made by ``new_lazy``, the one place that
+    makes one.
 
     ``key`` is the shape-cache key the kernel built: ``traced`` first (it names the op and
     the way its shapes are computed), then each argument's ``_shape`` or ``shape_key``.
     ``args`` and ``kwargs`` are the call's, for computing shapes on a miss."""
-    count(traced.counter)
-    if several_in_use():  # tensors of two lazy devices: eager's error (one is free)
-        for a in args:
+    runtime = state.runtime
+    try:  # ``count(traced.counter)``; its first call on a thread registers the counters
+        counters = runtime.per_thread.counters
+        counters[traced.counter] = counters.get(traced.counter, 0) + 1
+    except AttributeError:
+        count(traced.counter)
+    devices = runtime.parts.get(Devices)
+    if devices is not None and len(devices.devices) > 1:  # ``several_in_use()``
+        for a in args:  # tensors of two lazy devices: eager's error (one is free)
             if type(a) is LazyTensor and a._device is not device:
                 raise _other_device(a, device)
     if traced.cache_shapes:
@@ -101,12 +111,19 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
             shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
     else:
         shapes = compute_shapes(traced.op, args, kwargs, traced.compute_fn)
-    cls = traced.node_class
     if traced.plain_node and not (settings.reuse_ir or settings.record_source):
-        node = _plain_node(cls, operands, attrs, shapes)  # make_node's answer, its checks done
+        node = _new_object(traced.node_class)  # ``_plain_node``: make_node's checks done
+        node.operands = operands
+        node.attrs = attrs
+        node.shapes = shapes
+        node.source = None
     else:
-        node = make_node(cls, operands, attrs, shapes, device)
-    return wrap(node, device)
+        node = make_node(traced.node_class, operands, attrs, shapes, device)
+    result = new_lazy(_new_value(Value, (node, 0)), device)  # ``wrap``
+    device.pending_nodes += 1
+    if device.pending_nodes > settings.max_pending_nodes:
+        executor.cut(device)
+    return result
 
 
 def wrap(node: Node, device: LazyDevice) -> LazyTensor:
