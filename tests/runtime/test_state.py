@@ -3,6 +3,7 @@ it: a new runtime object (each subsystem's state a part of it), and the globals 
 modules not yet moved onto it put back by their registered resets."""
 
 import collections
+import dataclasses
 import inspect
 import sys
 import threading
@@ -80,7 +81,7 @@ def test_counts_of_every_thread_are_merged_and_a_reset_empties_them():
 
 def test_reset_restores_kernels_settings_and_empties_counters():
     lr.mark_step()
-    installed = dict(dispatch.installed.kernels)
+    installed = dict(dispatch.installed().kernels)
     name = lr.device_name()
     dispatch.register_kernels({aten.neg.default: _kernel})
     lr.config.set_force_fallback("add.Tensor")
@@ -92,7 +93,7 @@ def test_reset_restores_kernels_settings_and_empties_counters():
 
     state.reset()
 
-    assert installed == dispatch.installed.kernels
+    assert installed == dispatch.installed().kernels
     assert state.kernel_table[aten.add.Tensor] is installed[aten.add.Tensor]
     assert state.kernel_table.get(aten.neg.default) is installed.get(aten.neg.default)
     assert lr.config.get_force_fallback() == frozenset()
@@ -111,8 +112,8 @@ def test_tensors_trace_after_reset():
 
 def _snapshot(value, depth: int = 0):
     """What ``reset()`` must put back of a global: containers by content (two levels deep,
-    then by size), numbers and strings by value, a kernel by what it wraps, anything else
-    by identity."""
+    then by size), a dataclass by its fields, numbers and strings by value, a kernel by what
+    it wraps, anything else by identity."""
     if isinstance(value, (int, float, str, bytes, bool, type(None))):
         return value
     if isinstance(value, (dict, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)):
@@ -126,6 +127,8 @@ def _snapshot(value, depth: int = 0):
         if depth >= 2:
             return ("sequence", len(value))
         return [_snapshot(item, depth + 1) for item in list(value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # by its fields
+        return {f.name: _snapshot(getattr(value, f.name), depth) for f in dataclasses.fields(value)}
     if hasattr(value, "__len__") and not isinstance(value, torch.Tensor):
         return (type(value), id(value), len(value))
     if callable(value):  # a kernel: refusals.guard wraps it anew at each refresh
@@ -265,8 +268,8 @@ def test_a_module_registering_twice_keeps_both_resets():
         state.reset()
         assert first == [] and second == []
     finally:
-        state._resets.pop(owner)
-        state._owned.pop(owner)
+        state.unregister(owner)
+    assert owner not in state.owners() and owner not in state.owned_globals()
 
 
 def test_lr_reset_keeps_tensor_values_and_empties_counters():
@@ -294,3 +297,54 @@ def test_a_reset_makes_the_default_stream_current_again():
     state.reset()
     assert streams.current_stream().stream_id == 0
     assert streams.Stream().stream_id > chosen.stream_id  # ids stay unique for the process
+
+
+def test_a_memo_is_kept_on_the_runtime_object_and_a_reset_forgets_it():
+    calls = []
+
+    @state.memo
+    def square(n):
+        calls.append(n)
+        return n * n
+
+    assert square(3) == square(3) == 9 and calls == [3]
+    assert state.runtime.answers(square) == {(3,): 9}
+    state.reset()
+    assert square(3) == 9 and calls == [3, 3]
+
+
+def test_a_process_memo_outlives_a_reset():
+    made = []
+
+    @state.process_memo
+    def table(name):
+        made.append(name)
+        return {"name": name}
+
+    first = table("a")
+    state.reset()
+    assert table("a") is first and made == ["a"]
+    assert state.runtime.answers(table) == {}
+
+
+def test_what_the_process_holds_outlives_a_reset():
+    class Held(list):
+        pass
+
+    held = state.for_process(Held)
+    held.append(1)
+    state.reset()
+    assert state.for_process(Held) is held and state.part(Held) is not held
+
+
+def test_ir_reuse_and_refusals_are_parts_of_the_runtime_object():
+    from lazygen.runtime.dispatch import refusals
+    from lazygen.runtime.tracing import ir_reuse
+
+    path = state.part(ir_reuse.ReusePath)
+    path.current.append(object())
+    kept = state.part(refusals.Refusals)
+    state.reset()
+    assert state.part(ir_reuse.ReusePath) is not path
+    assert state.part(ir_reuse.ReusePath).current == []
+    assert state.part(refusals.Refusals) is kept  # init()'s backends' refusals stay
