@@ -35,6 +35,7 @@ from types import MappingProxyType
 
 import torch
 from torch.nn.attention import SDPBackend
+from torch.utils._python_dispatch import _disable_current_modes
 
 from .. import devices, state
 from .. import kernel_support as rt
@@ -177,9 +178,13 @@ def _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale) -
     choices = state.part(FusedChoices)
     fused = choices.get(cache_key)
     if fused is None:
-        choice = aten._fused_sdp_choice.default(
-            *(_stand_in(t) for t in tensors), dropout_p, is_causal, scale=scale
-        )
+        # Asked of real CPU tensors even while torch.compile traces with fake ones: a fake
+        # tensor's choice is always the math path, which would give a compiled step other
+        # ops (and slower ones) than the same step run on the lazy device uncompiled.
+        with _disable_current_modes():
+            choice = aten._fused_sdp_choice.default(
+                *(_stand_in(t) for t in tensors), dropout_p, is_causal, scale=scale
+            )
         fused = choices[cache_key] = choice == _FLASH
     return fused
 

@@ -175,3 +175,17 @@ def test_the_cpu_flash_ops_refuse_dropout():
     q = torch.randn(1, 2, 3, 4).to(LAZY)
     with pytest.raises(RuntimeError, match="dropout"):
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, q, q, 0.5)
+
+
+def test_compiled_attention_on_the_lazy_device_is_fused_too(fresh_metrics):
+    """torch.compile traces with fake tensors, whose kernel choice is always the math path;
+    the choice is asked of real CPU tensors, so that a compiled step gets the fused op as
+    the uncompiled one does (it got softmax, bmm and masking ops: issue 48)."""
+    torch._dynamo.reset()
+    torch.manual_seed(1)
+    want = _attention("cpu", torch.float32)
+    compiled = torch.compile(_attention, backend="lazygen")
+    got = compiled(LAZY, torch.float32)
+    _assert_equal(want, got, torch.float32)
+    assert _count(FUSED) == 1 and _count(FUSED_BACKWARD) == 1
+    assert not [name for name in lr.metrics.counter_names() if "softmax" in name]

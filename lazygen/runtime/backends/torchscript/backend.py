@@ -19,7 +19,12 @@ from ...errors import LazygenRuntimeError
 from ...ir import InputWrite, Node, Value
 from ...state import settings
 from .lowering import TSLoweringContext
-from .passes import fold_double_transposes, transpose_products, write_in_place
+from .passes import (
+    fold_double_transposes,
+    fold_filled_products,
+    transpose_products,
+    write_in_place,
+)
 
 
 class _Executor:
@@ -207,6 +212,7 @@ class TorchScriptBackend(Backend):
         ctx = super().lower(order, outputs, device)
         transpose_products(ctx.graph)
         fold_double_transposes(ctx.graph)
+        fold_filled_products(ctx.graph)
         write_in_place(ctx.graph, _same_dtype_writes(order, ctx))
         return ctx
 

@@ -5,6 +5,7 @@ from support.ts_graphs import product_graph
 
 from lazygen.runtime.backends.torchscript.passes import (
     fold_double_transposes,
+    fold_filled_products,
     transpose_products,
     write_in_place,
 )
@@ -200,3 +201,55 @@ def test_only_pointwise_ops_write_their_result_into_an_input():
     expected = a @ b
     _run(graph, a, b)
     assert torch.equal(a, expected)
+
+
+_LERP = """graph(%a : Tensor, %d : Tensor):
+  %none : NoneType = prim::Constant()
+  %false : bool = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %value : {value_type} = prim::Constant[value={value}]()
+  %w : float = prim::Constant[value=0.1]()
+  %dtype : {dtype_type} = prim::Constant{dtype}()
+  %filled : Tensor = aten::full_like(%d, %w, %dtype, %none, %none, %false, %none)
+  %out : Tensor = aten::addcmul(%a, %filled, %d, %value)
+  {ret}
+"""
+
+
+def _lerp_graph(value="1", dtype="", extra_output=False):
+    """Dynamo's ``_foreach_lerp_`` polyfill for one tensor: ``addcmul(a, full_like(d, w),
+    d)``; ``dtype`` the ``full_like`` dtype constant's attribute (``[value=7]``: float64)."""
+    ret = "return (%out, %filled)" if extra_output else "return (%out)"
+    text = _LERP.format(
+        value=value,
+        value_type="float" if "." in value else "int",
+        dtype=dtype,
+        dtype_type="int" if dtype else "NoneType",
+        ret=ret,
+    )
+    return torch._C.parse_ir(text)
+
+
+def test_a_product_with_a_filled_tensor_becomes_an_add_with_alpha():
+    """The lerp of Adam's first moment as Dynamo traces it: no tensor filled per step."""
+    a, d = torch.randn(64, 32), torch.randn(64, 32)
+    graph = _lerp_graph()
+    (unfolded,) = _run(graph.copy(), a, d)
+    assert fold_filled_products(graph) == 1
+    assert [k for k in _kinds(graph) if k != "prim::Constant"] == ["aten::add"]
+    (folded,) = _run(graph, a, d)
+    # the weight rounded to float32 either way; the reference in float64
+    w = torch.tensor(0.1, dtype=torch.float32).double()
+    reference = a.double() + w * d.double()
+    torch.testing.assert_close(folded, reference.float())
+    torch.testing.assert_close(folded, unfolded)
+
+
+def test_a_filled_tensor_with_other_readers_or_another_dtype_or_factor_stays():
+    for graph in (
+        _lerp_graph(extra_output=True),
+        _lerp_graph(value="0.5"),
+        _lerp_graph(dtype="[value=7]"),
+    ):
+        assert fold_filled_products(graph) == 0
+        assert "aten::full_like" in _kinds(graph)
