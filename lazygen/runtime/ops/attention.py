@@ -169,8 +169,12 @@ def _stand_in(t):
 
 
 def _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale) -> bool:
-    """Whether eager on the CPU takes its fused kernel for these arguments (cached)."""
+    """Whether eager on the CPU takes its fused kernel for these arguments (cached). Sizes
+    that are symbols (``torch.compile(dynamic=True)`` traces with them) answer no: the
+    graph serves every size the symbols may take, and the math path is right for all."""
     tensors = (query, key, value, attn_mask)
+    if any(type(size) is not int for t in tensors if t is not None for size in t.shape):
+        return False
     cache_key = tuple(
         None if t is None else (t.dtype, tuple(t.shape), t.requires_grad) for t in tensors
     )
