@@ -307,11 +307,13 @@ class TorchScriptBackend(Backend):
 def _dtypes(ctx: TSLoweringContext) -> dict:
     """Each lowered value's dtype, by its TorchScript value's ``unique()`` (TorchScript's
     own types say ``Tensor`` only): what a pass that must not change a dtype reads."""
-    return {
-        ts_value.unique(): value.node.shapes[value.index].dtype
-        for value, ts_value in ctx.values.items()
-        if value.index < len(value.node.shapes)
-    }
+    dtypes = {}
+    for value, ts_value in ctx.values.items():
+        shapes = value.node.shapes
+        shape = shapes[value.index] if value.index < len(shapes) else None
+        if shape is not None:  # a result that is no tensor has none
+            dtypes[ts_value.unique()] = shape.dtype
+    return dtypes
 
 
 def _same_dtype_writes(order: list[Node], ctx: TSLoweringContext) -> list:
