@@ -21,6 +21,10 @@ from typing import NamedTuple
 from ..ir import Node, Value
 from ..tracing.tensor import LazyTensor
 
+#: ``Value(node, i)`` without the NamedTuple's Python-level ``__new__`` (hand_over makes one
+#: per rebuilt operand, hundreds a step).
+_new_value = tuple.__new__
+
 
 class Split(NamedTuple):
     early: list[LazyTensor]  # the single-element results, synced first
@@ -126,7 +130,7 @@ def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
                     copy = rebuilt.get(operand.node)
                     if copy is None:
                         continue
-                    value = Value(copy, operand.index)
+                    value = _new_value(Value, (copy, operand.index))
             elif type(operand) is tuple or type(operand) is list:
                 value = _substitute(operand, data_of, rebuilt)
                 if value is operand:
@@ -144,7 +148,7 @@ def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
         if data is not None:  # a result of the first graph itself
             tensor._value = data
         elif value.node in rebuilt:
-            tensor._value = Value(rebuilt[value.node], value.index)
+            tensor._value = _new_value(Value, (rebuilt[value.node], value.index))
 
 
 def _substitute(operands, data_of: dict[Value, Value], rebuilt: dict[Node, Node]):
@@ -156,7 +160,7 @@ def _substitute(operands, data_of: dict[Value, Value], rebuilt: dict[Node, Node]
             data = data_of.get(operand)
             if data is None:
                 copy = rebuilt.get(operand.node)
-                data = operand if copy is None else Value(copy, operand.index)
+                data = operand if copy is None else _new_value(Value, (copy, operand.index))
             operand = data
         items.append(operand)
     if all(new is old for new, old in zip(items, operands, strict=True)):
