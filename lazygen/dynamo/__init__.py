@@ -47,8 +47,20 @@ NAME = "lazygen"
 OPTIONS = frozenset({"backend"})
 
 _lock = threading.Lock()
-_index_of_backend: dict[str, int] = {}  # backend name -> the lazy device index running it
-_graph_ids = itertools.count()
+
+
+class _Compiles:
+    """What the front end keeps for the process, a share of ``state.process``.
+
+    The lazy device index each backend named in ``options`` runs on (fixed, as devices are:
+    compiled graphs hold their device) and the graph ids, unique for the process (Dynamo
+    keeps the compiled functions that carry them).
+    """
+
+    def __init__(self) -> None:
+        """No backend given a device yet; ids from 0."""
+        self.index_of_backend: dict[str, int] = {}  # backend name -> its lazy device index
+        self.graph_ids = itertools.count()
 
 
 def _canonical(name: str) -> str:
@@ -67,13 +79,14 @@ def device_for(backend: str | None) -> LazyDevice:
         _init_or_keep(backend)
     if backend is None or _canonical(lr.backend(0).name) == _canonical(backend):
         return runtime.get_device(0)
+    index_of_backend = runtime.for_process(_Compiles).index_of_backend
     with _lock:
-        index = _index_of_backend.get(_canonical(backend))
+        index = index_of_backend.get(_canonical(backend))
         if index is None:
-            used = {d.index for d in runtime.all_devices()} | set(_index_of_backend.values())
+            used = {d.index for d in runtime.all_devices()} | set(index_of_backend.values())
             index = max(used | {0}) + 1
             lr.set_device_backend(index, backend)
-            _index_of_backend[_canonical(backend)] = index
+            index_of_backend[_canonical(backend)] = index
     return runtime.get_device(index)
 
 
@@ -142,7 +155,7 @@ def lazygen_backend(
         _check_backend(device, options.get("backend"))
     streams.install()
     streams.forget_unread_current_stream(gm)
-    graph_id = next(_graph_ids)
+    graph_id = next(runtime.for_process(_Compiles).graph_ids)
 
     def compiler(kind: str):
         def compile_graph(graph: torch.fx.GraphModule, inputs):

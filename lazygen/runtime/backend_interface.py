@@ -29,6 +29,7 @@ import torch
 
 from lazygen import renamed
 
+from . import state
 from .errors import LazygenRuntimeError
 from .ir import Node, Value
 from .lowering_context import LoweringContext
@@ -343,7 +344,13 @@ def kernel_tables_of(backend: Backend) -> KernelTables:
 
 # Finding backends by name -------------------------------------------------------------------
 
-_registered: dict[str, Callable[[], Backend]] = {}
+
+class _Registered(dict):
+    """Backend name -> factory, as ``register_backend`` registered them.
+
+    Held for the process (``state.for_process``): a program registers them once, as it
+    imports once.
+    """
 
 
 def register_backend(name: str, factory: Callable[[], Backend]) -> None:
@@ -352,7 +359,7 @@ def register_backend(name: str, factory: Callable[[], Backend]) -> None:
     The registration holds in this process, ahead of built-in and entry-point backends of the
     same name.
     """
-    _registered[name] = factory
+    state.for_process(_Registered)[name] = factory
 
 
 def _load(target: str) -> Callable[[], Backend]:
@@ -365,7 +372,7 @@ def _load(target: str) -> Callable[[], Backend]:
 
 def available_backends(builtin: dict[str, str]) -> list[str]:
     """Names of every backend ``init`` can take: registered, built in or installed."""
-    names = set(_registered) | set(builtin)
+    names = set(state.for_process(_Registered)) | set(builtin)
     names |= {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
     return sorted(names)
 
@@ -374,7 +381,7 @@ def make_backend(spec: str | Backend, builtin: dict[str, str]) -> Backend:
     """A backend instance from a name (see the module docstring) or an instance."""
     if isinstance(spec, Backend):
         return spec
-    factory = _registered.get(spec)
+    factory = state.for_process(_Registered).get(spec)
     if factory is None and spec in builtin:
         factory = _load_builtin(spec, builtin)
     if factory is None:

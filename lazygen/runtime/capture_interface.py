@@ -24,7 +24,7 @@ from .ir import DeviceData, InputWrite, ScalarData, Value
 from .kernel_support import GeneratorData, default_generator
 from .op_registry import facts as op_facts
 from .op_registry import identity as op_identity
-from .state import is_lazy_device, log, part, settings
+from .state import for_process, is_lazy_device, log, part, settings
 from .tracing.random_inputs import SeedData, draw_seeds
 from .tracing.tensor import (
     LazyTensor,
@@ -75,7 +75,9 @@ __all__ = [
     "runner",
     "sync",
     "sync_apart",
-    # settings, logging, the state the front end keeps
+    # settings, logging, the state the front end keeps (per run, and for the process:
+    # what torch and Dynamo hold)
+    "for_process",
     "log",
     "part",
     "settings",

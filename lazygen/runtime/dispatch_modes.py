@@ -8,12 +8,13 @@ core calls; ``backend_interface`` re-exports them, where backends have always fo
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 from collections.abc import Iterator
 
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
+
+from . import state
 
 
 class without_autograd:
@@ -36,7 +37,7 @@ class without_autograd:
         torch._C._set_grad_enabled(self.previous)
 
 
-@functools.cache
+@state.process_memo
 def _plain_dispatch_keys() -> tuple[torch._C.DispatchKeySet, torch._C.DispatchKeySet]:
     """The dispatcher's thread-local included and excluded keys of a thread in no kernel.
 

@@ -15,10 +15,14 @@
 * ``kernel_table``: the kernel table, what ``LazyTensor.__torch_dispatch__`` runs (op ->
   kernel), held by reference on the hot path and filled in place by ``dispatch``.
 
+* ``process``: an object of the same class that is never replaced, the one holder of what
+  torch holds references to (``torch.library`` objects, wrapped functions, handles torch
+  gave out, kernel tables installed in torch): ``for_process(Kind)`` and ``process_memo``.
+* ``memo``: ``functools.cache`` with its answers on ``runtime`` (a reset forgets them).
+
 Module-level mutable state elsewhere is the documented few (docs/architecture.md,
-"Module-level state", each with its reason: what torch holds references to, what an import
-fills once, memos of pure functions); ``tests/architecture/test_state_ownership.py`` fails
-on any other. The modules of the tracing hot path that still keep their state in globals
+"Module-level state", each with its reason); ``tests/architecture/test_state_ownership.py``
+fails on any other. The modules of the tracing hot path that still keep their state in globals
 declare its reset with ``register`` (and what outlives one with ``once_per_process``)
 until they move onto the runtime object too.
 
@@ -37,6 +41,7 @@ Debug verbosity comes from one environment variable, ``LAZYGEN_DEBUG``:
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -112,16 +117,19 @@ Part = TypeVar("Part")
 
 class Runtime:
     """The runtime's state for one run between resets: its parts, one per subsystem, keyed
-    by the part's class, and per-thread state (``per_thread``, a ``threading.local``).
+    by the part's class, per-thread state (``per_thread``, a ``threading.local``) and the
+    answers of the functions memoised with ``memo`` (``memos``, by function).
 
     Read it as ``state.runtime`` (or a part as ``state.part(Kind)``) each time, never keep
-    it: ``reset()`` replaces it."""
+    it: ``reset()`` replaces it. ``state.process`` is an object of the same class that is
+    never replaced: what must live as long as the process (``for_process``)."""
 
-    __slots__ = ("parts", "per_thread")
+    __slots__ = ("parts", "per_thread", "memos")
 
     def __init__(self) -> None:
         self.parts: dict[type, object] = {}
         self.per_thread = threading.local()
+        self.memos: dict[Callable, dict] = {}
 
     def part(self, kind: type[Part]) -> Part:
         """This runtime's ``kind`` (a subsystem's state class), made by ``kind()`` on first
@@ -131,14 +139,61 @@ class Runtime:
         except KeyError:  # two threads racing: one instance wins
             return self.parts.setdefault(kind, kind())
 
+    def answers(self, function: Callable) -> dict:
+        """The memo of ``function``: its arguments -> its answer."""
+        try:
+            return self.memos[function]
+        except KeyError:
+            return self.memos.setdefault(function, {})
+
 
 #: The one runtime object; ``reset()`` replaces it.
 runtime = Runtime()
+
+#: What lives as long as the process, never reset, in one place: what torch holds
+#: references to (the ``torch.library`` objects whose kernels torch dispatches through, the
+#: functions it calls back, the handles it gave out), the objects whose identity torch or a
+#: compiled graph keeps (the kernel tables installed in torch, node classes), and the memos
+#: of facts of the process. Each module's share is a part (``for_process(Kind)``) or a memo
+#: (``process_memo``); docs/architecture.md lists them with their reasons.
+process = Runtime()
 
 
 def part(kind: type[Part]) -> Part:
     """The current runtime's ``kind`` (see ``Runtime.part``)."""
     return runtime.part(kind)
+
+
+def for_process(kind: type[Part]) -> Part:
+    """The process's ``kind`` (see ``process``): made on first use, never reset."""
+    return process.part(kind)
+
+
+Answer = TypeVar("Answer")
+
+
+def _memoised(function: Callable[..., Answer], holder: Callable[[], Runtime]):
+    def memoised(*args) -> Answer:
+        answers = holder().answers(memoised)
+        try:
+            return answers[args]
+        except KeyError:  # two threads racing: one answer wins
+            return answers.setdefault(args, function(*args))
+
+    functools.update_wrapper(memoised, function)
+    return memoised
+
+
+def memo(function: Callable[..., Answer]) -> Callable[..., Answer]:
+    """``functools.cache`` for a pure function (positional, hashable arguments), its answers
+    kept on the runtime object: ``reset()`` forgets them (they are computed again)."""
+    return _memoised(function, lambda: runtime)
+
+
+def process_memo(function: Callable[..., Answer]) -> Callable[..., Answer]:
+    """``memo`` whose answers live on ``process``: for answers whose identity is held (an
+    object torch or compiled graphs keep) or that must not change once computed."""
+    return _memoised(function, lambda: process)
 
 
 class Warned(set):
@@ -155,11 +210,18 @@ def first_time(warning: str) -> bool:
     return True
 
 
-# The resets of the modules whose state is still in their globals (the tracing hot path,
-# until it moves onto the runtime object), by module, and the globals each puts back.
-_resets: dict[str, list[Callable[[], None]]] = {}
-_owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
-_kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
+class Registrations:
+    """The resets of the modules whose state is still in their globals (the tracing hot
+    path, until it moves onto the runtime object), by module, the globals each puts back,
+    and the globals each declares kept through a reset, with why: on ``process``
+    (``for_process(Registrations)``), as modules register at import, once."""
+
+    __slots__ = ("resets", "owned", "kept")
+
+    def __init__(self) -> None:
+        self.resets: dict[str, list[Callable[[], None]]] = {}
+        self.owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
+        self.kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
 
 
 def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ()) -> None:
@@ -168,32 +230,35 @@ def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ())
     whose state is not yet a part of the runtime object. A module may
     register several pieces of state: each call adds its reset and its globals, so a
     second registration never silently drops the first one's."""
-    resets = _resets.setdefault(owner, [])
+    registered = for_process(Registrations)
+    resets = registered.resets.setdefault(owner, [])
     if reset_fn not in resets:
         resets.append(reset_fn)
-    _owned[owner] = tuple(dict.fromkeys(_owned.get(owner, ()) + tuple(owns)))
+    registered.owned[owner] = tuple(dict.fromkeys(registered.owned.get(owner, ()) + tuple(owns)))
 
 
 def once_per_process(owner: str, names: Iterable[str], reason: str) -> None:
     """Declare that module ``owner``'s globals ``names`` hold what must outlive ``reset()``
     (``reason`` says why: torch holds references into it, ``init()`` fills it once, or it
     memoises a pure function)."""
-    _kept.setdefault(owner, {}).update(dict.fromkeys(names, reason))
+    for_process(Registrations).kept.setdefault(owner, {}).update(dict.fromkeys(names, reason))
+
+
+def unregister(owner: str) -> None:
+    """Forget module ``owner``'s resets and globals (a test's module that registered)."""
+    registered = for_process(Registrations)
+    for table in (registered.resets, registered.owned, registered.kept):
+        table.pop(owner, None)
 
 
 def owned_globals() -> dict[str, tuple[str, ...]]:
     """Module -> the globals ``reset()`` puts back (as ``register`` declared them)."""
-    return dict(_owned)
-
-
-def kept_globals() -> dict[str, dict[str, str]]:
-    """Module -> {global: reason} of the globals declared once per process."""
-    return {owner: dict(names) for owner, names in _kept.items()}
+    return dict(for_process(Registrations).owned)
 
 
 def owners() -> list[str]:
     """The modules that keep mutable state, in the order ``reset()`` resets them."""
-    return list(_resets)
+    return list(for_process(Registrations).resets)
 
 
 def reset() -> None:
@@ -209,7 +274,7 @@ def reset() -> None:
         if kept is not None:
             fresh.parts[kind] = kept
     runtime = fresh
-    for resets in list(_resets.values()):
+    for resets in list(for_process(Registrations).resets.values()):
         for reset_fn in list(resets):
             reset_fn()
 

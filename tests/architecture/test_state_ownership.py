@@ -2,10 +2,11 @@
 few (issue 52 item 3): the runtime's state is one object, ``state.runtime`` (each
 subsystem's state a part of it, ``state.part(Kind)``), which ``reset()`` replaces; a module
 global may hold mutable state only where docs/architecture.md's "Module-level state" table
-lists it with its reason (what torch holds references to, what an import fills once, memos
-of pure functions, and the tracing modules not yet moved).
+lists it with its reason (the runtime object and the process's holder themselves, and the
+modules not yet moved onto them). What torch holds references to lives on the one holder
+``state.process`` (``test_state_inventory.py`` checks its table).
 
-The scan finds, at module level (also under ``if``/``try``/``with``), five kinds:
+The scan finds, at module level (also under ``if``/``try``/``with``), six kinds:
 
 * a *container*: a dict, list or set (literal or comprehension) or a call to a mutable
   container or counter (``dict()``, ``defaultdict``, ``deque``, ``WeakKeyDictionary``,
@@ -13,6 +14,9 @@ The scan finds, at module level (also under ``if``/``try``/``with``), five kinds
 * a *rebound* global: a name a function rebinds with ``global``;
 * a *memo*: a function decorated with ``functools.cache``/``lru_cache``;
 * a *thread-local*: ``threading.local()``;
+* an *alias of a part*: a global bound to ``state.part(...)``/``state.for_process(...)``
+  (a reset would leave the module holding the old part; a process share must be read
+  through ``for_process`` so that the holder's table sees it);
 * an *instance*: a call to a class of the same module that is not frozen (a frozen
   dataclass, an enum, a named tuple, an exception or a class with empty ``__slots__`` is a
   constant).
@@ -43,6 +47,7 @@ MUTABLE_CALLS = frozenset(
 MUTABLE_NODES = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
 MEMO_DECORATORS = frozenset({"cache", "lru_cache"})
 NOT_STATE = frozenset({"__all__"})
+HOLDER_CALLS = frozenset({"part", "for_process", "answers"})  # state's getters of its objects
 _ROW = re.compile(r"^\| `([\w/.]+)` \| ([^|]+) \| [^|]+ \|$", re.M)
 
 
@@ -134,6 +139,8 @@ def state_with_lines(source: str) -> dict[str, tuple[str, int]]:
         called = _call_name(value.func)
         if called == "local":
             kind = "thread-local"
+        elif called in HOLDER_CALLS:  # a reset would leave the module holding the old part
+            kind = "alias of a part"
         elif called in classes and not _frozen(classes[called]):
             kind = "instance"
         else:
@@ -172,9 +179,10 @@ def undocumented(source: str, module: str, listed: dict[str, set[str]]) -> list[
         f"lazygen/{module}:{line}: module-level mutable state {name!r} ({kind}) is not one "
         "of the documented few: keep it on the runtime object instead (a small class in "
         "this module whose instance is a part of it: state.part(YourState); reset() then "
-        "makes a new one), or, if torch holds a reference to it (or an import fills it "
-        "once, or it memoises a pure function), list it with its reason in "
-        "docs/architecture.md's 'Module-level state' table"
+        "makes a new one; a memo: @state.memo), or, if torch holds a reference to it, "
+        "on the process's holder (state.for_process(YourHeld) or @state.process_memo, "
+        "listed in docs/architecture.md's 'What the process holds'); failing both, list "
+        "it with its reason in docs/architecture.md's 'Module-level state' table"
         for name, (kind, line) in sorted(state_with_lines(source).items(), key=lambda i: i[1][1])
         if name not in allowed
     ]
@@ -199,6 +207,8 @@ def test_module_state_is_documented(path):
         ("@lru_cache(maxsize=None)\ndef table():\n    return {}", "memo"),
         ("_current = threading.local()", "thread-local"),
         ("class _Settings:\n    pass\nsettings = _Settings()", "instance"),
+        ("_tables = state.part(Tables)", "alias of a part"),
+        ("_libs = state.for_process(_Libs)", "alias of a part"),
     ],
 )
 def test_a_new_module_global_of_each_kind_fails(source, kind):

@@ -9,6 +9,7 @@ import torch._dynamo.utils
 
 import lazygen.runtime as lr
 from lazygen.dynamo import streams
+from lazygen.runtime.state import for_process
 
 
 def _compiled_add():
@@ -37,7 +38,7 @@ def test_compiled_frames_do_not_ask_the_device_guard(monkeypatch):
     for _ in range(5):
         assert torch.equal(add(x), x + 1)
     assert asked == []
-    assert torch._dynamo.utils.get_current_stream is streams.current_stream
+    assert torch._dynamo.utils.get_current_stream == for_process(streams.Streams).current_stream
 
 
 def test_the_cached_stream_is_torchs_answer():
@@ -74,11 +75,10 @@ def test_only_explicit_indices_are_cached_by_device():
     current index, so its answer is never kept under that device."""
     _compiled_add()(torch.ones(2))
     name = lr.device_name()
-    assert (
-        streams.current_stream(torch.device(name, 0)) is streams._by_device[torch.device(name, 0)]
-    )
+    by_device = for_process(streams.Streams).by_device
+    assert streams.current_stream(torch.device(name, 0)) is by_device[torch.device(name, 0)]
     streams.current_stream(torch.device(name))
-    assert torch.device(name) not in streams._by_device
+    assert torch.device(name) not in by_device
 
 
 def _counting_registry_stores(monkeypatch) -> list:

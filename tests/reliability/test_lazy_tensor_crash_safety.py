@@ -323,14 +323,16 @@ def test_exit_drain_runs_an_empty_backward_and_keeps_its_tensors():
     reference while the interpreter finalizes. (The abort it prevents is a rare race: 3 of 50
     runs of a script that calls ``init()`` and exits, too rare to test by repetition.)"""
     import lazygen.runtime as lr
+    from lazygen.runtime import state
     from lazygen.runtime.privateuse1 import autograd_queue
 
     lr.init()
-    before = len(autograd_queue._kept_for_exit)
+    drains = state.for_process(autograd_queue._Drains)
+    before = len(drains.kept_for_exit)
     autograd_queue._drain(lr.device())
-    kept = autograd_queue._kept_for_exit[before:]
+    kept = drains.kept_for_exit[before:]
     assert len(kept) == 3 and all(t.device == lr.device() for t in kept)
-    assert lr.device() in autograd_queue._draining
+    assert lr.device() in drains.draining
     # Not exiting: let them go, or lazygen:0 holds tensors for good and the tests that run
     # it on another backend afterwards (tests/runtime/backends) cannot switch it.
-    del autograd_queue._kept_for_exit[before:]
+    del drains.kept_for_exit[before:]

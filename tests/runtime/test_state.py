@@ -265,8 +265,8 @@ def test_a_module_registering_twice_keeps_both_resets():
         state.reset()
         assert first == [] and second == []
     finally:
-        state._resets.pop(owner)
-        state._owned.pop(owner)
+        state.unregister(owner)
+    assert owner not in state.owners() and owner not in state.owned_globals()
 
 
 def test_lr_reset_keeps_tensor_values_and_empties_counters():
@@ -294,3 +294,54 @@ def test_a_reset_makes_the_default_stream_current_again():
     state.reset()
     assert streams.current_stream().stream_id == 0
     assert streams.Stream().stream_id > chosen.stream_id  # ids stay unique for the process
+
+
+def test_a_memo_is_kept_on_the_runtime_object_and_a_reset_forgets_it():
+    calls = []
+
+    @state.memo
+    def square(n):
+        calls.append(n)
+        return n * n
+
+    assert square(3) == square(3) == 9 and calls == [3]
+    assert state.runtime.answers(square) == {(3,): 9}
+    state.reset()
+    assert square(3) == 9 and calls == [3, 3]
+
+
+def test_a_process_memo_outlives_a_reset():
+    made = []
+
+    @state.process_memo
+    def table(name):
+        made.append(name)
+        return {"name": name}
+
+    first = table("a")
+    state.reset()
+    assert table("a") is first and made == ["a"]
+    assert state.runtime.answers(table) == {}
+
+
+def test_what_the_process_holds_outlives_a_reset():
+    class Held(list):
+        pass
+
+    held = state.for_process(Held)
+    held.append(1)
+    state.reset()
+    assert state.for_process(Held) is held and state.part(Held) is not held
+
+
+def test_ir_reuse_and_refusals_are_parts_of_the_runtime_object():
+    from lazygen.runtime.dispatch import refusals
+    from lazygen.runtime.tracing import ir_reuse
+
+    path = state.part(ir_reuse.ReusePath)
+    path.current.append(object())
+    kept = state.part(refusals.Refusals)
+    state.reset()
+    assert state.part(ir_reuse.ReusePath) is not path
+    assert state.part(ir_reuse.ReusePath).current == []
+    assert state.part(refusals.Refusals) is kept  # init()'s backends' refusals stay

@@ -4,14 +4,13 @@ that lowers aten ops (inductor, fx and jax share it)."""
 
 from __future__ import annotations
 
-import functools
-
+from .. import state
 from ..backend_interface import KernelTables
 from .generated import registration
 from .hand_written import kernels
 
 
-@functools.cache
+@state.process_memo
 def kernel_tables() -> KernelTables:
     """One object per process: backends sharing it (``set_device_backend``) install it
     once, so its wrapped kernels are not mistaken for another backend's."""

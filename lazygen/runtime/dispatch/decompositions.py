@@ -18,11 +18,10 @@ foreach kernels look up their element op's kernel) caches it in the active table
 
 from __future__ import annotations
 
-import threading
-
 import torch
 from torch.utils._pytree import tree_map
 
+from .. import state
 from ..devices import get_device
 from ..errors import LazygenRuntimeError
 from ..metrics import count
@@ -201,7 +200,6 @@ def _composite_call(op, with_cpu_kernel: bool):
 _REENABLED = torch._C.DispatchKeySet(_KEY.Functionalize) | torch._C.DispatchKeySet(
     _KEY.ADInplaceOrView
 )
-_running = threading.local()  # composite ops running on this thread (re-entry goes eager)
 
 
 def _to_functional(obj, wrapped: list):
@@ -261,9 +259,11 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
     unusable = []  # set once the composite kernel proved unusable here: eager from then on
 
     def kernel(*args, **kwargs):
-        running = getattr(_running, "ops", None)
+        # the composite ops running on this thread (re-entry goes eager)
+        per_thread = state.runtime.per_thread
+        running = getattr(per_thread, "decomposing", None)
         if running is None:
-            running = _running.ops = set()
+            running = per_thread.decomposing = set()
         if unusable or op in running:  # op in running: its composite kernel calls the op
             return eager_fallback(op, args, kwargs)
         wrapped: list[tuple[LazyTensor, torch.Tensor]] = []

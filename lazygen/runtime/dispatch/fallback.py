@@ -27,30 +27,25 @@ from ..sources import user_source
 from ..state import settings
 from ..tracing.tensor import LazyTensor, from_data, inner, to_functional
 
-#: op -> (counter name, op-list name, positions of mutated args, names of mutated kwargs,
-#: whether it is a host read, positions of results that stay host tensors)
-_info: dict = {}
 
-
+@state.memo
 def _op_info(func):
-    info = _info.get(func)
-    if info is None:
-        positions, names = [], []
-        for i, arg in enumerate(func._schema.arguments):
-            if arg.alias_info is not None and arg.alias_info.is_write:
-                (names if arg.kwarg_only else positions).append((i, arg.name))
-        info = (
-            # the counter (`aten::div`, as LTC's) leaves the overload out; the report says
-            # which overload to add to an op list (`div.Tensor`)
-            op_identity.fallback_counter(func),
-            op_identity.op_list_name(func),
-            tuple(i for i, _ in positions),
-            tuple(n for _, n in names),
-            op_facts.has("host_reads", func),
-            op_facts.of("host_results", func),
-        )
-        _info[func] = info
-    return info
+    """(counter name, op-list name, positions of mutated args, names of mutated kwargs,
+    whether it is a host read, positions of results that stay host tensors) of ``func``."""
+    positions, names = [], []
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is not None and arg.alias_info.is_write:
+            (names if arg.kwarg_only else positions).append((i, arg.name))
+    return (
+        # the counter (`aten::div`, as LTC's) leaves the overload out; the report says
+        # which overload to add to an op list (`div.Tensor`)
+        op_identity.fallback_counter(func),
+        op_identity.op_list_name(func),
+        tuple(i for i, _ in positions),
+        tuple(n for _, n in names),
+        op_facts.has("host_reads", func),
+        op_facts.of("host_results", func),
+    )
 
 
 def _lazy_inner(obj) -> LazyTensor | None:
@@ -168,8 +163,3 @@ def _wrap(obj, device: LazyDevice, aliases: dict, functional: bool):
     if type(obj) in (list, tuple):
         return type(obj)(_wrap(o, device, aliases, functional) for o in obj)
     return obj
-
-
-state.once_per_process(
-    __name__, ("_info",), "memo of a pure function: the same answers whatever ran before"
-)

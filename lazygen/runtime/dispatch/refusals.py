@@ -61,9 +61,21 @@ from .fallback import eager_fallback
 #: A predicate: ``(op, args, kwargs) -> bool`` (True: run this call eagerly).
 Predicate = Callable[[Any, tuple, dict], bool]
 
-# op (OpOverload) or packet -> [(backend, predicate or None)], for every installed backend
-_rules: dict[Any, list[tuple[Any, Predicate | None]]] = {}
-_installed: list = []  # backends whose refusals are in ``_rules``
+
+class Refusals:
+    """The refusals of the backends ``init()`` installed (a part of the runtime object):
+    ``rules``, op (``OpOverload``) or packet -> [(backend, predicate or None)], and the
+    backends read (``installed``). A reset keeps them, as it keeps the kernel tables they
+    wrap."""
+
+    __slots__ = ("rules", "installed")
+
+    def __init__(self) -> None:
+        self.rules: dict[Any, list[tuple[Any, Predicate | None]]] = {}
+        self.installed: list = []
+
+    def on_reset(self) -> Refusals:
+        return self
 
 
 def install(backend, traced: Collection = ()) -> None:
@@ -71,7 +83,8 @@ def install(backend, traced: Collection = ()) -> None:
     that names no op, or whose predicate is not callable, is an error naming the backend,
     and one that names only ops torch decomposes before the lazy device sees them (none in
     ``traced``, the ops with a lazy kernel) a warning."""
-    if any(existing is backend for existing in _installed):
+    refusals = state.part(Refusals)
+    if any(existing is backend for existing in refusals.installed):
         return
     declared = backend.refused_ops()
     parsed = []
@@ -91,9 +104,9 @@ def install(backend, traced: Collection = ()) -> None:
                 "lazy::<op> counters of lr.metrics.report() name them)",
                 stacklevel=3,
             )
-    _installed.append(backend)
+    refusals.installed.append(backend)
     for key, predicate in parsed:
-        _rules.setdefault(key, []).append((backend, predicate))
+        refusals.rules.setdefault(key, []).append((backend, predicate))
 
 
 def _resolve(spec, backend):
@@ -137,8 +150,9 @@ def _decomposed_before_the_device(key, traced: Collection) -> bool:
 
 def rules_for(op) -> list[tuple[Any, Predicate | None]]:
     """The refusals that apply to ``op`` (an ``OpOverload``), of every installed backend."""
-    rules = _rules.get(op)
-    packet_rules = _rules.get(getattr(op, "overloadpacket", None))
+    all_rules = state.part(Refusals).rules
+    rules = all_rules.get(op)
+    packet_rules = all_rules.get(getattr(op, "overloadpacket", None))
     if packet_rules:
         rules = (rules or []) + packet_rules
     return rules or []
@@ -208,8 +222,3 @@ def _backend_of_call(args, kwargs):
     if device is not None and state.is_lazy_device(device):
         return device_from(device).backend  # a factory's
     return None
-
-
-state.once_per_process(
-    __name__, ("_rules", "_installed"), "the refusals of the backends init() installed"
-)

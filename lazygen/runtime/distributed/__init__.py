@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
+from .. import state
 from . import collectives, groups, nodes
 
 if dist.is_available():  # torch builds without distributed support still import lazygen
@@ -33,7 +34,9 @@ __all__ = [
 ]
 
 
-_libraries: list = []  # torch.library registrations, kept alive for the process
+class _Libraries(list):
+    """The collectives' ``torch.library`` registrations: torch dispatches through them, so
+    they are held for the process (``state.for_process``)."""
 
 
 def available() -> bool:
@@ -46,6 +49,7 @@ def install() -> dict:
     if not available():
         return {}
     process_group.register_c10d_backend()
-    if not _libraries:
-        _libraries.extend(collectives.register_device_kernels())
+    libraries = state.for_process(_Libraries)
+    if not libraries:
+        libraries.extend(collectives.register_device_kernels())
     return collectives.kernels()

@@ -28,14 +28,17 @@ import importlib
 
 import torch
 
-from .. import process
+from .. import process, state
 from ..tracing.tensor import is_lazy
 
 _FSDP_PARAM = "torch.distributed.fsdp._fully_shard._fsdp_param"
 _FSDP_PARAM_GROUP = "torch.distributed.fsdp._fully_shard._fsdp_param_group"
 _FSDP_COLLECTIVES = "torch.distributed.fsdp._fully_shard._fsdp_collectives"
 
-_installed: list = []  # the Functionalize library (a dropped library unregisters its kernels)
+
+class _Installed(list):
+    """The Functionalize library FSDP2's ops run through (a dropped library unregisters its
+    kernels): held for the process (``state.for_process``)."""
 
 
 def _wrap_storage_helper(original):
@@ -81,7 +84,8 @@ def install() -> None:
     """Adapt FSDP2 (once per process; nothing when the effect is turned off). FSDP2 is
     imported here, not at module level: it costs ~0.7 s, which only programs that create a
     lazy process group pay."""
-    if _installed or not process.enabled("fsdp_storage"):
+    installed = state.for_process(_Installed)
+    if installed or not process.enabled("fsdp_storage"):
         return
     param = importlib.import_module(_FSDP_PARAM)
     group = importlib.import_module(_FSDP_PARAM_GROUP)
@@ -94,4 +98,4 @@ def install() -> None:
     library.impl("all_gather_copy_in", _all_gather_copy_in, "Functionalize")
     library.impl("split_with_sizes_copy", _split_with_sizes_copy, "Functionalize")
     library.impl("chunk_cat", _chunk_cat, "Functionalize")
-    _installed.append(library)
+    installed.append(library)

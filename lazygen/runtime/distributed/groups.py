@@ -12,24 +12,32 @@ from __future__ import annotations
 
 import threading
 
+from .. import state
+
 _lock = threading.Lock()
-_data_group_of: dict[str, str] = {}  # group name (lazy or data) -> data group name
+
+
+class _DataGroups(dict):
+    """Group name (lazy or data) -> data group name: process groups live in
+    torch.distributed for the process, beyond a reset (``state.for_process``)."""
 
 
 def register(lazy_name: str, data_name: str) -> None:
     with _lock:
-        _data_group_of[lazy_name] = data_name
-        _data_group_of[data_name] = data_name
+        groups = state.for_process(_DataGroups)
+        groups[lazy_name] = data_name
+        groups[data_name] = data_name
 
 
 def forget(lazy_name: str) -> None:
     with _lock:
-        data_name = _data_group_of.pop(lazy_name, None)
-        _data_group_of.pop(data_name, None)
+        groups = state.for_process(_DataGroups)
+        data_name = groups.pop(lazy_name, None)
+        groups.pop(data_name, None)
 
 
 def data_group_name(group_name) -> str:
     """The data group behind ``group_name``; a name lazygen does not know (a group made by
     another backend) is used as it is."""
     name = str(group_name)
-    return _data_group_of.get(name, name)
+    return state.for_process(_DataGroups).get(name, name)

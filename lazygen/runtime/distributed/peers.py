@@ -30,6 +30,7 @@ import sys
 import time
 import traceback
 
+from .. import state
 from ..errors import LazygenRuntimeError, LazyGraphError
 from ..execution import failures
 
@@ -46,8 +47,18 @@ _STORE_TIMEOUT = datetime.timedelta(seconds=5)
 _WHERE = "lazygen-ranks/{}"  # "host pid" of each rank
 _EXIT = "lazygen-exits/{}"  # the uncaught exception a rank died of
 
-_watch: list = []  # [(store, rank, size)] of this process's first lazy group
-_hook: list = []  # the excepthook replaced (once per process)
+
+class _Watch:
+    """The job's ranks as this process watches them: ``ranks``, [(store, rank, size)] of its
+    first lazy group (or the default group), and ``hook``, [sys.excepthook as it was]
+    (replaced once). Both live as long as the process group and the hook, beyond a reset
+    (``state.for_process``)."""
+
+    __slots__ = ("ranks", "hook")
+
+    def __init__(self) -> None:
+        self.ranks: list = []
+        self.hook: list = []
 
 
 class RankFailedError(LazyGraphError):
@@ -95,12 +106,13 @@ def watch(store, rank: int, size: int, default_group: bool) -> None:
     there if it dies of one, and explain lost connections: for the first lazy group of
     the process, or the default group (the world; made again after
     ``destroy_process_group``)."""
-    if _watch and not default_group:
+    watched = state.for_process(_Watch)
+    if watched.ranks and not default_group:
         return
-    _watch[:] = [(store, rank, size)]
+    watched.ranks[:] = [(store, rank, size)]
     store.set(_WHERE.format(rank), f"{socket.gethostname()} {os.getpid()}")
-    if not _hook:
-        _hook.append(sys.excepthook)
+    if not watched.hook:
+        watched.hook.append(sys.excepthook)
         sys.excepthook = _note_exception
     failures.register_explainer(explain)
 
@@ -108,23 +120,25 @@ def watch(store, rank: int, size: int, default_group: bool) -> None:
 def _note_exception(kind, value, tb) -> None:
     """``sys.excepthook``: leave the exception in the store for the other ranks, then do
     what the previous hook did (print it)."""
+    watched = state.for_process(_Watch)
     try:
-        store, rank, _ = _watch[0]
+        store, rank, _ = watched.ranks[0]
         frame = traceback.extract_tb(tb)[-1] if tb is not None else None
         where = f" at {frame.filename}:{frame.lineno}" if frame else ""
         store.set(_EXIT.format(rank), f"{kind.__name__}: {value}{where}")
     except Exception:  # noqa: BLE001 - the store may be gone too; the message must print
         pass
-    _hook[0](kind, value, tb)
+    watched.hook[0](kind, value, tb)
 
 
 def explain(error: BaseException) -> LazyGraphError | None:
     """A ``RankFailedError`` when ``error`` is a lost connection (or a timeout) and dead
     ranks are found; a ``CollectiveTimeoutError`` for a timeout with every rank alive."""
     lost, timed_out = _says(error, _LOST), _says(error, _TIMED_OUT)
-    if not _watch or not (lost or timed_out):
+    ranks = state.for_process(_Watch).ranks
+    if not ranks or not (lost or timed_out):
         return None
-    store, rank, size = _watch[0]
+    store, rank, size = ranks[0]
     deadline = time.monotonic() + (_SETTLE_S if lost else 0.0)
     while True:
         dead = _dead_ranks(store, rank, size)

@@ -23,14 +23,17 @@ from __future__ import annotations
 import functools
 import importlib
 
-from .. import process
+from .. import process, state
 from ..execution import executor
 
 #: torch's module and the step of it that gathers (and offloads) a state dict.
 _STATE_DICT = "torch.distributed.checkpoint.state_dict"
 _GATHER_STEP = "_maybe_full_or_cpu_state_dict"
 
-_installed: list = []  # the module wrapped (once per process)
+
+class _Installed(list):
+    """The torch module whose gather step lazygen wrapped: torch holds the wrapper for the
+    process (``state.for_process``)."""
 
 
 def _issued_on_every_rank(gather):
@@ -50,8 +53,9 @@ def install() -> None:
     """Wrap torch's gather step (once per process; nothing when the effect is off). The
     module is imported here: it costs what FSDP2's import does, paid by programs with a lazy
     process group only."""
-    if _installed or not process.enabled("state_dict_collectives"):
+    installed = state.for_process(_Installed)
+    if installed or not process.enabled("state_dict_collectives"):
         return
     module = importlib.import_module(_STATE_DICT)
     setattr(module, _GATHER_STEP, _issued_on_every_rank(getattr(module, _GATHER_STEP)))
-    _installed.append(module)
+    installed.append(module)

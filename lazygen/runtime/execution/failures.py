@@ -14,25 +14,30 @@ from .. import metrics
 from ..devices import LazyDevice
 from ..errors import LazygenRuntimeError, LazyGraphError
 from ..ir import DeviceData, InputWrite, Node, Value
+from ..state import for_process
 from ..tracing.tensor import LazyTensor
 from .launches import FailedRun
 
-#: Functions that recognise a run's failure as caused outside the graph (another rank of
-#: the job died: ``distributed.peers``), each returning the error to raise instead, or None.
-_explainers: list[Callable[[BaseException], LazyGraphError | None]] = []
+
+class _Explainers(list):
+    """Functions that recognise a run's failure as caused outside the graph (another rank
+    of the job died: ``distributed.peers``), each returning the error to raise instead, or
+    None (a share of ``state.process``: registered once, by the module that installs them,
+    for as long as what they watch lives)."""
 
 
 def register_explainer(explain: Callable[[BaseException], LazyGraphError | None]) -> None:
     """Add ``explain`` (once) to what ``execution_error`` asks first."""
-    if explain not in _explainers:
-        _explainers.append(explain)
+    explainers = for_process(_Explainers)
+    if explain not in explainers:
+        explainers.append(explain)
 
 
 def execution_error(device, order: list[Node], inputs: list, error) -> LazyGraphError:
     """Name the node that failed (the backend re-runs the graph node by node when it can),
     unless an explainer names a cause outside the graph (then nothing is re-run)."""
     metrics.count("ExecutionError")
-    for explain in _explainers:
+    for explain in for_process(_Explainers):
         explained = explain(error)
         if explained is not None:
             return explained

@@ -26,7 +26,6 @@ Inductor keeps its FX graph cache where it always does.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import platform
@@ -68,7 +67,7 @@ def root() -> Path | None:
     return Path(base) / "lazygen"
 
 
-@functools.cache
+@state.process_memo
 def machine() -> str:
     """The CPU (model and feature flags), architecture and operating system."""
     parts = [platform.machine(), platform.system(), platform.processor()]
@@ -85,7 +84,7 @@ def machine() -> str:
     return "\n".join(parts)
 
 
-@functools.cache
+@state.process_memo
 def source_fingerprint(package_dir: str) -> str:
     """Every ``.py`` file under ``package_dir`` by relative name, size and modification
     time: an edited or upgraded lowering is a new fingerprint."""

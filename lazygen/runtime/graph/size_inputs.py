@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import state
 from ..ir import Node, ScalarData, Value
 
 
@@ -169,20 +170,19 @@ class _SizedNode(Node):
         return self.node_class.lower(view, ctx)
 
 
-_SIZED_CLASSES: dict[tuple[type, bool], type] = {}
-
-
 def sized_class(cls: type[Node], hidden: bool = False) -> type[Node]:
     """``cls`` for nodes with attributes traced as size inputs (``hidden``: in the copy of
     a graph compiled for all sizes); one class per op, made on first use."""
     if issubclass(cls, _SizedNode):
         cls = cls.node_class
-    found = _SIZED_CLASSES.get((cls, hidden))
-    if found is None:
-        namespace = {"__slots__": (), "node_class": cls, "hidden": hidden}
-        namespace.update(__module__=cls.__module__, __qualname__=cls.__qualname__)
-        found = _SIZED_CLASSES[(cls, hidden)] = type(cls.__name__, (_SizedNode, cls), namespace)
-    return found
+    return _sized_class(cls, hidden)
+
+
+@state.process_memo  # one class per op for the process: graphs and their keys hold it
+def _sized_class(cls: type[Node], hidden: bool) -> type[Node]:
+    namespace = {"__slots__": (), "node_class": cls, "hidden": hidden}
+    namespace.update(__module__=cls.__module__, __qualname__=cls.__qualname__)
+    return type(cls.__name__, (_SizedNode, cls), namespace)
 
 
 def hidden_copy(node: Node, operands: tuple) -> Node:

@@ -19,9 +19,12 @@ spelling                           who writes it                                
 
 ``overload_of`` turns any of them back into the ``OpOverload`` (None for a name torch does not
 know: a non-native ``opkind`` such as ``"ltc_cast"``). The answers are pure functions of
-torch's op registry, so the memo below is kept for the process (see ``state.py``'s list).
+torch's op registry, so the memo below is kept for the process. It stays in this module's
+globals, not on the runtime object (``state.memo``): ``packet_of`` is asked twice per traced
+op, and ``state.memo``'s lookup costs ~100 ns more per call (~3% of tracing an op;
+docs/architecture.md, "Module-level state").
 
-Near the bottom of the runtime: it imports only ``state`` (to declare its memo).
+Near the bottom of the runtime: it imports nothing of lazygen.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ in the tables: an op list wraps its own ``histc`` kernel with it (``builtin`` do
 
 from __future__ import annotations
 
-import functools
 from types import MappingProxyType
 
+from .. import state
 from ..backend_interface import KernelTables
 from . import (
     attention_op,
@@ -39,7 +39,6 @@ from .multinomial import MULTINOMIAL_KERNELS
 
 __all__ = ["CORE_LOWERED_OPS", "define_ops", "kernel_tables"]
 
-_libraries: list = []  # the torch.library defining the neutral ops, alive for the process
 
 #: Every op the runtime itself hands a backend through ``ctx.call``, whatever the op list
 #: says (the nodes above, and the core's own in ``ir.py`` and ``distributed/``), with where
@@ -111,11 +110,16 @@ CORE_LOWERED_OPS: dict[str, str] = MappingProxyType(
 def define_ops() -> None:
     """Define the neutral ops in torch (``attention_op.define``), once per process; ``init()``
     calls it before any table is installed, so refusals and lowerings find them by name."""
-    if not _libraries:
-        _libraries.append(attention_op.define())
+    _neutral_library()
 
 
-@functools.cache
+@state.process_memo
+def _neutral_library():
+    """The ``torch.library`` defining the neutral ops: torch holds its ops for the process."""
+    return attention_op.define()
+
+
+@state.process_memo
 def runtime_tables() -> KernelTables:
     """The kernels of this package: ``DEVICE_KERNELS``, attention's, GradScaler's and
     ``multinomial`` below functionalization; attention's, the recurrent layers' and the

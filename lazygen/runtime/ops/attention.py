@@ -30,7 +30,6 @@ The backends that run torch's kernels lower the nodes to the CPU's flash kernels
 
 from __future__ import annotations
 
-import functools
 import math
 from types import MappingProxyType
 
@@ -147,7 +146,7 @@ DECLINABLE_NAMES = (
 )
 
 
-@functools.cache
+@state.memo
 def declinable() -> tuple:
     """The overloads of ``DECLINABLE_NAMES``: asked by lazy kernels only, so after
     ``init()`` defined the neutral ops (``attention_op.define``)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import process
+from .. import process, state
 from ..errors import LazygenRuntimeError
 from . import (
     accelerator_api,
@@ -35,8 +35,17 @@ from . import (
 )
 from .device_module import DeviceModule, Guard, Hooks
 
-_libraries: list = []  # torch.library registrations, alive as long as the process
-_guards: list = []  # the one device guard, registered at most once
+
+class _Registered:
+    """What torch holds of the lazy device for the process (``state.for_process``): its
+    ``torch.library`` registrations (torch dispatches through them) and the one device
+    guard (registered at most once)."""
+
+    __slots__ = ("libraries", "guards")
+
+    def __init__(self) -> None:
+        self.libraries: list = []
+        self.guards: list = []
 
 
 def reserve_autograd_queue() -> None:
@@ -46,15 +55,17 @@ def reserve_autograd_queue() -> None:
     (see ``autograd_queue``); a guard registered at import, rather than at init, keeps a
     script that imports lazygen first, trains an eager reference and then calls init()
     working. The guard alone changes nothing else torch does."""
-    if not _guards and torch._C._get_privateuse1_backend_name() == "privateuseone":
+    guards = state.for_process(_Registered).guards
+    if not guards and torch._C._get_privateuse1_backend_name() == "privateuseone":
         _register_guard()
 
 
 def _register_guard() -> None:
     if process.enabled("backward_errors"):
         backward_errors.install()
-    _guards.append(Guard())
-    torch._C._acc.register_python_privateuseone_device_guard(_guards[-1])
+    guards = state.for_process(_Registered).guards
+    guards.append(Guard())
+    torch._C._acc.register_python_privateuseone_device_guard(guards[-1])
 
 
 def install(name: str) -> None:
@@ -70,18 +81,19 @@ def install(name: str) -> None:
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
         torch._register_device_module(name, DeviceModule)
         torch._C._acc.register_python_privateuseone_hook(Hooks())
-        if not _guards:
+        if not state.for_process(_Registered).guards:
             _register_guard()
-    if not _libraries:
-        _libraries.extend(factories.register())
-        _libraries.append(subclass_reentry.register())
-        _libraries.append(host_copy.register())
+    libraries = state.for_process(_Registered).libraries
+    if not libraries:
+        libraries.extend(factories.register())
+        libraries.append(subclass_reentry.register())
+        libraries.append(host_copy.register())
         if process.enabled("pinned_memory"):
-            _libraries.append(pinned_memory.register())
-        _libraries.append(foreach_meta.register())
-        _libraries.append(resize.register())
+            libraries.append(pinned_memory.register())
+        libraries.append(foreach_meta.register())
+        libraries.append(resize.register())
         dynamo_interface.register()
-        _libraries.extend(autocast.register())
+        libraries.extend(autocast.register())
         for name, module in (
             ("accelerator_api", accelerator_api),
             ("compile_inputs", compile_inputs),

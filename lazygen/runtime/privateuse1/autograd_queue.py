@@ -20,6 +20,7 @@ import warnings
 
 import torch
 
+from .. import state
 from ..errors import LazygenRuntimeError
 from . import backward_errors
 
@@ -98,9 +99,18 @@ def _translate_engine_assert(message: str) -> None:
     backward_errors.add_translator(translate)
 
 
-# What the exit-time drain hands the engine, kept until the interpreter frees them itself.
-_kept_for_exit: list[torch.Tensor] = []
-_draining: set[torch.device] = set()
+class _Drains:
+    """The devices whose engine thread is drained at exit, and what the drain hands the
+    engine, kept until the interpreter frees them itself: held for the process (torch's
+    engine threads and ``atexit`` outlive any reset; ``state.for_process``)."""
+
+    __slots__ = ("draining", "kept_for_exit")
+
+    def __init__(self) -> None:
+        self.draining: set[torch.device] = set()
+        self.kept_for_exit: list[torch.Tensor] = []
+
+
 #: How long the exit-time drain lets the device thread run (it needs microseconds).
 _EXIT_GRACE_S = 0.002
 
@@ -117,15 +127,16 @@ def _drain_at_exit(device: torch.device) -> None:
     the device: the thread takes tasks in order, so every earlier one has been cleaned up
     when it returns; its own tensors stay referenced here, so the thread drops no last
     reference, and a short wait lets it finish the guard calls of that task."""
-    if device in _draining:
+    draining = state.for_process(_Drains).draining
+    if device in draining:
         return
-    _draining.add(device)
+    draining.add(device)
     atexit.register(_drain, device)
 
 
 def _drain(device: torch.device) -> None:
     try:
-        _kept_for_exit.extend(_empty_backward(device))
+        state.for_process(_Drains).kept_for_exit.extend(_empty_backward(device))
     except Exception:  # noqa: BLE001 - exiting: a failed drain must not hide the real exit
         return
     time.sleep(_EXIT_GRACE_S)

@@ -40,7 +40,11 @@ class TakenOver(list):
     the first (a part of ``state.runtime``)."""
 
 
-_translators: list[Translator] = []
+class _Translators(list):
+    """The translators modules install at import (``add_translator``): held for the process
+    (``state.for_process``), as an import happens once."""
+
+
 _probe = int  # any builtin: calling it while an error is set raises that error's SystemError
 
 
@@ -67,8 +71,9 @@ def _take_kept() -> BaseException | None:
 
 def add_translator(translator: Translator) -> None:
     """``translator(error)`` returns the error to raise instead of the engine's, or None."""
-    if translator not in _translators:
-        _translators.append(translator)
+    translators = state.for_process(_Translators)
+    if translator not in translators:
+        translators.append(translator)
 
 
 def install() -> None:
@@ -87,7 +92,7 @@ def install() -> None:
             if kept is not None:
                 # Its own cause stays; the engine's empty error is no context worth showing.
                 raise kept from kept.__cause__
-            for translator in _translators:
+            for translator in state.for_process(_Translators):
                 replacement = translator(error)
                 if replacement is not None:
                     raise replacement from None

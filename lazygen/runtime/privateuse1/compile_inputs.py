@@ -32,14 +32,22 @@ import sys
 
 from torch._subclasses import meta_utils
 
-from .. import dispatch
+from .. import dispatch, state
 from ..errors import LazygenRuntimeError
 from ..tracing.tensor import is_lazy
 from . import patches
 
-_skipped: list[str] = []  # packages put on Dynamo's skip list
-#: How many kernels were installed when their modules were last put on the skip list.
-_skipped_with: list[int] = [0]
+
+class _Skipped:
+    """The packages lazygen put on Dynamo's skip list, and how many kernels were installed
+    when their modules last were: Dynamo holds the list for the process
+    (``state.for_process``)."""
+
+    __slots__ = ("packages", "kernels")
+
+    def __init__(self) -> None:
+        self.packages: list[str] = []
+        self.kernels = 0
 
 
 class CompileInputError(LazygenRuntimeError, AssertionError):
@@ -93,14 +101,14 @@ def skip_lazygen_frames(packages: tuple[str, ...] = ("lazygen",)) -> None:
         return  # no Dynamo yet: its first compile fakes the inputs, which calls this again
     from torch._dynamo import trace_rules  # already imported: costs nothing
 
-    installed = len(dispatch.installed.kernels)
-    if installed != _skipped_with[0]:  # tables installed since: their kernels' modules too
-        _skipped_with[0] = installed
+    installed, skipped = len(dispatch.installed.kernels), state.for_process(_Skipped)
+    if installed != skipped.kernels:  # tables installed since: their kernels' modules too
+        skipped.kernels = installed
         packages = (*packages, *sorted(dispatch.kernel_modules()))
     for package in packages:
-        if package not in _skipped:
+        if package not in skipped.packages:
             trace_rules.add(package)
-            _skipped.append(package)
+            skipped.packages.append(package)
 
 
 def install() -> None:

@@ -19,10 +19,9 @@ is still raised.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
+from .. import state
 from ..dispatch.decompositions import COMPOSITE
 from ..op_registry.identity import base_name, library_name, overload_name
 
@@ -114,7 +113,7 @@ def _meta_kernel(op, lists: tuple[int, ...], scalars: tuple[int, ...], scalar_li
     return kernel
 
 
-@functools.cache
+@state.process_memo  # must not change once register() added the meta kernels
 def overloads() -> tuple:
     """``(op, argument positions)`` of the in-place foreach overloads this module gives a
     meta kernel: those of ``FAMILY`` with no meta kernel of their own, a composite one, and

@@ -15,19 +15,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-#: (id of the owner, attribute name) -> (the owner, what the attribute held before lazygen
-#: replaced it). By id: an owner need not be hashable; the entry keeps it alive.
-_originals: dict[tuple[int, str], tuple[Any, Any]] = {}
+from .. import state
+
+
+class _Originals(dict):
+    """(id of the owner, attribute name) -> (the owner, what the attribute held before
+    lazygen replaced it). By id: an owner need not be hashable; the entry keeps it alive.
+    torch holds the wrappers for the process, so this is held for it too
+    (``state.for_process``)."""
 
 
 def wrap(owner: Any, name: str, make: Callable[[Any], Any]) -> bool:
     """Set ``owner.name`` to ``make(original)`` and keep the original; False (and nothing
     changes) when lazygen already replaced it."""
-    key = (id(owner), name)
-    if key in _originals:
+    key, originals = (id(owner), name), state.for_process(_Originals)
+    if key in originals:
         return False
     original = getattr(owner, name)
-    _originals[key] = (owner, original)
+    originals[key] = (owner, original)
     setattr(owner, name, make(original))
     return True
 
@@ -39,9 +44,9 @@ def replace(owner: Any, name: str, replacement: Any) -> bool:
 
 def original(owner: Any, name: str) -> Any:
     """What ``owner.name`` held before lazygen replaced it."""
-    return _originals[(id(owner), name)][1]
+    return state.for_process(_Originals)[(id(owner), name)][1]
 
 
 def replaced(owner: Any, name: str) -> bool:
     """Whether lazygen replaced ``owner.name`` in this process."""
-    return (id(owner), name) in _originals
+    return (id(owner), name) in state.for_process(_Originals)

@@ -37,7 +37,15 @@ from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..state import settings
 
-_ids = itertools.count(1)  # stream id 0 is each device's default stream
+
+class _StreamIds:
+    """Stream ids, unique for the process (0 is each device's default stream): torch and
+    Dynamo hold the streams handed out, beyond a reset (``state.for_process``)."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        self.ids = itertools.count(1)
 
 
 def _device(device) -> torch.device:
@@ -65,7 +73,9 @@ class Stream:
     def __init__(self, device=None, priority: int = 0, *, _stream_id: int | None = None):
         self.device = _device(device)
         self.priority = priority
-        self.stream_id = next(_ids) if _stream_id is None else _stream_id
+        if _stream_id is None:
+            _stream_id = next(state.for_process(_StreamIds).ids)
+        self.stream_id = _stream_id
 
     @property
     def device_index(self) -> int:

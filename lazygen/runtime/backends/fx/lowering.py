@@ -20,6 +20,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from ... import state
 from ...graph.dynamic import HiddenSizes
 from ...ir import ScalarData, SizeConstant, Value
 from ...lowering_context import (
@@ -218,23 +219,18 @@ class FXLoweringContext(LoweringContext):
         return node
 
 
-_by_name: dict = {}
-
-
+@state.memo
 def _callable_by_name(overload):
     """A function calling ``overload``, for overloads named by a Python keyword
     (``random.from``): the GraphModule's generated code cannot spell
     ``torch.ops.aten.random.from``. Only random ops have one, which Inductor never
-    compiles (see ``backend.py``)."""
-    function = _by_name.get(overload)
-    if function is None:
+    compiles (see ``backend.py``). One per overload (a memo)."""
 
-        def function(*args, **kwargs):
-            return overload(*args, **kwargs)
+    def function(*args, **kwargs):
+        return overload(*args, **kwargs)
 
-        name = f"{base_name(overload)}_{overload_name(overload)}_overload"
-        function.__name__ = function.__qualname__ = name
-        _by_name[overload] = function
+    name = f"{base_name(overload)}_{overload_name(overload)}_overload"
+    function.__name__ = function.__qualname__ = name
     return function
 
 

@@ -38,14 +38,24 @@ from jax._src.lax import linalg as jax_linalg
 from jax.experimental import serialize_executable
 
 from ...errors import LazygenRuntimeError
+from ...state import for_process
 
 _CACHE_HIT = "/jax/compilation_cache/cache_hits"
-_compiling = threading.local()  # .served: JAX's cache answered this thread's compile
+
+
+class _Compiling(threading.local):
+    """Per thread: whether a compile is under way and whether JAX's persistent cache served
+    it (a share of ``state.process``: JAX holds the listener that sets it, for the
+    process)."""
+
+    active = False
+    served = False
 
 
 def _note_cache_hit(event: str, **_) -> None:
-    if event == _CACHE_HIT and getattr(_compiling, "active", False):
-        _compiling.served = True
+    compiling = for_process(_Compiling)
+    if event == _CACHE_HIT and compiling.active:
+        compiling.served = True
 
 
 monitoring.register_event_listener(_note_cache_hit)
@@ -54,12 +64,13 @@ monitoring.register_event_listener(_note_cache_hit)
 def compile_program(lowered):
     """``lowered.compile()``, and whether XLA compiled it here (True) or JAX's persistent
     cache served a deserialised program (False: ``save`` must not write it again)."""
-    _compiling.active, _compiling.served = True, False
+    compiling = for_process(_Compiling)
+    compiling.active, compiling.served = True, False
     try:
         compiled = lowered.compile()
     finally:
-        _compiling.active = False
-    return compiled, not _compiling.served
+        compiling.active = False
+    return compiled, not compiling.served
 
 
 def _trees(arguments: int, results: int):

@@ -6,13 +6,12 @@ thread pool (``launch``)."""
 from __future__ import annotations
 
 import ctypes
-import functools
 import re
 import sys
 
 import torch
 
-from ... import process
+from ... import process, state
 from ...backend_interface import Backend, KernelTables
 from ...builtin import tables as op_list
 from ...dispatch_modes import without_autograd
@@ -22,7 +21,15 @@ from ...state import settings
 from .lowering import TSLoweringContext
 from .passes import fold_double_transposes, transpose_products, write_in_place
 
-_executor_configured = False
+
+class _Executor:
+    """Whether TorchScript's executor is configured: a process effect, so held for the
+    process (``state.for_process``), beyond a reset."""
+
+    __slots__ = ("configured",)
+
+    def __init__(self) -> None:
+        self.configured = False
 
 
 def _configure_executor() -> None:
@@ -30,14 +37,14 @@ def _configure_executor() -> None:
     milliseconds each, docs/benchmarks.md); lazy graphs are shape-specialised already, so
     use the simple executor (``LAZYGEN_JIT_EXECUTOR=0`` leaves TorchScript's flags alone).
     Both are process-wide effects listed in ``process.EFFECTS``."""
-    global _executor_configured
-    if not _executor_configured:
+    executor = state.for_process(_Executor)
+    if not executor.configured:
         if process.enabled("jit_executor"):
             torch._C._jit_set_profiling_executor(False)
             torch._C._jit_set_profiling_mode(False)
         if process.enabled("malloc_tuning"):
             _keep_freed_buffers()
-        _executor_configured = True
+        executor.configured = True
 
 
 _M_TRIM_THRESHOLD = -1
@@ -146,7 +153,7 @@ def _per_output(result, num_outputs: int) -> list:
     return list(result) if num_outputs else []
 
 
-@functools.cache
+@state.process_memo
 def unavailable_reason() -> str | None:
     """Why TorchScript does not work in this torch, or None when it does: a one-op graph
     is compiled and run, as every lazy graph would be. Torch deprecates TorchScript and

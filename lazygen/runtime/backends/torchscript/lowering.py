@@ -6,6 +6,7 @@ from types import MappingProxyType
 
 import torch
 
+from ... import state
 from ...ir import ScalarData, SizeConstant, Value
 from ...lowering_context import (
     LoweringContext,
@@ -225,16 +226,13 @@ _MEMORY_FORMATS = MappingProxyType(
         torch.channels_last_3d: 3,
     }
 )
-_ENUM_INTS: dict = {}  # torch.dtype / torch.layout -> the int TorchScript stores
 
 
+@state.memo
 def _enum_int(value) -> int:
-    number = _ENUM_INTS.get(value)
-    if number is None:
-        graph = torch._C.Graph()  # kept alive while its constant is read
-        number = graph.insertConstant(value).toIValue()
-        _ENUM_INTS[value] = number
-    return number
+    """The int TorchScript stores for a torch.dtype / torch.layout."""
+    graph = torch._C.Graph()  # kept alive while its constant is read
+    return graph.insertConstant(value).toIValue()
 
 
 def _plain(value):

@@ -6,9 +6,9 @@ off for lazy graphs live here, each a pure function of the graph.
 
 from __future__ import annotations
 
-from functools import cache
-
 import torch
+
+from ... import state
 
 
 def transpose_products(graph: torch._C.Graph) -> int:
@@ -135,7 +135,7 @@ def _out_variant(node: torch._C.Node) -> str | None:
     return _out_schema_of(schema)
 
 
-@cache
+@state.memo
 def _out_schema_of(schema: str) -> str | None:
     parsed = torch._C.parse_schema(schema)
     if len(parsed.returns) != 1 or any(a.is_out for a in parsed.arguments):
