@@ -30,14 +30,20 @@ from .test_state_ownership import (
 GOAL = 15
 
 
-def inventory() -> dict[str, set[str]]:
-    """Module (``runtime/metrics.py``) -> its state's names, for every scanned module."""
+def _by_module(scan) -> dict[str, set[str]]:
+    """Module (``runtime/metrics.py``) -> the names ``scan`` finds in its source, for every
+    scanned module where it finds some."""
     found = {}
     for path in _files():
-        names = state_in(path.read_text())
+        names = scan(path.read_text())
         if names:
             found[module_of(path)] = set(names)
     return found
+
+
+def inventory() -> dict[str, set[str]]:
+    """Module (``runtime/metrics.py``) -> its state's names, for every scanned module."""
+    return _by_module(state_in)
 
 
 def test_the_page_lists_every_piece_of_module_state():
@@ -97,12 +103,7 @@ def held_in(source: str) -> dict[str, int]:
 
 def held() -> dict[str, set[str]]:
     """Module -> the shares of ``state.process`` it holds, for every scanned module."""
-    found = {}
-    for path in _files():
-        names = held_in(path.read_text())
-        if names:
-            found[module_of(path)] = set(names)
-    return found
+    return _by_module(held_in)
 
 
 def documented_held(text: str | None = None) -> dict[str, set[str]]:

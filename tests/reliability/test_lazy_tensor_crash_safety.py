@@ -187,7 +187,7 @@ CASES = {
         "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
         "def broken(*args, **kwargs): raise ValueError('broken kernel')\n"
         "mul = torch.ops.aten.mul.Tensor\n"
-        "saved = dispatch.installed.kernels[mul]\n"
+        "saved = dispatch.installed().kernels[mul]\n"
         "dispatch.register_kernels({mul: broken})\n"
         "try:\n"
         "    y.sum().backward()\n"

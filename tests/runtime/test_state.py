@@ -3,6 +3,7 @@ it: a new runtime object (each subsystem's state a part of it), and the globals 
 modules not yet moved onto it put back by their registered resets."""
 
 import collections
+import dataclasses
 import inspect
 import sys
 import threading
@@ -80,7 +81,7 @@ def test_counts_of_every_thread_are_merged_and_a_reset_empties_them():
 
 def test_reset_restores_kernels_settings_and_empties_counters():
     lr.mark_step()
-    installed = dict(dispatch.installed.kernels)
+    installed = dict(dispatch.installed().kernels)
     name = lr.device_name()
     dispatch.register_kernels({aten.neg.default: _kernel})
     lr.config.set_force_fallback("add.Tensor")
@@ -92,7 +93,7 @@ def test_reset_restores_kernels_settings_and_empties_counters():
 
     state.reset()
 
-    assert installed == dispatch.installed.kernels
+    assert installed == dispatch.installed().kernels
     assert state.kernel_table[aten.add.Tensor] is installed[aten.add.Tensor]
     assert state.kernel_table.get(aten.neg.default) is installed.get(aten.neg.default)
     assert lr.config.get_force_fallback() == frozenset()
@@ -111,8 +112,8 @@ def test_tensors_trace_after_reset():
 
 def _snapshot(value, depth: int = 0):
     """What ``reset()`` must put back of a global: containers by content (two levels deep,
-    then by size), numbers and strings by value, a kernel by what it wraps, anything else
-    by identity."""
+    then by size), a dataclass by its fields, numbers and strings by value, a kernel by what
+    it wraps, anything else by identity."""
     if isinstance(value, (int, float, str, bytes, bool, type(None))):
         return value
     if isinstance(value, (dict, weakref.WeakKeyDictionary, weakref.WeakValueDictionary)):
@@ -126,6 +127,8 @@ def _snapshot(value, depth: int = 0):
         if depth >= 2:
             return ("sequence", len(value))
         return [_snapshot(item, depth + 1) for item in list(value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # by its fields
+        return {f.name: _snapshot(getattr(value, f.name), depth) for f in dataclasses.fields(value)}
     if hasattr(value, "__len__") and not isinstance(value, torch.Tensor):
         return (type(value), id(value), len(value))
     if callable(value):  # a kernel: refusals.guard wraps it anew at each refresh

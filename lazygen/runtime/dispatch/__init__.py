@@ -27,34 +27,68 @@ from ..tracing import tensor as _tensor
 from . import decompositions, refusals
 from .fallback import eager_fallback
 
-#: The union of every installed ``KernelTables`` (the runtime's own, then each backend's:
-#: a generated registration's ``KERNELS``, ``AUTOGRAD_KERNELS`` and ``NODE_CLASSES``, the
-#: hand-written kernels, wrappers applied), itself a ``KernelTables``. The kernel table
-#: the dispatcher runs (``state.kernel_table``) is made from its ``kernels`` by ``refresh``.
-installed = KernelTables()
-_no_decomposition: set = set()
-_autograd_library = None
-_runtime_tables: list = []  # the runtime's own KernelTables (``register_tables``)
-#: The runtime's wrappers (``register_tables``): put around the kernel of their op that
-#: any tables installed later bring, whichever backend's they are.
-_runtime_wrappers: dict = {}
-_tables: list = []  # backends' KernelTables installed so far, in order
-_after_install: tuple[dict, dict, dict] = ({}, {}, {})  # the three tables after the last install
+
+class _Installed:
+    """The kernel tables ``init()`` installed, for the process (a share of
+    ``state.process``): torch dispatches the lazy device's autograd kernels through
+    ``autograd_library``, and each backend's tables are installed once, as a program imports
+    them once; ``after_install`` is what every reset goes back to."""
+
+    def __init__(self) -> None:
+        """Nothing installed yet."""
+        self.runtime_tables: list = []  # the runtime's own KernelTables (``register_tables``)
+        #: the runtime's wrappers (``register_tables``): put around the kernel of their op
+        #: that any tables installed later bring, whichever backend's they are
+        self.runtime_wrappers: dict = {}
+        self.tables: list = []  # backends' KernelTables installed so far, in order
+        #: the kernels, autograd kernels and node classes after the last install
+        self.after_install: tuple[dict, dict, dict] = ({}, {}, {})
+        #: the autograd kernels registered with torch, by op (a ``torch.library`` cannot
+        #: drop one: a reset registers again the ones the installed tables name otherwise)
+        self.registered_autograd: dict = {}
+        self.autograd_library = None
+
+
+class _Active:
+    """The kernels of this run (a part of the runtime object): the installed tables plus
+    what ``register_kernels`` added since the last reset, and the ops known to have no
+    runtime-built kernel. A reset starts again from ``_Installed.after_install``."""
+
+    def __init__(self) -> None:
+        """The installed tables as ``init()`` left them."""
+        kernels, autograd_kernels, node_classes = state.for_process(_Installed).after_install
+        #: the union of every installed ``KernelTables`` (the runtime's own, then each
+        #: backend's: a generated registration's ``KERNELS``, ``AUTOGRAD_KERNELS`` and
+        #: ``NODE_CLASSES``, the hand-written kernels, wrappers applied), itself a
+        #: ``KernelTables``; the table the dispatcher runs (``state.kernel_table``) is made
+        #: from its ``kernels`` by ``refresh``
+        self.installed = KernelTables()
+        self.installed.kernels.update(kernels)
+        self.installed.autograd_kernels.update(autograd_kernels)
+        self.installed.node_classes.update(node_classes)
+        self.no_decomposition: set = set()
+
+
+def installed() -> KernelTables:
+    """The kernel tables of this run: what ``init()`` installed and ``register_kernels``
+    added since the last reset."""
+    return state.part(_Active).installed
 
 
 def install_tables(tables) -> None:
     """Add a backend's kernel tables (``backend.KernelTables``). Two backends of one process
     share the table: their kernels for an op must be the same function."""
-    if any(existing is tables for existing in _tables):
+    held = state.for_process(_Installed)
+    if any(existing is tables for existing in held.tables):
         return
     for op, kernel in tables.kernels.items():
-        current = installed.kernels.get(op)
-        if current is not None and current is not kernel and _tables:
+        current = installed().kernels.get(op)
+        if current is not None and current is not kernel and held.tables:
             raise LazygenRuntimeError(
                 f"lazygen: two backends in this process trace {op} with different kernels; "
                 "backends with different kernel tables cannot share a process"
             )
-    _tables.append(tables)
+    held.tables.append(tables)
     _add(tables)
 
 
@@ -62,8 +96,8 @@ def kernel_modules() -> set[str]:
     """The modules whose functions the installed tables run as kernels (a backend's
     generated and hand-written kernels, wherever its package keeps their source): code that
     Dynamo must leave alone (``privateuse1.compile_inputs.skip_lazygen_frames``)."""
-    modules = set()
-    for kernel in (*installed.kernels.values(), *installed.autograd_kernels.values()):
+    modules, tables = set(), installed()
+    for kernel in (*tables.kernels.values(), *tables.autograd_kernels.values()):
         while kernel is not None:
             module = getattr(kernel, "__module__", None)
             if module:
@@ -74,32 +108,32 @@ def kernel_modules() -> set[str]:
 
 def _add(tables) -> None:
     """Add ``tables`` and remember the result as what ``state.reset()`` goes back to."""
-    global _after_install
-    installed.kernels.update(tables.kernels)
-    installed.node_classes.update(tables.node_classes)
+    held, current = state.for_process(_Installed), installed()
+    current.kernels.update(tables.kernels)
+    current.node_classes.update(tables.node_classes)
     if tables.autograd_kernels:
-        installed.autograd_kernels.update(tables.autograd_kernels)
+        current.autograd_kernels.update(tables.autograd_kernels)
         _register_autograd(tables.autograd_kernels)
-    if not any(existing is tables for existing in _runtime_tables):
-        installed.kernels.update(
+    if not any(existing is tables for existing in held.runtime_tables):
+        current.kernels.update(
             {
                 op: wrap(tables.kernels[op])
-                for op, wrap in _runtime_wrappers.items()
+                for op, wrap in held.runtime_wrappers.items()
                 if op in tables.kernels
             }
         )
-    installed.kernels.update(
+    current.kernels.update(
         {
-            op: wrap(installed.kernels[op])
+            op: wrap(current.kernels[op])
             for op, wrap in tables.wrappers.items()
-            if op in installed.kernels
+            if op in current.kernels
         }
     )
     metrics.add_counter_aliases(tables.counter_aliases)
-    _after_install = (
-        dict(installed.kernels),
-        dict(installed.autograd_kernels),
-        dict(installed.node_classes),
+    held.after_install = (
+        dict(current.kernels),
+        dict(current.autograd_kernels),
+        dict(current.node_classes),
     )
     refresh()
 
@@ -107,60 +141,55 @@ def _add(tables) -> None:
 def register_tables(tables) -> None:
     """Add the runtime's own kernel tables (``ops.runtime_tables()``): unlike
     ``install_tables``, a backend's tables installed later may replace any of them."""
-    if any(existing is tables for existing in _runtime_tables):
+    held = state.for_process(_Installed)
+    if any(existing is tables for existing in held.runtime_tables):
         return
-    _runtime_tables.append(tables)
-    _runtime_wrappers.update(tables.wrappers)
+    held.runtime_tables.append(tables)
+    held.runtime_wrappers.update(tables.wrappers)
     _add(tables)
 
 
 def _reset() -> None:
-    """Back to the installed tables: kernels added with ``register_kernels`` since go. An
+    """After a reset (a new runtime object: the installed tables as ``init()`` left them,
+    kernels added with ``register_kernels`` since gone), rebuild the dispatcher's table. An
     autograd kernel registered with torch stays registered (a ``torch.library`` cannot drop
-    one impl); where the tables have one for that op, it is registered again."""
-    kernels, autograd_kernels, node_classes = _after_install
-    changed = {
-        op: fn
-        for op, fn in autograd_kernels.items()
-        if installed.autograd_kernels.get(op) is not fn
-    }
-    for table, saved in (
-        (installed.kernels, kernels),
-        (installed.autograd_kernels, autograd_kernels),
-    ):
-        table.clear()
-        table.update(saved)
-    installed.node_classes.clear()
-    installed.node_classes.update(node_classes)
+    one impl); where the tables have another for that op, it is registered again."""
+    autograd_kernels = installed().autograd_kernels
+    registered = state.for_process(_Installed).registered_autograd
+    changed = {op: fn for op, fn in autograd_kernels.items() if registered.get(op) is not fn}
     if changed:
         _register_autograd(changed)
     refresh()
 
 
 def register_kernels(kernels: dict, autograd_kernels=None, node_classes=None) -> None:
-    """Add (or replace) kernels keyed by ``torch.ops`` overload; refreshes dispatch."""
-    installed.kernels.update(kernels)
+    """Add (or replace) kernels keyed by ``torch.ops`` overload until the next reset;
+    refreshes dispatch."""
+    current = installed()
+    current.kernels.update(kernels)
     if autograd_kernels:
-        installed.autograd_kernels.update(autograd_kernels)
+        current.autograd_kernels.update(autograd_kernels)
         _register_autograd(autograd_kernels)
     if node_classes:
-        installed.node_classes.update(node_classes)
+        current.node_classes.update(node_classes)
     refresh()
 
 
 def unregister_kernels(ops) -> None:
+    current = installed()
     for op in ops:
-        installed.kernels.pop(op, None)
+        current.kernels.pop(op, None)
     refresh()
 
 
 def _register_autograd(kernels: dict) -> None:
     """Autograd kernels for the lazy device (the op list's ``autograd`` section)."""
-    global _autograd_library
-    if _autograd_library is None:
-        _autograd_library = torch.library.Library("aten", "IMPL")
+    held = state.for_process(_Installed)
+    if held.autograd_library is None:
+        held.autograd_library = torch.library.Library("aten", "IMPL")
     for op, fn in kernels.items():
-        _autograd_library.impl(library_name(op), fn, "AutogradPrivateUse1", allow_override=True)
+        held.autograd_library.impl(library_name(op), fn, "AutogradPrivateUse1", allow_override=True)
+        held.registered_autograd[op] = fn
 
 
 def forced(op) -> bool:
@@ -174,19 +203,22 @@ def refresh() -> None:
     """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference). The
     only change the table sees besides ``kernel_for``'s additions: ``__torch_dispatch__``
     keeps kernels under ``id(op)`` too, which must go with their op (see ``tracing.tensor``)."""
-    active = {op: refusals.guard(op, fn) for op, fn in installed.kernels.items() if not forced(op)}
+    current = state.part(_Active)
+    active = {
+        op: refusals.guard(op, fn) for op, fn in current.installed.kernels.items() if not forced(op)
+    }
     kernel_table.clear()
     kernel_table.update(active)  # ops only: ``__torch_dispatch__`` adds their ids as they run
-    _no_decomposition.clear()
+    current.no_decomposition.clear()
 
 
 def kernel_for(func):
     """The active kernel of ``func``, or one the runtime builds (cached), or None."""
     kernel = kernel_table.get(func)
-    if kernel is None and func not in _no_decomposition:
+    if kernel is None and func not in (missing := state.part(_Active).no_decomposition):
         kernel = None if forced(func) else decompositions.lookup(func, kernel_for)
         if kernel is None:
-            _no_decomposition.add(func)
+            missing.add(func)
         else:
             kernel = kernel_table[func] = refusals.guard(func, kernel)
     return kernel
@@ -209,7 +241,8 @@ def call(op, *args, **kwargs):
 
 def install_refusals(backend) -> None:
     """Apply ``backend.refused_ops()`` (see ``refusals``) to the active table."""
-    refusals.install(backend, installed.kernels.keys() | installed.autograd_kernels.keys())
+    current = installed()
+    refusals.install(backend, current.kernels.keys() | current.autograd_kernels.keys())
     refresh()
 
 
@@ -219,14 +252,4 @@ def install() -> None:
     refresh()
 
 
-state.register(__name__, _reset, owns=("installed", "_no_decomposition"))
-state.once_per_process(
-    __name__,
-    ("_runtime_tables", "_runtime_wrappers", "_tables", "_after_install"),
-    "the tables init() installed, which a reset goes back to",
-)
-state.once_per_process(
-    __name__,
-    ("_autograd_library",),
-    "the torch.library of the autograd kernels: torch dispatches through it",
-)
+state.register(__name__, _reset)

@@ -102,7 +102,7 @@ def node_class(op_name: str) -> type[Node]:
     kernel reaches a generated (e.g. non-native) node class without importing generated
     code, which does not exist yet when the generator checks the hand-written package."""
     try:
-        return dispatch.installed.node_classes[op_name]
+        return dispatch.installed().node_classes[op_name]
     except KeyError:
         raise LookupError(
             f"lazygen: no IR node class {op_name!r} in the kernel tables of this process's "

@@ -35,6 +35,7 @@ from types import MappingProxyType
 
 import torch
 from torch.nn.attention import SDPBackend
+from torch.utils._python_dispatch import _disable_current_modes
 
 from .. import devices, state
 from .. import kernel_support as rt
@@ -168,8 +169,12 @@ def _stand_in(t):
 
 
 def _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale) -> bool:
-    """Whether eager on the CPU takes its fused kernel for these arguments (cached)."""
+    """Whether eager on the CPU takes its fused kernel for these arguments (cached). Sizes
+    that are symbols (``torch.compile(dynamic=True)`` traces with them) answer no: the
+    graph serves every size the symbols may take, and the math path is right for all."""
     tensors = (query, key, value, attn_mask)
+    if any(type(size) is not int for t in tensors if t is not None for size in t.shape):
+        return False
     cache_key = tuple(
         None if t is None else (t.dtype, tuple(t.shape), t.requires_grad) for t in tensors
     )
@@ -177,9 +182,13 @@ def _cpu_would_fuse(query, key, value, attn_mask, dropout_p, is_causal, scale) -
     choices = state.part(FusedChoices)
     fused = choices.get(cache_key)
     if fused is None:
-        choice = aten._fused_sdp_choice.default(
-            *(_stand_in(t) for t in tensors), dropout_p, is_causal, scale=scale
-        )
+        # Asked of real CPU tensors even while torch.compile traces with fake ones: a fake
+        # tensor's choice is always the math path, which would give a compiled step other
+        # ops (and slower ones) than the same step run on the lazy device uncompiled.
+        with _disable_current_modes():
+            choice = aten._fused_sdp_choice.default(
+                *(_stand_in(t) for t in tensors), dropout_p, is_causal, scale=scale
+            )
         fused = choices[cache_key] = choice == _FLASH
     return fused
 

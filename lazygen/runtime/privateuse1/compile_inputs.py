@@ -101,7 +101,7 @@ def skip_lazygen_frames(packages: tuple[str, ...] = ("lazygen",)) -> None:
         return  # no Dynamo yet: its first compile fakes the inputs, which calls this again
     from torch._dynamo import trace_rules  # already imported: costs nothing
 
-    installed, skipped = len(dispatch.installed.kernels), state.for_process(_Skipped)
+    installed, skipped = len(dispatch.installed().kernels), state.for_process(_Skipped)
     if installed != skipped.kernels:  # tables installed since: their kernels' modules too
         skipped.kernels = installed
         packages = (*packages, *sorted(dispatch.kernel_modules()))

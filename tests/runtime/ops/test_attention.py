@@ -175,3 +175,39 @@ def test_the_cpu_flash_ops_refuse_dropout():
     q = torch.randn(1, 2, 3, 4).to(LAZY)
     with pytest.raises(RuntimeError, match="dropout"):
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, q, q, 0.5)
+
+
+def test_compiled_attention_on_the_lazy_device_is_fused_too(fresh_metrics):
+    """torch.compile traces with fake tensors, whose kernel choice is always the math path;
+    the choice is asked of real CPU tensors, so that a compiled step gets the fused op as
+    the uncompiled one does (it got softmax, bmm and masking ops: issue 48)."""
+    torch._dynamo.reset()
+    torch.manual_seed(1)
+    want = _attention("cpu", torch.float32)
+    compiled = torch.compile(_attention, backend="lazygen")
+    got = compiled(LAZY, torch.float32)
+    _assert_equal(want, got, torch.float32)
+    assert _count(FUSED) == 1 and _count(FUSED_BACKWARD) == 1
+    assert not [name for name in lr.metrics.counter_names() if "softmax" in name]
+
+
+def test_compiled_attention_with_symbolic_sizes_runs_on_the_math_path(fresh_metrics):
+    """Under ``torch.compile(dynamic=True)`` the sizes are symbols, which cannot key the
+    choice nor size a CPU stand-in (it raised ``unhashable type: non-nested SymInt`` inside
+    Dynamo): such a graph takes the math path, right for every length it serves."""
+    torch._dynamo.reset()
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    compiled = torch.compile(attend, backend="lazygen", dynamic=True)
+    for length in (6, 9):
+        torch.manual_seed(length)
+        q, k, v = (torch.randn(2, 3, length, 4, dtype=torch.float64) for _ in "qkv")
+        want = attend(q.requires_grad_(), k, v)
+        want.sum().backward()
+        lazy_q = q.detach().to(LAZY).requires_grad_()
+        got = compiled(lazy_q, k.to(LAZY), v.to(LAZY))
+        got.sum().backward()
+        torch.testing.assert_close(got.cpu(), want.detach())
+        torch.testing.assert_close(lazy_q.grad.cpu(), q.grad)

@@ -12,7 +12,7 @@ from lazygen.runtime.ops import batch_norm
 
 
 def test_the_installed_kernel_is_wrapped_by_the_runtime():
-    kernel = dispatch.installed.kernels[torch.ops.aten.native_batch_norm.default]
+    kernel = dispatch.installed().kernels[torch.ops.aten.native_batch_norm.default]
     assert kernel.__module__ == batch_norm.__name__
 
 

@@ -19,7 +19,12 @@ from ...errors import LazygenRuntimeError
 from ...ir import InputWrite, Node, Value
 from ...state import settings
 from .lowering import TSLoweringContext
-from .passes import fold_double_transposes, transpose_products, write_in_place
+from .passes import (
+    fold_double_transposes,
+    fold_filled_products,
+    transpose_products,
+    write_in_place,
+)
 
 
 class _Executor:
@@ -205,8 +210,10 @@ class TorchScriptBackend(Backend):
 
     def lower(self, order: list[Node], outputs: list[Value], device) -> TSLoweringContext:
         ctx = super().lower(order, outputs, device)
+        dtypes = _dtypes(ctx)  # before the passes: they destroy values
         transpose_products(ctx.graph)
         fold_double_transposes(ctx.graph)
+        fold_filled_products(ctx.graph, dtypes)
         write_in_place(ctx.graph, _same_dtype_writes(order, ctx))
         return ctx
 
@@ -295,6 +302,16 @@ class TorchScriptBackend(Backend):
             for index, output in enumerate(outputs):
                 results[Value(node, index)] = output
         return None
+
+
+def _dtypes(ctx: TSLoweringContext) -> dict:
+    """Each lowered value's dtype, by its TorchScript value's ``unique()`` (TorchScript's
+    own types say ``Tensor`` only): what a pass that must not change a dtype reads."""
+    return {
+        ts_value.unique(): value.node.shapes[value.index].dtype
+        for value, ts_value in ctx.values.items()
+        if value.index < len(value.node.shapes)
+    }
 
 
 def _same_dtype_writes(order: list[Node], ctx: TSLoweringContext) -> list:

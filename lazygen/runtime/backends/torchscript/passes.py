@@ -73,6 +73,64 @@ def _drop_unused_transposes(graph: torch._C.Graph) -> None:
             node.destroy()
 
 
+def fold_filled_products(graph: torch._C.Graph, dtypes: dict) -> int:
+    """Compute ``addcmul(a, full_like(d, w), d)`` as ``add(a, d, alpha=w)``.
+
+    Dynamo traces ``torch._foreach_lerp_`` with a number weight (Adam's and AdamW's first
+    moment) as a tensor filled with the weight per parameter, multiplied into the
+    difference (its polyfill, written for fused multiply-adds): one allocation and one fill
+    per parameter and step that ``add``'s ``alpha`` does without. Only where the filled
+    tensor has no other reader, takes ``d``'s dtype (no ``dtype`` argument), ``addcmul``'s
+    own factor is 1 and ``a`` and ``d`` have one floating dtype (``dtypes``: a value's
+    ``unique()`` -> its dtype; an unknown one is not folded), so that the weight is rounded
+    to that dtype either way: an integer ``d`` truncates a float weight where ``add``
+    would refuse it, and ``a`` of a wider dtype would take the weight unrounded. Returns
+    the number folded."""
+    folded = 0
+    for node in list(graph.nodes()):
+        if node.kind() != "aten::addcmul":
+            continue
+        base, filled, other, value = node.inputs()
+        fill = filled.node()
+        if fill.kind() != "aten::full_like" or len(filled.uses()) != 1:
+            continue
+        source, weight, dtype = list(fill.inputs())[:3]
+        if (
+            source.unique() != other.unique()
+            or _constant(value) != 1
+            or _constant(dtype, None) is not None
+        ):
+            continue
+        if weight.node().kind() != "prim::Constant":
+            continue
+        dtype_of_d = dtypes.get(other.unique())
+        if dtype_of_d is None or not dtype_of_d.is_floating_point:
+            continue
+        if dtypes.get(base.unique()) != dtype_of_d:
+            continue
+        add = graph.create("aten::add", [base, other, weight], 1)
+        add.insertBefore(node)
+        add.output().setType(node.output().type())
+        node.output().replaceAllUsesWith(add.output())
+        node.destroy()
+        fill.destroy()
+        folded += 1
+    return folded
+
+
+_ABSENT = object()
+
+
+def _constant(value: torch._C.Value, absent=_ABSENT):
+    """A constant input's value (``absent`` for ``None``), or ``_ABSENT`` when the input is
+    not a constant."""
+    node = value.node()
+    if node.kind() != "prim::Constant":
+        return _ABSENT
+    constant = value.toIValue()
+    return absent if constant is None else constant
+
+
 def write_in_place(graph: torch._C.Graph, writes: list[torch._C.Node]) -> int:
     """Compute a written input's new value straight into the input: ``copy_(arg, add(a,
     b))`` becomes ``add.out(a, b, out=arg)``.

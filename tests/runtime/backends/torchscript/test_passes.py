@@ -5,6 +5,7 @@ from support.ts_graphs import product_graph
 
 from lazygen.runtime.backends.torchscript.passes import (
     fold_double_transposes,
+    fold_filled_products,
     transpose_products,
     write_in_place,
 )
@@ -200,3 +201,92 @@ def test_only_pointwise_ops_write_their_result_into_an_input():
     expected = a @ b
     _run(graph, a, b)
     assert torch.equal(a, expected)
+
+
+_LERP = """graph(%a : Tensor, %d : Tensor):
+  %none : NoneType = prim::Constant()
+  %false : bool = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %value : {value_type} = prim::Constant[value={value}]()
+  %w : float = prim::Constant[value=0.1]()
+  %dtype : {dtype_type} = prim::Constant{dtype}()
+  %filled : Tensor = aten::full_like(%d, %w, %dtype, %none, %none, %false, %none)
+  %out : Tensor = aten::addcmul(%a, %filled, %d, %value)
+  {ret}
+"""
+
+
+def _lerp_graph(value="1", dtype="", extra_output=False):
+    """Dynamo's ``_foreach_lerp_`` polyfill for one tensor: ``addcmul(a, full_like(d, w),
+    d)``; ``dtype`` the ``full_like`` dtype constant's attribute (``[value=7]``: float64)."""
+    ret = "return (%out, %filled)" if extra_output else "return (%out)"
+    text = _LERP.format(
+        value=value,
+        value_type="float" if "." in value else "int",
+        dtype=dtype,
+        dtype_type="int" if dtype else "NoneType",
+        ret=ret,
+    )
+    return torch._C.parse_ir(text)
+
+
+def test_a_product_with_a_filled_tensor_becomes_an_add_with_alpha():
+    """The lerp of Adam's first moment as Dynamo traces it: no tensor filled per step."""
+    a, d = torch.randn(64, 32), torch.randn(64, 32)
+    graph = _lerp_graph()
+    (unfolded,) = _run(graph.copy(), a, d)
+    assert fold_filled_products(graph, _input_dtypes(graph, torch.float32)) == 1
+    assert [k for k in _kinds(graph) if k != "prim::Constant"] == ["aten::add"]
+    (folded,) = _run(graph, a, d)
+    # the weight rounded to float32 either way; the reference in float64
+    w = torch.tensor(0.1, dtype=torch.float32).double()
+    reference = a.double() + w * d.double()
+    torch.testing.assert_close(folded, reference.float())
+    torch.testing.assert_close(folded, unfolded)
+
+
+def _input_dtypes(graph, dtype_of_a, dtype_of_d=None) -> dict:
+    """The dtypes the backend gives the pass (TorchScript's types say ``Tensor`` only)."""
+    a, d = graph.inputs()
+    return {a.unique(): dtype_of_a, d.unique(): dtype_of_d or dtype_of_a}
+
+
+def test_a_filled_tensor_with_other_readers_or_another_dtype_or_factor_stays():
+    float32 = torch.float32
+    for graph, dtypes in (
+        (_lerp_graph(extra_output=True), (float32,)),
+        (_lerp_graph(value="0.5"), (float32,)),
+        (_lerp_graph(dtype="[value=7]"), (float32,)),
+        # integers: full_like truncates the weight 0.1 to 0 where add(alpha=0.1) would raise
+        (_lerp_graph(), (torch.int64,)),
+        # a wider a: the weight rounded to d's float32 by full_like, unrounded by add
+        (_lerp_graph(), (torch.float64, float32)),
+    ):
+        assert fold_filled_products(graph, _input_dtypes(graph, *dtypes)) == 0
+        assert "aten::full_like" in _kinds(graph)
+
+
+def test_the_backend_folds_a_filled_product_in_a_graph_its_other_passes_rewrote(monkeypatch):
+    """A compiled step on the lazy device (whose numbers are constants of the graph), with a
+    transposed product the earlier passes rewrite (they destroy values: the dtypes are read
+    before them): the filled product is folded and the results are eager's."""
+    import lazygen.runtime as lr
+    from lazygen.runtime.backends.torchscript import backend
+
+    folded = []
+
+    def counting(graph, dtypes):
+        folded.append(fold_filled_products(graph, dtypes))
+        return folded[-1]
+
+    def step(a, d):
+        return torch.addcmul(a, torch.full_like(d, 0.1), d), torch.mm(a, d.t()).t()
+
+    monkeypatch.setattr(backend, "fold_filled_products", counting)
+    torch._dynamo.reset()
+    a, d = torch.randn(7, 5), torch.randn(7, 5)
+    got = torch.compile(step, backend="lazygen")(a.to("lazygen"), d.to("lazygen"))
+    lr.mark_step()
+    assert sum(folded) == 1
+    for expected, actual in zip(step(a, d), got, strict=True):
+        torch.testing.assert_close(actual.cpu(), expected)
