@@ -21,6 +21,10 @@ from typing import NamedTuple
 from ..ir import Node, Value
 from ..tracing.tensor import LazyTensor
 
+#: ``Value(node, i)`` without the NamedTuple's Python-level ``__new__`` (hand_over makes one
+#: per rebuilt operand, hundreds a step).
+_new_value = tuple.__new__
+
 
 class Split(NamedTuple):
     early: list[LazyTensor]  # the single-element results, synced first
@@ -47,32 +51,34 @@ def region(roots: list[Value]) -> set[Node]:
         if node in seen or node.is_input or node.is_constant:
             continue
         seen.add(node)
-        stack.extend(value.node for value in node.inputs())
+        for operand in node.operands:  # ``Node.inputs`` inline: this runs for every node
+            if type(operand) is Value:
+                stack.append(operand.node)
+            elif operand is not None:
+                stack.extend(value.node for value in operand if value is not None)
     return seen
 
 
 def split(tensors: list[LazyTensor]) -> Split | None:
     """How to sync pending ``tensors`` in two graphs; None when there is nothing to split
     (no single-element result, or nothing else)."""
-    early = [t for t in tensors if _single_element(t)]
-    if not early or len(early) == len(tensors):
+    early, others = [], []
+    for t in tensors:
+        (early if _single_element(t) else others).append(t)
+    if not early or not others:
         return None
     first = region([t._value for t in early])
     handed_over: dict[Value, None] = {}
     readers: list[Node] = []
-    rest = []
     seen: set[Node] = set()
     done: set[Node] = set()
     stack: list[Node] = []
-    for t in tensors:
-        if _single_element(t):
-            continue
+    for t in others:
         value = t._value
         if value.node in first:
             handed_over[value] = None  # a result of the first graph itself
         else:
             stack.append(value.node)
-        rest.append(t)
     order: list[Node] = []  # post-order: operands before their users
     while stack:
         node = stack[-1]
@@ -85,15 +91,26 @@ def split(tensors: list[LazyTensor]) -> Split | None:
         else:
             seen.add(node)
             reads = False
-            for value in node.inputs():
-                if value.node in first:
-                    handed_over[value] = None
-                    reads = True
-                elif value.node not in done:
-                    stack.append(value.node)
+            for operand in node.operands:  # ``Node.inputs`` inline: this runs for every node
+                if type(operand) is Value:
+                    operand_node = operand.node
+                    if operand_node in first:
+                        handed_over[operand] = None
+                        reads = True
+                    elif operand_node not in done:
+                        stack.append(operand_node)
+                elif operand is not None:
+                    for value in operand:
+                        if value is None:
+                            continue
+                        if value.node in first:
+                            handed_over[value] = None
+                            reads = True
+                        elif value.node not in done:
+                            stack.append(value.node)
             if reads:
                 readers.append(node)
-    return Split(early, rest, list(handed_over), readers, order)
+    return Split(early, others, list(handed_over), readers, order)
 
 
 def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
@@ -113,7 +130,7 @@ def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
                     copy = rebuilt.get(operand.node)
                     if copy is None:
                         continue
-                    value = Value(copy, operand.index)
+                    value = _new_value(Value, (copy, operand.index))
             elif type(operand) is tuple or type(operand) is list:
                 value = _substitute(operand, data_of, rebuilt)
                 if value is operand:
@@ -131,7 +148,7 @@ def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
         if data is not None:  # a result of the first graph itself
             tensor._value = data
         elif value.node in rebuilt:
-            tensor._value = Value(rebuilt[value.node], value.index)
+            tensor._value = _new_value(Value, (rebuilt[value.node], value.index))
 
 
 def _substitute(operands, data_of: dict[Value, Value], rebuilt: dict[Node, Node]):
@@ -143,7 +160,7 @@ def _substitute(operands, data_of: dict[Value, Value], rebuilt: dict[Node, Node]
             data = data_of.get(operand)
             if data is None:
                 copy = rebuilt.get(operand.node)
-                data = operand if copy is None else Value(copy, operand.index)
+                data = operand if copy is None else _new_value(Value, (copy, operand.index))
             operand = data
         items.append(operand)
     if all(new is old for new, old in zip(items, operands, strict=True)):
