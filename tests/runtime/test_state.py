@@ -8,6 +8,7 @@ import inspect
 import threading
 import weakref
 
+import pytest
 import torch
 
 import lazygen.runtime as lr
@@ -333,3 +334,24 @@ def test_ir_reuse_and_refusals_are_parts_of_the_runtime_object():
     assert state.part(ir_reuse.ReusePath) is not path
     assert state.part(ir_reuse.ReusePath).current == []
     assert state.part(refusals.Refusals) is kept  # init()'s backends' refusals stay
+
+
+def test_an_op_without_a_kernel_before_init_wires_the_fallback_is_a_clear_error():
+    """The dispatch table carries what runs an op it has no kernel for (``missing``, which
+    ``init()`` sets); unset, such an op names itself and ``init()``."""
+    from lazygen.runtime.tracing.tensor import LazyTensor
+
+    class _Op:  # an op no table holds
+        def __str__(self) -> str:
+            return "aten::made_up"
+
+    assert state.kernel_table.missing is dispatch.dispatch_missing
+    state.kernel_table.missing = None
+    try:
+        with pytest.raises(
+            lr.LazygenRuntimeError,
+            match=r"aten::made_up reached a lazy tensor before lazygen\.runtime\.init",
+        ):
+            LazyTensor.__torch_dispatch__(_Op(), (), ())
+    finally:
+        state.kernel_table.missing = dispatch.dispatch_missing
