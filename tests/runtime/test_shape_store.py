@@ -156,3 +156,27 @@ def test_only_what_another_process_computes_alike_has_a_name():
     symbolic = (id(aten.relu.default), False, (torch.SymInt, "s0"))
     assert persistent_name(symbolic, aten.relu.default) is None
     assert persistent_name((id(aten.relu.default), False, object()), aten.relu.default) is None
+
+
+def _stored_names(directory) -> set:
+    return set(json.loads(_table_file(directory).read_bytes()[48:])["shapes"])
+
+
+def test_compiles_write_the_table_at_most_every_interval_and_it_is_bounded(
+    stored, tmp_path, monkeypatch
+):
+    _new_process()
+    _step()
+    shape_store.compiled()  # the first compile writes
+    first = _stored_names(tmp_path)
+    torch.randn(7, 2).to("lazygen").exp()  # a new signature
+    shape_store.compiled()  # too soon after the last write: kept for later
+    assert _stored_names(tmp_path) == first
+    monkeypatch.setattr(shape_store, "SAVE_INTERVAL", 0.0)
+    shape_store.compiled()
+    assert len(_stored_names(tmp_path)) == len(first) + 1
+    monkeypatch.setattr(shape_store, "MAX_SHAPES", 3)
+    torch.randn(7, 3).to("lazygen").exp()
+    shape_store.save()
+    names = _stored_names(tmp_path)
+    assert len(names) == 3 and any("int:7\x1fint:3" in name for name in names)  # the newest kept

@@ -43,7 +43,7 @@ def compile_through_store(backend, key: GraphKey, order: list, outputs: list, de
     if executable is None:
         executable = backend.compile(order, outputs, device)
         _save(backend, store, name, executable)
-        shape_store.save()  # the shapes this graph's tracing computed, for the next process
+        shape_store.compiled()  # the shapes its tracing computed, for the next process
     return executable
 
 

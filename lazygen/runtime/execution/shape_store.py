@@ -7,7 +7,9 @@ those meta kernels were a quarter of the first two steps (docs/benchmarks.md). `
 ``shapes`` (``persistent_cache``: one folder per machine, Python, torch and lazygen source,
 and here the lazy device's name) and makes it a part of the runtime; ``save()`` writes
 back the table with what this process computed since, merged with what another process
-wrote meanwhile. It runs where a compiled graph is stored (a cold compile costs far more)
+wrote meanwhile (the last ``MAX_SHAPES`` kept). It runs after a compile (``compiled()``:
+the first, then at most every ``SAVE_INTERVAL`` seconds: a compile costs more than the
+write, but a process compiling graph after graph must not rewrite the table each time)
 and at exit.
 
 The table is JSON: ``{"format": 1, "shapes": {name: [[dtype, [sizes...]] | null, ...]}}``
@@ -21,6 +23,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import time
 
 import torch
 
@@ -32,6 +35,10 @@ from . import persistent_cache
 
 _FORMAT = 1
 _ENTRY = "table"
+#: Shapes the table keeps (the oldest written go first); about 200 bytes each.
+MAX_SHAPES = 20000
+#: Seconds between two writes after compiles (``compiled()``).
+SAVE_INTERVAL = 5.0
 
 
 def enabled() -> bool:
@@ -44,6 +51,7 @@ class _Opened:
 
     def __init__(self) -> None:
         self.store: persistent_cache.Store | None = None
+        self.saved_at: float | None = None  # ``time.monotonic()`` of the last write
 
     def on_reset(self) -> _Opened:
         return self  # as ``init()`` left it: open
@@ -62,17 +70,28 @@ def load() -> None:
         atexit.register(save)
 
 
+def compiled() -> None:
+    """A graph was compiled: write the new shapes, unless the last write was recent."""
+    opened = state.runtime.parts.get(_Opened)
+    saved_at = None if opened is None else opened.saved_at
+    if saved_at is None or time.monotonic() - saved_at >= SAVE_INTERVAL:
+        save()
+
+
 def save() -> None:
     """Write the table back with this process's new shapes (nothing new: nothing written)."""
     stored = state.runtime.parts.get(StoredShapes)
-    store = state.runtime.parts.get(_Opened)
-    if stored is None or store is None or store.store is None or not stored.fresh:
+    opened = state.runtime.parts.get(_Opened)
+    if stored is None or opened is None or opened.store is None or not stored.fresh:
         return
-    table = _read(store.store)
+    table = _read(opened.store)
     table.update(stored.fresh)
     stored.fresh = {}
+    if len(table) > MAX_SHAPES:
+        table = dict(list(table.items())[-MAX_SHAPES:])
     entries = {name: [_encoded(s) for s in shapes] for name, shapes in table.items()}
-    store.store.put(_ENTRY, json.dumps({"format": _FORMAT, "shapes": entries}).encode())
+    opened.store.put(_ENTRY, json.dumps({"format": _FORMAT, "shapes": entries}).encode())
+    opened.saved_at = time.monotonic()
 
 
 def _read(store: persistent_cache.Store) -> dict:
