@@ -6,6 +6,7 @@ the table read again); ``test_graph_store.py`` runs two real processes."""
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from types import SimpleNamespace
@@ -151,6 +152,8 @@ def test_only_what_another_process_computes_alike_has_a_name():
         return [shape]
 
     assert persistent_name(key, aten.relu.default, local_shapes) is None  # not lazygen's
+    partial = functools.partial(output_shapes.compute_shapes)  # no name of its own
+    assert persistent_name(key, aten.relu.default, partial) is None
     library_op = SimpleNamespace(namespace="mylib")  # its meta kernel is the library's
     assert persistent_name(key, library_op) is None
     symbolic = (id(aten.relu.default), False, (torch.SymInt, "s0"))

@@ -85,8 +85,7 @@ def save() -> None:
     if stored is None or opened is None or opened.store is None or not stored.fresh:
         return
     table = _read(opened.store)
-    table.update(stored.fresh)
-    stored.fresh = {}
+    table.update(stored.take_fresh())
     if len(table) > MAX_SHAPES:
         table = dict(list(table.items())[-MAX_SHAPES:])
     entries = {name: [_encoded(s) for s in shapes] for name, shapes in table.items()}

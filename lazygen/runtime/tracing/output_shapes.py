@@ -15,6 +15,8 @@ stable encoding).
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from .. import metrics, state
@@ -144,11 +146,18 @@ class StoredShapes:
     shapes) and those computed since (``fresh``, which ``execution/shape_store.py`` writes
     back); a part of the runtime, present only where that store is open."""
 
-    __slots__ = ("table", "fresh")
+    __slots__ = ("table", "fresh", "_lock")
 
     def __init__(self, table: dict | None = None) -> None:
         self.table: dict = table or {}
         self.fresh: dict = {}
+        self._lock = threading.Lock()  # tracing threads add while a save takes them
+
+    def take_fresh(self) -> dict:
+        """The shapes computed since the last call (for the store to write)."""
+        with self._lock:
+            fresh, self.fresh = self.fresh, {}
+        return fresh
 
     def on_reset(self) -> StoredShapes:
         """Kept by ``state.reset()``, which puts the runtime back as ``init()`` left it (with
@@ -166,7 +175,8 @@ class StoredShapes:
         if name is not None and all(
             s is None or all(type(n) is int for n in s.sizes) for s in shapes
         ):
-            self.fresh[name] = self.table[name] = shapes
+            with self._lock:
+                self.fresh[name] = self.table[name] = shapes
         return shapes
 
 
@@ -183,8 +193,9 @@ def persistent_name(key: tuple, op, compute_fn=None) -> str | None:
     if getattr(op, "namespace", None) not in _STORED_NAMESPACES:
         return None
     function = ""
-    if compute_fn is not None:
-        function = f"{compute_fn.__module__}.{compute_fn.__qualname__}"
+    if compute_fn is not None:  # a function of lazygen's, by name (not a partial, a lambda)
+        module = getattr(compute_fn, "__module__", None) or ""
+        function = f"{module}.{getattr(compute_fn, '__qualname__', '<none>')}"
         if not function.startswith("lazygen.") or "<" in function:
             return None
     arguments = stable_key.encode(key[1:])
