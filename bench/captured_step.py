@@ -110,6 +110,8 @@ def run_torch(route: str, workload: str, steps: int) -> dict:
     if kind != "eager":
         counters = lr.metrics.counters()
         result["eager_graphs"] = counters.get("DynamoEagerGraphRun", 0)
+        # parts of a captured graph run op by op at every call (``lazygen.dynamo.partition``)
+        result["eager_segments"] = counters.get("DynamoEagerSegmentRun", 0)
     return result
 
 
@@ -231,6 +233,8 @@ def _print_table(runs: dict, workloads: list[str], routes: list[str]) -> None:
                 drift = f"{max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(results[0]['losses'], ref, strict=False)):.1e}"  # noqa: E501
             eager_graphs = results[0].get("eager_graphs")
             note = f" ({eager_graphs} eager graph runs)" if eager_graphs else ""
+            if results[0].get("eager_segments"):
+                note += f" ({results[0]['eager_segments']} eager segment runs)"
             print(
                 f"| {workload} | {route}{note} | {first * 1e3:.0f} ms | {second * 1e3:.0f} ms "
                 f"| {steady * 1e3:.2f} / "
