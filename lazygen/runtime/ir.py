@@ -85,6 +85,14 @@ class Node:
     #: dynamic shapes when they equal a size of the node's tensors (``graph/size_inputs.py``).
     size_attrs: tuple[int, ...] = ()
 
+    #: Whether instances hold nothing beyond ``Node``'s slots (``with_operands`` then
+    #: copies those four only), set for each class as it is made (``__init_subclass__``).
+    plain_copy: bool = True
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.plain_copy = not _carries_more(cls)
+
     def __init__(self, operands, attrs, shapes) -> None:
         self.operands = operands
         self.attrs = attrs
@@ -102,10 +110,7 @@ class Node:
         and source line): how a graph is rewired without changing a node, which other
         tensors and caches may share. Only computed nodes are rewired."""
         cls = type(self)
-        plain = _PLAIN.get(cls)
-        if plain is None:
-            plain = _PLAIN[cls] = not _carries_more(cls)
-        if plain:
+        if cls.plain_copy:
             clone = _new_object(cls)
             clone.attrs = self.attrs
             clone.shapes = self.shapes
@@ -130,7 +135,6 @@ class Node:
 
 
 _new_object = object.__new__
-_PLAIN: dict[type, bool] = {}  # node class -> holds nothing beyond Node's slots
 
 
 def _carries_more(cls: type) -> bool:
@@ -257,14 +261,16 @@ _SCALAR_DTYPES = MappingProxyType(
 )
 
 
-_SCALAR_SHAPES: dict = {}  # dtype -> (Shape(dtype, ()),)
+#: dtype -> ``(Shape(dtype, ()),)``, one tuple per dtype of torch (a constant: every dtype
+#: is a ``torch`` attribute), shared by the scalar inputs of that dtype.
+_SCALAR_SHAPES = MappingProxyType(
+    {d: (Shape(d, ()),) for d in vars(torch).values() if isinstance(d, torch.dtype)}
+)
 
 
 def scalar_shapes(dtype: torch.dtype) -> tuple[Shape]:
     shapes = _SCALAR_SHAPES.get(dtype)
-    if shapes is None:
-        shapes = _SCALAR_SHAPES[dtype] = (Shape(dtype, ()),)
-    return shapes
+    return (Shape(dtype, ()),) if shapes is None else shapes
 
 
 class ScalarData(Node):
@@ -294,12 +300,16 @@ class ScalarData(Node):
         if kind is int or kind is bool or (kind is float and value == value and value != 0.0):
             # 0.0 == -0.0 and NaN != NaN as keys: those are built every time.
             key = (kind, value, self.shapes[0].dtype, self.device)
-            tensor = _SCALAR_TENSORS.get(key)
+            try:  # a subscript, no call (see ``ScalarTensors``)
+                tensors = state.runtime.parts[ScalarTensors]
+            except KeyError:
+                tensors = state.part(ScalarTensors)
+            tensor = tensors.get(key)
             if tensor is None:
-                if len(_SCALAR_TENSORS) >= _SCALAR_TENSORS_MAX:
-                    _SCALAR_TENSORS.clear()  # values that change every step (Adam's bias correction)
+                if len(tensors) >= _SCALAR_TENSORS_MAX:
+                    tensors.clear()  # values that change every step (Adam's bias correction)
                 tensor = torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
-                _SCALAR_TENSORS[key] = tensor
+                tensors[key] = tensor
             return tensor
         return torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
 
@@ -383,9 +393,16 @@ class SizeConstant(Node):
         return [ctx.constant(self.attrs[0])]
 
 
-# Graph inputs of scalar values, shared across steps: graphs never write their inputs (nor
-# does anything else write device data), so one 0-dim tensor per (value, dtype, device) serves.
-_SCALAR_TENSORS: dict = {}
+class ScalarTensors(dict):
+    """Graph inputs of scalar values, shared across steps of this run (a part of the
+    runtime object: a reset makes a new, empty one): graphs never write their inputs (nor
+    does anything else write device data), so one 0-dim tensor per (value, dtype, device)
+    serves. ``ScalarData.materialize`` reaches it by subscript
+    (``state.runtime.parts[ScalarTensors]``); bounded by ``_SCALAR_TENSORS_MAX``."""
+
+    __slots__ = ()
+
+
 _SCALAR_TENSORS_MAX = 1024
 
 
@@ -429,11 +446,3 @@ def wrapped_number_dtype(number: torch.dtype, others) -> torch.dtype:
     if any(dim for _, dim in others):
         return number  # a 0-dim tensor of the same category loses to dimensioned tensors
     return common  # among 0-dim tensors only: take theirs
-
-
-state.register(__name__, _SCALAR_TENSORS.clear, owns=("_SCALAR_TENSORS",))
-state.once_per_process(
-    __name__,
-    ("_PLAIN", "_SCALAR_SHAPES"),
-    "memo of a pure function: the same answers whatever ran before",
-)

@@ -13,7 +13,8 @@
   setters also refresh what a setting affects). Twenty modules hold it by name, so it is
   one object for the process; ``reset()`` puts its values back.
 * ``kernel_table``: the kernel table, what ``LazyTensor.__torch_dispatch__`` runs (op ->
-  kernel), held by reference on the hot path and filled in place by ``dispatch``.
+  kernel, and its ``missing`` handler), held by reference on the hot path and filled in
+  place by ``dispatch`` (again at each reset, from its part's ``on_reset``).
 
 * ``process``: an object of the same class that is never replaced, the one holder of what
   torch holds references to (``torch.library`` objects, wrapped functions, handles torch
@@ -22,9 +23,8 @@
 
 Module-level mutable state elsewhere is the documented few (docs/architecture.md,
 "Module-level state", each with its reason); ``tests/architecture/test_state_ownership.py``
-fails on any other. The modules of the tracing hot path that still keep their state in globals
-declare its reset with ``register`` (and what outlives one with ``once_per_process``)
-until they move onto the runtime object too.
+fails on any other. No module registers a reset: a reset is a new object, whatever was
+imported when.
 
 ``reset()`` puts all of it back as ``init()`` left it: settings to their environment
 defaults (the device name and backing device stay: they are fixed once tensors exist),
@@ -33,7 +33,7 @@ clearing a module's globals by hand. What ``init()`` changes in torch and in the
 (PrivateUse1, patches, GC) is not state to reset: ``process`` lists it.
 
 The bottom of the runtime: it imports nothing of lazygen and never calls into the modules
-that read it, except through their parts' ``on_reset`` and the resets they register.
+that read it, except through their parts' ``on_reset``.
 
 Debug verbosity comes from one environment variable, ``LAZYGEN_DEBUG``:
 0 (default) silent; 1 records each IR node's source line; 2 also logs compiles and syncs.
@@ -45,7 +45,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -108,9 +108,22 @@ def is_lazy_device(device) -> bool:
     return isinstance(device, torch.device) and device.type == settings.device_type
 
 
-#: The dispatch table ``LazyTensor.__torch_dispatch__`` reads: ``torch.ops`` overload ->
-#: kernel. ``dispatch`` fills it in place (never replaces it: readers hold a reference).
-kernel_table: dict = {}
+class KernelTable(dict):
+    """The dispatch table ``LazyTensor.__torch_dispatch__`` reads: ``torch.ops`` overload ->
+    kernel, and ``missing``, what runs an op it has no kernel for (``dispatch`` sets it when
+    ``init()`` wires the runtime; None before: such an op is an error). ``dispatch`` fills
+    it in place (never replaces it: readers hold a reference) and refills it at every reset
+    (its ``_Active`` part's ``on_reset``)."""
+
+    __slots__ = ("missing",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missing: Callable | None = None
+
+
+#: The one dispatch table of the process (see ``KernelTable``).
+kernel_table = KernelTable()
 
 Part = TypeVar("Part")
 
@@ -210,61 +223,12 @@ def first_time(warning: str) -> bool:
     return True
 
 
-class Registrations:
-    """The resets of the modules whose state is still in their globals (the tracing hot
-    path, until it moves onto the runtime object), by module, the globals each puts back,
-    and the globals each declares kept through a reset, with why: on ``process``
-    (``for_process(Registrations)``), as modules register at import, once."""
-
-    __slots__ = ("resets", "owned", "kept")
-
-    def __init__(self) -> None:
-        self.resets: dict[str, list[Callable[[], None]]] = {}
-        self.owned: dict[str, tuple[str, ...]] = {}  # module -> the globals its reset puts back
-        self.kept: dict[str, dict[str, str]] = {}  # module -> {global: why a reset leaves it}
-
-
-def register(owner: str, reset_fn: Callable[[], None], owns: Iterable[str] = ()) -> None:
-    """Declare that module ``owner`` (its ``__name__``) keeps mutable state in its globals
-    ``owns``, and how to put them back (``reset_fn``, called by ``reset()``): for the modules
-    whose state is not yet a part of the runtime object. A module may
-    register several pieces of state: each call adds its reset and its globals, so a
-    second registration never silently drops the first one's."""
-    registered = for_process(Registrations)
-    resets = registered.resets.setdefault(owner, [])
-    if reset_fn not in resets:
-        resets.append(reset_fn)
-    registered.owned[owner] = tuple(dict.fromkeys(registered.owned.get(owner, ()) + tuple(owns)))
-
-
-def once_per_process(owner: str, names: Iterable[str], reason: str) -> None:
-    """Declare that module ``owner``'s globals ``names`` hold what must outlive ``reset()``
-    (``reason`` says why: torch holds references into it, ``init()`` fills it once, or it
-    memoises a pure function)."""
-    for_process(Registrations).kept.setdefault(owner, {}).update(dict.fromkeys(names, reason))
-
-
-def unregister(owner: str) -> None:
-    """Forget module ``owner``'s resets and globals (a test's module that registered)."""
-    registered = for_process(Registrations)
-    for table in (registered.resets, registered.owned, registered.kept):
-        table.pop(owner, None)
-
-
-def owned_globals() -> dict[str, tuple[str, ...]]:
-    """Module -> the globals ``reset()`` puts back (as ``register`` declared them)."""
-    return dict(for_process(Registrations).owned)
-
-
-def owners() -> list[str]:
-    """The modules that keep mutable state, in the order ``reset()`` resets them."""
-    return list(for_process(Registrations).resets)
-
-
 def reset() -> None:
     """Put the runtime's state back as ``init()`` left it (see the module docstring): a new
-    ``Runtime``, holding what each old part's ``on_reset()`` keeps. Pending IR is not synced
-    first: call ``mark_step()`` before, if tensors should keep their values."""
+    ``Runtime``, holding what each old part's ``on_reset()`` returns (called while the old
+    runtime is still current, so an ``on_reset`` that reads another part sees the old
+    one, which a part kept through resets is too). Pending IR is not synced first: call
+    ``mark_step()`` before, if tensors should keep their values."""
     global runtime
     settings.restore()
     fresh = Runtime()
@@ -274,14 +238,6 @@ def reset() -> None:
         if kept is not None:
             fresh.parts[kind] = kept
     runtime = fresh
-    for resets in list(for_process(Registrations).resets.values()):
-        for reset_fn in list(resets):
-            reset_fn()
-
-
-# Emptied first (in place: readers hold a reference); ``dispatch``'s reset, registered
-# after this one, fills it again from the installed tables.
-register(__name__, kernel_table.clear, owns=("kernel_table",))
 
 
 def log(level: int, message: str) -> None:

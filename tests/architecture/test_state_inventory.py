@@ -6,16 +6,14 @@ per-thread ``threading.local()``, a ``functools.cache`` memo, a module-level ins
 class of the module) and fails, located, on a piece the page does not list; here the page's
 table must list exactly what the scan finds (nothing stale) and state the count, so the
 count the page gives is the code's and a new piece of state shows in review. Issue 52 wants the list
-down to about 15 (the state torch itself holds references to), on one runtime object; the
-goal is recorded as a strict ``xfail`` below, which fails once it is met (then drop the mark).
+at most about 15 (the state torch itself holds references to), the rest on one runtime
+object: ``test_module_state_is_the_documented_few`` holds it there.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-
-import pytest
 
 from .test_state_ownership import (
     _ROW,
@@ -72,7 +70,6 @@ def test_the_page_states_the_count():
     assert (int(match.group(1)), int(match.group(2))) == (pieces, len(inventory()))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 52 item 3 (one runtime object) is not done")
 def test_module_state_is_the_documented_few():
     assert sum(len(names) for names in inventory().values()) <= GOAL
 

@@ -2,8 +2,8 @@
 few (issue 52 item 3): the runtime's state is one object, ``state.runtime`` (each
 subsystem's state a part of it, ``state.part(Kind)``), which ``reset()`` replaces; a module
 global may hold mutable state only where docs/architecture.md's "Module-level state" table
-lists it with its reason (the runtime object and the process's holder themselves, and the
-modules not yet moved onto them). What torch holds references to lives on the one holder
+lists it with its reason (the runtime object, the process's holder, the settings and the
+dispatch table themselves, and the op tables filled once at import). What torch holds references to lives on the one holder
 ``state.process`` (``test_state_inventory.py`` checks its table).
 
 The scan finds, at module level (also under ``if``/``try``/``with``), six kinds:

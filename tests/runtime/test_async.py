@@ -141,19 +141,19 @@ def test_gradient_of_a_product_is_contiguous_in_the_graph(async_on):
 
 def test_a_finished_runs_handle_and_inputs_outlive_its_delivery(async_on):
     """The worker must not hold the last reference to tensors Python has seen (see
-    launches._retired): the delivering thread keeps the run's handle and inputs until the
+    launches.InFlight): the delivering thread keeps the run's handle and inputs until the
     next run is delivered."""
     from lazygen.runtime.execution import launches
 
     x = torch.ones(4, device="lazygen") * 3
     lr.mark_step()
     x.cpu()
-    handle, inputs = launches._retired[-1]
+    handle, inputs = launches.retired()[-1]
     assert handle.done() and inputs
     y = x + 1
     lr.mark_step()
     y.cpu()
-    assert launches._retired[-1][0] is not handle  # the older one is released now
+    assert launches.retired()[-1][0] is not handle  # the older one is released now
 
 
 _EXIT_WITH_RUN_IN_FLIGHT = """

@@ -88,10 +88,11 @@ def test_reusable_ir_is_kept_one_step_only():
 
 
 def test_the_fast_path_keeps_hitting_the_shape_cache_after_it_is_emptied(monkeypatch):
-    """Generated kernels read the shape cache through a bound ``dict.get``
-    (``output_shapes.lookup``): clearing, trimming and the two generations' swap must empty
-    that dict in place. A rebound dict would leave the fast path reading a stale one, and
-    every op would compute its shapes anew for the rest of the process."""
+    """Generated kernels read the shape cache as this run's part
+    (``state.runtime.parts[output_shapes.ShapeCache]``): clearing, trimming, the two
+    generations' swap and a reset (a new part) must leave the fast path reading the cache
+    that misses fill. Reading a stale one, every op would compute its shapes anew for the
+    rest of the process."""
     computed = []
     real = output_shapes.compute_shapes
 
@@ -117,7 +118,9 @@ def test_the_fast_path_keeps_hitting_the_shape_cache_after_it_is_emptied(monkeyp
         traced_twice_computes_once()
         output_shapes.clear_cache()
         traced_twice_computes_once()
-        assert output_shapes.lookup.__self__ is output_shapes._recent
+        lr.state.reset()
+        traced_twice_computes_once()
+        assert lr.state.runtime.parts[output_shapes.ShapeCache] is output_shapes.shape_cache()
     finally:
         lr.config.set_shape_cache_size(size)
     lr.mark_step()

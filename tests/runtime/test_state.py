@@ -1,14 +1,14 @@
 """``state.reset()`` puts every piece of the runtime's mutable state back as ``init()`` left
-it: a new runtime object (each subsystem's state a part of it), and the globals of the
-modules not yet moved onto it put back by their registered resets."""
+it: a new runtime object (each subsystem's state a part of it, the tracing hot path's
+caches included), with what a part's ``on_reset`` keeps; no module registers a reset."""
 
 import collections
 import dataclasses
 import inspect
-import sys
 import threading
 import weakref
 
+import pytest
 import torch
 
 import lazygen.runtime as lr
@@ -24,11 +24,28 @@ def _kernel(*args, **kwargs):  # never called: only registered
     raise AssertionError
 
 
-def test_the_hot_path_modules_not_yet_moved_declare_their_reset():
-    assert {
-        f"lazygen.runtime.{m}"
-        for m in ("dispatch", "tracing.output_shapes", "kernel_support.operands")
-    } <= set(state.owners())
+def test_the_tracing_caches_are_parts_of_the_runtime_object():
+    """The hot path's caches (shapes, size lists, scalar inputs' tensors) live on the
+    runtime object: a reset drops them with it, and tracing makes new ones."""
+    from lazygen.runtime.ir import ScalarTensors
+    from lazygen.runtime.kernel_support.operands import SizeLists
+    from lazygen.runtime.tracing.output_shapes import ShapeCache
+
+    kinds = (ShapeCache, SizeLists, ScalarTensors)
+
+    def step() -> None:
+        x = torch.ones(2, 3, device=lr.device())
+        assert (x * 2.5).view(3, 2).sum().item() == 15.0
+
+    step()
+    made = {kind: state.runtime.parts.get(kind) for kind in kinds}
+    assert all(made.values()), made  # each made and filled
+    state.reset()
+    assert not set(kinds) & set(state.runtime.parts)
+    step()
+    again = {kind: state.runtime.parts.get(kind) for kind in kinds}
+    assert all(again[kind] and again[kind] is not made[kind] for kind in kinds), again
+    assert not any(hasattr(state, name) for name in ("register", "once_per_process"))
 
 
 def test_reset_makes_a_new_runtime_object():
@@ -136,14 +153,6 @@ def _snapshot(value, depth: int = 0):
     return ("object", id(value))
 
 
-def _registered_state() -> dict[tuple[str, str], object]:
-    return {
-        (module, name): _snapshot(getattr(sys.modules[module], name))
-        for module, names in state.owned_globals().items()
-        for name in names
-    }
-
-
 def _parts() -> dict[str, object]:
     """The runtime object's parts, each by its attributes (a container part by content)."""
     found = {}
@@ -181,33 +190,26 @@ def _small_training_step(device) -> None:
 
 
 def test_reset_leaves_no_state_behind():
-    """After a small training step, a reset leaves the runtime object's parts and every
-    global a module declared with ``state.register(..., owns=...)`` as the reset before
-    it did, however the step changed them (issue 42 item 5, issue 52 item 3)."""
-    import lazygen.dynamo  # noqa: F401  (its owners register on import)
+    """After a small training step, a reset leaves the runtime object's parts as the
+    reset before it did, however the step changed them (issue 42 item 5, issue 52 item 3)."""
+    import lazygen.dynamo  # noqa: F401  (the front end's modules imported too)
 
     lr.mark_step()
     state.reset()
-    before, parts = _registered_state(), _parts()
-    assert ("lazygen.runtime.tracing.output_shapes", "_recent") in before
+    parts = _parts()
 
     _small_training_step(lr.device())
     after_step = _parts()
-    changed = [key for key, value in _registered_state().items() if value != before[key]]
     # The step reached the state (else this test could not fail).
-    assert len(changed) >= 3, changed
     made = {"metrics.Tables", "execution.step_closures.Closures", "debug.Synced"}
-    made |= {"devices.Devices", "graph.dynamic.Marks"}
+    made |= {"devices.Devices", "graph.dynamic.Marks", "tracing.output_shapes.ShapeCache"}
+    made |= {"kernel_support.operands.SizeLists", "ir.ScalarTensors"}
     assert {f"lazygen.runtime.{name}" for name in made} <= set(after_step), after_step
+    assert after_step != parts
 
     state.reset()
-    after = _registered_state()
-    left = [
-        f"{module}.{name}"
-        for (module, name), value in after.items()
-        if value != before[module, name]
-    ]
-    assert not left, f"state.reset() left state behind in: {left}"
+    left = {name: value for name, value in _parts().items() if parts.get(name) != value}
+    assert not left, f"state.reset() left state behind in: {sorted(left)}"
     assert _parts() == parts, "a reset after a training step kept more than the one before"
     assert lr.metrics.counter_names() == []
 
@@ -254,22 +256,6 @@ def test_the_budget_switch_and_marks_go_with_a_reset():
     state.reset()
     assert not state.part(dynamic.Marks).switched_on
     assert dynamic.on() == state.settings.dynamic_shapes
-
-
-def test_a_module_registering_twice_keeps_both_resets():
-    """A module with two pieces of state registers each; the second never drops the
-    first (graph/dynamic.py's budget switch and its marked sizes once did)."""
-    owner = "tests.runtime.test_state.two_pieces"
-    first, second = [1], [2]
-    state.register(owner, first.clear, owns=("first",))
-    state.register(owner, second.clear, owns=("second",))
-    try:
-        assert state.owned_globals()[owner] == ("first", "second")
-        state.reset()
-        assert first == [] and second == []
-    finally:
-        state.unregister(owner)
-    assert owner not in state.owners() and owner not in state.owned_globals()
 
 
 def test_lr_reset_keeps_tensor_values_and_empties_counters():
@@ -348,3 +334,24 @@ def test_ir_reuse_and_refusals_are_parts_of_the_runtime_object():
     assert state.part(ir_reuse.ReusePath) is not path
     assert state.part(ir_reuse.ReusePath).current == []
     assert state.part(refusals.Refusals) is kept  # init()'s backends' refusals stay
+
+
+def test_an_op_without_a_kernel_before_init_wires_the_fallback_is_a_clear_error():
+    """The dispatch table carries what runs an op it has no kernel for (``missing``, which
+    ``init()`` sets); unset, such an op names itself and ``init()``."""
+    from lazygen.runtime.tracing.tensor import LazyTensor
+
+    class _Op:  # an op no table holds
+        def __str__(self) -> str:
+            return "aten::made_up"
+
+    assert state.kernel_table.missing is dispatch.dispatch_missing
+    state.kernel_table.missing = None
+    try:
+        with pytest.raises(
+            lr.LazygenRuntimeError,
+            match=r"aten::made_up reached a lazy tensor before lazygen\.runtime\.init",
+        ):
+            LazyTensor.__torch_dispatch__(_Op(), (), ())
+    finally:
+        state.kernel_table.missing = dispatch.dispatch_missing

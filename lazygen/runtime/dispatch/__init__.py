@@ -23,7 +23,6 @@ from ..backend_interface import KernelTables
 from ..errors import LazygenRuntimeError
 from ..op_registry.identity import library_name, names_match
 from ..state import kernel_table, settings
-from ..tracing import tensor as _tensor
 from . import decompositions, refusals
 from .fallback import eager_fallback
 
@@ -67,6 +66,21 @@ class _Active:
         self.installed.autograd_kernels.update(autograd_kernels)
         self.installed.node_classes.update(node_classes)
         self.no_decomposition: set = set()
+
+    def on_reset(self) -> _Active:
+        """A reset: the installed tables as ``init()`` left them (kernels added with
+        ``register_kernels`` since are gone), in a new part, and the dispatcher's table
+        rebuilt from it. An autograd kernel registered with torch stays registered (a
+        ``torch.library`` cannot drop one impl); where the tables have another for that op,
+        it is registered again."""
+        fresh = _Active()
+        autograd_kernels = fresh.installed.autograd_kernels
+        registered = state.for_process(_Installed).registered_autograd
+        changed = {op: fn for op, fn in autograd_kernels.items() if registered.get(op) is not fn}
+        if changed:
+            _register_autograd(changed)
+        _rebuild(fresh)
+        return fresh
 
 
 def installed() -> KernelTables:
@@ -149,19 +163,6 @@ def register_tables(tables) -> None:
     _add(tables)
 
 
-def _reset() -> None:
-    """After a reset (a new runtime object: the installed tables as ``init()`` left them,
-    kernels added with ``register_kernels`` since gone), rebuild the dispatcher's table. An
-    autograd kernel registered with torch stays registered (a ``torch.library`` cannot drop
-    one impl); where the tables have another for that op, it is registered again."""
-    autograd_kernels = installed().autograd_kernels
-    registered = state.for_process(_Installed).registered_autograd
-    changed = {op: fn for op, fn in autograd_kernels.items() if registered.get(op) is not fn}
-    if changed:
-        _register_autograd(changed)
-    refresh()
-
-
 def register_kernels(kernels: dict, autograd_kernels=None, node_classes=None) -> None:
     """Add (or replace) kernels keyed by ``torch.ops`` overload until the next reset;
     refreshes dispatch."""
@@ -203,7 +204,11 @@ def refresh() -> None:
     """Rebuild the table ``__torch_dispatch__`` reads (in place: it holds a reference). The
     only change the table sees besides ``kernel_for``'s additions: ``__torch_dispatch__``
     keeps kernels under ``id(op)`` too, which must go with their op (see ``tracing.tensor``)."""
-    current = state.part(_Active)
+    _rebuild(state.part(_Active))
+
+
+def _rebuild(current: _Active) -> None:
+    """The dispatcher's table made from ``current``'s kernels (see ``refresh``)."""
     active = {
         op: refusals.guard(op, fn) for op, fn in current.installed.kernels.items() if not forced(op)
     }
@@ -248,8 +253,5 @@ def install_refusals(backend) -> None:
 
 def install() -> None:
     """Route ops of lazy tensors without a kernel here (``init()`` calls it)."""
-    _tensor.set_fallback(dispatch_missing)
+    kernel_table.missing = dispatch_missing
     refresh()
-
-
-state.register(__name__, _reset)

@@ -19,6 +19,7 @@ import time
 import weakref
 from collections.abc import Callable
 
+from .. import state
 from ..errors import frame_free
 from ..ir import DeviceData
 
@@ -53,7 +54,7 @@ class Launch:
         self._lock = threading.Lock()
         self._error: BaseException | None = None
         self._reported = False
-        _all_launches.add(self)
+        state.for_process(InFlight).launches.add(self)
 
     def output(self, shape, backend=None, placement=None) -> DeviceData:
         """The next output's node, in the order of the graph's outputs (``backend``: the
@@ -81,7 +82,7 @@ class Launch:
                 self._handle = None
                 nodes, finish, fail = self._nodes, self._finish, self._fail
                 self._nodes = self._finish = self._fail = None
-                _all_launches.discard(self)
+                state.for_process(InFlight).launches.discard(self)
                 try:
                     results = finish(handle.wait())
                 except BaseException as error:  # re-raised below, described
@@ -108,20 +109,34 @@ class FailedRun:
         raise frame_free(self.error)
 
 
-_all_launches: weakref.WeakSet[Launch] = weakref.WeakSet()
+class InFlight:
+    """The runs of the process (a share of ``state.process``: a reset must not drop a run
+    that torch's or the backend's worker threads are still executing, and the process
+    waits for them at exit): ``launches``, the runs not completed yet, and ``retired``,
+    the handle and inputs of the last finished run.
 
-# Handles and inputs of finished runs, each dropped when the next run is retired. The
-# worker thread lets go of a run's inputs and results (held by its future) just after the
-# future completes, and it must not be the last to let go of a tensor that has a Python
-# object by then (the results, once read): that release takes the GIL, which stalls the
-# worker while the tracing thread holds it, and aborts the process ("terminate called
-# without an active exception") if it happens while the interpreter shuts down. Kept here
-# one run longer, the last release is a Python thread's.
-_retired: collections.deque = collections.deque(maxlen=1)
+    A finished run's handle and inputs are each dropped when the next run is retired. The
+    worker thread lets go of a run's inputs and results (held by its future) just after
+    the future completes, and it must not be the last to let go of a tensor that has a
+    Python object by then (the results, once read): that release takes the GIL, which
+    stalls the worker while the tracing thread holds it, and aborts the process
+    ("terminate called without an active exception") if it happens while the interpreter
+    shuts down. Kept here one run longer, the last release is a Python thread's."""
+
+    __slots__ = ("launches", "retired")
+
+    def __init__(self) -> None:
+        self.launches: weakref.WeakSet[Launch] = weakref.WeakSet()
+        self.retired: collections.deque = collections.deque(maxlen=1)
+
+
+def retired() -> collections.deque:
+    """The handle and inputs of the last finished run (see ``InFlight``)."""
+    return state.for_process(InFlight).retired
 
 
 def _retire(handle, inputs) -> None:
-    _retired.append((handle, inputs))
+    retired().append((handle, inputs))
 
 
 def settle(in_flight: list[Launch], lock, count: int | None = None) -> None:
@@ -144,8 +159,9 @@ def _wait_at_exit() -> None:
     """Let runs still in flight finish before the interpreter tears down, and give the
     workers the moment they take to let go of the last runs' tensors (microseconds after
     completing), so that the retired handles die on this thread."""
-    for launch in list(_all_launches):
+    runs = state.for_process(InFlight)
+    for launch in list(runs.launches):
         with contextlib.suppress(Exception):  # nobody is left to read the error
             launch.wait()
-    if _retired:
+    if runs.retired:
         time.sleep(0.01)

@@ -14,8 +14,7 @@ from ..ir import Node, Value
 from ..metrics import count
 from ..state import settings
 from ..tracing import ir_reuse
-from ..tracing.output_shapes import cached_shapes, compute_shapes
-from ..tracing.output_shapes import lookup as _lookup_shapes
+from ..tracing.output_shapes import ShapeCache, cached_shapes, compute_shapes
 from ..tracing.tensor import LazyTensor, new_lazy
 from .operands import _other_device
 
@@ -100,13 +99,20 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
         counters[traced.counter] = counters.get(traced.counter, 0) + 1
     except AttributeError:
         count(traced.counter)
-    devices = runtime.parts.get(Devices)
-    if devices is not None and len(devices.devices) > 1:  # ``several_in_use()``
+    parts = runtime.parts  # subscripts, not calls: a part not made yet is a KeyError
+    try:  # ``several_in_use()``
+        several = len(parts[Devices].devices) > 1
+    except KeyError:
+        several = False
+    if several:
         for a in args:  # tensors of two lazy devices: eager's error (one is free)
             if type(a) is LazyTensor and a._device is not device:
                 raise _other_device(a, device)
     if traced.cache_shapes:
-        shapes = _lookup_shapes(key)
+        try:  # ``cached_shapes``' hit, inlined
+            shapes = parts[ShapeCache].get(key)
+        except KeyError:
+            shapes = None
         if shapes is None:
             shapes = cached_shapes(key, traced.op, args, kwargs, traced.compute_fn)
     else:

@@ -163,16 +163,25 @@ def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
         backing = device.backing
         return tuple([Value(ScalarData(int(v), torch.int64, backing), 0) for v in values])
     key = tuple([int(v) for v in values])
-    found = _SIZE_LISTS.get(key)
+    try:  # a subscript, no call: see ``SizeLists``
+        lists = state.runtime.parts[SizeLists]
+    except KeyError:
+        lists = state.part(SizeLists)
+    found = lists.get(key)
     if found is None:
-        if len(_SIZE_LISTS) >= _SIZE_LISTS_MAX:
-            _SIZE_LISTS.clear()
-        found = _SIZE_LISTS[key] = tuple([Value(SizeConstant(v), 0) for v in key])
+        if len(lists) >= _SIZE_LISTS_MAX:
+            lists.clear()
+        found = lists[key] = tuple([Value(SizeConstant(v), 0) for v in key])
     return found
 
 
-_SIZE_LISTS: dict[tuple[int, ...], tuple[Value, ...]] = {}
+class SizeLists(dict):
+    """The size lists traced in this run as shared ``SizeConstant`` values (a part of the
+    runtime object: a reset makes a new, empty one): ints -> values, bounded by
+    ``_SIZE_LISTS_MAX`` (emptied when full). ``symint_list`` reaches it by subscript
+    (``state.runtime.parts[SizeLists]``), as cheap as the global it replaces."""
+
+    __slots__ = ()
+
+
 _SIZE_LISTS_MAX = 4096
-
-
-state.register(__name__, _SIZE_LISTS.clear, owns=("_SIZE_LISTS",))

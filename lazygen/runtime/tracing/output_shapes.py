@@ -13,17 +13,31 @@ from ..op_registry.identity import op_string
 from ..state import settings
 from .tensor import LazyTensor
 
-# Two generations approximate an LRU without bookkeeping on hits: a miss moves an entry
-# into ``_recent``; once that holds half the bound it becomes ``_old`` (and the previous
-# ``_old``, whatever was not used since, goes).
-_recent: dict = {}  # one dict for the process (emptied, never rebound): see ``lookup``
-_old: dict = {}
 _KEYWORDS = object()  # separates positional from keyword arguments in a key
 _META = torch.device("meta")
 
-#: The hot path's hit (``kernel_support.nodes.trace``): ``_recent.get`` bound once, a C call
-#: instead of a Python frame per traced op. A miss (None) goes through ``cached_shapes``.
-lookup = _recent.get
+
+class ShapeCache(dict):
+    """The shape cache of this run (a part of the runtime object: a reset empties it by
+    making a new one): key -> shapes. Two generations approximate an LRU without
+    bookkeeping on hits: a miss puts an entry in this dict, the recent generation; once that
+    holds half the bound it becomes ``old`` (and the previous ``old``, whatever was not used
+    since, goes).
+
+    The hot path (``kernel_support.nodes.trace``, ``cached_shapes``) reaches it as
+    ``state.runtime.parts[ShapeCache]``: a subscript, no Python frame and no call, its hit
+    one ``dict.get``; a ``KeyError`` (a new runtime) makes it through ``state.part``."""
+
+    __slots__ = ("old",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.old: dict = {}
+
+
+def shape_cache() -> ShapeCache:
+    """This run's shape cache (made on first use)."""
+    return state.part(ShapeCache)
 
 
 def shape_key(arg, value_dependent: bool = False):
@@ -51,7 +65,10 @@ def shape_key(arg, value_dependent: bool = False):
 def cached_shapes(key: tuple, op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     """The shapes cached under ``key`` (built by the caller from the op and its arguments'
     metadata, as ``infer_shapes`` builds its own); computed and cached on a miss."""
-    shapes = _recent.get(key)
+    try:
+        shapes = state.runtime.parts[ShapeCache].get(key)
+    except KeyError:
+        shapes = None
     if shapes is None:
         shapes = _miss(key, op, args, kwargs, compute_fn)
     return shapes
@@ -105,14 +122,14 @@ def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tu
 
 
 def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
-    global _old
-    shapes = _old.get(key)
+    cache = shape_cache()
+    shapes = cache.old.get(key)
     if shapes is None:
         shapes = compute_shapes(op, args, kwargs, compute_fn)
-    _recent[key] = shapes
-    if len(_recent) >= max(1, settings.shape_cache_size // 2):
-        _old = _recent.copy()
-        _recent.clear()
+    cache[key] = shapes
+    if len(cache) >= max(1, settings.shape_cache_size // 2):
+        cache.old = dict(cache)
+        cache.clear()
     return shapes
 
 
@@ -183,23 +200,22 @@ def _check_same_dtype(op, args, kwargs) -> None:
 
 
 _NUMBER_TYPES = (bool, int, float, complex)
-_tensor_slots: dict = {}  # op -> (positions, names) of its ``Tensor`` arguments
+
+
+@state.memo
+def _tensor_slots(op) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The positions and names of ``op``'s ``Tensor`` arguments."""
+    tensor_args = [
+        (i, a.name) for i, a in enumerate(op._schema.arguments) if str(a.type) == "Tensor"
+    ]
+    return tuple(i for i, _ in tensor_args), tuple(n for _, n in tensor_args)
 
 
 def _numbers_to_tensors(op, args: list, kwargs: dict) -> None:
     """A wrapped number reaches ``__torch_dispatch__`` as a Python number, which most ops do
     not accept for a ``Tensor``: give it the 0-dim dtype with which promotion treats it as
     eager treats a wrapped number."""
-    slots = _tensor_slots.get(op)
-    if slots is None:
-        tensor_args = [
-            (i, a.name) for i, a in enumerate(op._schema.arguments) if str(a.type) == "Tensor"
-        ]
-        slots = _tensor_slots[op] = (
-            tuple(i for i, _ in tensor_args),
-            tuple(n for _, n in tensor_args),
-        )
-    positions, names = slots
+    positions, names = _tensor_slots(op)
     numbers = [i for i in positions if i < len(args) and type(args[i]) in _NUMBER_TYPES]
     named = [n for n in names if type(kwargs.get(n)) in _NUMBER_TYPES]
     if not numbers and not named:
@@ -221,27 +237,23 @@ def _numbers_to_tensors(op, args: list, kwargs: dict) -> None:
 
 
 def clear_cache() -> None:
-    global _old
-    _recent.clear()
-    _old = {}
+    """Empty the shape cache (``ir_cache.reset``)."""
+    cache = shape_cache()
+    cache.clear()
+    cache.old = {}
 
 
 def trim_cache() -> None:
     """Drop entries beyond ``config.set_shape_cache_size``, least recently used first."""
-    global _old
+    cache = shape_cache()
     bound = max(1, settings.shape_cache_size)
-    if len(_recent) + len(_old) > bound:
-        _old = {}
-        if len(_recent) > bound // 2:
-            _old = dict(list(_recent.items())[-(bound // 2 or 1) :])
-            _recent.clear()
+    if len(cache) + len(cache.old) > bound:
+        cache.old = {}
+        if len(cache) > bound // 2:
+            cache.old = dict(list(cache.items())[-(bound // 2 or 1) :])
+            cache.clear()
 
 
 def cache_size() -> int:
-    return len(_recent) + len(_old)
-
-
-state.register(__name__, clear_cache, owns=("_recent", "_old"))
-state.once_per_process(
-    __name__, ("_tensor_slots",), "memo of a pure function: the same answers whatever ran before"
-)
+    cache = shape_cache()
+    return len(cache) + len(cache.old)

@@ -12,7 +12,6 @@ import weakref
 
 import torch
 
-from .. import state
 from ..devices import LazyDevice
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, ScalarTable, Shape, Value
@@ -91,7 +90,12 @@ class LazyTensor(torch.Tensor):
             if kwargs:
                 return kernel(*args, **kwargs)
             return kernel(*args)
-        return _fallback(func, args, kwargs or {})
+        missing = _kernel_table.missing
+        if missing is None:
+            raise LazygenRuntimeError(
+                f"lazygen: {func} reached a lazy tensor before lazygen.runtime.init()"
+            )
+        return missing(func, args, kwargs or {})
 
     def __repr__(self) -> str:
         node = self._value.node
@@ -161,25 +165,14 @@ def new_lazy(value: Value, device: LazyDevice, cls=None) -> LazyTensor:
     return tensor
 
 
-# The dispatch table (``state.kernel_table``, filled by ``dispatch``) and the handler of
-# ops without a kernel (set by ``dispatch`` when ``init()`` wires the runtime). The table
-# holds each kernel under its op and, once the op has been dispatched here, under
+# The dispatch table (``state.kernel_table``, filled by ``dispatch``, with the handler of
+# ops without a kernel, its ``missing``, set by ``dispatch`` when ``init()`` wires the
+# runtime). The table holds each kernel under its op and, once the op has been dispatched here, under
 # ``id(op)`` too: an ``OpOverload``'s ``__hash__`` is a Python method, a frame per lookup
 # (~70 ns, 1-2% of a traced op), where ``id`` is a C call. ``dispatch.refresh`` rebuilds the
 # table whenever it changes, so both keys go together; an id is never reused while its op
 # is a key of the table, which holds the op, and an int never equals an op.
 _kernel_table = kernel_table
-
-
-def _fallback(func, args, kwargs):
-    raise LazygenRuntimeError(
-        f"lazygen: {func} reached a lazy tensor before lazygen.runtime.init()"
-    )
-
-
-def set_fallback(fn) -> None:
-    global _fallback
-    _fallback = fn
 
 
 def unsupported_layout(layout) -> RuntimeError:
@@ -253,6 +246,3 @@ def inner(tensor: torch.Tensor) -> LazyTensor:
 
 def is_lazy(tensor) -> bool:
     return isinstance(tensor, torch.Tensor) and tensor.device.type == settings.device_type
-
-
-state.once_per_process(__name__, ("_fallback",), "the eager fallback init() installs")
