@@ -35,6 +35,7 @@ class _KEYWORDS:  # noqa: N801 - a marker: a class hashes as fast as object() an
 
 
 _META = torch.device("meta")
+_default_dtype = torch.get_default_dtype  # read at each cache hit (see ``ShapeCache``)
 
 
 class ShapeCache(dict):
@@ -46,13 +47,19 @@ class ShapeCache(dict):
 
     The hot path (``kernel_support.nodes.trace``, ``cached_shapes``) reaches it as
     ``state.runtime.parts[ShapeCache]``: a subscript, no Python frame and no call, its hit
-    one ``dict.get``; a ``KeyError`` (a new runtime) makes it through ``state.part``."""
+    one ``dict.get``; a ``KeyError`` (a new runtime) makes it through ``state.part``.
 
-    __slots__ = ("old",)
+    Its entries hold for one default dtype (``torch.set_default_dtype``), which decides
+    results a key cannot see (``int / int``, ``full(size, 1.5)``): each hit compares
+    ``default_dtype`` with torch's by identity, and the miss on another one (``_miss``) starts
+    the cache again under it."""
+
+    __slots__ = ("old", "default_dtype")
 
     def __init__(self) -> None:
         super().__init__()
         self.old: dict = {}
+        self.default_dtype: torch.dtype = torch.get_default_dtype()
 
 
 def shape_cache() -> ShapeCache:
@@ -86,7 +93,8 @@ def cached_shapes(key: tuple, op, args, kwargs, compute_fn=None) -> tuple[Shape,
     """The shapes cached under ``key`` (built by the caller from the op and its arguments'
     metadata, as ``infer_shapes`` builds its own); computed and cached on a miss."""
     try:
-        shapes = state.runtime.parts[ShapeCache].get(key)
+        cache = state.runtime.parts[ShapeCache]
+        shapes = cache.get(key) if cache.default_dtype is _default_dtype() else None
     except KeyError:
         shapes = None
     if shapes is None:
@@ -143,6 +151,10 @@ def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tu
 
 def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
     cache = shape_cache()
+    if cache.default_dtype is not _default_dtype():  # what it holds is for another one
+        cache.clear()
+        cache.old = {}
+        cache.default_dtype = _default_dtype()
     shapes = cache.old.get(key)
     if shapes is None:
         stored = state.runtime.parts.get(StoredShapes)
