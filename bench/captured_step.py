@@ -24,6 +24,10 @@ then the loss read on the host (``.item()``, as training loops print it). Routes
   note when torchax is not installed (``pip install --no-deps torchax==0.0.14.dev20261026
   optax==0.2.8``: torchax 0.0.13 does not import with torch 2.13).
 
+``--base CHECKOUT`` runs each lazygen route also from another checkout (its ``.venv``'s
+interpreter and its own copy of this script), as ``<route>@base``, just before this tree's:
+an A/B of two commits with the anchors measured in the same run.
+
 Backends: ``jax``, ``torchscript``, ``inductor``. Workloads as ``bench/jax_backend.py``:
 ``mlp`` (784-256-10, batch 64, SGD with momentum), ``encoder`` (2-layer
 ``nn.TransformerEncoder``, d_model 64, AdamW), ``gpt2`` (transformers' GPT-2, 2 layers,
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -110,6 +115,8 @@ def run_torch(route: str, workload: str, steps: int) -> dict:
     if kind != "eager":
         counters = lr.metrics.counters()
         result["eager_graphs"] = counters.get("DynamoEagerGraphRun", 0)
+        # parts of a captured graph run op by op at every call (``lazygen.dynamo.partition``)
+        result["eager_segments"] = counters.get("DynamoEagerSegmentRun", 0)
     return result
 
 
@@ -173,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--routes", nargs="+", choices=ROUTES, default=list(DEFAULT_ROUTES))
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--base", metavar="CHECKOUT", help="A/B: also run from this checkout")
     parser.add_argument("--one", nargs=2, metavar=("ROUTE", "WORKLOAD"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -183,25 +191,48 @@ def main(argv: list[str] | None = None) -> int:
             result = run_torch(route, workload, args.steps)
         print(json.dumps(result))
         return 0
+    if args.base is not None and not os.path.isfile(
+        os.path.join(args.base, "bench", "captured_step.py")
+    ):
+        parser.error(
+            f"--base {args.base}: no bench/captured_step.py there (another checkout's root)"
+        )
     skipped = {r: why for r in args.routes if (why := _available(r)) is not None}
     routes = [r for r in args.routes if r not in skipped]
+    commands = _commands(routes, args.base)
     runs: dict = {}
     for _ in range(args.repeats):
         for workload in args.workloads:
-            for route in routes:
+            for label, (python, script, route) in commands.items():
                 done = subprocess.run(
-                    [sys.executable, __file__, "--one", route, workload, "--steps", str(args.steps)],
-                    capture_output=True, text=True,
+                    [python, script, "--one", route, workload, "--steps", str(args.steps)],
+                    capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(script)),
                 )  # fmt: skip
                 if done.returncode != 0:
-                    raise SystemExit(f"{route} {workload} failed:\n{done.stderr[-3000:]}")
-                runs.setdefault((workload, route), []).append(
+                    raise SystemExit(f"{label} {workload} failed:\n{done.stderr[-3000:]}")
+                runs.setdefault((workload, label), []).append(
                     json.loads(done.stdout.splitlines()[-1])
                 )
-    _print_table(runs, args.workloads, routes)
+    _print_table(runs, args.workloads, list(commands))
     for route, why in skipped.items():
         print(f"\n{route}: skipped, {why}")
     return 0
+
+
+def _commands(routes: list[str], base: str | None) -> dict[str, tuple[str, str, str]]:
+    """Each row's label -> (interpreter, script, route): this tree's routes, and with
+    ``base`` each lazygen route of that checkout first (``<route>@base``)."""
+    commands = {}
+    here = os.path.abspath(__file__)
+    python = sys.executable
+    if base is not None and os.path.exists(os.path.join(base, ".venv", "bin", "python")):
+        python = os.path.join(base, ".venv", "bin", "python")  # its own editable install
+    for route in routes:
+        if base is not None and route not in ("eager", "torchax"):
+            script = os.path.join(base, "bench", "captured_step.py")
+            commands[f"{route}@base"] = (python, script, route)
+        commands[route] = (sys.executable, here, route)
+    return commands
 
 
 def _print_table(runs: dict, workloads: list[str], routes: list[str]) -> None:
@@ -231,6 +262,8 @@ def _print_table(runs: dict, workloads: list[str], routes: list[str]) -> None:
                 drift = f"{max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(results[0]['losses'], ref, strict=False)):.1e}"  # noqa: E501
             eager_graphs = results[0].get("eager_graphs")
             note = f" ({eager_graphs} eager graph runs)" if eager_graphs else ""
+            if results[0].get("eager_segments"):
+                note += f" ({results[0]['eager_segments']} eager segment runs)"
             print(
                 f"| {workload} | {route}{note} | {first * 1e3:.0f} ms | {second * 1e3:.0f} ms "
                 f"| {steady * 1e3:.2f} / "

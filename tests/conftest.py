@@ -14,7 +14,9 @@
   processes and removed at the end, so no result depends on what an earlier run left on
   the machine; lazygen's persistent caches (``LAZYGEN_CACHE_DIR``) live there too, with
   its store of compiled graphs off (``LAZYGEN_GRAPH_CACHE=0`` unless set: a test that
-  changes a backend's lowering or compile must see them run). A test of caching across
+  changes a backend's lowering or compile must see them run) and its store of output
+  shapes off (``LAZYGEN_SHAPE_CACHE=0`` unless set: a test of shape inference must see it
+  run). A test of caching across
   processes makes and shares its own directory;
 * no recompile budget (``LAZYGEN_RECOMPILE_LIMIT=0`` unless set): suites sweep shapes and
   attributes of one op or model, and each variant must be compiled and checked, never run
@@ -33,6 +35,7 @@ import tempfile
 
 os.environ.setdefault("LAZYGEN_RECOMPILE_LIMIT", "0")  # before lazygen reads its settings
 os.environ.setdefault("LAZYGEN_GRAPH_CACHE", "0")
+os.environ.setdefault("LAZYGEN_SHAPE_CACHE", "0")
 
 #: Cache variables pointed into the session's own directory (see the docstring).
 _CACHE_VARIABLES = {

@@ -267,4 +267,10 @@ class HostWrites:
             torch._foreach_copy_(targets, results)
         mirrors = self.mirrors
         for i, t, r in zip(self.targets, targets, self.outputs, strict=True):
-            mirrors[i] = (id(t), t._version, new_lazy(Value(call, r), device))
+            mirror = mirrors.get(i)
+            if mirror is None:
+                lazy = new_lazy(Value(call, r), device)
+            else:  # the device's copy is ours alone: pointed at the new value, as a write
+                lazy = mirror[2]
+                lazy._value = Value(call, r)
+            mirrors[i] = (id(t), t._version, lazy)

@@ -31,7 +31,7 @@ from .backend_interface import Backend, KernelTables, make_backend, register_bac
 from .backends import BUILTIN, default_backend
 from .devices import all_devices, device_from
 from .errors import GraphCutWarning, LazygenRuntimeError, LazyGraphError
-from .execution import executor, step_closures
+from .execution import executor, shape_store, step_closures
 from .graph import dynamic as _dynamic
 from .graph.budget import RecompileLimitWarning
 from .lowering_context import LoweringContext
@@ -127,6 +127,7 @@ def init(
         dispatch.register_tables(KernelTables(kernels=distributed.install()))
         dispatch.install_refusals(chosen)
         devices.configure(chosen)  # the default backend, which marks the runtime initialised
+        shape_store.load()  # the output shapes earlier processes computed
     process.apply_gc_effects()
     autograd_queue.check(device())
 

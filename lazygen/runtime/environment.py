@@ -166,6 +166,12 @@ VARIABLES: tuple[Variable, ...] = (
         "read back in the next process instead of lowering and compiling again)",
     ),
     Variable(
+        "LAZYGEN_SHAPE_CACHE",
+        "1",
+        "`0` turns off only lazygen's store of output shapes (what each op signature's meta "
+        "kernel answered, read back in the next process instead of running them again)",
+    ),
+    Variable(
         "LAZYGEN_ASYNC",
         "1",
         "`0` runs each `mark_step`'s graph before returning; by default it runs while the "

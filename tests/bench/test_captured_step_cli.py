@@ -31,3 +31,34 @@ def test_the_captured_step_table_names_every_route():
     has_torchax = importlib.util.find_spec("torchax") is not None
     assert ("torchax" in rows) == has_torchax
     assert ("torchax: skipped" in done.stdout) != has_torchax
+
+
+def _script():
+    """The driver loaded in this process (its workloads module sits beside it)."""
+    sys.path.insert(0, str(DRIVER.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_captured_step", DRIVER)
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+    finally:
+        sys.path.remove(str(DRIVER.parent))
+    return script
+
+
+def test_base_runs_each_lazygen_route_from_the_other_checkout_first(tmp_path):
+    """``--base``: an A/B of two checkouts in one run, the anchors run once, from this tree."""
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+    commands = _script()._commands(["eager", "captured-jax", "torchax"], str(tmp_path))
+    assert list(commands) == ["eager", "captured-jax@base", "captured-jax", "torchax"]
+    python, script, route = commands["captured-jax@base"]
+    assert python == str(tmp_path / ".venv" / "bin" / "python")
+    assert script == str(tmp_path / "bench" / "captured_step.py") and route == "captured-jax"
+    assert commands["captured-jax"][0] == sys.executable
+
+
+def test_a_base_that_is_no_checkout_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        _script().main(["--base", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "no bench/captured_step.py there" in capsys.readouterr().err

@@ -51,6 +51,7 @@ print(json.dumps({
     "saved": count("PersistentGraphSave"),
     "compiles": count("UncachedCompile"),
     "digests": len(digests),
+    "shapes_read": count("StoredShapesRead"),
     "warnings": [str(m) for m, category in caught if category is PersistentCacheWarning],
 }))
 """
@@ -58,6 +59,7 @@ print(json.dumps({
 
 def _run(backend: str, cache, **env) -> dict:
     environment = {**os.environ, "LAZYGEN_CACHE_DIR": str(cache), "LAZYGEN_GRAPH_CACHE": "1"}
+    environment["LAZYGEN_SHAPE_CACHE"] = "1"
     environment.update(env)
     done = subprocess.run(
         [sys.executable, "-c", _STEP.replace("BACKEND", repr(backend))],
@@ -91,7 +93,11 @@ def test_the_next_process_loads_the_steps_graphs(backend, tmp_path):
     # one digest a compiled graph (it walks the whole graph; it was computed for the lookup
     # and again for the save)
     assert cold["digests"] == cold["compiles"]
+    assert cold["shapes_read"] == 0
     warm = _run(backend, tmp_path)
+    # a warm process runs no meta kernel the first one ran: it reads their shapes
+    # (execution/shape_store.py; tests/runtime/test_shape_store.py for its failures)
+    assert warm["shapes_read"] >= 20
     assert warm["loaded"] == cold["saved"] and warm["saved"] == 0
     assert warm["compiles"] == cold["compiles"]  # counted as before: the graph cache missed
     assert warm["losses"] == cold["losses"] and warm["weights"] == cold["weights"]
@@ -197,6 +203,7 @@ def test_what_has_no_meaning_outside_the_process_is_unkeyable():
     assert stable_key.digest(_key(torch.ones(2))) is None
     assert stable_key.digest(_key(object())) is None
     assert stable_key.digest(_key(Local)) is None
+    assert stable_key.digest(_key((torch.SymInt, "s0"))) is None  # a symbol of this process
 
 
 def test_the_digest_is_the_same_in_another_process():

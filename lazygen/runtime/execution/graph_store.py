@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import metrics, state
 from ..graph import GraphKey, stable_key
 from ..state import settings
-from . import persistent_cache
+from . import persistent_cache, shape_store
 
 
 class Stores(dict):
@@ -43,6 +43,7 @@ def compile_through_store(backend, key: GraphKey, order: list, outputs: list, de
     if executable is None:
         executable = backend.compile(order, outputs, device)
         _save(backend, store, name, executable)
+        shape_store.compiled()  # the shapes its tracing computed, for the next process
     return executable
 
 

@@ -69,18 +69,20 @@ def root() -> Path | None:
 
 @state.process_memo
 def machine() -> str:
-    """The CPU (model and feature flags), architecture and operating system."""
-    parts = [platform.machine(), platform.system(), platform.processor()]
+    """The CPU (model and feature flags), architecture and operating system. Linux's
+    ``/proc/cpuinfo`` names the CPU; ``platform.processor()`` (which runs ``uname -p`` in a
+    child process, milliseconds in a process that holds torch) only where it is missing."""
+    parts = [platform.machine(), platform.system()]
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
             for line in cpuinfo:
                 field = line.split(":", 1)[0].strip()
                 if field in ("model name", "flags", "Features", "CPU part") and line not in parts:
                     parts.append(line.strip())
-                if field == "" and len(parts) > 3:  # the first processor's block is enough
+                if field == "" and len(parts) > 2:  # the first processor's block is enough
                     break
     except OSError:
-        pass
+        parts.append(platform.processor())
     return "\n".join(parts)
 
 
@@ -88,12 +90,15 @@ def machine() -> str:
 def source_fingerprint(package_dir: str) -> str:
     """Every ``.py`` file under ``package_dir`` by relative name, size and modification
     time: an edited or upgraded lowering is a new fingerprint."""
-    digest = hashlib.sha256()
-    base = Path(package_dir)
-    for path in sorted(base.rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(base)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
+    lines = []
+    for folder, _, files in os.walk(package_dir):  # os.walk: pathlib's rglob cost 5 ms
+        inside = os.path.relpath(folder, package_dir)
+        for name in files:
+            if name.endswith(".py"):
+                stat = os.stat(os.path.join(folder, name))
+                path = name if inside == "." else os.path.join(inside, name)
+                lines.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n")
+    return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
 
 
 def fingerprint(*parts: str) -> str:

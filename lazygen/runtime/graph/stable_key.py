@@ -6,8 +6,10 @@ Python equality and hashed with the process's hash: neither survives the process
 digest encodes every part with its type (``True``, ``1`` and ``1.0`` stay apart; floats by
 their exact ``repr``) and names classes by module and qualified name. What has no encoding
 that means the same elsewhere (a tensor held as an attribute, a class made inside a
-function, any object) makes the whole graph unkeyable: ``digest`` returns None and the
-graph is compiled as before, never mistaken for another.
+function, any object, a symbolic size: its name means nothing in another process) makes
+the whole graph unkeyable: ``digest`` returns None and the graph is compiled as before,
+never mistaken for another. ``encode`` gives the same encoding of any value (the output
+shapes kept on disk are named by it: ``tracing/output_shapes.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from . import GraphKey
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 _TORCH_NAMED = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+#: Symbolic values and their types: named by a symbol of this process's shape environment.
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
 class _Unkeyable(Exception):
@@ -39,6 +43,17 @@ def digest(key: GraphKey, *context: str) -> str | None:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
+def encode(value) -> str | None:
+    """``value`` as text that means the same in every process (see the module docstring), or
+    None when a part of it has no such encoding."""
+    parts: list[str] = []
+    try:
+        _encode(value, parts)
+    except _Unkeyable:
+        return None
+    return "\x1f".join(parts)
+
+
 def _encode(value, out: list[str]) -> None:
     kind = type(value)
     if kind in _PLAIN:
@@ -54,6 +69,8 @@ def _encode(value, out: list[str]) -> None:
     elif kind in _TORCH_NAMED:
         out.append(f"{kind.__name__}:{value}")
     elif isinstance(value, type):
+        if value in _SYMBOLIC:  # ``(SymInt, "s0")``: a symbol of this process
+            raise _Unkeyable(value)
         out.append(f"T:{_qualified(value)}")
     elif isinstance(value, enum.Enum):
         out.append(f"E:{_qualified(kind)}.{value.name}")

@@ -5,6 +5,8 @@ generated-code contract (``kernel_support``); on the hot path."""
 
 from __future__ import annotations
 
+import torch
+
 from .. import state
 from ..devices import Devices, LazyDevice, default_device
 from ..errors import LazygenRuntimeError
@@ -20,6 +22,7 @@ from .operands import _other_device
 
 _new_value = tuple.__new__  # Value(node, i) without the NamedTuple's Python-level __new__
 _new_object = object.__new__
+_default_dtype = torch.get_default_dtype  # the shape cache's hit compares it (``ShapeCache``)
 _node_init = Node.__init__
 
 
@@ -109,8 +112,9 @@ def trace(traced: TracedOp, key: tuple, args, kwargs, operands, attrs, device) -
             if type(a) is LazyTensor and a._device is not device:
                 raise _other_device(a, device)
     if traced.cache_shapes:
-        try:  # ``cached_shapes``' hit, inlined
-            shapes = parts[ShapeCache].get(key)
+        try:  # ``cached_shapes``' hit, inlined (its default dtype check too)
+            cache = parts[ShapeCache]
+            shapes = cache.get(key) if cache.default_dtype is _default_dtype() else None
         except KeyError:
             shapes = None
         if shapes is None:

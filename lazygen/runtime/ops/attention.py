@@ -43,7 +43,7 @@ from ..dispatch import call, refusals
 from ..errors import LazygenRuntimeError
 from ..ir import Node
 from ..lowering_context import overload_of
-from ..tracing.tensor import LazyTensor, from_data
+from ..tracing.tensor import LazyTensor, new_lazy
 from . import attention_op, attention_reference
 
 aten = torch.ops.aten
@@ -229,7 +229,12 @@ def scaled_dot_product_attention(
 
 
 def _lazy_int64_zero(device) -> LazyTensor:
-    return from_data(torch.zeros((), dtype=torch.int64), device)
+    """The philox seed and offset the fused op returns (its backward ignores them: no
+    dropout here), as a graph scalar: device data made at each call would be a fresh
+    upload per attention call, and a captured graph takes fresh data from an op tagged
+    ``nondeterministic_seeded`` for a random draw, which cut the compiled forward around
+    every attention call (run op by op at each step: issue 48)."""
+    return new_lazy(rt.scalar(0, device), device)
 
 
 def fused_attention(

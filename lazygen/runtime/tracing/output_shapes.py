@@ -1,20 +1,41 @@
 """Output shapes of an op: a cache keyed on the op and its arguments' metadata; meta kernels
-(or a hand-written ``compute_shape_*``) only on a miss."""
+(or a hand-written ``compute_shape_*``) only on a miss.
+
+A miss first consults the shapes an earlier process computed (``StoredShapes``, read from
+lazygen's persistent cache at ``init()`` by ``execution/shape_store.py``): a warm process's
+first steps ran the meta kernels of every op signature again (111 of them in an encoder +
+AdamW step, a quarter of its first two steps). Kept there by construction only what a
+stored file cannot get wrong: torch's own ops (``aten``, ``prims``) whose shapes come from
+torch's meta kernels or lazygen's hand-written functions (the cache folder is per torch
+version and lazygen source), keyed by ``persistent_name``, which names the op, the shape
+function, the default dtype and the backing device's kind besides the arguments, and
+refuses what means nothing in another process (a symbolic size, any object without a
+stable encoding).
+"""
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
-from .. import state
+from .. import metrics, state
 from ..errors import LazygenRuntimeError
+from ..graph import stable_key
 from ..ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
 from ..op_registry import facts as op_facts
 from ..op_registry.identity import op_string
 from ..state import settings
 from .tensor import LazyTensor
 
-_KEYWORDS = object()  # separates positional from keyword arguments in a key
+
+class _KEYWORDS:  # noqa: N801 - a marker: a class hashes as fast as object() and has a name
+    """Separates positional from keyword arguments in a key (a class: ``stable_key`` names
+    it the same in every process)."""
+
+
 _META = torch.device("meta")
+_default_dtype = torch.get_default_dtype  # read at each cache hit (see ``ShapeCache``)
 
 
 class ShapeCache(dict):
@@ -26,13 +47,19 @@ class ShapeCache(dict):
 
     The hot path (``kernel_support.nodes.trace``, ``cached_shapes``) reaches it as
     ``state.runtime.parts[ShapeCache]``: a subscript, no Python frame and no call, its hit
-    one ``dict.get``; a ``KeyError`` (a new runtime) makes it through ``state.part``."""
+    one ``dict.get``; a ``KeyError`` (a new runtime) makes it through ``state.part``.
 
-    __slots__ = ("old",)
+    Its entries hold for one default dtype (``torch.set_default_dtype``), which decides
+    results a key cannot see (``int / int``, ``full(size, 1.5)``): each hit compares
+    ``default_dtype`` with torch's by identity, and the miss on another one (``_miss``) starts
+    the cache again under it."""
+
+    __slots__ = ("old", "default_dtype")
 
     def __init__(self) -> None:
         super().__init__()
         self.old: dict = {}
+        self.default_dtype: torch.dtype = torch.get_default_dtype()
 
 
 def shape_cache() -> ShapeCache:
@@ -66,7 +93,8 @@ def cached_shapes(key: tuple, op, args, kwargs, compute_fn=None) -> tuple[Shape,
     """The shapes cached under ``key`` (built by the caller from the op and its arguments'
     metadata, as ``infer_shapes`` builds its own); computed and cached on a miss."""
     try:
-        shapes = state.runtime.parts[ShapeCache].get(key)
+        cache = state.runtime.parts[ShapeCache]
+        shapes = cache.get(key) if cache.default_dtype is _default_dtype() else None
     except KeyError:
         shapes = None
     if shapes is None:
@@ -123,14 +151,89 @@ def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tu
 
 def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
     cache = shape_cache()
+    if cache.default_dtype is not _default_dtype():  # what it holds is for another one
+        cache.clear()
+        cache.old = {}
+        cache.default_dtype = _default_dtype()
     shapes = cache.old.get(key)
     if shapes is None:
-        shapes = compute_shapes(op, args, kwargs, compute_fn)
+        stored = state.runtime.parts.get(StoredShapes)
+        if stored is None:
+            shapes = compute_shapes(op, args, kwargs, compute_fn)
+        else:
+            shapes = stored.shapes(key, op, args, kwargs, compute_fn)
     cache[key] = shapes
     if len(cache) >= max(1, settings.shape_cache_size // 2):
         cache.old = dict(cache)
         cache.clear()
     return shapes
+
+
+class StoredShapes:
+    """The output shapes read from the persistent cache (``table``: ``persistent_name`` ->
+    shapes) and those computed since (``fresh``, which ``execution/shape_store.py`` writes
+    back); a part of the runtime, present only where that store is open."""
+
+    __slots__ = ("table", "fresh", "_lock")
+
+    def __init__(self, table: dict | None = None) -> None:
+        self.table: dict = table or {}
+        self.fresh: dict = {}
+        self._lock = threading.Lock()  # tracing threads add while a save takes them
+
+    def take_fresh(self) -> dict:
+        """The shapes computed since the last call (for the store to write)."""
+        with self._lock:
+            fresh, self.fresh = self.fresh, {}
+        return fresh
+
+    def on_reset(self) -> StoredShapes:
+        """Kept by ``state.reset()``, which puts the runtime back as ``init()`` left it (with
+        the table read, and what was computed since still to be written)."""
+        return self
+
+    def shapes(self, key: tuple, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
+        """The stored shapes of ``key``, else computed (and kept for the store)."""
+        name = persistent_name(key, op, compute_fn)
+        shapes = None if name is None else self.table.get(name)
+        if shapes is not None:
+            metrics.count("StoredShapesRead")
+            return shapes
+        shapes = compute_shapes(op, args, kwargs, compute_fn)
+        if name is not None and all(
+            s is None or all(type(n) is int for n in s.sizes) for s in shapes
+        ):
+            with self._lock:
+                self.fresh[name] = self.table[name] = shapes
+        return shapes
+
+
+_STORED_NAMESPACES = ("aten", "prims")
+
+
+def persistent_name(key: tuple, op, compute_fn=None) -> str | None:
+    """``key`` (an in-process key: ``id(op)`` or a ``TracedOp`` first) as text that means the
+    same in another process, or None where a stored answer could be wrong there: an op
+    outside torch's own namespaces (a user's library registers its own meta kernels), a
+    shape function outside lazygen (a backend's own: not in the cache's fingerprint), or a
+    part without a stable encoding. The default dtype and the backing device's kind are
+    part of it (factory ops and wrapped numbers read the one, CPU statistics the other)."""
+    if getattr(op, "namespace", None) not in _STORED_NAMESPACES:
+        return None
+    function = ""
+    if compute_fn is not None:  # a function of lazygen's, by name (not a partial, a lambda)
+        module = getattr(compute_fn, "__module__", None) or ""
+        function = f"{module}.{getattr(compute_fn, '__qualname__', '<none>')}"
+        if not function.startswith("lazygen.") or "<" in function:
+            return None
+    arguments = stable_key.encode(key[1:])
+    if arguments is None:
+        return None
+    layout = "call" if type(key[0]) is int else type(key[0]).__name__
+    backing = "cpu" if _backing_is_cpu() else "other"
+    return "\x1d".join(
+        (layout, str(op), function, str(torch.get_default_dtype()), backing, arguments)
+    )
 
 
 def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:

@@ -191,6 +191,28 @@ def test_compiled_attention_on_the_lazy_device_is_fused_too(fresh_metrics):
     assert not [name for name in lr.metrics.counter_names() if "softmax" in name]
 
 
+def test_compiled_attention_is_captured_whole_not_run_op_by_op(fresh_metrics):
+    """The fused op's philox seed and offset are graph scalars, not device data uploaded at
+    each call: the capture took such fresh data from an op tagged as seeded for a random
+    draw and split the compiled graph around every attention call, run op by op at each
+    step (an encoder's captured training step: issue 48)."""
+    torch._dynamo.reset()
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v).sum()
+
+    compiled = torch.compile(attend, backend="lazygen")
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in "qkv")
+    lazy = [t.to(LAZY).requires_grad_() for t in (q, k, v)]
+    for _ in range(2):
+        got = compiled(*lazy)
+        got.backward()
+    torch.testing.assert_close(got.cpu(), attend(q, k, v))
+    assert _count(FUSED) == 1  # traced once, at the capture
+    assert _count("DynamoEagerSegment") == 0 and _count("DynamoEagerSegmentRun") == 0
+
+
 def test_compiled_attention_with_symbolic_sizes_runs_on_the_math_path(fresh_metrics):
     """Under ``torch.compile(dynamic=True)`` the sizes are symbols, which cannot key the
     choice nor size a CPU stand-in (it raised ``unhashable type: non-nested SymInt`` inside

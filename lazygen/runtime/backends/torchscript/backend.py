@@ -337,8 +337,10 @@ def _parsed(text: str) -> torch._C.Graph:
     (``[True, False]``: layer norm's and convolution's output masks) as a list of ints, which
     the ops then refuse; each is made again from its values as bools."""
     graph = torch._C.parse_ir(text)
-    for node in list(graph.nodes()):
-        if node.kind() == "prim::Constant" and node.output().type() == _BOOL_LIST:
+    if "bool[] = prim::Constant" not in text:  # most graphs: no walk over their nodes
+        return graph
+    for node in graph.findAllNodes("prim::Constant"):
+        if node.output().type() == _BOOL_LIST:
             graph.setInsertPoint(node)
             fixed = graph.insertConstant([bool(v) for v in node.output().toIValue()])
             node.output().replaceAllUsesWith(fixed)
