@@ -149,6 +149,15 @@ class LazyArgument:
         return f"{self.name}_" if self.name in RESERVED_NAMES else self.ident
 
     @property
+    def dropped_at_one(self) -> bool:
+        """A `Scalar` operand whose default is 1 (`add`'s `alpha`, `addcmul`'s `value`): a
+        call passing the int 1 (the default, nearly every call) records no graph input
+        for it (the operand is None) and lowers it as the constant 1. Eager's result is
+        the same (an int 1 changes neither the values nor the promoted dtype), and a
+        traced op saves making the input (~0.3 us, 5% of a traced `add`)."""
+        return self.kind is ArgKind.scalar and self.default == "1"
+
+    @property
     def call(self) -> str:
         """The `rt.*` / `ctx.*` method for this argument (`constant` for attributes)."""
         return "constant" if self.kind is ArgKind.attribute else self.kind.value

@@ -219,6 +219,11 @@ class KernelView:
 def _operand_expr(a: LazyArgument, view: KernelView) -> Part:
     if a.is_generator:
         return Group("rt.generator(", (a.ident, view.device_var, *view.call_args), ")")
+    if a.dropped_at_one:
+        return (
+            f"None if type({a.ident}) is int and {a.ident} == 1"
+            f" else rt.{a.call}({a.ident}, {view.device_var})"
+        )
     return f"rt.{a.call}({a.ident}, {view.device_var})"
 
 
@@ -253,6 +258,8 @@ class NodeView:
 
 
 def _lowering_input(a: LazyArgument) -> str:
+    if a.dropped_at_one:
+        return f"ctx.constant(1) if {a.local} is None else ctx.{a.call}({a.local})"
     if a.is_operand:
         return f"ctx.{a.call}({a.local})"
     return f"ctx.constant(self.attrs[{a.slot}])"

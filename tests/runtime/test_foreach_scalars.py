@@ -34,7 +34,8 @@ def test_a_foreach_ops_scalar_is_one_graph_input():
 def test_equal_values_of_a_scalar_list_share_an_input_and_others_do_not():
     xs = _lazy_list(4)
     ys = torch._foreach_add(xs, [0.25, 0.25, 2.0, 0.25])
-    assert _graph_inputs(ys) == 4 + 2 + 1  # 0.25, 2.0 and add.Scalar's alpha
+    # 0.25 and 2.0; add.Scalar's alpha of 1 is the constant 1, no input (``dropped_at_one``)
+    assert _graph_inputs(ys) == 4 + 2
     expected = [x.cpu() + s for x, s in zip(xs, [0.25, 0.25, 2.0, 0.25], strict=True)]
     for y, e in zip(ys, expected, strict=True):
         torch.testing.assert_close(y.cpu(), e)
@@ -55,7 +56,7 @@ def test_numbers_outside_foreach_ops_are_inputs_of_their_own():
     x = torch.randn(3).to(LAZY)
     lr.mark_step()
     y = x * 0.5 + x * 0.5
-    assert _graph_inputs([y]) == 1 + 2 + 1  # x, the two 0.5s, add's alpha
+    assert _graph_inputs([y]) == 1 + 2  # x and the two 0.5s (add's alpha of 1 is a constant)
 
 
 def test_adamw_steps_compile_once_with_shared_scalars():

@@ -139,3 +139,24 @@ def test_wrapper_tensors_are_made_by_position_and_by_keyword_alike(monkeypatch):
         torch.float64,
         device,
     )
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["fast", "general"])
+def test_a_scalar_at_its_default_one_is_no_graph_input(monkeypatch, general):
+    """``add``'s ``alpha`` (a ``Scalar`` defaulting to 1) called with the int 1 records no
+    graph input (operand None, lowered as the constant 1); any other value, the float 1.0
+    included (it promotes an int tensor's result to a float error in eager), stays one."""
+    if general:
+        monkeypatch.setattr(generated_kernels, "LazyTensor", type("NotLazy", (), {}))
+        monkeypatch.setattr(kernel_support, "trace", None)
+    a, b = torch.arange(6.0).reshape(2, 3), torch.full((2, 3), 3.0)
+    la, lb = a.to(LAZY), b.to(LAZY)
+    default, two, float_one = (torch.add(la, lb, alpha=alpha) for alpha in (1, 2, 1.0))
+    assert lr.inner(default)._value.node.operands[2] is None
+    assert lr.inner(two)._value.node.operands[2].node.value == 2
+    assert lr.inner(float_one)._value.node.operands[2].node.value == 1.0
+    for result, alpha in ((default, 1), (two, 2), (float_one, 1.0)):
+        torch.testing.assert_close(result.cpu(), torch.add(a, b, alpha=alpha))
+    ints = torch.arange(6).to(LAZY)
+    total = torch.sub(ints, ints.to(LAZY), alpha=1).cpu()
+    assert total.dtype == torch.int64 and torch.equal(total, torch.zeros(6, dtype=torch.int64))

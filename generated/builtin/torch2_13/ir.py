@@ -1653,7 +1653,14 @@ class AddScalar(Node):
     def lower(self, ctx):
         self_, other, alpha = self.operands
         return ctx.call(
-            "aten::add.Scalar", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], {}, 1
+            "aten::add.Scalar",
+            [
+                ctx.tensor(self_),
+                ctx.scalar(other),
+                ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            ],
+            {},
+            1,
         )
 
 
@@ -1670,7 +1677,7 @@ class AddTensor(Node):
         return ctx.call(
             "aten::add.Tensor",
             [ctx.tensor(self_), ctx.tensor(other)],
-            {"alpha": ctx.scalar(alpha)},
+            {"alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha)},
             1,
         )
 
@@ -1688,7 +1695,10 @@ class Addbmm(Node):
         return ctx.call(
             "aten::addbmm",
             [ctx.tensor(self_), ctx.tensor(batch1), ctx.tensor(batch2)],
-            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
+            {
+                "beta": ctx.constant(1) if beta is None else ctx.scalar(beta),
+                "alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            },
             1,
         )
 
@@ -1706,7 +1716,7 @@ class Addcdiv(Node):
         return ctx.call(
             "aten::addcdiv",
             [ctx.tensor(self_), ctx.tensor(tensor1), ctx.tensor(tensor2)],
-            {"value": ctx.scalar(value)},
+            {"value": ctx.constant(1) if value is None else ctx.scalar(value)},
             1,
         )
 
@@ -1724,7 +1734,7 @@ class Addcmul(Node):
         return ctx.call(
             "aten::addcmul",
             [ctx.tensor(self_), ctx.tensor(tensor1), ctx.tensor(tensor2)],
-            {"value": ctx.scalar(value)},
+            {"value": ctx.constant(1) if value is None else ctx.scalar(value)},
             1,
         )
 
@@ -1744,7 +1754,10 @@ class Addmm(Node):
         return ctx.call(
             "aten::addmm",
             [ctx.tensor(self_), ctx.tensor(mat1), ctx.tensor(mat2)],
-            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
+            {
+                "beta": ctx.constant(1) if beta is None else ctx.scalar(beta),
+                "alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            },
             1,
         )
 
@@ -1764,7 +1777,10 @@ class Addmv(Node):
         return ctx.call(
             "aten::addmv",
             [ctx.tensor(self_), ctx.tensor(mat), ctx.tensor(vec)],
-            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
+            {
+                "beta": ctx.constant(1) if beta is None else ctx.scalar(beta),
+                "alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            },
             1,
         )
 
@@ -1784,7 +1800,10 @@ class Addr(Node):
         return ctx.call(
             "aten::addr",
             [ctx.tensor(self_), ctx.tensor(vec1), ctx.tensor(vec2)],
-            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
+            {
+                "beta": ctx.constant(1) if beta is None else ctx.scalar(beta),
+                "alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            },
             1,
         )
 
@@ -1990,7 +2009,11 @@ class ArangeStartOut(Node):
         start, end, step, out = self.operands
         return ctx.call(
             "aten::arange.start_out",
-            [ctx.scalar(start), ctx.scalar(end), ctx.scalar(step)],
+            [
+                ctx.scalar(start),
+                ctx.scalar(end),
+                ctx.constant(1) if step is None else ctx.scalar(step),
+            ],
             {"out": ctx.tensor(out)},
             1,
         )
@@ -2301,7 +2324,10 @@ class Baddbmm(Node):
         return ctx.call(
             "aten::baddbmm",
             [ctx.tensor(self_), ctx.tensor(batch1), ctx.tensor(batch2)],
-            {"beta": ctx.scalar(beta), "alpha": ctx.scalar(alpha)},
+            {
+                "beta": ctx.constant(1) if beta is None else ctx.scalar(beta),
+                "alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            },
             1,
         )
 
@@ -3210,7 +3236,12 @@ class Elu(Node):
         self_, alpha, scale, input_scale = self.operands
         return ctx.call(
             "aten::elu",
-            [ctx.tensor(self_), ctx.scalar(alpha), ctx.scalar(scale), ctx.scalar(input_scale)],
+            [
+                ctx.tensor(self_),
+                ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+                ctx.constant(1) if scale is None else ctx.scalar(scale),
+                ctx.constant(1) if input_scale is None else ctx.scalar(input_scale),
+            ],
             {},
             1,
         )
@@ -4143,7 +4174,14 @@ class Hardtanh(Node):
     def lower(self, ctx):
         self_, min_val, max_val = self.operands
         return ctx.call(
-            "aten::hardtanh", [ctx.tensor(self_), ctx.scalar(min_val), ctx.scalar(max_val)], {}, 1
+            "aten::hardtanh",
+            [
+                ctx.tensor(self_),
+                ctx.scalar(min_val),
+                ctx.constant(1) if max_val is None else ctx.scalar(max_val),
+            ],
+            {},
+            1,
         )
 
 
@@ -4373,7 +4411,7 @@ class IndexAdd(Node):
         return ctx.call(
             "aten::index_add",
             [ctx.tensor(self_), ctx.constant(self.attrs[0]), ctx.tensor(index), ctx.tensor(source)],
-            {"alpha": ctx.scalar(alpha)},
+            {"alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha)},
             1,
         )
 
@@ -5762,8 +5800,8 @@ class MultiMarginLoss(Node):
             [
                 ctx.tensor(self_),
                 ctx.tensor(target),
-                ctx.scalar(p),
-                ctx.scalar(margin),
+                ctx.constant(1) if p is None else ctx.scalar(p),
+                ctx.constant(1) if margin is None else ctx.scalar(margin),
                 ctx.optional_tensor(weight),
                 ctx.constant(self.attrs[0]),
             ],
@@ -7166,7 +7204,14 @@ class RsubScalar(Node):
     def lower(self, ctx):
         self_, other, alpha = self.operands
         return ctx.call(
-            "aten::rsub.Scalar", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], {}, 1
+            "aten::rsub.Scalar",
+            [
+                ctx.tensor(self_),
+                ctx.scalar(other),
+                ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            ],
+            {},
+            1,
         )
 
 
@@ -7183,7 +7228,7 @@ class RsubTensor(Node):
         return ctx.call(
             "aten::rsub.Tensor",
             [ctx.tensor(self_), ctx.tensor(other)],
-            {"alpha": ctx.scalar(alpha)},
+            {"alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha)},
             1,
         )
 
@@ -7784,7 +7829,14 @@ class Softplus(Node):
     def lower(self, ctx):
         self_, beta, threshold = self.operands
         return ctx.call(
-            "aten::softplus", [ctx.tensor(self_), ctx.scalar(beta), ctx.scalar(threshold)], {}, 1
+            "aten::softplus",
+            [
+                ctx.tensor(self_),
+                ctx.constant(1) if beta is None else ctx.scalar(beta),
+                ctx.scalar(threshold),
+            ],
+            {},
+            1,
         )
 
 
@@ -8535,7 +8587,14 @@ class SubScalar(Node):
     def lower(self, ctx):
         self_, other, alpha = self.operands
         return ctx.call(
-            "aten::sub.Scalar", [ctx.tensor(self_), ctx.scalar(other), ctx.scalar(alpha)], {}, 1
+            "aten::sub.Scalar",
+            [
+                ctx.tensor(self_),
+                ctx.scalar(other),
+                ctx.constant(1) if alpha is None else ctx.scalar(alpha),
+            ],
+            {},
+            1,
         )
 
 
@@ -8552,7 +8611,7 @@ class SubTensor(Node):
         return ctx.call(
             "aten::sub.Tensor",
             [ctx.tensor(self_), ctx.tensor(other)],
-            {"alpha": ctx.scalar(alpha)},
+            {"alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha)},
             1,
         )
 

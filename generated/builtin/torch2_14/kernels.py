@@ -1593,13 +1593,21 @@ def add_scalar(self, other, alpha=1):
             (ADD_SCALAR_OP, self._shape, rt.shape_key(other), rt.shape_key(alpha)),
             (self, other, alpha),
             {},
-            (self._value, rt.scalar(other, device), rt.scalar(alpha, device)),
+            (
+                self._value,
+                rt.scalar(other, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::add.Scalar")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.scalar(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Scalar, (self, other, alpha), {})
     node = rt.make_node(ir.AddScalar, operands, attrs, shapes, device)
@@ -1617,13 +1625,21 @@ def add_tensor(self, other, *, alpha=1):
             (ADD_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
             (self, other),
             {"alpha": alpha},
-            (self._value, other._value, rt.scalar(alpha, device)),
+            (
+                self._value,
+                other._value,
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::add.Tensor")
     device = rt.device_of(self, other)
-    operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Tensor, (self, other), {"alpha": alpha})
     node = rt.make_node(ir.AddTensor, operands, attrs, shapes, device)
@@ -1652,8 +1668,8 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
                 self._value,
                 batch1._value,
                 batch2._value,
-                rt.scalar(beta, device),
-                rt.scalar(alpha, device),
+                None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
             ),
             (),
             device,
@@ -1664,8 +1680,8 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
         rt.tensor(self, device),
         rt.tensor(batch1, device),
         rt.tensor(batch2, device),
-        rt.scalar(beta, device),
-        rt.scalar(alpha, device),
+        None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(
@@ -1686,7 +1702,12 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
             (ADDCDIV_OP, self._shape, tensor1._shape, tensor2._shape, rt.shape_key(value)),
             (self, tensor1, tensor2),
             {"value": value},
-            (self._value, tensor1._value, tensor2._value, rt.scalar(value, device)),
+            (
+                self._value,
+                tensor1._value,
+                tensor2._value,
+                None if type(value) is int and value == 1 else rt.scalar(value, device),
+            ),
             (),
             device,
         )
@@ -1696,7 +1717,7 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
         rt.tensor(self, device),
         rt.tensor(tensor1, device),
         rt.tensor(tensor2, device),
-        rt.scalar(value, device),
+        None if type(value) is int and value == 1 else rt.scalar(value, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addcdiv.default, (self, tensor1, tensor2), {"value": value})
@@ -1715,7 +1736,12 @@ def addcmul(self, tensor1, tensor2, *, value=1):
             (ADDCMUL_OP, self._shape, tensor1._shape, tensor2._shape, rt.shape_key(value)),
             (self, tensor1, tensor2),
             {"value": value},
-            (self._value, tensor1._value, tensor2._value, rt.scalar(value, device)),
+            (
+                self._value,
+                tensor1._value,
+                tensor2._value,
+                None if type(value) is int and value == 1 else rt.scalar(value, device),
+            ),
             (),
             device,
         )
@@ -1725,7 +1751,7 @@ def addcmul(self, tensor1, tensor2, *, value=1):
         rt.tensor(self, device),
         rt.tensor(tensor1, device),
         rt.tensor(tensor2, device),
-        rt.scalar(value, device),
+        None if type(value) is int and value == 1 else rt.scalar(value, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addcmul.default, (self, tensor1, tensor2), {"value": value})
@@ -1755,8 +1781,8 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
                 self._value,
                 mat1._value,
                 mat2._value,
-                rt.scalar(beta, device),
-                rt.scalar(alpha, device),
+                None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
             ),
             (),
             device,
@@ -1767,8 +1793,8 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         rt.tensor(self, device),
         rt.tensor(mat1, device),
         rt.tensor(mat2, device),
-        rt.scalar(beta, device),
-        rt.scalar(alpha, device),
+        None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addmm.default, (self, mat1, mat2), {"beta": beta, "alpha": alpha})
@@ -1798,8 +1824,8 @@ def addmv(self, mat, vec, *, beta=1, alpha=1):
                 self._value,
                 mat._value,
                 vec._value,
-                rt.scalar(beta, device),
-                rt.scalar(alpha, device),
+                None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
             ),
             (),
             device,
@@ -1810,8 +1836,8 @@ def addmv(self, mat, vec, *, beta=1, alpha=1):
         rt.tensor(self, device),
         rt.tensor(mat, device),
         rt.tensor(vec, device),
-        rt.scalar(beta, device),
-        rt.scalar(alpha, device),
+        None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addmv.default, (self, mat, vec), {"beta": beta, "alpha": alpha})
@@ -1841,8 +1867,8 @@ def addr(self, vec1, vec2, *, beta=1, alpha=1):
                 self._value,
                 vec1._value,
                 vec2._value,
-                rt.scalar(beta, device),
-                rt.scalar(alpha, device),
+                None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
             ),
             (),
             device,
@@ -1853,8 +1879,8 @@ def addr(self, vec1, vec2, *, beta=1, alpha=1):
         rt.tensor(self, device),
         rt.tensor(vec1, device),
         rt.tensor(vec2, device),
-        rt.scalar(beta, device),
-        rt.scalar(alpha, device),
+        None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.addr.default, (self, vec1, vec2), {"beta": beta, "alpha": alpha})
@@ -2088,7 +2114,7 @@ def arange_start_out(start, end, step=1, *, out):
     operands = (
         rt.scalar(start, device),
         rt.scalar(end, device),
-        rt.scalar(step, device),
+        None if type(step) is int and step == 1 else rt.scalar(step, device),
         rt.tensor(out, device),
     )
     attrs = ()
@@ -2599,8 +2625,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
                 self._value,
                 batch1._value,
                 batch2._value,
-                rt.scalar(beta, device),
-                rt.scalar(alpha, device),
+                None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
             ),
             (),
             device,
@@ -2611,8 +2637,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
         rt.tensor(self, device),
         rt.tensor(batch1, device),
         rt.tensor(batch2, device),
-        rt.scalar(beta, device),
-        rt.scalar(alpha, device),
+        None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(
@@ -3935,9 +3961,13 @@ def elu(self, alpha=1, scale=1, input_scale=1):
             {},
             (
                 self._value,
-                rt.scalar(alpha, device),
-                rt.scalar(scale, device),
-                rt.scalar(input_scale, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+                None if type(scale) is int and scale == 1 else rt.scalar(scale, device),
+                (
+                    None
+                    if type(input_scale) is int and input_scale == 1
+                    else rt.scalar(input_scale, device)
+                ),
             ),
             (),
             device,
@@ -3946,9 +3976,9 @@ def elu(self, alpha=1, scale=1, input_scale=1):
     device = rt.device_of(self)
     operands = (
         rt.tensor(self, device),
-        rt.scalar(alpha, device),
-        rt.scalar(scale, device),
-        rt.scalar(input_scale, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+        None if type(scale) is int and scale == 1 else rt.scalar(scale, device),
+        None if type(input_scale) is int and input_scale == 1 else rt.scalar(input_scale, device),
     )
     attrs = ()
     shapes = rt.infer_shapes(aten.elu.default, (self, alpha, scale, input_scale), {})
@@ -5204,13 +5234,21 @@ def hardtanh(self, min_val=-1, max_val=1):
             (HARDTANH_OP, self._shape, rt.shape_key(min_val), rt.shape_key(max_val)),
             (self, min_val, max_val),
             {},
-            (self._value, rt.scalar(min_val, device), rt.scalar(max_val, device)),
+            (
+                self._value,
+                rt.scalar(min_val, device),
+                None if type(max_val) is int and max_val == 1 else rt.scalar(max_val, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::hardtanh")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device), rt.scalar(min_val, device), rt.scalar(max_val, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.scalar(min_val, device),
+        None if type(max_val) is int and max_val == 1 else rt.scalar(max_val, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.hardtanh.default, (self, min_val, max_val), {})
     node = rt.make_node(ir.Hardtanh, operands, attrs, shapes, device)
@@ -5579,7 +5617,12 @@ def index_add(self, dim, index, source, *, alpha=1):
             ),
             (self, dim, index, source),
             {"alpha": alpha},
-            (self._value, index._value, source._value, rt.scalar(alpha, device)),
+            (
+                self._value,
+                index._value,
+                source._value,
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (dim,),
             device,
         )
@@ -5589,7 +5632,7 @@ def index_add(self, dim, index, source, *, alpha=1):
         rt.tensor(self, device),
         rt.tensor(index, device),
         rt.tensor(source, device),
-        rt.scalar(alpha, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
     )
     attrs = (dim,)
     shapes = rt.infer_shapes(aten.index_add.default, (self, dim, index, source), {"alpha": alpha})
@@ -7443,8 +7486,8 @@ def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
             (
                 self._value,
                 target._value,
-                rt.scalar(p, device),
-                rt.scalar(margin, device),
+                None if type(p) is int and p == 1 else rt.scalar(p, device),
+                None if type(margin) is int and margin == 1 else rt.scalar(margin, device),
                 rt.optional_tensor(weight, device),
             ),
             (reduction,),
@@ -7455,8 +7498,8 @@ def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
     operands = (
         rt.tensor(self, device),
         rt.tensor(target, device),
-        rt.scalar(p, device),
-        rt.scalar(margin, device),
+        None if type(p) is int and p == 1 else rt.scalar(p, device),
+        None if type(margin) is int and margin == 1 else rt.scalar(margin, device),
         rt.optional_tensor(weight, device),
     )
     attrs = (reduction,)
@@ -9219,13 +9262,21 @@ def rsub_scalar(self, other, alpha=1):
             (RSUB_SCALAR_OP, self._shape, rt.shape_key(other), rt.shape_key(alpha)),
             (self, other, alpha),
             {},
-            (self._value, rt.scalar(other, device), rt.scalar(alpha, device)),
+            (
+                self._value,
+                rt.scalar(other, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::rsub.Scalar")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.scalar(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.rsub.Scalar, (self, other, alpha), {})
     node = rt.make_node(ir.RsubScalar, operands, attrs, shapes, device)
@@ -9243,13 +9294,21 @@ def rsub_tensor(self, other, *, alpha=1):
             (RSUB_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
             (self, other),
             {"alpha": alpha},
-            (self._value, other._value, rt.scalar(alpha, device)),
+            (
+                self._value,
+                other._value,
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::rsub.Tensor")
     device = rt.device_of(self, other)
-    operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.rsub.Tensor, (self, other), {"alpha": alpha})
     node = rt.make_node(ir.RsubTensor, operands, attrs, shapes, device)
@@ -10109,13 +10168,21 @@ def softplus(self, beta=1, threshold=20):
             (SOFTPLUS_OP, self._shape, rt.shape_key(beta), rt.shape_key(threshold)),
             (self, beta, threshold),
             {},
-            (self._value, rt.scalar(beta, device), rt.scalar(threshold, device)),
+            (
+                self._value,
+                None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+                rt.scalar(threshold, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::softplus")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device), rt.scalar(beta, device), rt.scalar(threshold, device))
+    operands = (
+        rt.tensor(self, device),
+        None if type(beta) is int and beta == 1 else rt.scalar(beta, device),
+        rt.scalar(threshold, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.softplus.default, (self, beta, threshold), {})
     node = rt.make_node(ir.Softplus, operands, attrs, shapes, device)
@@ -11315,13 +11382,21 @@ def sub_scalar(self, other, alpha=1):
             (SUB_SCALAR_OP, self._shape, rt.shape_key(other), rt.shape_key(alpha)),
             (self, other, alpha),
             {},
-            (self._value, rt.scalar(other, device), rt.scalar(alpha, device)),
+            (
+                self._value,
+                rt.scalar(other, device),
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::sub.Scalar")
     device = rt.device_of(self)
-    operands = (rt.tensor(self, device), rt.scalar(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.scalar(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.sub.Scalar, (self, other, alpha), {})
     node = rt.make_node(ir.SubScalar, operands, attrs, shapes, device)
@@ -11339,13 +11414,21 @@ def sub_tensor(self, other, *, alpha=1):
             (SUB_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
             (self, other),
             {"alpha": alpha},
-            (self._value, other._value, rt.scalar(alpha, device)),
+            (
+                self._value,
+                other._value,
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::sub.Tensor")
     device = rt.device_of(self, other)
-    operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.sub.Tensor, (self, other), {"alpha": alpha})
     node = rt.make_node(ir.SubTensor, operands, attrs, shapes, device)

@@ -4,5 +4,5 @@ it was generated beside (``lazygen gen --check`` compares them with the trees on
 
 TORCH = "2.14.1"
 BESIDE = {
-    "torch2_13": "sha256:9d279cf0f340580f151d697242abd73ff10c631b122f43b4234e8b1e513ee357",
+    "torch2_13": "sha256:4cde917cf28891240fd0c21d459b144f2c1209832da81819782506986c93d0c9",
 }

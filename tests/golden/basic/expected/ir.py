@@ -89,7 +89,7 @@ class AddTensor(Node):
         return ctx.call(
             "aten::add.Tensor",
             [ctx.tensor(self_), ctx.tensor(other)],
-            {"alpha": ctx.scalar(alpha)},
+            {"alpha": ctx.constant(1) if alpha is None else ctx.scalar(alpha)},
             1,
         )
 
@@ -108,7 +108,11 @@ class ArangeStartOut(Node):
         start, end, step, out = self.operands
         return ctx.call(
             "aten::arange.start_out",
-            [ctx.scalar(start), ctx.scalar(end), ctx.scalar(step)],
+            [
+                ctx.scalar(start),
+                ctx.scalar(end),
+                ctx.constant(1) if step is None else ctx.scalar(step),
+            ],
             {"out": ctx.tensor(out)},
             1,
         )

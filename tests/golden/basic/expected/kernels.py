@@ -97,13 +97,21 @@ def add_tensor(self, other, *, alpha=1):
             (ADD_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
             (self, other),
             {"alpha": alpha},
-            (self._value, other._value, rt.scalar(alpha, device)),
+            (
+                self._value,
+                other._value,
+                None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+            ),
             (),
             device,
         )
     rt.count("lazy::add.Tensor")
     device = rt.device_of(self, other)
-    operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Tensor, (self, other), {"alpha": alpha})
     node = rt.make_node(ir.AddTensor, operands, attrs, shapes, device)
@@ -113,7 +121,11 @@ def add_tensor(self, other, *, alpha=1):
 def add__tensor(self, other, *, alpha=1):
     rt.count("lazy::add_.Tensor")
     device = rt.device_of(self, other)
-    operands = (rt.tensor(self, device), rt.tensor(other, device), rt.scalar(alpha, device))
+    operands = (
+        rt.tensor(self, device),
+        rt.tensor(other, device),
+        None if type(alpha) is int and alpha == 1 else rt.scalar(alpha, device),
+    )
     attrs = ()
     shapes = rt.infer_shapes(aten.add.Tensor, (self, other), {"alpha": alpha})
     node = rt.make_node(ir.AddTensor, operands, attrs, shapes, device)
@@ -126,7 +138,7 @@ def arange_start_out(start, end, step=1, *, out):
     operands = (
         rt.scalar(start, device),
         rt.scalar(end, device),
-        rt.scalar(step, device),
+        None if type(step) is int and step == 1 else rt.scalar(step, device),
         rt.tensor(out, device),
     )
     attrs = ()
