@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.bench_scripts import load_bench_script
+
 DRIVER = Path(__file__).resolve().parents[2] / "bench" / "captured_step.py"
 
 
@@ -34,15 +36,8 @@ def test_the_captured_step_table_names_every_route():
 
 
 def _script():
-    """The driver loaded in this process (its workloads module sits beside it)."""
-    sys.path.insert(0, str(DRIVER.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_captured_step", DRIVER)
-        script = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(script)
-    finally:
-        sys.path.remove(str(DRIVER.parent))
-    return script
+    """The driver loaded in this process."""
+    return load_bench_script("captured_step")
 
 
 def test_base_runs_each_lazygen_route_from_the_other_checkout_first(tmp_path):

@@ -12,19 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.support.bench_scripts import load_bench_script
+
 DRIVER = Path(__file__).resolve().parents[2] / "bench" / "compile_backend.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(DRIVER.parent))  # its sibling _real_workloads
-    try:
-        spec = importlib.util.spec_from_file_location("compile_backend", DRIVER)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(DRIVER.parent))
-    return module
+    return load_bench_script("compile_backend")
 
 
 def test_a_step_that_updates_no_parameter_is_refused(bench):

@@ -2,12 +2,13 @@
 choices; a short run prints one row per model, backend and mode with the graphs compiled
 (the transformers models of issue 49: slow)."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.bench_scripts import load_bench_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "lengths.py"
 
@@ -29,9 +30,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 )
 def test_bad_arguments_are_refused(args, message, capsys):
     """In this process (the script's ``main``): a fresh interpreter per case cost ~5 s."""
-    spec = importlib.util.spec_from_file_location("bench_lengths", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_bench_script("lengths")
     with pytest.raises(SystemExit) as exited:
         script.main(list(args))
     assert exited.value.code == 2

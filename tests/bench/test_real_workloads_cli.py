@@ -4,19 +4,13 @@ Regression: an unknown IMPL (say `lazy`) used to run eager silently, so a typo p
 eager's numbers under the wrong label.
 """
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-DRIVER = Path(__file__).resolve().parents[2] / "bench" / "_real_workloads.py"
+from tests.support.bench_scripts import load_bench_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("_real_workloads", DRIVER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("_real_workloads")
 
 
 def test_unknown_impl_is_rejected_with_the_valid_names():
