@@ -58,8 +58,13 @@ class ShapeCache(dict):
 
     def __init__(self) -> None:
         super().__init__()
+        self.restart()
+
+    def restart(self) -> None:
+        """Empty, holding entries for torch's current default dtype."""
+        self.clear()
         self.old: dict = {}
-        self.default_dtype: torch.dtype = torch.get_default_dtype()
+        self.default_dtype: torch.dtype = _default_dtype()
 
 
 def shape_cache() -> ShapeCache:
@@ -152,9 +157,7 @@ def infer_shapes(op, args, kwargs, compute_fn=None, value_dependent=False) -> tu
 def _miss(key, op, args, kwargs, compute_fn) -> tuple[Shape, ...]:
     cache = shape_cache()
     if cache.default_dtype is not _default_dtype():  # what it holds is for another one
-        cache.clear()
-        cache.old = {}
-        cache.default_dtype = _default_dtype()
+        cache.restart()
     shapes = cache.old.get(key)
     if shapes is None:
         stored = state.runtime.parts.get(StoredShapes)
@@ -341,9 +344,7 @@ def _numbers_to_tensors(op, args: list, kwargs: dict) -> None:
 
 def clear_cache() -> None:
     """Empty the shape cache (``ir_cache.reset``)."""
-    cache = shape_cache()
-    cache.clear()
-    cache.old = {}
+    shape_cache().restart()
 
 
 def trim_cache() -> None:
