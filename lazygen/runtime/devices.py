@@ -53,6 +53,8 @@ class LazyDevice:
         # (``graph.fragments``): while any is, a sync runs every pending tensor of the device,
         # so that a step's calls run as one program (``executor.sync``).
         self.spliced: set = set()
+        # What the last whole step's sync found (``execution/step_plan.py``), or None.
+        self.step_plan = None
 
     def prune(self) -> None:
         """Drop references to dead tensors (in place: other threads may be appending)."""

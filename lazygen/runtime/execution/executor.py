@@ -22,7 +22,7 @@ from ..ir import Node, Value
 from ..state import settings
 from ..tracing import ir_reuse
 from ..tracing.tensor import LazyTensor
-from . import failures, running, split, step_closures
+from . import failures, running, split, step_closures, step_plan
 from .compiling import (
     clear_compile_cache,
     compile_cache_size,
@@ -172,7 +172,7 @@ def _sync_device(
         if whole_step:
             outputs = _in_canonical_order(outputs)
         try:
-            template, order, executable = _compiled(device, outputs)
+            plan, template, order, executable = _found(device, outputs, whole_step)
             debug.note_sync(device, executable, order, outputs)
             # waits for runs they come from
             inputs = running.read_inputs(order, template.inputs, device.backend.torch_data)
@@ -192,12 +192,18 @@ def _sync_device(
         ):
             try:
                 ran = running.execute(device, executable, order, inputs, dead)
-                results = running.finish(device, outputs, ran, "execute")
+                if plan is None:
+                    results = running.finish(device, outputs, ran, "execute")
+                else:
+                    results = step_plan.finish(device, plan, outputs, ran)
             except LazyGraphError as error:
                 device.cache.forget(template.key)  # a later, fixed lowering must not reuse it
                 failures.fail(device, tensors, values, error)
                 raise
-            data_of = running.as_device_data(device, outputs, results, executable)
+            if plan is None:
+                data_of = running.as_device_data(device, outputs, results, executable)
+            else:
+                data_of = step_plan.device_data(device, plan, outputs, results)
         else:
             launch = running.launch(
                 device, executable, template.key, order, inputs, outputs, tensors, values
@@ -255,6 +261,23 @@ def _with_must_run(device: LazyDevice, tensors: list[LazyTensor]) -> list[LazyTe
     with device.lock:
         must_run, device.must_run = device.must_run, []
     return must_run + list(tensors)
+
+
+def _found(device: LazyDevice, outputs: list[Value], whole_step: bool) -> tuple:
+    """``(plan, template, order, executable)`` of the graph of ``outputs``. A whole step
+    replays the device's ``StepPlan`` first (``step_plan.py``: the last whole step's graph,
+    when this one has its structure); one that misses takes the generic path and files its
+    plan for the next. Any other sync: ``_compiled``, no plan."""
+    if whole_step:
+        planned = step_plan.find(device, outputs)
+        if planned is not None:
+            plan, order = planned
+            return plan, plan.template, order, plan.executable
+    template, order, executable = _compiled(device, outputs)
+    plan = None
+    if whole_step:
+        plan = step_plan.remember(device, template, executable)
+    return plan, template, order, executable
 
 
 def _compiled(device: LazyDevice, outputs: list[Value]) -> tuple[GraphTemplate, list[Node], object]:

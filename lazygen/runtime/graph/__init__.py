@@ -111,25 +111,12 @@ def replay(template: GraphTemplate, outputs: list[Value]) -> list[Node] | None:
 
     Each value is claimed for its template slot: it fails when another node already holds the
     slot or this node already holds another one. The common case, an operand that is one
-    ``Value``, is claimed inline (this loop runs for every node of every step)."""
+    ``Value``, is claimed inline (this loop runs for every node of every step); the outputs
+    and list operands (a captured step's spliced calls read a hundred values each) in one
+    loop per list, ``_claim_all``."""
     slots: list = [None] * template.size
     seen: dict = {}
-
-    def claim(value: Value, ref: tuple[int, int]) -> bool:
-        p, index = ref
-        if value.index != index:
-            return False
-        node = value.node
-        q = seen.get(node)
-        if q is None:
-            if slots[p] is not None:
-                return False
-            slots[p] = node
-            seen[node] = p
-            return True
-        return q == p
-
-    if not all(claim(value, ref) for value, ref in zip(outputs, template.outputs, strict=True)):
+    if not _claim_all(outputs, template.outputs, slots, seen):
         return None
     types, attrs, shapes, refs = template.types, template.attrs, template.shapes, template.refs
     for i in range(template.size - 1, -1, -1):
@@ -163,21 +150,34 @@ def replay(template: GraphTemplate, outputs: list[Value]) -> list[Node] | None:
             elif operand is None:
                 if ref is not None:
                     return None
-            elif not _claim_list(operand, ref, claim):
+            elif type(ref) is not list or not _claim_all(operand, ref, slots, seen):
                 return None
     return slots
 
 
-def _claim_list(operand, ref, claim) -> bool:
-    """Claim each entry of a list operand (``Tensor[]``, ``Tensor?[]``) for its slot; a
-    None entry matches a None ref only."""
-    if type(ref) is not list or len(ref) != len(operand):
+def _claim_all(values, refs: list, slots: list, seen: dict) -> bool:
+    """Claim each of ``values`` (a graph's outputs, or the entries of a list operand:
+    ``Tensor[]``, ``Tensor?[]``) for its template slot ``(position, index)``; a None entry
+    matches a None ref only. Fails when another node already holds the slot, or this node
+    another one."""
+    if len(values) != len(refs):
         return False
-    for value, r in zip(operand, ref, strict=True):
-        if value is None or r is None:
-            if value is not r:
+    for value, ref in zip(values, refs, strict=True):
+        if value is None or ref is None:
+            if value is not ref:
                 return False
-        elif not claim(value, r):
+            continue
+        node, index = value
+        p, ref_index = ref
+        if index != ref_index:
+            return False
+        q = seen.get(node)
+        if q is None:
+            if slots[p] is not None:
+                return False
+            slots[p] = node
+            seen[node] = p
+        elif q != p:
             return False
     return True
 
