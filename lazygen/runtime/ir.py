@@ -196,17 +196,6 @@ class DeviceData(Node):
         self.source = None
 
     @classmethod
-    def of(cls, data: torch.Tensor, shapes: tuple[Shape]) -> DeviceData:
-        """Torch data whose ``shapes`` the caller already knows (a planned step's result,
-        ``execution/step_plan.py``): no shape read back from the tensor."""
-        node = cls.__new__(cls)
-        node.operands = node.attrs = ()
-        node._data = data
-        node._launch = node._backend = node._host = node.source = None
-        node.shapes = shapes
-        return node
-
-    @classmethod
     def pending(cls, launch, shape: Shape, backend=None, placement=None) -> DeviceData:
         """Data that ``launch`` (an in-flight graph run) will deliver through ``deliver``."""
         return cls(None, launch, shape, backend, placement)

@@ -192,18 +192,12 @@ def _sync_device(
         ):
             try:
                 ran = running.execute(device, executable, order, inputs, dead)
-                if plan is None:
-                    results = running.finish(device, outputs, ran, "execute")
-                else:
-                    results = step_plan.finish(device, plan, outputs, ran)
+                results = step_plan.finish(device, plan, outputs, ran)
             except LazyGraphError as error:
                 device.cache.forget(template.key)  # a later, fixed lowering must not reuse it
                 failures.fail(device, tensors, values, error)
                 raise
-            if plan is None:
-                data_of = running.as_device_data(device, outputs, results, executable)
-            else:
-                data_of = step_plan.device_data(device, plan, outputs, results)
+            data_of = step_plan.device_data(device, plan, outputs, results, executable)
         else:
             launch = running.launch(
                 device, executable, template.key, order, inputs, outputs, tensors, values

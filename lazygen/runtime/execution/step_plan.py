@@ -17,9 +17,9 @@ does only what can change:
 * the results' dtypes are checked at the plan's first run only: a compiled graph's result
   dtypes follow from its structure and its inputs' dtypes, which the replay matched, so
   the positions a backend returned in another dtype are the same ones at every run;
-* each output's ``DeviceData`` is made from the shape the template holds (the shape the
-  first run's result was found to have, for torch data, where a kernel may disagree with
-  shape inference) and the placement the backend gave the executable's outputs.
+* each output's ``DeviceData`` is made, for a backend whose data is not torch's, from the
+  shape the template holds and the placement the backend gave the executable's outputs
+  (torch data still tells its own shape, where a kernel may disagree with inference).
 
 Donation is left as it was: which inputs are dead is decided per run, from reference
 counts (``liveness``), since a user may hold a parameter's data between two steps.
@@ -44,8 +44,8 @@ class StepPlan:
         self.template = template
         self.executable = executable
         self.placements = placements
-        #: Each output's ``shapes`` as its ``DeviceData`` records them (set by the first run).
-        self.shapes: list[tuple[Shape]] = [(template.shapes[p][i],) for p, i in template.outputs]
+        #: Each output's inferred shape (the template's: the replay matched them).
+        self.shapes: list[Shape] = [template.shapes[p][i] for p, i in template.outputs]
         #: Output positions whose results come in another dtype than inferred.
         self.casts: tuple[int, ...] = ()
         self.checked = False
@@ -83,36 +83,37 @@ def remember(device: LazyDevice, template: GraphTemplate, executable) -> StepPla
     return plan
 
 
-def finish(device: LazyDevice, plan: StepPlan, outputs: list[Value], results) -> list:
-    """``running.finish`` for a planned step: the contract (a list, one result per output)
-    checked at every run, the dtypes at the plan's first run (later runs cast the same
-    positions)."""
+def finish(device: LazyDevice, plan: StepPlan | None, outputs: list[Value], results) -> list:
+    """``running.finish`` of a run's results, for a planned step (``plan``) the contract (a
+    list, one result per output) checked at every run, the dtypes at the plan's first run
+    (later runs cast the same positions)."""
+    if plan is None:
+        return running.finish(device, outputs, results, "execute")
     if not plan.checked:
         finished = running.finish(device, outputs, results, "execute")
         if device.backend.torch_data:
             plan.casts = tuple(
                 i for i, (r, f) in enumerate(zip(results, finished, strict=True)) if r is not f
             )
-            plan.shapes = [(Shape(r.dtype, tuple(r.shape)),) for r in finished]
         plan.checked = True
         return finished
     if type(results) is not list or len(results) != len(outputs):
         return running.finish(device, outputs, results, "execute")  # raises, naming it
     for i in plan.casts:
         metrics.count("OutputDtypeMismatch")
-        results[i] = results[i].to(plan.shapes[i][0].dtype)
+        results[i] = results[i].to(plan.shapes[i].dtype)
     return results
 
 
-def device_data(device: LazyDevice, plan: StepPlan, outputs: list[Value], results) -> dict:
-    """``running.as_device_data`` from the plan's shapes and placements."""
-    if device.backend.torch_data:
-        return {
-            value: Value(DeviceData.of(r, shape), 0)
-            for value, r, shape in zip(outputs, results, plan.shapes, strict=True)
-        }
+def device_data(device: LazyDevice, plan: StepPlan | None, outputs, results, executable) -> dict:
+    """``running.as_device_data`` of a run's results, for a planned step from the plan's
+    shapes and placements."""
+    if plan is None:
+        return running.as_device_data(device, outputs, results, executable)
+    if device.backend.torch_data:  # the shape read from each result, as the generic path
+        return {value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)}
     backend = device.backend
     return {
-        value: Value(DeviceData(r, None, shape[0], backend, p), 0)
+        value: Value(DeviceData(r, None, shape, backend, p), 0)
         for value, r, shape, p in zip(outputs, results, plan.shapes, plan.placements, strict=True)
     }
