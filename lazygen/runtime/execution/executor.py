@@ -191,13 +191,11 @@ def _sync_device(
             or type(executable) is UncompiledGraph
         ):
             try:
-                ran = running.execute(device, executable, order, inputs, dead)
-                results = step_plan.finish(device, plan, outputs, ran)
+                data_of = _run_now(device, plan, executable, order, inputs, dead, outputs)
             except LazyGraphError as error:
                 device.cache.forget(template.key)  # a later, fixed lowering must not reuse it
                 failures.fail(device, tensors, values, error)
                 raise
-            data_of = step_plan.device_data(device, plan, outputs, results, executable)
         else:
             launch = running.launch(
                 device, executable, template.key, order, inputs, outputs, tensors, values
@@ -208,6 +206,16 @@ def _sync_device(
                 t._value = data_of[value]
         metrics.count("SyncedTensors", len(tensors))
         return data_of
+
+
+def _run_now(device: LazyDevice, plan, executable, order, inputs, dead, outputs) -> dict:
+    """Run the graph; each output value's data value (a planned step's from its plan)."""
+    ran = running.execute(device, executable, order, inputs, dead)
+    if plan is None:
+        results = running.finish(device, outputs, ran, "execute")
+        return running.as_device_data(device, outputs, results, executable)
+    results = step_plan.finish(device, plan, outputs, ran)
+    return step_plan.device_data(device, plan, outputs, results)
 
 
 def _in_canonical_order(outputs: list[Value]) -> list[Value]:

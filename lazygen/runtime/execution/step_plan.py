@@ -83,12 +83,10 @@ def remember(device: LazyDevice, template: GraphTemplate, executable) -> StepPla
     return plan
 
 
-def finish(device: LazyDevice, plan: StepPlan | None, outputs: list[Value], results) -> list:
-    """``running.finish`` of a run's results, for a planned step (``plan``) the contract (a
-    list, one result per output) checked at every run, the dtypes at the plan's first run
-    (later runs cast the same positions)."""
-    if plan is None:
-        return running.finish(device, outputs, results, "execute")
+def finish(device: LazyDevice, plan: StepPlan, outputs: list[Value], results) -> list:
+    """``running.finish`` for a planned step: the contract (a list, one result per output)
+    checked at every run, the dtypes at the plan's first run (later runs cast the same
+    positions)."""
     if not plan.checked:
         finished = running.finish(device, outputs, results, "execute")
         if device.backend.torch_data:
@@ -105,11 +103,8 @@ def finish(device: LazyDevice, plan: StepPlan | None, outputs: list[Value], resu
     return results
 
 
-def device_data(device: LazyDevice, plan: StepPlan | None, outputs, results, executable) -> dict:
-    """``running.as_device_data`` of a run's results, for a planned step from the plan's
-    shapes and placements."""
-    if plan is None:
-        return running.as_device_data(device, outputs, results, executable)
+def device_data(device: LazyDevice, plan: StepPlan, outputs: list[Value], results) -> dict:
+    """``running.as_device_data`` for a planned step: from the plan's shapes and placements."""
     if device.backend.torch_data:  # the shape read from each result, as the generic path
         return {value: Value(DeviceData(r), 0) for value, r in zip(outputs, results, strict=True)}
     backend = device.backend
