@@ -37,7 +37,7 @@ import torch
 from ...graph.dynamic import HiddenSizes, SizeHidden
 from ...ir import Node, ScalarData, Shape, SizeConstant, Value
 from ...lowering_context import LoweringContext, fixed_number
-from ...op_registry.identity import op_string, overload_of, table_key
+from ...op_registry import op_string, overload_of, table_key
 from ...state import settings
 from .dtypes import convert, to_jax
 
@@ -83,7 +83,7 @@ class Instruction:
 
 
 class JaxLoweringContext(LoweringContext):
-    """Records a graph's instructions; ``ops`` maps table keys (``op_identity.table_key``) to
+    """Records a graph's instructions; ``ops`` maps table keys (``op_registry.table_key``) to
     implementations ``impl(shapes, *args, **kwargs)``."""
 
     def __init__(self, device: torch.device | str | None, ops: dict[str, Callable]) -> None:
