@@ -44,7 +44,7 @@ class ShapeCache(dict):
     holds half the bound it becomes ``old`` (and the previous ``old``, whatever was not used
     since, goes).
 
-    The hot path (``kernel_support.nodes.trace``, ``cached_shapes``) reaches it as
+    The hot path (``kernel_support.recording.trace``, ``cached_shapes``) reaches it as
     ``state.runtime.parts[ShapeCache]``: a subscript, no Python frame and no call, its hit
     one ``dict.get``; a ``KeyError`` (a new runtime) makes it through ``state.part``.
 
