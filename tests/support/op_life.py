@@ -51,10 +51,13 @@ import torch
 
 import lazygen
 import lazygen.runtime as lr
+from lazygen.runtime.builtin import generated as generated_package
 
 PACKAGE = Path(lazygen.__file__).resolve().parent
 RUNTIME = PACKAGE / "runtime"
-GENERATED = PACKAGE.parent / "generated"
+#: Where this process's generated op list is (an editable install maps it to the checkout's
+#: ``generated/builtin/torch2_<minor>``, an installed wheel holds it under ``runtime/builtin``).
+GENERATED = Path(generated_package.__file__).resolve().parent
 TORCH = Path(torch.__file__).resolve().parent
 _LAZYGEN_PREFIXES = (str(PACKAGE), str(GENERATED))
 _TORCH_PREFIX = str(TORCH)
@@ -79,8 +82,10 @@ def _group(path: Path) -> str | None:
 
 
 def _relative(path: Path) -> str:
-    root = PACKAGE.parent
-    return path.relative_to(root).as_posix() if root in path.parents else str(path)
+    for root in (PACKAGE.parent, GENERATED.parent.parent):
+        if root in path.parents:
+            return path.relative_to(root).as_posix()
+    return str(path)
 
 
 def _program(shape) -> torch.Tensor:
