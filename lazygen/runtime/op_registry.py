@@ -52,6 +52,8 @@ from typing import Any
 
 import torch
 
+# Identity: an op's spellings -----------------------------------------------------------
+
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
 
@@ -285,7 +287,8 @@ def op_list_name(op) -> str:
     return name if namespace == DEFAULT_NAMESPACE else f"{namespace}::{name}"
 
 
-# Facts: what the core reads about particular ops, keyed by the op.
+# Facts: what the core reads about particular ops, keyed by the op -----------------------
+
 #: Every fact the core reads: its name -> what the core does with it (and who reads it).
 FACTS: Mapping[str, str] = MappingProxyType(
     {

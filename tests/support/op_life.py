@@ -170,7 +170,7 @@ def op_life(backend: str = "torchscript") -> dict[str, dict[str, list[str]]]:
 
 def _count(backend: str) -> dict[str, dict[str, list[str]]]:
     lr.init(backend=backend)
-    _calls(1, (3, 5))  # warm: the process's first graphs, imports
+    _calls(1, (3, 5))  # warm: the process's first graph, imports
     runs = [_calls(k, (7, 10 + k)) for k in (1, 2, 3)]  # new sizes: each misses the cache
     (own1, back1), (own2, back2), (own3, back3) = runs
 
