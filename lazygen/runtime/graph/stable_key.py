@@ -30,6 +30,7 @@ import marshal
 
 import torch
 
+from .. import state
 from ..ir import Shape
 from . import GraphKey
 
@@ -97,17 +98,12 @@ def _shape(shape: Shape | None):
     return str(shape.dtype), shape.sizes
 
 
+@state.memo
 def _class_name(cls: type) -> str:
-    name = _CLASS_NAMES.get(cls)
-    if name is None:
-        if cls in _SYMBOLIC:
-            raise TypeError(cls)
-        name = _CLASS_NAMES[cls] = _qualified(cls)
-    return name
-
-
-#: Qualified names of node classes, by class (their names are fixed for the process).
-_CLASS_NAMES: dict[type, str] = {}
+    """A node class's qualified name (a memo: the same ~30 classes recur in every graph)."""
+    if cls in _SYMBOLIC:
+        raise TypeError(cls)
+    return _qualified(cls)
 
 
 def _encoded(value) -> str:
