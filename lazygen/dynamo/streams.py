@@ -131,7 +131,7 @@ def _reads_streams(node: torch.fx.Node) -> bool:
     target = node.target
     # an OpOverload or a packet (``torch.ops.streams.fork``): its namespace
     is_op = isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
-    if is_op and runtime.op_identity.namespace_of(target) == "streams":
+    if is_op and runtime.op_registry.namespace_of(target) == "streams":
         return True
     if getattr(target, "__module__", None) == "torch._dynamo.graph_bytecode_inputs":
         return True

@@ -14,6 +14,7 @@ Nothing in the runtime imports this module: it sits at the top, beside the compo
 
 from __future__ import annotations
 
+from . import op_registry
 from .backend_interface import make_backend
 from .backends import BUILTIN
 from .devices import LazyDevice, all_devices, current_index, get_device
@@ -22,8 +23,6 @@ from .graph import graph_key, post_order
 from .graph.fragments import Fragment, FragmentCall
 from .ir import DeviceData, InputWrite, ScalarData, Value
 from .kernel_support import GeneratorData, default_generator
-from .op_registry import facts as op_facts
-from .op_registry import identity as op_identity
 from .state import for_process, is_lazy_device, log, part, settings
 from .tracing.random_inputs import SeedData, draw_seeds
 from .tracing.tensor import (
@@ -91,21 +90,21 @@ __all__ = [
 ]
 
 #: The prefix of the counters of aten ops run by the eager fallback (``aten::nonzero``).
-FALLBACK_COUNTER = op_identity.DEFAULT_NAMESPACE + "::"
+FALLBACK_COUNTER = op_registry.DEFAULT_NAMESPACE + "::"
 #: The prefix of the counters of random ops replayed on their inputs' values (a sync).
-RANDOM_SYNC = op_identity.RANDOM_SYNC
+RANDOM_SYNC = op_registry.RANDOM_SYNC
 
 
 def may_alias_input(node) -> bool:
     """Whether a lowering may make ``node``'s result share an input's storage: an op outside
     aten, or one with the op fact ``may_alias`` (a view copy, ``clone``, ``_to_copy``...)."""
-    packet = op_identity.packet_of(node.op_kind)  # "aten::slice_copy": every overload
-    if packet is None or op_identity.namespace_of(packet) != op_identity.DEFAULT_NAMESPACE:
+    packet = op_registry.packet_of(node.op_kind)  # "aten::slice_copy": every overload
+    if packet is None or op_registry.namespace_of(packet) != op_registry.DEFAULT_NAMESPACE:
         return True
-    return op_facts.has("may_alias", packet)
+    return op_registry.has("may_alias", packet)
 
 
 def host_read_counters() -> frozenset[str]:
     """The counters of the ops whose eager run is the host reading device data
     (``aten::_local_scalar_dense``: ``.item()``), the op fact ``host_reads``."""
-    return frozenset(op_identity.fallback_counter(p) for p in op_facts.get("host_reads"))
+    return frozenset(op_registry.fallback_counter(p) for p in op_registry.get("host_reads"))

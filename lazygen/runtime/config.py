@@ -13,7 +13,7 @@ from . import dispatch
 from .errors import LazygenRuntimeError
 from .execution import executor
 from .graph import dynamic
-from .op_registry.identity import table_key
+from .op_registry import table_key
 from .state import settings
 from .tracing import ir_reuse, output_shapes
 

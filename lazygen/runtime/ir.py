@@ -14,8 +14,7 @@ from typing import NamedTuple
 
 import torch
 
-from . import state
-from .op_registry import facts as op_facts
+from . import op_registry, state
 from .sources import user_source
 from .state import settings
 
@@ -353,7 +352,7 @@ class InputWrite(Node):
     def lower(self, ctx) -> list:
         target, value = self.operands
         return ctx.call(
-            op_facts.get("input_write"),
+            op_registry.get("input_write"),
             [ctx.tensor(target), ctx.tensor(value), ctx.constant(False)],
             {},
             1,

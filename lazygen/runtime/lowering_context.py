@@ -86,15 +86,13 @@ from typing import Any
 
 import torch
 
-from . import state
+from . import op_registry, state
 from .errors import LazygenRuntimeError, LazyGraphError
 from .ir import FixedScalar, Node, ScalarData, Shape, Value, wrapped_number_dtype
-from .op_registry import facts as op_facts
-from .op_registry import identity as op_identity
 
-# The lowering contract's converters of an op's spellings (defined in ``op_identity``).
-from .op_registry.identity import op_string as op_string
-from .op_registry.identity import overload_of
+# The lowering contract's converters of an op's spellings (defined in ``op_registry``).
+from .op_registry import op_string as op_string
+from .op_registry import overload_of
 
 #: An op as ``ctx.call`` takes it: the ``torch.ops`` overload, or its ``"ns::name.overload"``
 #: string (the only form a non-native ``opkind`` has).
@@ -382,7 +380,7 @@ def takes_contiguous_inputs(op: Op) -> bool:
     strides) or ``contiguous_inputs`` (its kernels require them); see "Views may alias".
     This is the one rule every aliasing ``call`` applies.
     """
-    return op_facts.has("stride_reading", op) or op_facts.has("contiguous_inputs", op)
+    return op_registry.has("stride_reading", op) or op_registry.has("contiguous_inputs", op)
 
 
 def view_of(op: Op):
@@ -396,9 +394,9 @@ def view_of(op: Op):
     overload = overload_of(op)
     if overload is None:
         return None
-    if not op_facts.has("view_copies", overload) or op_facts.has("stride_reading", overload):
+    if not op_registry.has("view_copies", overload) or op_registry.has("stride_reading", overload):
         return None
-    packet = op_facts.of("view_copy_views", overload)
+    packet = op_registry.of("view_copy_views", overload)
     if packet is None:
-        return op_identity.view_of_copy(overload)
-    return getattr(packet, op_identity.overload_name(overload), None)
+        return op_registry.view_of_copy(overload)
+    return getattr(packet, op_registry.overload_name(overload), None)

@@ -2,9 +2,8 @@
 
 Where the core must treat some ops apart, the fact is declared where the op lives (the
 ``runtime/ops`` package: ``ops/facts.py`` or the op's own module; the built-in op list's
-``runtime/builtin``) and read through the one registry, ``runtime/op_registry/facts.py``, keyed by
-the op; an op's spellings are converted in one module, ``runtime/op_registry/identity.py``, which
-names no op itself. The scan covers every module of ``lazygen/runtime`` and of
+``runtime/builtin``) and read through the one registry, ``runtime/op_registry.py``, keyed by
+the op; an op's spellings are converted in the same module, which names no op itself. The scan covers every module of ``lazygen/runtime`` and of
 ``lazygen/dynamo`` (the front end); the modules that may name ops are listed one by
 one in ``OP_MODULES`` with the reason (an op's kernels, lowerings or facts), and each of them
 must name one (a module that stops naming ops leaves the list); ``OP_PACKAGES`` are folders of
@@ -32,7 +31,7 @@ import pytest
 import torch
 
 import lazygen.runtime  # noqa: F401  (the ops package declares the facts on import)
-from lazygen.runtime.op_registry import facts as op_facts
+from lazygen.runtime import op_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "lazygen" / "runtime"
@@ -93,12 +92,12 @@ NOT_OPS = {
     ("distributed/process_group.py", "max"): "c10d's reduce kind",
     ("backends/inductor/direct.py", "is_inference"): "a keyword of Inductor's inner compile",
     ("privateuse1/tied_parameters.py", "to"): "torch.nn.Module.to, the method it wraps",
-    ("op_registry/identity.py", "_backward"): "the suffix of a backward op's name",
+    ("op_registry.py", "_backward"): "the suffix of a backward op's name",
 }
 WHERE = (
     "declare the fact in lazygen/runtime/ops/facts.py (or the op's own runtime/ops/ module) "
-    "with op_facts.declare, name it in op_facts.FACTS, and read it in the core with "
-    "op_facts.get(<fact>)"
+    "with op_registry.declare, name it in op_registry.FACTS, and read it in the core with "
+    "op_registry.get(<fact>)"
 )
 
 _SCHEMA = re.compile(r"aten::(\w+)(\.\w+)?")
@@ -275,18 +274,18 @@ def test_the_scan_leaves_prose_and_rules_alone(source):
 
 
 def test_every_fact_the_core_reads_is_declared_in_the_ops_package():
-    for fact in op_facts.FACTS:
-        assert op_facts.declared_by(fact) == "lazygen.runtime.ops.facts", fact
-        assert op_facts.get(fact), fact
+    for fact in op_registry.FACTS:
+        assert op_registry.declared_by(fact) == "lazygen.runtime.ops.facts", fact
+        assert op_registry.get(fact), fact
 
 
 def test_a_fact_has_one_home_and_a_known_name():
     with pytest.raises(ValueError, match="declared by lazygen.runtime.ops.facts and again"):
-        op_facts.declare("host_reads", frozenset(), "somewhere.else")
+        op_registry.declare("host_reads", frozenset(), "somewhere.else")
     with pytest.raises(ValueError, match="not one the core reads"):
-        op_facts.declare("no_such_fact", frozenset(), "somewhere.else")
+        op_registry.declare("no_such_fact", frozenset(), "somewhere.else")
     with pytest.raises(LookupError, match="never declared"):
-        op_facts.get("no_such_fact")
+        op_registry.get("no_such_fact")
 
 
 @pytest.mark.parametrize("relative", sorted(OP_MODULES))

@@ -1,7 +1,7 @@
 """An op's spellings are converted in one module (issue 52 item 1), which the op-name scan
 (``test_op_names.py``) alone does not hold: it flags names, not the code that builds or reads
 them. This scan covers every module of ``lazygen/runtime`` and ``lazygen/dynamo``, op modules
-included, except the converter ``runtime/op_registry/identity.py``, and flags
+included, except the converter ``runtime/op_registry.py``, and flags
 
 * a read of an op's raw name: ``op._schema.name``, ``op._overloadname``,
   ``packet._qualified_op_name``, ``op.name()``, ``op.overloadpacket.__name__`` (and the same
@@ -28,7 +28,7 @@ import torch
 
 from .test_op_names import ROOT, RUNTIME, _core_files, _rel, _runtime_files
 
-CONVERTER = RUNTIME / "op_registry" / "identity.py"
+CONVERTER = RUNTIME / "op_registry.py"
 #: Private attributes of ``OpOverload``/``OpOverloadPacket`` that hold a raw name.
 RAW_ATTRIBUTES = {"_overloadname", "_qualified_op_name"}
 #: Modules whose ops are strings by nature, with why: the comparison rule leaves them alone.
@@ -36,7 +36,7 @@ STRING_KINDED = {
     "backends/torchscript/passes.py": "TorchScript's IR names a node by its kind string",
     "backends/torchscript/lowering.py": "TorchScript's IR names a node by its kind string",
 }
-WHERE = "convert the op with lazygen/runtime/op_registry/identity.py (or add the converter there)"
+WHERE = "convert the op with lazygen/runtime/op_registry.py (or add the converter there)"
 
 
 def _namespaces() -> frozenset[str]:
@@ -167,7 +167,7 @@ def test_the_core_scan_flags_each_family_match(where):
 @pytest.mark.parametrize(
     "source",
     [
-        "name = op_identity.fallback_counter(op)",
+        "name = op_registry.fallback_counter(op)",
         "if packet is aten.div:\n    pass",
         'if overload_name(op) == "to":\n    pass',
         "backend.name",

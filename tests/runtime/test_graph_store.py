@@ -206,6 +206,53 @@ def test_what_has_no_meaning_outside_the_process_is_unkeyable():
     assert stable_key.digest(_key((torch.SymInt, "s0"))) is None  # a symbol of this process
 
 
+class _IntColour(enum.IntEnum):
+    RED = 1
+
+
+class _Node:
+    """A node class, as graph keys hold them (marshal's path in ``stable_key.digest``)."""
+
+
+_SHAPES = (Shape(torch.float32, (2, 3)),)
+
+
+def _node_key(attrs=(), shapes=_SHAPES, cls=_Node) -> GraphKey:
+    return GraphKey((((cls, attrs, shapes, ((0, 0),)),), ((0, 0),)))
+
+
+def test_a_node_entry_tells_apart_what_marshal_could_conflate():
+    """Node entries are written by marshal: what it could write like another value (a
+    ``Shape`` or an ``IntEnum`` among the attributes, a ``bool`` size) must still differ."""
+    keys = [
+        _node_key((1,)),
+        _node_key((True,)),
+        _node_key((1.0,)),
+        _node_key((_IntColour.RED,)),
+        _node_key(((torch.float32, (2, 3)),)),
+        _node_key((Shape(torch.float32, (2, 3)),)),
+        _node_key(shapes=(Shape(torch.float32, (2, True)),)),
+        _node_key(shapes=(None,)),
+        _node_key(cls=_Colour),
+        _node_key((torch.float16,)),
+        _node_key(("torch.float16",)),
+    ]
+    digests = [stable_key.digest(key) for key in keys]
+    assert None not in digests and len(set(digests)) == len(keys)
+    assert stable_key.digest(_node_key((1,))) == stable_key.digest(_node_key((1,)))
+
+
+def test_a_node_entry_with_a_symbol_or_a_local_class_is_unkeyable():
+    class Local:
+        pass
+
+    symbolic = Shape(torch.float32, ((torch.SymInt, "s0"), 3))
+    assert stable_key.digest(_node_key(shapes=(symbolic,))) is None
+    assert stable_key.digest(_node_key(cls=Local)) is None
+    assert stable_key.digest(_node_key(cls=torch.SymInt)) is None
+    assert stable_key.digest(_node_key((object(),))) is None
+
+
 def test_the_digest_is_the_same_in_another_process():
     code = (
         "import torch\n"

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import lazygen.runtime as lr
+from lazygen.runtime import op_registry
 from lazygen.runtime.ir import Shape
-from lazygen.runtime.op_registry import identity as op_identity
 from lazygen.runtime.ops.facts import CPU_STATISTICS_OPS
 from lazygen.runtime.tracing.output_shapes import compute_shapes
 
@@ -125,7 +125,7 @@ _NORM_CALLS = {
 
 
 def test_every_cpu_statistics_op_is_checked():
-    assert {op_identity.packet_of(name) for name in _NORM_CALLS} == CPU_STATISTICS_OPS
+    assert {op_registry.packet_of(name) for name in _NORM_CALLS} == CPU_STATISTICS_OPS
 
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["same_dtype", "float32_parameters"])

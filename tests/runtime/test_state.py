@@ -28,7 +28,7 @@ def test_the_tracing_caches_are_parts_of_the_runtime_object():
     """The hot path's caches (shapes, size lists, scalar inputs' tensors) live on the
     runtime object: a reset drops them with it, and tracing makes new ones."""
     from lazygen.runtime.ir import ScalarTensors
-    from lazygen.runtime.kernel_support.operands import SizeLists
+    from lazygen.runtime.kernel_support.recording import SizeLists
     from lazygen.runtime.tracing.output_shapes import ShapeCache
 
     kinds = (ShapeCache, SizeLists, ScalarTensors)
@@ -203,7 +203,7 @@ def test_reset_leaves_no_state_behind():
     # The step reached the state (else this test could not fail).
     made = {"metrics.Tables", "execution.step_closures.Closures", "debug.Synced"}
     made |= {"devices.Devices", "graph.dynamic.Marks", "tracing.output_shapes.ShapeCache"}
-    made |= {"kernel_support.operands.SizeLists", "ir.ScalarTensors"}
+    made |= {"kernel_support.recording.SizeLists", "ir.ScalarTensors"}
     assert {f"lazygen.runtime.{name}" for name in made} <= set(after_step), after_step
     assert after_step != parts
 

@@ -21,7 +21,7 @@ import torch
 from .. import metrics, state
 from ..backend_interface import KernelTables
 from ..errors import LazygenRuntimeError
-from ..op_registry.identity import library_name, names_match
+from ..op_registry import library_name, names_match
 from ..state import kernel_table, settings
 from . import decompositions, refusals
 from .fallback import eager_fallback

@@ -21,12 +21,10 @@ from __future__ import annotations
 import torch
 from torch.utils._pytree import tree_map
 
-from .. import state
+from .. import op_registry, state
 from ..devices import get_device
 from ..errors import LazygenRuntimeError
 from ..metrics import count
-from ..op_registry import facts as op_facts
-from ..op_registry import identity as op_identity
 from ..state import settings
 from ..tracing.tensor import LazyTensor, from_data, shared_scalars
 from .fallback import eager_fallback
@@ -43,9 +41,9 @@ def lookup(op, kernel_for):
     """A kernel for ``op`` built from lazy kernels, or None. ``kernel_for(op)`` finds the
     kernel of another op (the dispatcher's lookup)."""
     kernel = None
-    if op_identity.is_foreach(op):
+    if op_registry.is_foreach(op):
         kernel = _foreach_kernel(op, kernel_for)
-    elif op_facts.has("metadata_only", op):
+    elif op_registry.has("metadata_only", op):
         kernel = _metadata_only_kernel(op)
     if kernel is None:
         kernel = composite_kernel(op)
@@ -83,7 +81,7 @@ def _element_kernel(op, kernel_for):
         return None
     if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
         return None  # in-place and out= variants: functionalization gives us functional ones
-    packet = op_facts.of("foreach_element", op) or op_identity.packet_of(
+    packet = op_registry.of("foreach_element", op) or op_registry.packet_of(
         schema.name.replace("_foreach_", "", 1)
     )
     if packet is None:
@@ -138,7 +136,7 @@ def _foreach_kernel(op, kernel_for):
                 results.append(kernel(*positional, **keywords))
         return results
 
-    foreach.__name__ = f"foreach_{op_identity.base_name(element)}"
+    foreach.__name__ = f"foreach_{op_registry.base_name(element)}"
     return foreach
 
 
@@ -158,7 +156,7 @@ def _metadata_only_kernel(op):
     (``empty_like`` then an in-place draw), so the draw is a node of the graph with a seed
     input: a graph replayed with fresh seeds (``torch.compile``) draws new numbers at
     every call rather than replaying one call's upload."""
-    name = op_identity.counter_name(op.overloadpacket)
+    name = op_registry.counter_name(op.overloadpacket)
     drawn_in_graph = composite_kernel(op) if torch.Tag.nondeterministic_seeded in op.tags else None
 
     def kernel(*args, **kwargs):
@@ -288,5 +286,5 @@ def composite_kernel(op, with_cpu_kernel: bool = False):
         _write_back(wrapped)
         return tree_map(_from_functional, result)
 
-    kernel.__name__ = f"composite_{op_identity.base_name(op)}"
+    kernel.__name__ = f"composite_{op_registry.base_name(op)}"
     return kernel

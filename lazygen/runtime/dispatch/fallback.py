@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import torch
 
-from .. import state
+from .. import op_registry, state
 from ..devices import LazyDevice, device_from
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..metrics import count, record_fallback
-from ..op_registry import facts as op_facts
-from ..op_registry import identity as op_identity
 from ..sources import user_source
 from ..state import settings
 from ..tracing.tensor import LazyTensor, from_data, inner, to_functional
@@ -39,12 +37,12 @@ def _op_info(func):
     return (
         # the counter (`aten::div`, as LTC's) leaves the overload out; the report says
         # which overload to add to an op list (`div.Tensor`)
-        op_identity.fallback_counter(func),
-        op_identity.op_list_name(func),
+        op_registry.fallback_counter(func),
+        op_registry.op_list_name(func),
         tuple(i for i, _ in positions),
         tuple(n for _, n in names),
-        op_facts.has("host_reads", func),
-        op_facts.of("host_results", func),
+        op_registry.has("host_reads", func),
+        op_registry.of("host_results", func),
     )
 
 

@@ -49,11 +49,10 @@ from typing import Any
 
 import torch
 
-from .. import state
+from .. import op_registry, state
 from ..devices import device_from
 from ..errors import LazygenRuntimeError
 from ..metrics import record_declined
-from ..op_registry import identity as op_identity
 from ..sources import user_source
 from ..tracing.tensor import LazyTensor
 from .fallback import eager_fallback
@@ -142,7 +141,7 @@ def _decomposed_before_the_device(key, traced: Collection) -> bool:
     return bool(overloads) and all(
         op not in traced
         and torch._C._dispatch_has_kernel_for_dispatch_key(
-            op_identity.op_string(op), "CompositeImplicitAutograd"
+            op_registry.op_string(op), "CompositeImplicitAutograd"
         )
         for op in overloads
     )
@@ -178,7 +177,7 @@ def declines(backend, op, args: tuple = (), kwargs: dict | None = None, also=())
         refuser is backend for other in also for refuser, _ in rules_for(other)
     )
     if refused:
-        record_declined(op_identity.fallback_counter(op), user_source)
+        record_declined(op_registry.fallback_counter(op), user_source)
     return refused
 
 

@@ -22,7 +22,7 @@ from .. import kernel_support as rt
 from ..errors import LazygenRuntimeError
 from ..execution import executor
 from ..ir import Shape
-from ..op_registry.identity import kind_counter, library_name
+from ..op_registry import kind_counter, library_name
 from ..tracing.tensor import LazyTensor, from_data, new_lazy
 from . import peers
 from .groups import data_group_name

@@ -1,5 +1,8 @@
-"""A lazy graph's structure: post-order, structural key, replayable templates, and the cache of
-compiled graphs (one per backend) that maps keys to executables and remembers templates."""
+"""A lazy graph's structure: post-order, structural key (exact, and size-generic: every shape
+reduced to its dtype and rank, for graphs compiled for all sizes and the recompile budget),
+replayable templates, and the cache of compiled graphs (one per backend) that maps keys to
+executables and remembers templates. Both keys are computed for every graph compiled, one
+entry per node, so they sit side by side."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from collections import OrderedDict
 
 from ..ir import Node, Value
 from ..state import settings
+from . import size_inputs
 
 
 def post_order(roots: list[Value]) -> tuple[list[Node], dict[Node, int]]:
@@ -68,6 +72,52 @@ def graph_key(order: list[Node], position: dict[Node, int], outputs: list[Value]
         for n in order
     )
     return GraphKey((entries, tuple((position[v.node], v.index) for v in outputs)))
+
+
+# The size-generic key -------------------------------------------------------------------------------------
+
+
+def _rank(shape):
+    return None if shape is None else (shape.dtype, len(shape.sizes))
+
+
+def generic_key(key: GraphKey, constants: bool = True) -> GraphKey:
+    """``key`` with the sizes of every shape left out (dtypes and ranks kept). With
+    ``constants`` false, the values of size constants (sizes traced with dynamic shapes
+    off) are left out too: not a key to reuse a compiled graph by (those graphs hold their
+    constants), but one telling that two graphs differ in sizes only (``budget.py``): the
+    ``SymInt`` attributes that would be size inputs under dynamic shapes are left out."""
+    entries, outputs = key.entries
+    abstract = tuple(
+        (cls, _attrs(entries, entry, constants), tuple(map(_rank, entry[2])), entry[3])
+        for entry in entries
+        for cls in (entry[0],)
+    )
+    return GraphKey(("size-generic" if constants else "sizes", abstract, outputs))
+
+
+def _attrs(entries: tuple, entry: tuple, constants: bool):
+    """A node's attributes in a size-generic key: sizes traced as inputs hidden
+    (``size_inputs``), a size constant's value dropped unless ``constants``, and without
+    ``constants``, the ``SymInt`` attributes equal to a size of the node's tensors too."""
+    cls, attrs, shapes, refs = entry
+    if cls.size_attrs and size_inputs.has_size_arguments(attrs):
+        return size_inputs.generic_attrs(attrs)
+    if not constants and cls.size_attrs:
+        operands = [entries[p][2][i] for p, i in _refs(refs) if i < len(entries[p][2])]
+        return size_inputs.hide_sizes(cls, attrs, size_inputs.sizes_of(shapes, operands))
+    return None if not constants and cls.is_constant else attrs
+
+
+def _refs(refs):
+    """The ``(position, index)`` operand references of a key entry, lists flattened."""
+    for ref in refs:
+        if not ref:  # no operand, or an empty list of them (as_strided's gradient has one)
+            continue
+        if isinstance(ref[0], tuple) or ref[0] is None:  # a list operand
+            yield from (r for r in ref if r is not None)
+        else:
+            yield ref
 
 
 # Templates: a graph's post-order and inputs, replayed on the next step of the same structure --

@@ -40,7 +40,7 @@ class Structure:
         #: Size-generic keys refused for all sizes (a lowering reads a size): each of their
         #: sizes compiles for its own sizes, without trying all sizes again.
         self.refused_keys: set = set()
-        #: ``dynamic.generic_key(key, constants=False)`` of every graph compiled: a graph
+        #: ``generic_key(key, constants=False)`` of every graph compiled: a graph
         #: whose one is among them differs from a compiled one in sizes only.
         self.size_keys: set = set()
         self.extra_spent = False

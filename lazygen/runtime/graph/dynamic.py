@@ -11,8 +11,8 @@ data-dependent sizes keep working. Only the compiled artifact is made size-gener
   attribute the schema types ``SymInt`` that equals a size of its node's tensors (a
   slice's end cut to a sequence length: ``size_inputs.py``). Sizes then reach a graph
   only as inputs, as node shapes, and as the int attributes that are not sizes.
-* ``generic_key`` is a graph's key with every shape reduced to its dtype and rank and the
-  attributes traced as size inputs hidden. Other int attributes (``dim``, kernel sizes, a
+* ``generic_key`` (``graph/__init__.py``, beside the exact key) is a graph's key with every
+  shape reduced to its dtype and rank and the attributes traced as size inputs hidden. Other int attributes (``dim``, kernel sizes, a
   ``SymInt`` equal to no size) stay in it exactly, so a graph that depends on one compiles
   again when it changes.
 * A graph is compiled for all sizes from a copy of it whose shapes hide their sizes
@@ -43,7 +43,7 @@ from .. import state
 from ..errors import LazygenRuntimeError
 from ..ir import DeviceData, FixedScalar, Node, ScalarData, Shape, Value
 from ..state import settings
-from . import GraphKey, size_inputs
+from . import size_inputs
 
 # On or off ------------------------------------------------------------------------------
 
@@ -78,52 +78,6 @@ def switch_on() -> None:
 def switch_off() -> None:
     """Forget the budget's switch (``config.set_dynamic_shapes``; a reset forgets it too)."""
     state.part(Marks).switched_on = False
-
-
-# Keys -------------------------------------------------------------------------------------
-
-
-def _rank(shape):
-    return None if shape is None else (shape.dtype, len(shape.sizes))
-
-
-def generic_key(key: GraphKey, constants: bool = True) -> GraphKey:
-    """``key`` with the sizes of every shape left out (dtypes and ranks kept). With
-    ``constants`` false, the values of size constants (sizes traced with dynamic shapes
-    off) are left out too: not a key to reuse a compiled graph by (those graphs hold their
-    constants), but one telling that two graphs differ in sizes only (``budget.py``): the
-    ``SymInt`` attributes that would be size inputs under dynamic shapes are left out."""
-    entries, outputs = key.entries
-    abstract = tuple(
-        (cls, _attrs(entries, entry, constants), tuple(map(_rank, entry[2])), entry[3])
-        for entry in entries
-        for cls in (entry[0],)
-    )
-    return GraphKey(("size-generic" if constants else "sizes", abstract, outputs))
-
-
-def _attrs(entries: tuple, entry: tuple, constants: bool):
-    """A node's attributes in a size-generic key: sizes traced as inputs hidden
-    (``size_inputs``), a size constant's value dropped unless ``constants``, and without
-    ``constants``, the ``SymInt`` attributes equal to a size of the node's tensors too."""
-    cls, attrs, shapes, refs = entry
-    if cls.size_attrs and size_inputs.has_size_arguments(attrs):
-        return size_inputs.generic_attrs(attrs)
-    if not constants and cls.size_attrs:
-        operands = [entries[p][2][i] for p, i in _refs(refs) if i < len(entries[p][2])]
-        return size_inputs.hide_sizes(cls, attrs, size_inputs.sizes_of(shapes, operands))
-    return None if not constants and cls.is_constant else attrs
-
-
-def _refs(refs):
-    """The ``(position, index)`` operand references of a key entry, lists flattened."""
-    for ref in refs:
-        if not ref:  # no operand, or an empty list of them (as_strided's gradient has one)
-            continue
-        if isinstance(ref[0], tuple) or ref[0] is None:  # a list operand
-            yield from (r for r in ref if r is not None)
-        else:
-            yield ref
 
 
 # Compiling for all sizes ----------------------------------------------------------------------

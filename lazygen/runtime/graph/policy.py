@@ -23,7 +23,7 @@ import enum
 from dataclasses import dataclass
 
 from ..ir import Node, Value
-from . import GraphCache, GraphKey, budget, dynamic
+from . import GraphCache, GraphKey, budget, dynamic, generic_key
 
 
 class Action(enum.Enum):
@@ -73,12 +73,12 @@ def decide(
         return Decision(Action.CACHED, executable)
     generic = None
     if size_generic and (dynamic.on() or dynamic.reads_marked(order)):
-        generic = dynamic.generic_key(key)
+        generic = generic_key(key)
         executable = cache.get(generic)
         if executable is not None:  # compiled for all sizes: this one too
             return Decision(Action.CACHED, executable, via_generic=True, generic=generic)
     record = budget.structure(cache.structures, order, outputs)
-    sizes_key = dynamic.generic_key(key, constants=False)
+    sizes_key = generic_key(key, constants=False)
     if record.exhausted():
         # Sizes changed (or, with dynamic shapes on, may have): one compile for all sizes.
         sizes_only = sizes_key in record.size_keys or generic is not None

@@ -149,7 +149,7 @@ def explain(
 ) -> Explanation | None:
     """Why ``key`` (the graph of ``order``) is not among ``cached``; None when no cached
     graph is a variant of it. ``key`` and ``cached`` may be size-generic keys
-    (``dynamic.generic_key``: shapes as dtype and rank); ``dynamic_on``: whether dynamic
+    (``graph.generic_key``: shapes as dtype and rank); ``dynamic_on``: whether dynamic
     shapes are on (the advice never says to turn on what is on)."""
     nearest = _nearest(cached, key)
     if nearest is None:

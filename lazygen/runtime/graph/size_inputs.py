@@ -20,7 +20,7 @@ a ``SymInt`` operand is (``kernel_support.symint``):
   operand, a tuple, in the order the ``SizeArgument``s appear in the attributes, and
   makes the node of ``sized_class(cls)``, the class's own with a ``lower()`` of its own;
 * ``generic_attrs`` hides their values from the size-generic key
-  (``dynamic.generic_key``), so the lengths of such a graph share one key;
+  (``graph.generic_key``), so the lengths of such a graph share one key;
 * that ``lower()`` (``_SizedNode``) lowers the node as its schema has it (the last operand
   left out), each ``SizeArgument`` its int, or, in the copy of a graph compiled for all
   sizes (``dynamic.hidden_sizes`` makes its nodes of ``sized_class(cls, hidden=True)``),
@@ -114,7 +114,7 @@ def lift(cls: type[Node], operands: tuple, attrs: tuple, shapes, device) -> tupl
 
 def hide_sizes(cls: type[Node], attrs: tuple, sizes: set[int]) -> tuple:
     """``attrs`` with the values ``lift`` would make size inputs hidden: what tells, with
-    dynamic shapes off, that two graphs differ in sizes only (``dynamic.generic_key``)."""
+    dynamic shapes off, that two graphs differ in sizes only (``graph.generic_key``)."""
     return _marked(cls, attrs, sizes, lambda v: HIDDEN)[0]
 
 

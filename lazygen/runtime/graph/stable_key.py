@@ -10,15 +10,29 @@ function, any object, a symbolic size: its name means nothing in another process
 the whole graph unkeyable: ``digest`` returns None and the graph is compiled as before,
 never mistaken for another. ``encode`` gives the same encoding of any value (the output
 shapes kept on disk are named by it: ``tracing/output_shapes.py``).
+
+``digest`` runs at every graph's first compile in a process, warm or cold, over the whole
+graph: ``_encode``'s recursion, one Python call per value, cost 5.7 ms for an encoder
+training step's four graphs (1,312 nodes), marshal 2.0-2.2 ms (docs/benchmarks.md). So a
+node's entry is made marshallable (its class by name, its shapes as ``(dtype name,
+sizes)``) and written by ``marshal`` (format 2: no references, so the bytes follow the
+values only, never which equal objects happen to be shared), which writes exact ``bool``,
+``int``, ``float``, ``str``, ``bytes``, ``None``, tuples and lists with their types and
+refuses every subclass (an enum, a ``Shape`` among the attributes), a ``SymInt`` and any
+object: an entry it refuses is encoded by ``_encode`` instead, tagged apart, which encodes
+or refuses it as before. A frozenset is written in its iteration order, which equal sets
+may not share across processes: at worst a stored graph missed, never a wrong one read.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import marshal
 
 import torch
 
+from .. import state
 from ..ir import Shape
 from . import GraphKey
 
@@ -35,12 +49,69 @@ class _Unkeyable(Exception):
 def digest(key: GraphKey, *context: str) -> str | None:
     """The sha256 of ``key`` and ``context`` (what else the compiled graph depends on), or
     None when a part of the key cannot be encoded."""
-    parts: list[str] = list(context)
     try:
-        _encode(key.entries, parts)
+        body = marshal.dumps((tuple(context), _marshallable(key.entries)), _MARSHAL_VERSION)
     except _Unkeyable:
         return None
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+    return hashlib.sha256(body).hexdigest()
+
+
+_MARSHAL_VERSION = 2  # the last format without references (3 added them)
+
+
+def _marshallable(entries) -> tuple:
+    """A graph key's ``(nodes, outputs)`` with each node entry ``(class, attrs, shapes,
+    operands)`` as marshal writes it (``_node``), or as ``_encode`` text where marshal
+    refuses it; a key of another layout as ``_encode`` text whole. Each form is tagged, so
+    no two keys give the same bytes."""
+    if not (type(entries) is tuple and len(entries) == 2 and type(entries[0]) is tuple):
+        return ("E", _encoded(entries))
+    nodes = []
+    for entry in entries[0]:
+        try:
+            node = _node(entry)
+            marshal.dumps(node, _MARSHAL_VERSION)
+        except (ValueError, TypeError):  # unmarshallable, or not a 4-tuple
+            node = ("E", _encoded(entry))
+        nodes.append(node)
+    outputs = entries[1]
+    try:
+        marshal.dumps(outputs, _MARSHAL_VERSION)
+    except ValueError:
+        outputs = ("E", _encoded(outputs))
+    return ("G", tuple(nodes), outputs)
+
+
+def _node(entry: tuple) -> tuple:
+    """A node's entry in marshallable form, tagged ``"N"``: its class by qualified name,
+    each shape as ``(dtype name, sizes)`` (``None`` stays), attributes and operands as they
+    are (marshal refuses what they hold that it cannot write exactly)."""
+    cls, attrs, shapes, operands = entry
+    if not isinstance(cls, type):
+        raise TypeError(cls)  # not a node class: the generic encoding
+    return ("N", _class_name(cls), attrs, tuple(map(_shape, shapes)), operands)
+
+
+def _shape(shape: Shape | None):
+    if shape is None:
+        return None
+    if type(shape) is not Shape or type(shape.dtype) is not torch.dtype:
+        raise TypeError(shape)
+    return str(shape.dtype), shape.sizes
+
+
+@state.memo
+def _class_name(cls: type) -> str:
+    """A node class's qualified name (a memo: the same ~30 classes recur in every graph)."""
+    if cls in _SYMBOLIC:
+        raise TypeError(cls)
+    return _qualified(cls)
+
+
+def _encoded(value) -> str:
+    parts: list[str] = []
+    _encode(value, parts)
+    return "\x1f".join(parts)
 
 
 def encode(value) -> str | None:

@@ -1,9 +1,9 @@
 """What generated kernels call (imported as ``rt``); see docs/architecture.md, "Kernel support".
 
-The contract's names, by job: ``operands`` (each argument as an IR value), ``random_ops``
-(a random op's generator operand), ``nodes`` (the node, the fast path ``trace`` and the lazy
-results); here, what is left: ``device_of``'s sibling ``elsewhere``, the eager fallback and
-the node classes of the installed tables. Every function is on the per-op hot path: keep
+The contract's names, by job: ``recording`` (one op recorded: each argument as an IR value,
+the node, the fast path ``trace`` and the lazy results), ``random_ops`` (a random op's
+generator operand); here, what is left: ``device_of``'s sibling ``elsewhere``, the eager
+fallback and the node classes of the installed tables. Every function is on the per-op hot path: keep
 them short. Generated code reads each name as an attribute of this module (``rt.trace``), so
 these re-exports cost nothing per call.
 """
@@ -23,9 +23,12 @@ from ..metrics import count
 from ..state import settings
 from ..tracing.output_shapes import infer_shapes, shape_key
 from ..tracing.tensor import LazyTensor
-from .nodes import TracedOp, inplace, make_node, trace, wrap, wrap_list, wrap_tuple
-from .operands import (
+from .random_ops import GeneratorData, default_generator, generator
+from .recording import (
+    TracedOp,
     device_of,
+    inplace,
+    make_node,
     optional_scalar,
     optional_tensor,
     optional_tensor_list,
@@ -34,9 +37,12 @@ from .operands import (
     symint_list,
     tensor,
     tensor_list,
+    trace,
     upload,
+    wrap,
+    wrap_list,
+    wrap_tuple,
 )
-from .random_ops import GeneratorData, default_generator, generator
 
 __all__ = [
     "GeneratorData",

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import torch
 
+from .. import op_registry
 from ..devices import LazyDevice
 from ..execution import executor
 from ..ir import Node, Value
 from ..metrics import count
-from ..op_registry import facts as op_facts
-from ..op_registry import identity as op_identity
 from ..tracing import random_inputs
 from ..tracing.tensor import LazyTensor
 
@@ -67,9 +66,9 @@ def generator(gen, device: LazyDevice, op, args, kwargs) -> Value:
 def _advance(gen: torch.Generator, op, args, kwargs) -> None:
     """Run ``op`` eagerly with generator ``gen``: on zero-filled stand-ins of the lazy inputs
     when its consumption is value-independent, else on their values (a sync)."""
-    value_independent = op_facts.has("value_independent_random", op)
+    value_independent = op_registry.has("value_independent_random", op)
     if not value_independent:
-        count(op_identity.random_sync_counter(op))
+        count(op_registry.random_sync_counter(op))
         lazy = [a for a in (*args, *kwargs.values()) if type(a) is LazyTensor]
         executor.sync(lazy)
 

@@ -1,7 +1,7 @@
 """The facts about particular ops that the core acts on, declared here, beside the ops'
-nodes and kernels, and read by the core through ``op_facts`` (the core knows no op).
+nodes and kernels, and read by the core through ``op_registry`` (the core knows no op).
 
-Each declaration says why the ops are apart; ``op_facts.FACTS`` says what the core does
+Each declaration says why the ops are apart; ``op_registry.FACTS`` says what the core does
 with each fact. Declared on import of the ops package (``import lazygen.runtime``).
 """
 
@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 import torch
 
-from ..op_registry import facts as op_facts
+from .. import op_registry
 
 _HERE = __name__
 aten = torch.ops.aten
@@ -187,4 +187,4 @@ for _fact, _value in {
     "contiguous_inputs": CONTIGUOUS_INPUT_OPS,
     "input_write": INPUT_WRITE_OP,
 }.items():
-    op_facts.declare(_fact, _value, _HERE)
+    op_registry.declare(_fact, _value, _HERE)

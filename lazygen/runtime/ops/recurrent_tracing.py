@@ -22,7 +22,7 @@ from .. import devices
 from .. import kernel_support as rt
 from ..dispatch import refusals
 from ..ir import Node, Shape
-from ..op_registry.identity import kind_counter
+from ..op_registry import kind_counter
 from ..tracing.tensor import inner, to_functional
 from .recurrent_lowering import Layout
 

@@ -23,7 +23,7 @@ import torch
 
 from .. import state
 from ..dispatch.decompositions import COMPOSITE
-from ..op_registry.identity import base_name, library_name, overload_name
+from ..op_registry import base_name, library_name, overload_name
 
 aten = torch.ops.aten
 _KEY = torch._C.DispatchKey

@@ -19,12 +19,11 @@ import threading
 
 import torch
 
-from .. import metrics, state
+from .. import metrics, op_registry, state
 from ..errors import LazygenRuntimeError
 from ..graph import stable_key
 from ..ir import Shape, call_shape_function, scalar_dtype, wrapped_number_dtype
-from ..op_registry import facts as op_facts
-from ..op_registry.identity import op_string
+from ..op_registry import op_string
 from ..state import settings
 from .tensor import LazyTensor
 
@@ -45,7 +44,7 @@ class ShapeCache(dict):
     holds half the bound it becomes ``old`` (and the previous ``old``, whatever was not used
     since, goes).
 
-    The hot path (``kernel_support.nodes.trace``, ``cached_shapes``) reaches it as
+    The hot path (``kernel_support.recording.trace``, ``cached_shapes``) reaches it as
     ``state.runtime.parts[ShapeCache]``: a subscript, no Python frame and no call, its hit
     one ``dict.get``; a ``KeyError`` (a new runtime) makes it through ``state.part``.
 
@@ -246,14 +245,14 @@ def compute_shapes(op, args, kwargs, compute_fn=None) -> tuple[Shape, ...]:
     meta_args = list(_to_meta(tuple(args)))
     meta_kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
     _numbers_to_tensors(op, meta_args, meta_kwargs)
-    if op_facts.has("same_dtype", op):
+    if op_registry.has("same_dtype", op):
         _check_same_dtype(op, meta_args, meta_kwargs)
     with torch.utils._python_dispatch._disable_current_modes():
         result = op(*meta_args, **meta_kwargs)
     shapes = _shapes_of(result)
-    if op_facts.has("cpu_statistics", op) and _backing_is_cpu():
+    if op_registry.has("cpu_statistics", op) and _backing_is_cpu():
         shapes = _cpu_statistics(shapes, meta_args, meta_kwargs)
-        if op_facts.has("cpu_eval_statistics", op):
+        if op_registry.has("cpu_eval_statistics", op):
             shapes = _cpu_eval_statistics(op, shapes, meta_args, meta_kwargs)
     return shapes
 
@@ -279,7 +278,7 @@ def _cpu_statistics(shapes: tuple, args: list, kwargs: dict) -> tuple:
 def _cpu_eval_statistics(op, shapes: tuple, args: list, kwargs: dict) -> tuple:
     """``shapes`` with the saved statistics (results 1 and 2) empty where the call
     evaluates: the CPU kernel gives them no elements (meta kernels give one per channel)."""
-    flag = op_facts.of("cpu_eval_statistics", op)
+    flag = op_registry.of("cpu_eval_statistics", op)
     if flag is not None:
         names = [argument.name for argument in op._schema.arguments]
         if flag not in names:  # an overload without the flag (``.no_stats``) trains

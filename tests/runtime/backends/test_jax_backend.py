@@ -17,7 +17,7 @@ from support.training import compare_training  # noqa: E402
 import lazygen.runtime as lr  # noqa: E402
 from lazygen.runtime.backends.jax.backend import JaxBackend  # noqa: E402
 from lazygen.runtime.backends.jax.ops import JAX_OPS  # noqa: E402
-from lazygen.runtime.op_registry.identity import table_key as op_key  # noqa: E402
+from lazygen.runtime.op_registry import table_key as op_key  # noqa: E402
 from lazygen.runtime.ops import CORE_LOWERED_OPS  # noqa: E402
 from lazygen.runtime.tracing.tensor import inner  # noqa: E402
 

@@ -11,8 +11,7 @@ import re
 import torch
 
 import lazygen.runtime as runtime
-from lazygen.runtime.op_registry import facts as op_facts
-from lazygen.runtime.op_registry import identity as op_identity
+from lazygen.runtime import op_registry
 from lazygen.runtime.ops import CORE_LOWERED_OPS
 from lazygen.runtime.ops.gru import GRU_LAYERS
 from lazygen.runtime.ops.lstm import LSTM_LAYERS
@@ -27,15 +26,15 @@ CALLERS = {"call", "op", "keywords", "_g"}
 
 
 def _is_fact_lookup(node: ast.AST) -> bool:
-    """``op_facts.get("<fact>")`` of a fact that names one op (``input_write``)."""
+    """``op_registry.get("<fact>")`` of a fact that names one op (``input_write``)."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "get"
-        and getattr(node.func.value, "id", "") == "op_facts"
+        and getattr(node.func.value, "id", "") == "op_registry"
         and len(node.args) == 1
         and isinstance(node.args[0], ast.Constant)
-        and isinstance(op_facts.get(node.args[0].value), torch._ops.OpOverload)
+        and isinstance(op_registry.get(node.args[0].value), torch._ops.OpOverload)
     )
 
 
@@ -55,7 +54,7 @@ def _called_ops(path: pathlib.Path) -> set[str]:
                 if isinstance(part, ast.Constant) and OP.match(str(part.value)):
                     found.add(part.value)
                 elif _is_fact_lookup(part):  # an op the core reads from the op facts
-                    found.add(op_identity.op_string(op_facts.get(part.args[0].value)))
+                    found.add(op_registry.op_string(op_registry.get(part.args[0].value)))
     return found
 
 

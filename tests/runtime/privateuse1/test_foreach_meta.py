@@ -29,7 +29,7 @@ class _Recording:
 def _kernel(op, monkeypatch):
     """The meta kernel of ``op``, whose redispatches to the composite are recorded, not run:
     ``OpOverload.redispatch`` is patched for ``op`` only (the kernel names its op through
-    ``op_registry.identity``, which takes a real overload, not a stand-in)."""
+    ``op_registry``, which takes a real overload, not a stand-in)."""
     positions = foreach_meta._classify(op)
     recording = _Recording(op)
     real = torch._ops.OpOverload.redispatch

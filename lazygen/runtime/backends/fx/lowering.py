@@ -30,7 +30,7 @@ from ...lowering_context import (
     overload_of,
     takes_contiguous_inputs,
 )
-from ...op_registry.identity import base_name, overload_name
+from ...op_registry import base_name, overload_name
 from ...state import settings
 
 #: ``meta`` key of a placeholder saying what it receives ("data", "scalar", "generator").

@@ -20,7 +20,7 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from ...graph.recompiles import Explanation
-from ...op_registry.identity import base_name
+from ...op_registry import base_name
 from ..fx.lowering import IR_NODE
 from ..fx.lowering import SCALAR_READ as _READ
 

@@ -21,7 +21,7 @@ import torch.fx
 from torch._decomp import get_decompositions
 
 from ... import metrics
-from ...op_registry.identity import fallback_counter
+from ...op_registry import fallback_counter
 from ...state import log
 
 

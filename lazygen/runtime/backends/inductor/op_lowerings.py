@@ -9,9 +9,9 @@ from types import MappingProxyType
 
 import torch
 
+from ... import op_registry
 from ...lowering_context import op_string, overload_of, view_of
-from ...op_registry import facts as op_facts
-from ...op_registry.identity import base_name
+from ...op_registry import base_name
 from ..fx.lowering import IR_NODE, FXLoweringContext, OpLowering
 
 
@@ -36,7 +36,7 @@ def lower_alpha(ctx: FXLoweringContext, op: str, args: list, kwargs: dict, num_o
 def _view_copy_overloads() -> list[str]:
     """Every functional overload of the view copies (op fact ``view_copies``) that has a view (``view_of``)."""
     names = []
-    for packet in sorted(op_facts.get("view_copies"), key=base_name):
+    for packet in sorted(op_registry.get("view_copies"), key=base_name):
         for overload in packet.overloads():
             op = getattr(packet, overload)
             if view_of(op) is not None:

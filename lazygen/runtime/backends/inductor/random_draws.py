@@ -25,7 +25,7 @@ from types import MappingProxyType
 import torch
 import torch.fx
 
-from ...op_registry.identity import base_name
+from ...op_registry import base_name
 from ..fx.lowering import INPUT_KIND, IR_NODE
 
 aten = torch.ops.aten

@@ -255,20 +255,10 @@ class JaxBackend(Backend):
             placed = tuple(placed[j] for j in returned)
             jitted = jax.jit(function, donate_argnums=donate, out_shardings=placed)
         if inputs is None:
-            lowered = jitted.lower(*[self._abstract(n, mesh) for n in ctx.parameters])
+            lowered = jitted.lower(*ctx.abstract_parameters(mesh))
         else:
             lowered = jitted.lower(*[abstract(x) for x in inputs])
         return ctx, lowered, frozenset(donate), returned
-
-    def _abstract(self, node: Node, mesh=None):
-        """What the executor will feed for input ``node``: its number for scalars and seeds
-        (traced as weakly typed scalars), a shape and dtype for device data (and, under
-        SPMD, its sharding on the program's ``mesh``)."""
-        if isinstance(node, ScalarData) or getattr(node, "is_seed", False):
-            return node.value
-        shape = node.shapes[0]
-        sharding = None if mesh is None else self.spmd.input_sharding(node, mesh)
-        return jax.ShapeDtypeStruct(tuple(shape.sizes), to_jax(shape.dtype), sharding=sharding)
 
     def compile(self, order: list[Node], outputs: list[Value], device):
         if hides_sizes(order):

@@ -40,7 +40,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from ...graph.dynamic import SizeHidden
 from ...ir import Shape
-from ...op_registry.identity import op_string, overload_of, table_key
+from ...op_registry import op_string, overload_of, table_key
 from .derived_backwards import DerivedBackwards, above_autograd
 from .lowering import Cast, JaxLoweringContext, Ref, UnsupportedOpError
 

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from ...op_registry.identity import base_name, forward_of
+from ...op_registry import base_name, forward_of
 
 _T = TypeVar("_T")
 

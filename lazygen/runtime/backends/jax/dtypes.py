@@ -85,3 +85,16 @@ def enable_x64() -> None:
     """Turn on JAX's 64-bit mode (process-wide; idempotent)."""
     if not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
+
+
+# What op implementations (``ops/``) compute their results' dtypes with.
+
+
+def dt(shapes, index: int = 0):
+    """The JAX dtype of output ``index`` of a node (its ``shapes``, as shape inference gave them)."""
+    return to_jax(shapes[index].dtype)
+
+
+#: ``x`` in ``dtype`` as torch casts (floats to narrow integers wrap): the name the op
+#: implementations use for ``convert``.
+as_dtype = convert

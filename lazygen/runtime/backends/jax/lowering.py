@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import torch
@@ -37,7 +38,7 @@ import torch
 from ...graph.dynamic import HiddenSizes, SizeHidden
 from ...ir import Node, ScalarData, Shape, SizeConstant, Value
 from ...lowering_context import LoweringContext, fixed_number
-from ...op_registry.identity import op_string, overload_of, table_key
+from ...op_registry import op_string, overload_of, table_key
 from ...state import settings
 from .dtypes import convert, to_jax
 
@@ -83,7 +84,7 @@ class Instruction:
 
 
 class JaxLoweringContext(LoweringContext):
-    """Records a graph's instructions; ``ops`` maps table keys (``op_identity.table_key``) to
+    """Records a graph's instructions; ``ops`` maps table keys (``op_registry.table_key``) to
     implementations ``impl(shapes, *args, **kwargs)``."""
 
     def __init__(self, device: torch.device | str | None, ops: dict[str, Callable]) -> None:
@@ -134,6 +135,21 @@ class JaxLoweringContext(LoweringContext):
         if isinstance(node, ScalarData):
             self.scalar_numbers[ref.slot] = node.value
         return ref
+
+    def abstract_parameters(self, mesh=None) -> list:
+        """What the executor will feed for each parameter, as ``jax.jit(...).lower`` takes
+        it: its number for scalars and seeds (traced as weakly typed scalars), a shape and
+        dtype for device data (and, under SPMD, its sharding on the program's ``mesh``)."""
+        abstract = []
+        for node in self.parameters:
+            if isinstance(node, ScalarData) or getattr(node, "is_seed", False):
+                abstract.append(node.value)
+                continue
+            shape = node.shapes[0]
+            sharding = None if mesh is None else self.spmd.input_sharding(node, mesh)
+            dtype = to_jax(shape.dtype)
+            abstract.append(jax.ShapeDtypeStruct(tuple(shape.sizes), dtype, sharding=sharding))
+        return abstract
 
     def compiled_number(self, value):
         """The number a wrapped-number input (a ``Scalar`` argument) holds, compiled in as

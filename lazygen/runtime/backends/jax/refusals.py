@@ -21,7 +21,7 @@ from types import MappingProxyType
 import torch
 
 from ...backend_interface import KernelTables
-from ...op_registry.identity import overload_name, overload_of, table_key
+from ...op_registry import overload_name, overload_of, table_key
 from .dtypes import SUPPORTED
 
 aten = torch.ops.aten

@@ -29,8 +29,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from ... import op_registry
 from ...ir import DeviceData, Node, Value
-from ...op_registry import facts as op_facts
 from ...sharding import MeshLayout, Placement, ShardingConstraint
 
 #: The mesh axis of ``Spmd.replicated`` (a 1-D mesh of every device, in JAX's order).
@@ -364,7 +364,7 @@ def _elementwise_inputs(root: Node, sizes, position: dict) -> tuple[list, list]:
     while queue and len(seen) < SEARCH_LIMIT:
         node, distance = queue.popleft()
         operands = node.inputs()
-        if op_facts.has("metadata_only", node.op_kind):
+        if op_registry.has("metadata_only", node.op_kind):
             like += [
                 (distance + 1, position[id(v.node)]) for v in operands if id(v.node) in position
             ]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .table import as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import op
 
 
 def _cast(shapes, *values):

@@ -29,7 +29,8 @@ import math
 
 import jax.numpy as jnp
 
-from .table import as_dtype, dt, op, per_channel
+from ..dtypes import as_dtype, dt
+from .table import op, per_channel
 
 
 def _accumulator(dtype):

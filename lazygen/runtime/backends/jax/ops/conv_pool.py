@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .table import HIGHEST, as_dtype, dt, op, per_channel
+from ..dtypes import as_dtype, dt
+from .table import HIGHEST, op, per_channel
 
 # Convolution ----------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .table import as_dtype, dt, op, sizes
+from ..dtypes import as_dtype, dt
+from .table import op, sizes
 
 
 @op("embedding")

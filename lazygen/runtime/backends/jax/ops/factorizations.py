@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jax import lax
 
-from .table import as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import op
 
 
 def _lu(a):

@@ -9,7 +9,8 @@ import math
 
 import jax.numpy as jnp
 
-from .table import dt, op
+from ..dtypes import dt
+from .table import op
 
 
 def _scaled(x, normalization: int, n: int):

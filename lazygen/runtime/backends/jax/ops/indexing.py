@@ -9,7 +9,8 @@ from types import MappingProxyType
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op, sizes
+from ..dtypes import as_dtype, dt
+from .table import op, sizes
 
 # Indexing --------------------------------------------------------------------------------
 

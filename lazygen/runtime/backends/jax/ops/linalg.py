@@ -8,7 +8,8 @@ import math
 
 import jax.numpy as jnp
 
-from .table import HIGHEST, as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import HIGHEST, op
 
 
 @op("mm", "bmm", "matmul")

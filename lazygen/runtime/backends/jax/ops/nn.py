@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .table import HIGHEST, as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import HIGHEST, op
 
 # Normalisation and losses ----------------------------------------------------------------
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import op
 
 
 @op("complex")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from .table import JAX_OPS, as_dtype, dt
+from ..dtypes import as_dtype, dt
+from .table import JAX_OPS
 
 
 def _degree(n):

@@ -14,8 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..dtypes import as_dtype, dt
 from .conv_pool import _max_pool_backward, _pool_config
-from .table import HIGHEST, as_dtype, dt, op
+from .table import HIGHEST, op
 
 
 def _avg_pool(spatial, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor):

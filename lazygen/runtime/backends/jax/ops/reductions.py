@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op, reduce_dims
+from ..dtypes import as_dtype, dt
+from .table import op, reduce_dims
 
 # Reductions ------------------------------------------------------------------------------
 

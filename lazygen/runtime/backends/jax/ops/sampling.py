@@ -8,7 +8,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .table import as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import op
 
 # Random (seeds: ``lazygen.runtime.tracing.random_inputs``) ------------------------------------------
 

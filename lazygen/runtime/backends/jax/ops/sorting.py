@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import op
 
 
 def _keep(values, indices, dim, keepdim):

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import jax.scipy.special as sp
 from jax import lax
 
-from .table import JAX_OPS, as_dtype, dt, op
+from ..dtypes import as_dtype, dt
+from .table import JAX_OPS, op
 
 _UNARY = MappingProxyType(
     {

@@ -1,6 +1,7 @@
 """The jax backend's op table and what its entries share: ``JAX_OPS`` (aten overload ->
 implementation), the ``@op`` decorator that fills it, and the helpers every family of ops
-uses (the output dtype ``dt``, ``sizes``, casts, reduction dims, matmul precision).
+uses (``sizes``, reduction dims, matmul precision; the output dtype ``dt`` and the cast
+``as_dtype`` are torch's dtypes as JAX's: ``dtypes.py``).
 
 Every implementation is called as ``impl(shapes, *args, **kwargs)`` with the aten schema's
 arguments (tensors as JAX values, numbers as Python numbers or traced scalars, attributes
@@ -16,8 +17,6 @@ from collections.abc import Callable
 
 import jax.numpy as jnp
 from jax import lax
-
-from ..dtypes import convert, to_jax
 
 JAX_OPS: dict[str, Callable] = {}
 
@@ -46,11 +45,6 @@ def op(*names: str, reads_sizes: bool = False, static_args: tuple[int, ...] = ()
     return register
 
 
-def dt(shapes, index: int = 0):
-    """The JAX dtype of output ``index``."""
-    return to_jax(shapes[index].dtype)
-
-
 def sizes(shapes, index: int = 0) -> tuple[int, ...]:
     """The sizes output ``index`` was traced with: only for ops registered with
     ``reads_sizes`` (the others derive sizes from their operands and arguments, so that
@@ -62,11 +56,6 @@ def rank(shapes, index: int = 0) -> int:
     """The number of dimensions of output ``index`` (known for every size: a graph
     compiled for all sizes hides the sizes, never their number)."""
     return len(shapes[index].sizes)
-
-
-def as_dtype(x, dtype):
-    """``x`` in ``dtype`` as torch casts (floats to narrow integers wrap: ``convert``)."""
-    return convert(x, dtype)
 
 
 def reduce_dims(dim, ndim: int):

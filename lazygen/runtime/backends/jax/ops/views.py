@@ -10,7 +10,8 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
-from .table import as_dtype, dt, op, rank, sizes
+from ..dtypes import as_dtype, dt
+from .table import op, rank, sizes
 
 # Copies, casts, factories ---------------------------------------------------------------
 

@@ -1,37 +1,58 @@
-"""One identity per op: every spelling of an op the runtime meets, converted in one place.
+"""What the runtime knows of an op, keyed by the op itself: one record per op.
 
-An op is its ``torch._ops.OpOverload`` (``torch.ops.aten.add.Tensor``). Everything else is a
-spelling of it, and this module is the only one that converts between them:
+Two parts, side by side because each needs the other (a fact is keyed by the op's identity):
 
-=================================  ==============================================  ==========
-spelling                           who writes it                                   function
-=================================  ==============================================  ==========
-``torch.ops.aten.add.Tensor``      the dispatcher, hand-written lowerings          the op
-``"aten::add.Tensor"``,            generated ``lower()`` (``ctx.call``), dumps;    ``op_string``
-``"aten::relu"`` (default)         **the canonical name**
-``"add.Tensor"``, ``"relu"``       op lists, ``torch.library``, force-fallback     ``library_name``
-                                   lists, the jax backend's op table
-``"lazy::add.Tensor"``             the counter of a traced op (LTC's spelling)     ``counter_name``
-``"aten::add"``                    the counter of an eager fallback (LTC's)        ``fallback_counter``
-``"aten::add"`` (a packet)         facts about every overload of an op             ``packet_of``
-``AddTensor`` (a node class)       the generated IR (``op_kind`` + ``op_name``)    ``overload_of``
-=================================  ==============================================  ==========
+* **Identity.** An op is its ``torch._ops.OpOverload`` (``torch.ops.aten.add.Tensor``).
+  Everything else is a spelling of it, and this module is the only one that converts
+  between them:
 
-``overload_of`` turns any of them back into the ``OpOverload`` (None for a name torch does not
-know: a non-native ``opkind`` such as ``"ltc_cast"``). The answers are pure functions of
-torch's op registry, so the memo below is kept for the process. It stays in this module's
-globals, not on the runtime object (``state.memo``): ``packet_of`` is asked twice per traced
-op, and ``state.memo``'s lookup costs ~100 ns more per call (~3% of tracing an op;
-docs/architecture.md, "Module-level state").
+  =================================  ==============================================  ==========
+  spelling                           who writes it                                   function
+  =================================  ==============================================  ==========
+  ``torch.ops.aten.add.Tensor``      the dispatcher, hand-written lowerings          the op
+  ``"aten::add.Tensor"``,            generated ``lower()`` (``ctx.call``), dumps;    ``op_string``
+  ``"aten::relu"`` (default)         **the canonical name**
+  ``"add.Tensor"``, ``"relu"``       op lists, ``torch.library``, force-fallback     ``library_name``
+                                     lists, the jax backend's op table
+  ``"lazy::add.Tensor"``             the counter of a traced op (LTC's spelling)     ``counter_name``
+  ``"aten::add"``                    the counter of an eager fallback (LTC's)        ``fallback_counter``
+  ``"aten::add"`` (a packet)         facts about every overload of an op             ``packet_of``
+  ``AddTensor`` (a node class)       the generated IR (``op_kind`` + ``op_name``)    ``overload_of``
+  =================================  ==============================================  ==========
 
-Near the bottom of the runtime: it imports nothing of lazygen.
+  ``overload_of`` turns any of them back into the ``OpOverload`` (None for a name torch does not
+  know: a non-native ``opkind`` such as ``"ltc_cast"``). The answers are pure functions of
+  torch's op registry, so the memo below is kept for the process. It stays in this module's
+  globals, not on the runtime object (``state.memo``): ``packet_of`` is asked twice per traced
+  op, and ``state.memo``'s lookup costs ~100 ns more per call (~3% of tracing an op;
+  docs/architecture.md, "Module-level state").
+
+* **Facts.** The one registry through which the core reads facts about particular ops.
+  The core (IR, shape inference, fallback, executor, lowering context) knows no op: where it
+  must treat some ops apart (normalisations whose CPU kernels keep another dtype, random ops
+  it may replay on stand-ins, reads of device data by the host), it asks this registry for
+  the fact by name. The ops package declares each fact where the op lives
+  (``runtime/ops/facts.py`` and the ``ops/`` module of the op), at import, before the first
+  op runs: ``import lazygen.runtime`` imports it. ``tests/architecture/test_op_names.py``
+  keeps op names out of the core's modules.
+
+  A fact is keyed by the op (its identity, above): a ``frozenset`` of ``OpOverloadPacket``s (every
+  overload of each), a read-only mapping from them, or one ``OpOverload``; it is immutable
+  and declared once per process: what it says never depends on what ran, so the registry is
+  not state that ``reset()`` puts back.
+
+Near the bottom of the runtime: it imports nothing of lazygen. Nothing here names an op.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import torch
+
+# Identity: an op's spellings -----------------------------------------------------------
 
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
@@ -115,7 +136,7 @@ def _resolve(name: str):
 
 def packet_of(op):
     """The ``OpOverloadPacket`` (every overload of the op) of any spelling, or None; a packet
-    is returned as it is. Facts about ops (``op_facts``) are keyed by it."""
+    is returned as it is. Facts about ops (below) are keyed by it."""
     if isinstance(op, OpOverloadPacket):
         return op
     if type(op) is str and "." not in op:  # "aten::normal": a packet without a default
@@ -264,3 +285,106 @@ def op_list_name(op) -> str:
     namespace = op.namespace
     name = library_name(op)
     return name if namespace == DEFAULT_NAMESPACE else f"{namespace}::{name}"
+
+
+# Facts: what the core reads about particular ops, keyed by the op -----------------------
+
+#: Every fact the core reads: its name -> what the core does with it (and who reads it).
+FACTS: Mapping[str, str] = MappingProxyType(
+    {
+        "cpu_statistics": "normalisations whose CPU kernels give their "
+        "statistics in the input's dtype (tracing.output_shapes declares the CPU dtypes)",
+        "cpu_eval_statistics": "batch norms whose CPU kernels give empty saved "
+        "statistics in evaluation: op -> its training flag's argument name, or None "
+        "(tracing.output_shapes declares the empty results)",
+        "same_dtype": "ops whose eager kernels need one dtype across their "
+        "tensors (tracing.output_shapes raises the user's error at trace time)",
+        "value_independent_random": "random ops whose draws depend on "
+        "their inputs' metadata only (kernel_support replays them on zero stand-ins)",
+        "host_reads": "ops whose eager run is the host reading device data, "
+        "not a missing kernel (fallback, metrics' report, dynamo's capture)",
+        "host_results": "op -> positions of results that stay host tensors "
+        "(fallback leaves them on the CPU)",
+        "metadata_only": "ops reading only their tensor argument's dtype and "
+        "sizes (decompositions run them on a stand-in; the jax backend's SPMD lays out a "
+        "result made from one like its argument)",
+        "foreach_element": "a _foreach_ op -> its element op, where the name is not the "
+        "_foreach_ op's without '_foreach_' (decompositions)",
+        "view_copies": "functionalization's view copies, which a lowering may "
+        "run as views (lowering_context)",
+        "view_copy_views": "a view copy -> the view it runs as, where that is "
+        "not the name without '_copy' (lowering_context.view_of)",
+        "may_alias": "ops whose lowered result may share its input's storage "
+        "(lowering_context, dynamo's capture)",
+        "stride_reading": "ops whose result depends on their input's strides (lowering_context)",
+        "contiguous_inputs": "ops whose CPU kernels need contiguous inputs (lowering_context)",
+        "input_write": "the op an in-place write of a graph input lowers as (ir.InputWrite)",
+    }
+)
+
+Fact = frozenset | Mapping[Any, Any] | Any
+
+_declared: dict[str, Fact] = {}
+_where: dict[str, str] = {}
+
+
+def _key(op, fact: str, where: str):
+    """The packet (every overload) an entry of a fact names, whatever its spelling."""
+    packet = packet_of(op)
+    if packet is None:
+        raise ValueError(f"lazygen: op fact {fact!r} (declared by {where}) names {op!r}, no op")
+    return packet
+
+
+def declare(fact: str, value, where: str) -> None:
+    """Declare ``fact`` (a name of ``FACTS``) from module ``where``: a collection of ops, a
+    mapping from ops, or one op, each op in any spelling this module converts (a packet
+    ``torch.ops.aten.mm`` stands for every overload). Stored keyed by the op: a frozenset of
+    ``OpOverloadPacket``s, a read-only mapping from them, or one ``OpOverload``. A fact has
+    one home: declaring it again from another module is an error."""
+    if fact not in FACTS:
+        raise ValueError(
+            f"lazygen: op fact {fact!r} (declared by {where}) is not one the core reads; "
+            f"add it to op_registry.FACTS with what the core does with it, or use one of "
+            f"{sorted(FACTS)}"
+        )
+    if fact in _where and _where[fact] != where:
+        raise ValueError(
+            f"lazygen: op fact {fact!r} is declared by {_where[fact]} and again by {where}; "
+            f"declare it in one place"
+        )
+    if isinstance(value, Mapping):
+        value = MappingProxyType({_key(k, fact, where): v for k, v in value.items()})
+    elif isinstance(value, (str, OpOverload)):
+        value = overload_of(value)
+    else:
+        value = frozenset(_key(op, fact, where) for op in value)
+    _declared[fact] = value
+    _where[fact] = where
+
+
+def get(fact: str) -> Any:
+    """The value of ``fact``; a clear error if the ops package has not declared it."""
+    try:
+        return _declared[fact]
+    except KeyError:
+        raise LookupError(
+            f"lazygen: op fact {fact!r} was never declared; the ops package declares it when "
+            f"lazygen.runtime is imported (runtime/ops/facts.py), so import lazygen.runtime "
+            f"rather than one core module alone"
+        ) from None
+
+
+def has(fact: str, op) -> bool:
+    """Whether ``op`` (any spelling; every overload of a packet the fact names) has ``fact``."""
+    return packet_of(op) in get(fact)
+
+
+def of(fact: str, op, default=None):
+    """What the mapping ``fact`` says of ``op`` (any spelling), or ``default``."""
+    return get(fact).get(packet_of(op), default)
+
+
+def declared_by(fact: str) -> str | None:
+    """The module that declared ``fact``, or None."""
+    return _where.get(fact)
