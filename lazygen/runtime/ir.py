@@ -305,10 +305,9 @@ class ScalarData(Node):
                 tensors = state.part(ScalarTensors)
             tensor = tensors.get(key)
             if tensor is None:
-                if len(tensors) >= _SCALAR_TENSORS_MAX:
-                    tensors.clear()  # values that change every step (Adam's bias correction)
-                tensor = torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
-                tensors[key] = tensor
+                tensor = tensors.keep(
+                    key, torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
+                )
             return tensor
         return torch.tensor(value, dtype=self.shapes[0].dtype, device=self.device)
 
@@ -392,17 +391,15 @@ class SizeConstant(Node):
         return [ctx.constant(self.attrs[0])]
 
 
-class ScalarTensors(dict):
+class ScalarTensors(state.BoundedMemo):
     """Graph inputs of scalar values, shared across steps of this run (a part of the
     runtime object: a reset makes a new, empty one): graphs never write their inputs (nor
     does anything else write device data), so one 0-dim tensor per (value, dtype, device)
     serves. ``ScalarData.materialize`` reaches it by subscript
-    (``state.runtime.parts[ScalarTensors]``); bounded by ``_SCALAR_TENSORS_MAX``."""
+    (``state.runtime.parts[ScalarTensors]``); bounded by ``limit``."""
 
     __slots__ = ()
-
-
-_SCALAR_TENSORS_MAX = 1024
+    limit = 1024
 
 
 def scalar_dtype(value) -> torch.dtype:

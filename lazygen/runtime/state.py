@@ -125,6 +125,24 @@ class KernelTable(dict):
 #: The one dispatch table of the process (see ``KernelTable``).
 kernel_table = KernelTable()
 
+
+class BoundedMemo(dict):
+    """A memo part of the runtime read on the hot path by subscript (``runtime.parts[Kind]``,
+    no call) and bounded by its class's ``limit``: full, it is emptied rather than evicted
+    one entry at a time, since what overflows it is values that change every step (Adam's
+    bias correction), which no order of eviction would keep useful."""
+
+    __slots__ = ()
+    limit = 1024
+
+    def keep(self, key, value):
+        """Store ``value`` under ``key`` (emptying the memo first when full); return it."""
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
+
+
 Part = TypeVar("Part")
 
 

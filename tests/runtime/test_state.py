@@ -48,6 +48,25 @@ def test_the_tracing_caches_are_parts_of_the_runtime_object():
     assert not any(hasattr(state, name) for name in ("register", "once_per_process"))
 
 
+def test_a_full_bounded_memo_is_emptied_before_it_keeps_more():
+    """The hot path's memos (size lists, scalar inputs' tensors) stay within their limit:
+    values that change every step (Adam's bias correction) would otherwise grow them for
+    as long as the run lasts."""
+    from lazygen.runtime.ir import ScalarTensors
+
+    class Small(state.BoundedMemo):
+        __slots__ = ()
+        limit = 3
+
+    memo = Small()
+    assert [memo.keep(i, str(i)) for i in range(3)] == ["0", "1", "2"]
+    assert memo.keep(3, "3") == "3" and memo == {3: "3"}
+    x = torch.ones(2, device=lr.device())
+    for i in range(ScalarTensors.limit + 5):  # a new scalar input each time
+        (x * (i + 0.5)).cpu()
+    assert 0 < len(state.runtime.parts[ScalarTensors]) <= ScalarTensors.limit
+
+
 def test_reset_makes_a_new_runtime_object():
     old = state.runtime
     tables = state.part(metrics.Tables)

@@ -183,22 +183,18 @@ def symint_list(values, device: LazyDevice) -> tuple[Value, ...]:
         lists = state.part(SizeLists)
     found = lists.get(key)
     if found is None:
-        if len(lists) >= _SIZE_LISTS_MAX:
-            lists.clear()
-        found = lists[key] = tuple([Value(SizeConstant(v), 0) for v in key])
+        found = lists.keep(key, tuple([Value(SizeConstant(v), 0) for v in key]))
     return found
 
 
-class SizeLists(dict):
+class SizeLists(state.BoundedMemo):
     """The size lists traced in this run as shared ``SizeConstant`` values (a part of the
-    runtime object: a reset makes a new, empty one): ints -> values, bounded by
-    ``_SIZE_LISTS_MAX`` (emptied when full). ``symint_list`` reaches it by subscript
+    runtime object: a reset makes a new, empty one): ints -> values, bounded by ``limit``
+    (emptied when full). ``symint_list`` reaches it by subscript
     (``state.runtime.parts[SizeLists]``), as cheap as the global it replaces."""
 
     __slots__ = ()
-
-
-_SIZE_LISTS_MAX = 4096
+    limit = 4096
 
 
 # The node and its results.
