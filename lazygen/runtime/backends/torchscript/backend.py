@@ -22,6 +22,7 @@ from .lowering import TSLoweringContext
 from .passes import (
     fold_double_transposes,
     fold_filled_products,
+    share_number_operands,
     transpose_products,
     write_in_place,
 )
@@ -217,6 +218,7 @@ class TorchScriptBackend(Backend):
         transpose_products(ctx.graph)
         fold_double_transposes(ctx.graph)
         fold_filled_products(ctx.graph, dtypes)
+        share_number_operands(ctx.graph, dtypes, ctx.device)
         write_in_place(ctx.graph, _same_dtype_writes(order, ctx))
         return ctx
 

@@ -6,6 +6,8 @@ off for lazy graphs live here, each a pure function of the graph.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from ... import state
@@ -116,6 +118,73 @@ def fold_filled_products(graph: torch._C.Graph, dtypes: dict) -> int:
         fill.destroy()
         folded += 1
     return folded
+
+
+def share_number_operands(graph: torch._C.Graph, dtypes: dict, device: torch.device) -> int:
+    """Give ``add``/``sub``/``mul``/``div`` by a constant number, and ``pow`` of a constant
+    number, that number as one 0-dim tensor of the op's dtype, made once per run.
+
+    An op given a Python number wraps it at every call into a 0-dim float64 (or int64)
+    tensor that type promotion then copies to the op's dtype (``aten::to``): two
+    allocations and a copy per op. An optimizer step is mostly such ops on small tensors
+    (AdamW: about ten per parameter: decay, betas, bias corrections, eps), a fifth of a
+    small GPT-2 step on the CPU (docs/benchmarks.md). One ``aten::scalar_tensor`` per
+    distinct number and dtype serves every op that reads it.
+
+    Only on the CPU and where the other operand's dtype (``dtypes``, by ``unique()``) is
+    float32 or float64: promotion then keeps that dtype, the kernels compute in it, and the
+    number is rounded to it either way, so the results are the same bits. (Half and
+    bfloat16 kernels compute with the number unrounded, and CUDA reads a wrapped number as
+    a kernel argument.) Returns the number of operands replaced."""
+    if device.type != "cpu":
+        return 0
+    shared: dict = {}
+    replaced = 0
+    for node in list(graph.nodes()):
+        position, arity = _NUMBER_OPERAND.get(node.kind(), (0, -1))
+        if node.inputsSize() != arity:  # not one of them, or another overload (a mode)
+            continue
+        inputs = list(node.inputs())
+        number, other = inputs[position], inputs[1 - position]
+        if number.node().kind() != "prim::Constant" or number.type() not in _NUMBER_TYPES:
+            continue
+        dtype = dtypes.get(other.unique())
+        if dtype not in _EXACT_DTYPES or other.type().kind() != "TensorType":
+            continue
+        tensor = shared.get((number.unique(), dtype))
+        if tensor is None:
+            tensor = shared[(number.unique(), dtype)] = _scalar_tensor(graph, number, dtype, device)
+        node.replaceInput(position, tensor)
+        replaced += 1
+    return replaced
+
+
+# The ops whose number argument is wrapped into a tensor: (its position, their arity).
+_NUMBER_OPERAND = MappingProxyType(
+    {
+        "aten::add": (1, 3),
+        "aten::sub": (1, 3),
+        "aten::mul": (1, 2),
+        "aten::div": (1, 2),
+        "aten::pow": (0, 2),
+    }
+)
+_NUMBER_TYPES = (torch._C.FloatType.get(), torch._C.IntType.get())
+_EXACT_DTYPES = (torch.float32, torch.float64)
+
+
+def _scalar_tensor(graph, number: torch._C.Value, dtype, device) -> torch._C.Value:
+    """``aten::scalar_tensor(number, dtype, device=device)``, placed after ``number``'s
+    constant (which precedes all its readers)."""
+    after = number.node()
+    graph.setInsertPoint(after)  # the constants go before it
+    none = graph.insertConstant(None)
+    arguments = [number, graph.insertConstant(dtype), none, graph.insertConstant(device), none]
+    node = graph.create("aten::scalar_tensor", arguments, 1)
+    node.output().setType(torch._C.TensorType.get())
+    node.insertAfter(after)
+    graph.setInsertPoint(graph.return_node())  # appending again, as after lowering
+    return node.output()
 
 
 _ABSENT = object()
