@@ -121,14 +121,14 @@ def fold_filled_products(graph: torch._C.Graph, dtypes: dict) -> int:
 
 
 def share_number_operands(graph: torch._C.Graph, dtypes: dict, device: torch.device) -> int:
-    """Give ``add``/``sub``/``mul``/``div`` by a constant number, and ``pow`` of a constant
+    """Give ``add``/``sub``/``rsub``/``mul``/``div`` by a constant number, and ``pow`` of a constant
     number, that number as one 0-dim tensor of the op's dtype, made once per run.
 
     An op given a Python number wraps it at every call into a 0-dim float64 (or int64)
     tensor that type promotion then copies to the op's dtype (``aten::to``): two
     allocations and a copy per op. An optimizer step is mostly such ops on small tensors
-    (AdamW: about ten per parameter: decay, betas, bias corrections, eps), a fifth of a
-    small GPT-2 step on the CPU (docs/benchmarks.md). One ``aten::scalar_tensor`` per
+    (AdamW: about ten per parameter: decay, betas, bias corrections, eps), about a
+    millisecond of a small GPT-2 step on the CPU (docs/benchmarks.md). One ``aten::scalar_tensor`` per
     distinct number and dtype serves every op that reads it.
 
     Only on the CPU and where the other operand's dtype (``dtypes``, by ``unique()``) is
@@ -164,6 +164,7 @@ _NUMBER_OPERAND = MappingProxyType(
     {
         "aten::add": (1, 3),
         "aten::sub": (1, 3),
+        "aten::rsub": (1, 3),  # the compile route's ``1 - beta ** step``
         "aten::mul": (1, 2),
         "aten::div": (1, 2),
         "aten::pow": (0, 2),

@@ -19,7 +19,8 @@ graph(%x : Tensor):
   %d : Tensor = aten::div(%c, %beta)
   %e : Tensor = aten::pow(%beta, %d)
   %f : Tensor = aten::mul(%e, %half)
-  return (%f)
+  %g : Tensor = aten::rsub(%f, %one, %one)
+  return (%g)
 """
 
 
@@ -28,7 +29,14 @@ def _numbers_read_as_numbers(graph) -> int:
     ``pow``'s exponent is not one: ``pow(x, 2)`` reads it as a number (a square)."""
     count = 0
     for node in graph.nodes():
-        if node.kind() in ("aten::add", "aten::sub", "aten::mul", "aten::div", "aten::pow"):
+        if node.kind() in (
+            "aten::add",
+            "aten::sub",
+            "aten::rsub",
+            "aten::mul",
+            "aten::div",
+            "aten::pow",
+        ):
             operands = list(node.inputs())[:1] if node.kind() == "aten::pow" else node.inputs()
             count += sum(v.node().kind() == "prim::Constant" for v in list(operands)[:2])
     return count
@@ -51,7 +59,7 @@ def test_numbers_become_one_tensor_each_and_results_keep_their_bits(dtype, sizes
     x = torch.rand(sizes, dtype=dtype) + 0.5
     graph = torch._C.parse_ir(_ARITHMETIC)
     expected = _run(graph.copy(), x)
-    assert share_number_operands(graph, _dtypes(graph, dtype), torch.device("cpu")) == 6
+    assert share_number_operands(graph, _dtypes(graph, dtype), torch.device("cpu")) == 7
     assert _numbers_read_as_numbers(graph) == 0
     kinds = collections.Counter(n.kind() for n in graph.nodes())
     assert kinds["aten::scalar_tensor"] == 3  # 0.5, 1 and 0.999: one each
