@@ -7,6 +7,27 @@ from __future__ import annotations
 WORKLOADS = ("mlp", "encoder", "gpt2")
 
 
+def training_step(name: str, on_lazy_device: bool):
+    """The workload's whole training step as a function of nothing that returns the loss:
+    forward, ``loss.backward()``, ``optimizer.step()``, ``zero_grad()``. Its model, batch and
+    optimizer state live on the lazy device when ``on_lazy_device`` (the caller has called
+    ``lr.init``), on the CPU otherwise."""
+    model, (x, y), make_optimizer, _, loss_of = make_workload(name)
+    if on_lazy_device:
+        model, x, y = model.to("lazygen"), x.to("lazygen"), y.to("lazygen")
+    model.train()
+    optimizer = make_optimizer(model.parameters())
+
+    def step():
+        loss = loss_of(model, x, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    return step
+
+
 def make_workload(name: str):
     """``(model, (x, y), optimizer factory, optax optimizer factory, loss(model, x, y))``."""
     import torch

@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 
-from _step_workloads import WORKLOADS, make_workload
+from _step_workloads import WORKLOADS, make_workload, training_step
 
 BACKENDS = ("jax", "torchscript", "inductor")
 ROUTES = (
@@ -88,19 +88,7 @@ def run_torch(route: str, workload: str, steps: int) -> dict:
     kind, _, backend = route.partition("-")
     if kind in ("lazy", "captured"):
         lr.init(backend=backend)
-    model, (x, y), make_optimizer, _, loss_of = make_workload(workload)
-    if kind in ("lazy", "captured"):
-        model, x, y = model.to("lazygen"), x.to("lazygen"), y.to("lazygen")
-    model.train()
-    optimizer = make_optimizer(model.parameters())
-
-    def step():
-        loss = loss_of(model, x, y)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        return loss
-
+    step = training_step(workload, on_lazy_device=kind in ("lazy", "captured"))
     if kind == "lazy":
         uncompiled = step
 

@@ -23,7 +23,7 @@ import statistics
 import time
 
 import torch
-from _step_workloads import WORKLOADS, make_workload
+from _step_workloads import WORKLOADS, training_step
 
 import lazygen.runtime as lr
 from lazygen.runtime.backends.torchscript import backend as ts_backend
@@ -76,22 +76,15 @@ class _Programs:
 def _step(workload: str, route: str):
     if route != "cpu":
         lr.init(backend="torchscript")
-    model, (x, y), make_optimizer, _, loss_of = make_workload(workload)
-    if route != "cpu":
-        model, x, y = model.to("lazygen"), x.to("lazygen"), y.to("lazygen")
-    optimizer = make_optimizer(model.parameters())
-
-    def step():
-        loss = loss_of(model, x, y)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if route == "lazy":
-            lr.mark_step()
-        return loss
-
+    step = training_step(workload, on_lazy_device=route != "cpu")
     if route == "lazy":
-        return step
+
+        def lazy_step():
+            loss = step()
+            lr.mark_step()
+            return loss
+
+        return lazy_step
     return torch.compile(step, backend="lazygen", options={"backend": "torchscript"})
 
 

@@ -22,7 +22,7 @@ import statistics
 import time
 
 import torch
-from _step_workloads import WORKLOADS, make_workload
+from _step_workloads import WORKLOADS, training_step
 
 import lazygen.runtime as lr
 from lazygen.runtime.execution import executor, running, step_plan
@@ -49,18 +49,7 @@ def run(workload: str, backend: str, blocks: int, steps: int) -> dict[str, tuple
     """Per arm: median step CPU time, median sync CPU time less the program's, steps timed,
     steps that replayed the plan."""
     lr.init(backend=backend)
-    model, (x, y), make_optimizer, _, loss_of = make_workload(workload)
-    model, x, y = model.to("lazygen"), x.to("lazygen"), y.to("lazygen")
-    model.train()
-    optimizer = make_optimizer(model.parameters())
-
-    def step():
-        loss = loss_of(model, x, y)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        return loss
-
+    step = training_step(workload, on_lazy_device=True)
     compiled = torch.compile(step, backend="lazygen", options={"backend": backend})
     for _ in range(15):
         compiled().item()

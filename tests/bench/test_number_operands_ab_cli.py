@@ -2,22 +2,14 @@
 on programs that give the same bits."""
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench_scripts import run_bench_script
 
 
 def test_both_arms_timed_on_the_same_bits():
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "number_operands_ab.py"), "--workload", "mlp",
-         "--blocks", "2", "--runs", "1"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = dict(
-        re.findall(r"mlp captured share_number_operands (on|off): [\d.]+ ms CPU (.*)", done.stdout)
+    out = run_bench_script(
+        "number_operands_ab", "--workload", "mlp", "--blocks", "2", "--runs", "1"
     )
-    assert set(rows) == {"on", "off"}, done.stdout
+    rows = dict(re.findall(r"mlp captured share_number_operands (on|off): [\d.]+ ms CPU (.*)", out))
+    assert set(rows) == {"on", "off"}, out
     assert all(row.endswith("same bits: True)") for row in rows.values()), rows

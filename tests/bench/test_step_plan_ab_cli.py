@@ -2,23 +2,13 @@
 only the plan's arm replays the plan."""
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench_scripts import run_bench_script
 
 
 def test_both_arms_timed():
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "step_plan_ab.py"), "--workload", "mlp",
-         "--blocks", "2", "--steps", "2"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = dict(
-        re.findall(r"mlp torchscript (\w+): step CPU [\d.]+ ms, sync less (.*)", done.stdout)
-    )
-    assert set(rows) == {"plan", "generic"}, done.stdout
+    out = run_bench_script("step_plan_ab", "--workload", "mlp", "--blocks", "2", "--steps", "2")
+    rows = dict(re.findall(r"mlp torchscript (\w+): step CPU [\d.]+ ms, sync less (.*)", out))
+    assert set(rows) == {"plan", "generic"}, out
     assert rows["plan"].endswith("(1 steps, 1 planned)"), rows
     assert rows["generic"].endswith("(1 steps, 0 planned)"), rows

@@ -4,6 +4,7 @@ per case costs seconds, and a script's ``main`` or helpers are what its tests ca
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -23,3 +24,17 @@ def load_bench_script(name: str) -> ModuleType:
     finally:
         sys.path.remove(str(BENCH))
     return module
+
+
+def run_bench_script(name: str, *args: str, timeout: float = 300) -> str:
+    """``bench/<name>.py ARGS`` run as a user runs it (a fresh interpreter, where the script's
+    own process-wide setup cannot leak into the test's); its standard output, once it exited
+    0 (else the test fails with the end of its standard error)."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / f"{name}.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
