@@ -19,10 +19,19 @@ then the loss read on the host (``.item()``, as training loops print it). Routes
   with the model on the CPU (the compile route before the captured step).
 * ``captured-<backend>``: the same ``torch.compile`` with model, optimizer state and batch
   moved to the lazy device (``lazygen.init(backend=...)``; ``model.to("lazygen")``).
+* ``dynamo-floor``: the same ``torch.compile`` on the CPU model with torch's own
+  ``aot_eager`` backend (Dynamo and aot_autograd, the aten graphs run eagerly): what any
+  ``torch.compile`` route pays at its first step before a backend compiles anything, so the
+  floor of the captured step's first step (its steady step is eager's plus the wrappers').
 * ``torchax``: torchax's jitted whole step (``torchax.train.make_train_step`` with optax's
   SGD / AdamW, ``interop.jax_jit(..., donate_argnums=(0, 2))``), the anchor; skipped with a
   note when torchax is not installed (``pip install --no-deps torchax==0.0.14.dev20261026
   optax==0.2.8``: torchax 0.0.13 does not import with torch 2.13).
+
+First steps are cold by default: each lazygen process gets an empty cache directory
+(``LAZYGEN_CACHE_DIR``, Inductor's too), as torchax, which persists nothing unless its user
+sets JAX's cache, starts cold. ``--caches warm`` keeps this machine's caches instead: the
+first step of a second process, lazygen's persistent caches being on by default.
 
 ``--base CHECKOUT`` runs each lazygen route also from another checkout (its ``.venv``'s
 interpreter and its own copy of this script), as ``<route>@base``, just before this tree's:
@@ -37,11 +46,14 @@ n_embd 64, AdamW, dropout off; ``loss_type`` set so that Dynamo does not break t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from _step_workloads import WORKLOADS, make_workload, training_step
@@ -50,8 +62,10 @@ BACKENDS = ("jax", "torchscript", "inductor")
 ROUTES = (
     "eager",
     *(f"{kind}-{backend}" for kind in ("lazy", "cpu", "captured") for backend in BACKENDS),
+    "dynamo-floor",
     "torchax",
 )
+ANCHORS = ("eager", "dynamo-floor", "torchax")  # routes without lazygen: run once, from here
 DEFAULT_ROUTES = ("eager", "lazy-jax", "cpu-jax", "captured-jax", "torchax")
 
 
@@ -86,6 +100,9 @@ def run_torch(route: str, workload: str, steps: int) -> dict:
     import lazygen.runtime as lr
 
     kind, _, backend = route.partition("-")
+    if kind == "dynamo":
+        step = torch.compile(training_step(workload, on_lazy_device=False), backend="aot_eager")
+        return _timed(step, steps)
     if kind in ("lazy", "captured"):
         lr.init(backend=backend)
     step = training_step(workload, on_lazy_device=kind in ("lazy", "captured"))
@@ -169,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--base", metavar="CHECKOUT", help="A/B: also run from this checkout")
+    parser.add_argument(
+        "--caches",
+        choices=("cold", "warm"),
+        default="cold",
+        help="cold: each lazygen process starts with empty caches (default); warm: this "
+        "machine's persistent caches",
+    )
     parser.add_argument("--one", nargs=2, metavar=("ROUTE", "WORKLOAD"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -192,10 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeats):
         for workload in args.workloads:
             for label, (python, script, route) in commands.items():
-                done = subprocess.run(
-                    [python, script, "--one", route, workload, "--steps", str(args.steps)],
-                    capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(script)),
-                )  # fmt: skip
+                with _caches(args.caches == "cold" and route not in ANCHORS) as env:
+                    done = subprocess.run(
+                        [python, script, "--one", route, workload, "--steps", str(args.steps)],
+                        capture_output=True, text=True, env=env,
+                        cwd=os.path.dirname(os.path.dirname(script)),
+                    )  # fmt: skip
                 if done.returncode != 0:
                     raise SystemExit(f"{label} {workload} failed:\n{done.stderr[-3000:]}")
                 runs.setdefault((workload, label), []).append(
@@ -207,6 +233,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _caches(cold: bool):
+    """The environment of one run: with ``cold``, lazygen's and Inductor's caches in a new
+    empty directory, removed afterwards; else this process's environment."""
+    if not cold:
+        yield None
+        return
+    directory = tempfile.mkdtemp(prefix="lazygen-bench-caches-")
+    env = dict(os.environ, LAZYGEN_CACHE_DIR=directory)
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(directory, "inductor")
+    try:
+        yield env
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _commands(routes: list[str], base: str | None) -> dict[str, tuple[str, str, str]]:
     """Each row's label -> (interpreter, script, route): this tree's routes, and with
     ``base`` each lazygen route of that checkout first (``<route>@base``)."""
@@ -216,7 +258,7 @@ def _commands(routes: list[str], base: str | None) -> dict[str, tuple[str, str, 
     if base is not None and os.path.exists(os.path.join(base, ".venv", "bin", "python")):
         python = os.path.join(base, ".venv", "bin", "python")  # its own editable install
     for route in routes:
-        if base is not None and route not in ("eager", "torchax"):
+        if base is not None and route not in ANCHORS:
             script = os.path.join(base, "bench", "captured_step.py")
             commands[f"{route}@base"] = (python, script, route)
         commands[route] = (sys.executable, here, route)
@@ -224,9 +266,10 @@ def _commands(routes: list[str], base: str | None) -> dict[str, tuple[str, str, 
 
 
 def _print_table(runs: dict, workloads: list[str], routes: list[str]) -> None:
-    print("| workload | route | first step | second step | steady step (median / min) | vs torchax | vs eager "
+    print("| workload | route | first step | first vs torchax | second step "
+          "| steady step (median / min) | vs torchax | vs eager "
           "| steady CPU time | CPU vs torchax | losses vs eager (max rel.) |")  # fmt: skip
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for workload in workloads:
         anchor = runs.get((workload, "torchax"))
         eager = runs.get((workload, "eager"))
@@ -253,7 +296,8 @@ def _print_table(runs: dict, workloads: list[str], routes: list[str]) -> None:
             if results[0].get("eager_segments"):
                 note += f" ({results[0]['eager_segments']} eager segment runs)"
             print(
-                f"| {workload} | {route}{note} | {first * 1e3:.0f} ms | {second * 1e3:.0f} ms "
+                f"| {workload} | {route}{note} | {first * 1e3:.0f} ms "
+                f"| {ratio(anchor, first, 'first')} | {second * 1e3:.0f} ms "
                 f"| {steady * 1e3:.2f} / "
                 f"{fastest * 1e3:.2f} ms | {ratio(anchor)} | {ratio(eager)} | {cpu * 1e3:.2f} ms "
                 f"| {ratio(anchor, cpu, 'steady_cpu')} | {drift} |"

@@ -3,6 +3,7 @@ captured step's losses equal eager's, and torchax's route is named as skipped, o
 depending on whether it is installed."""
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ DRIVER = Path(__file__).resolve().parents[2] / "bench" / "captured_step.py"
 def test_the_captured_step_table_names_every_route():
     done = subprocess.run(
         [sys.executable, str(DRIVER), "--workloads", "mlp", "--steps", "4"]
-        + ["--routes", "eager", "captured-torchscript", "torchax"],
+        + ["--routes", "eager", "dynamo-floor", "captured-torchscript", "torchax"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -27,9 +28,10 @@ def test_the_captured_step_table_names_every_route():
     rows = {
         line.split("|")[2].strip(): line for line in done.stdout.splitlines() if "| mlp |" in line
     }
-    assert {"eager", "captured-torchscript"} <= set(rows), done.stdout
-    drift = float(rows["captured-torchscript"].rstrip(" |").rsplit("|", 1)[1])
-    assert drift < 1e-4  # losses against eager's, relative
+    assert {"eager", "dynamo-floor", "captured-torchscript"} <= set(rows), done.stdout
+    for route in ("dynamo-floor", "captured-torchscript"):
+        drift = float(rows[route].rstrip(" |").rsplit("|", 1)[1])
+        assert drift < 1e-4, route  # losses against eager's, relative
     has_torchax = importlib.util.find_spec("torchax") is not None
     assert ("torchax" in rows) == has_torchax
     assert ("torchax: skipped" in done.stdout) != has_torchax
@@ -44,8 +46,15 @@ def test_base_runs_each_lazygen_route_from_the_other_checkout_first(tmp_path):
     """``--base``: an A/B of two checkouts in one run, the anchors run once, from this tree."""
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "python").touch()
-    commands = _script()._commands(["eager", "captured-jax", "torchax"], str(tmp_path))
-    assert list(commands) == ["eager", "captured-jax@base", "captured-jax", "torchax"]
+    routes = ["eager", "dynamo-floor", "captured-jax", "torchax"]
+    commands = _script()._commands(routes, str(tmp_path))
+    assert list(commands) == [
+        "eager",
+        "dynamo-floor",
+        "captured-jax@base",
+        "captured-jax",
+        "torchax",
+    ]
     python, script, route = commands["captured-jax@base"]
     assert python == str(tmp_path / ".venv" / "bin" / "python")
     assert script == str(tmp_path / "bench" / "captured_step.py") and route == "captured-jax"
@@ -57,3 +66,18 @@ def test_a_base_that_is_no_checkout_is_refused(tmp_path, capsys):
         _script().main(["--base", str(tmp_path)])
     assert exited.value.code == 2
     assert "no bench/captured_step.py there" in capsys.readouterr().err
+
+
+def test_cold_runs_get_empty_caches_of_their_own_and_leave_none_behind():
+    """First steps are compared cold against torchax, which persists nothing: each lazygen
+    process gets a new, empty cache directory (lazygen's and Inductor's), removed after."""
+    caches = _script()._caches
+    with caches(cold=True) as env:
+        directory = env["LAZYGEN_CACHE_DIR"]
+        assert os.path.isdir(directory) and not os.listdir(directory)
+        assert env["TORCHINDUCTOR_CACHE_DIR"].startswith(directory)
+    assert not os.path.exists(directory)
+    with caches(cold=True) as again:
+        assert again["LAZYGEN_CACHE_DIR"] != directory
+    with caches(cold=False) as env:
+        assert env is None  # the machine's caches: the process's own environment
