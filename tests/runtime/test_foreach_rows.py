@@ -45,4 +45,3 @@ def test_in_place_forms_as_an_optimizer_calls_them():
     for args in ((xs, ys, zs), (lxs, lys, lzs)):
         torch._foreach_addcdiv_(args[0], args[1], torch._foreach_add(args[2], 2.0), value=0.1)
     _same(lxs, xs)
-
