@@ -319,12 +319,12 @@ def _embedding_bag_backward(
                 offset2bag._shape,
                 bag_size._shape,
                 maximum_indices._shape,
-                rt.shape_key(num_weights),
+                num_weights if type(num_weights) is int else rt.shape_key(num_weights),
                 rt.shape_key(scale_grad_by_freq),
-                rt.shape_key(mode),
+                mode if type(mode) is int else rt.shape_key(mode),
                 rt.shape_key(sparse),
                 rt.shape_key(per_sample_weights),
-                rt.shape_key(padding_idx),
+                padding_idx if type(padding_idx) is int else rt.shape_key(padding_idx),
             ),
             (
                 grad,
@@ -425,11 +425,11 @@ def _embedding_bag_dense_backward(
                 offset2bag._shape,
                 bag_size._shape,
                 maximum_indices._shape,
-                rt.shape_key(num_weights),
+                num_weights if type(num_weights) is int else rt.shape_key(num_weights),
                 rt.shape_key(scale_grad_by_freq),
-                rt.shape_key(mode),
+                mode if type(mode) is int else rt.shape_key(mode),
                 rt.shape_key(per_sample_weights),
-                rt.shape_key(padding_idx),
+                padding_idx if type(padding_idx) is int else rt.shape_key(padding_idx),
             ),
             (
                 grad,
@@ -552,8 +552,8 @@ def _embedding_bag_per_sample_weights_backward(
                 indices._shape,
                 offsets._shape,
                 offset2bag._shape,
-                rt.shape_key(mode),
-                rt.shape_key(padding_idx),
+                mode if type(mode) is int else rt.shape_key(mode),
+                padding_idx if type(padding_idx) is int else rt.shape_key(padding_idx),
             ),
             (grad, weight, indices, offsets, offset2bag, mode, padding_idx),
             {},
@@ -592,7 +592,7 @@ def _fft_c2c(self, dim, normalization, forward):
                 _FFT_C2C_OP,
                 self._shape,
                 rt.shape_key(dim),
-                rt.shape_key(normalization),
+                normalization if type(normalization) is int else rt.shape_key(normalization),
                 rt.shape_key(forward),
             ),
             (self, dim, normalization, forward),
@@ -622,8 +622,8 @@ def _fft_c2r(self, dim, normalization, last_dim_size):
                 _FFT_C2R_OP,
                 self._shape,
                 rt.shape_key(dim),
-                rt.shape_key(normalization),
-                rt.shape_key(last_dim_size),
+                normalization if type(normalization) is int else rt.shape_key(normalization),
+                last_dim_size if type(last_dim_size) is int else rt.shape_key(last_dim_size),
             ),
             (self, dim, normalization, last_dim_size),
             {},
@@ -652,7 +652,7 @@ def _fft_r2c(self, dim, normalization, onesided):
                 _FFT_R2C_OP,
                 self._shape,
                 rt.shape_key(dim),
-                rt.shape_key(normalization),
+                normalization if type(normalization) is int else rt.shape_key(normalization),
                 rt.shape_key(onesided),
             ),
             (self, dim, normalization, onesided),
@@ -714,7 +714,12 @@ def _log_softmax(self, dim, half_to_float):
         device = self._device
         return rt.trace(
             _LOG_SOFTMAX_OP,
-            (_LOG_SOFTMAX_OP, self._shape, rt.shape_key(dim), rt.shape_key(half_to_float)),
+            (
+                _LOG_SOFTMAX_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                rt.shape_key(half_to_float),
+            ),
             (self, dim, half_to_float),
             {},
             (self._value,),
@@ -746,7 +751,7 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
                 _LOG_SOFTMAX_BACKWARD_DATA_OP,
                 grad_output._shape,
                 output._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 rt.shape_key(input_dtype),
             ),
             (grad_output, output, dim, input_dtype),
@@ -942,7 +947,7 @@ def _segment_reduce_backward(
                 rt.shape_key(reduce),
                 rt.shape_key(lengths),
                 rt.shape_key(offsets),
-                rt.shape_key(axis),
+                axis if type(axis) is int else rt.shape_key(axis),
                 rt.shape_key(initial),
             ),
             (grad, output, data, reduce),
@@ -986,7 +991,12 @@ def _softmax(self, dim, half_to_float):
         device = self._device
         return rt.trace(
             _SOFTMAX_OP,
-            (_SOFTMAX_OP, self._shape, rt.shape_key(dim), rt.shape_key(half_to_float)),
+            (
+                _SOFTMAX_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                rt.shape_key(half_to_float),
+            ),
             (self, dim, half_to_float),
             {},
             (self._value,),
@@ -1016,7 +1026,7 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
                 _SOFTMAX_BACKWARD_DATA_OP,
                 grad_output._shape,
                 output._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 rt.shape_key(input_dtype),
             ),
             (grad_output, output, dim, input_dtype),
@@ -1590,7 +1600,12 @@ def add_scalar(self, other, alpha=1):
         device = self._device
         return rt.trace(
             ADD_SCALAR_OP,
-            (ADD_SCALAR_OP, self._shape, rt.shape_key(other), rt.shape_key(alpha)),
+            (
+                ADD_SCALAR_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+            ),
             (self, other, alpha),
             {},
             (
@@ -1622,7 +1637,12 @@ def add_tensor(self, other, *, alpha=1):
         device = self._device
         return rt.trace(
             ADD_TENSOR_OP,
-            (ADD_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
+            (
+                ADD_TENSOR_OP,
+                self._shape,
+                other._shape,
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+            ),
             (self, other),
             {"alpha": alpha},
             (
@@ -1659,8 +1679,8 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
                 self._shape,
                 batch1._shape,
                 batch2._shape,
-                rt.shape_key(beta),
-                rt.shape_key(alpha),
+                beta if type(beta) is int else rt.shape_key(beta),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
             ),
             (self, batch1, batch2),
             {"beta": beta, "alpha": alpha},
@@ -1699,7 +1719,13 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
         device = self._device
         return rt.trace(
             ADDCDIV_OP,
-            (ADDCDIV_OP, self._shape, tensor1._shape, tensor2._shape, rt.shape_key(value)),
+            (
+                ADDCDIV_OP,
+                self._shape,
+                tensor1._shape,
+                tensor2._shape,
+                value if type(value) is int else rt.shape_key(value),
+            ),
             (self, tensor1, tensor2),
             {"value": value},
             (
@@ -1733,7 +1759,13 @@ def addcmul(self, tensor1, tensor2, *, value=1):
         device = self._device
         return rt.trace(
             ADDCMUL_OP,
-            (ADDCMUL_OP, self._shape, tensor1._shape, tensor2._shape, rt.shape_key(value)),
+            (
+                ADDCMUL_OP,
+                self._shape,
+                tensor1._shape,
+                tensor2._shape,
+                value if type(value) is int else rt.shape_key(value),
+            ),
             (self, tensor1, tensor2),
             {"value": value},
             (
@@ -1772,8 +1804,8 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
                 self._shape,
                 mat1._shape,
                 mat2._shape,
-                rt.shape_key(beta),
-                rt.shape_key(alpha),
+                beta if type(beta) is int else rt.shape_key(beta),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
             ),
             (self, mat1, mat2),
             {"beta": beta, "alpha": alpha},
@@ -1815,8 +1847,8 @@ def addmv(self, mat, vec, *, beta=1, alpha=1):
                 self._shape,
                 mat._shape,
                 vec._shape,
-                rt.shape_key(beta),
-                rt.shape_key(alpha),
+                beta if type(beta) is int else rt.shape_key(beta),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
             ),
             (self, mat, vec),
             {"beta": beta, "alpha": alpha},
@@ -1858,8 +1890,8 @@ def addr(self, vec1, vec2, *, beta=1, alpha=1):
                 self._shape,
                 vec1._shape,
                 vec2._shape,
-                rt.shape_key(beta),
-                rt.shape_key(alpha),
+                beta if type(beta) is int else rt.shape_key(beta),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
             ),
             (self, vec1, vec2),
             {"beta": beta, "alpha": alpha},
@@ -1930,7 +1962,12 @@ def all_dim(self, dim, keepdim=False):
         device = self._device
         return rt.trace(
             ALL_DIM_OP,
-            (ALL_DIM_OP, self._shape, rt.shape_key(dim), rt.shape_key(keepdim)),
+            (
+                ALL_DIM_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                rt.shape_key(keepdim),
+            ),
             (self, dim, keepdim),
             {},
             (self._value,),
@@ -2068,7 +2105,12 @@ def any_dim(self, dim, keepdim=False):
         device = self._device
         return rt.trace(
             ANY_DIM_OP,
-            (ANY_DIM_OP, self._shape, rt.shape_key(dim), rt.shape_key(keepdim)),
+            (
+                ANY_DIM_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                rt.shape_key(keepdim),
+            ),
             (self, dim, keepdim),
             {},
             (self._value,),
@@ -2616,8 +2658,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
                 self._shape,
                 batch1._shape,
                 batch2._shape,
-                rt.shape_key(beta),
-                rt.shape_key(alpha),
+                beta if type(beta) is int else rt.shape_key(beta),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
             ),
             (self, batch1, batch2),
             {"beta": beta, "alpha": alpha},
@@ -2738,7 +2780,7 @@ def binary_cross_entropy(self, target, weight=None, reduction=1):
                 self._shape,
                 target._shape,
                 rt.shape_key(weight),
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
             ),
             (self, target, weight, reduction),
             {},
@@ -2779,7 +2821,7 @@ def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduct
                 self._shape,
                 target._shape,
                 rt.shape_key(weight),
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
             ),
             (grad_output, self, target, weight, reduction),
             {},
@@ -2815,7 +2857,11 @@ def bitwise_and_scalar(self, other):
         device = self._device
         return rt.trace(
             BITWISE_AND_SCALAR_OP,
-            (BITWISE_AND_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (
+                BITWISE_AND_SCALAR_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+            ),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -2885,7 +2931,11 @@ def bitwise_or_scalar(self, other):
         device = self._device
         return rt.trace(
             BITWISE_OR_SCALAR_OP,
-            (BITWISE_OR_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (
+                BITWISE_OR_SCALAR_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+            ),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -2937,7 +2987,11 @@ def bitwise_xor_scalar(self, other):
         device = self._device
         return rt.trace(
             BITWISE_XOR_SCALAR_OP,
-            (BITWISE_XOR_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (
+                BITWISE_XOR_SCALAR_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+            ),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -3088,7 +3142,11 @@ def channel_shuffle(self, groups):
         device = self._device
         return rt.trace(
             CHANNEL_SHUFFLE_OP,
-            (CHANNEL_SHUFFLE_OP, self._shape, rt.shape_key(groups)),
+            (
+                CHANNEL_SHUFFLE_OP,
+                self._shape,
+                groups if type(groups) is int else rt.shape_key(groups),
+            ),
             (self, groups),
             {},
             (self._value,),
@@ -3194,7 +3252,7 @@ def clamp_max(self, max):
         device = self._device
         return rt.trace(
             CLAMP_MAX_OP,
-            (CLAMP_MAX_OP, self._shape, rt.shape_key(max)),
+            (CLAMP_MAX_OP, self._shape, float if type(max) is float else rt.shape_key(max)),
             (self, max),
             {},
             (self._value, rt.scalar(max, device)),
@@ -3244,7 +3302,7 @@ def clamp_min(self, min):
         device = self._device
         return rt.trace(
             CLAMP_MIN_OP,
-            (CLAMP_MIN_OP, self._shape, rt.shape_key(min)),
+            (CLAMP_MIN_OP, self._shape, float if type(min) is float else rt.shape_key(min)),
             (self, min),
             {},
             (self._value, rt.scalar(min, device)),
@@ -3360,7 +3418,12 @@ def constant_pad_nd(self, pad, value=0):
         device = self._device
         return rt.trace(
             CONSTANT_PAD_ND_OP,
-            (CONSTANT_PAD_ND_OP, self._shape, rt.shape_key(pad), rt.shape_key(value)),
+            (
+                CONSTANT_PAD_ND_OP,
+                self._shape,
+                rt.shape_key(pad),
+                float if type(value) is float else rt.shape_key(value),
+            ),
             (self, pad, value),
             {},
             (self._value, rt.scalar(value, device)),
@@ -3394,7 +3457,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
                 rt.shape_key(dilation),
                 rt.shape_key(transposed),
                 rt.shape_key(output_padding),
-                rt.shape_key(groups),
+                groups if type(groups) is int else rt.shape_key(groups),
             ),
             (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups),
             {},
@@ -3590,7 +3653,12 @@ def cumprod(self, dim, *, dtype=None):
         device = self._device
         return rt.trace(
             CUMPROD_OP,
-            (CUMPROD_OP, self._shape, rt.shape_key(dim), rt.shape_key(dtype)),
+            (
+                CUMPROD_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                rt.shape_key(dtype),
+            ),
             (self, dim),
             {"dtype": dtype},
             (self._value,),
@@ -3614,7 +3682,12 @@ def cumsum(self, dim, *, dtype=None):
         device = self._device
         return rt.trace(
             CUMSUM_OP,
-            (CUMSUM_OP, self._shape, rt.shape_key(dim), rt.shape_key(dtype)),
+            (
+                CUMSUM_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                rt.shape_key(dtype),
+            ),
             (self, dim),
             {"dtype": dtype},
             (self._value,),
@@ -3677,9 +3750,9 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
             (
                 DIAG_EMBED_OP,
                 self._shape,
-                rt.shape_key(offset),
-                rt.shape_key(dim1),
-                rt.shape_key(dim2),
+                offset if type(offset) is int else rt.shape_key(offset),
+                dim1 if type(dim1) is int else rt.shape_key(dim1),
+                dim2 if type(dim2) is int else rt.shape_key(dim2),
             ),
             (self, offset, dim1, dim2),
             {},
@@ -3710,9 +3783,9 @@ def diagonal_backward(grad_output, input_sizes, offset, dim1, dim2):
                 DIAGONAL_BACKWARD_OP,
                 grad_output._shape,
                 rt.shape_key(input_sizes),
-                rt.shape_key(offset),
-                rt.shape_key(dim1),
-                rt.shape_key(dim2),
+                offset if type(offset) is int else rt.shape_key(offset),
+                dim1 if type(dim1) is int else rt.shape_key(dim1),
+                dim2 if type(dim2) is int else rt.shape_key(dim2),
             ),
             (grad_output, input_sizes, offset, dim1, dim2),
             {},
@@ -3742,9 +3815,9 @@ def diagonal_copy(self, offset=0, dim1=0, dim2=1):
             (
                 DIAGONAL_COPY_OP,
                 self._shape,
-                rt.shape_key(offset),
-                rt.shape_key(dim1),
-                rt.shape_key(dim2),
+                offset if type(offset) is int else rt.shape_key(offset),
+                dim1 if type(dim1) is int else rt.shape_key(dim1),
+                dim2 if type(dim2) is int else rt.shape_key(dim2),
             ),
             (self, offset, dim1, dim2),
             {},
@@ -3775,9 +3848,9 @@ def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
                 DIAGONAL_SCATTER_OP,
                 self._shape,
                 src._shape,
-                rt.shape_key(offset),
-                rt.shape_key(dim1),
-                rt.shape_key(dim2),
+                offset if type(offset) is int else rt.shape_key(offset),
+                dim1 if type(dim1) is int else rt.shape_key(dim1),
+                dim2 if type(dim2) is int else rt.shape_key(dim2),
             ),
             (self, src, offset, dim1, dim2),
             {},
@@ -3820,7 +3893,7 @@ def div_scalar(self, other):
         device = self._device
         return rt.trace(
             DIV_SCALAR_OP,
-            (DIV_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (DIV_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -3844,7 +3917,12 @@ def div_scalar_mode(self, other, *, rounding_mode):
         device = self._device
         return rt.trace(
             DIV_SCALAR_MODE_OP,
-            (DIV_SCALAR_MODE_OP, self._shape, rt.shape_key(other), rt.shape_key(rounding_mode)),
+            (
+                DIV_SCALAR_MODE_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+                rt.shape_key(rounding_mode),
+            ),
             (self, other),
             {"rounding_mode": rounding_mode},
             (self._value, rt.scalar(other, device)),
@@ -3953,9 +4031,9 @@ def elu(self, alpha=1, scale=1, input_scale=1):
             (
                 ELU_OP,
                 self._shape,
-                rt.shape_key(alpha),
-                rt.shape_key(scale),
-                rt.shape_key(input_scale),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+                scale if type(scale) is int else rt.shape_key(scale),
+                input_scale if type(input_scale) is int else rt.shape_key(input_scale),
             ),
             (self, alpha, scale, input_scale),
             {},
@@ -3997,9 +4075,9 @@ def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_resu
             (
                 ELU_BACKWARD_OP,
                 grad_output._shape,
-                rt.shape_key(alpha),
-                rt.shape_key(scale),
-                rt.shape_key(input_scale),
+                float if type(alpha) is float else rt.shape_key(alpha),
+                float if type(scale) is float else rt.shape_key(scale),
+                float if type(input_scale) is float else rt.shape_key(input_scale),
                 rt.shape_key(is_result),
                 self_or_result._shape,
             ),
@@ -4046,7 +4124,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
                 EMBEDDING_OP,
                 weight._shape,
                 indices._shape,
-                rt.shape_key(padding_idx),
+                padding_idx if type(padding_idx) is int else rt.shape_key(padding_idx),
                 rt.shape_key(scale_grad_by_freq),
                 rt.shape_key(sparse),
             ),
@@ -4083,8 +4161,8 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
                 EMBEDDING_DENSE_BACKWARD_OP,
                 grad_output._shape,
                 indices._shape,
-                rt.shape_key(num_weights),
-                rt.shape_key(padding_idx),
+                num_weights if type(num_weights) is int else rt.shape_key(num_weights),
+                padding_idx if type(padding_idx) is int else rt.shape_key(padding_idx),
                 rt.shape_key(scale_grad_by_freq),
             ),
             (grad_output, indices, num_weights, padding_idx, scale_grad_by_freq),
@@ -4180,7 +4258,7 @@ def eq_scalar(self, other):
         device = self._device
         return rt.trace(
             EQ_SCALAR_OP,
-            (EQ_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (EQ_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -4365,7 +4443,7 @@ def fill_scalar(self, value):
         device = self._device
         return rt.trace(
             FILL_SCALAR_OP,
-            (FILL_SCALAR_OP, self._shape, rt.shape_key(value)),
+            (FILL_SCALAR_OP, self._shape, float if type(value) is float else rt.shape_key(value)),
             (self, value),
             {},
             (self._value, rt.scalar(value, device)),
@@ -4525,7 +4603,7 @@ def fmod_scalar(self, other):
         device = self._device
         return rt.trace(
             FMOD_SCALAR_OP,
-            (FMOD_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (FMOD_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -4696,7 +4774,13 @@ def gather(self, dim, index, *, sparse_grad=False):
         device = self._device
         return rt.trace(
             GATHER_OP,
-            (GATHER_OP, self._shape, rt.shape_key(dim), index._shape, rt.shape_key(sparse_grad)),
+            (
+                GATHER_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index._shape,
+                rt.shape_key(sparse_grad),
+            ),
             (self, dim, index),
             {"sparse_grad": sparse_grad},
             (self._value, index._value),
@@ -4744,7 +4828,7 @@ def ge_scalar(self, other):
         device = self._device
         return rt.trace(
             GE_SCALAR_OP,
-            (GE_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (GE_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -4857,7 +4941,7 @@ def glu(self, dim=-1):
         device = self._device
         return rt.trace(
             GLU_OP,
-            (GLU_OP, self._shape, rt.shape_key(dim)),
+            (GLU_OP, self._shape, dim if type(dim) is int else rt.shape_key(dim)),
             (self, dim),
             {},
             (self._value,),
@@ -4881,7 +4965,12 @@ def glu_backward(grad_output, self, dim):
         device = grad_output._device
         return rt.trace(
             GLU_BACKWARD_OP,
-            (GLU_BACKWARD_OP, grad_output._shape, self._shape, rt.shape_key(dim)),
+            (
+                GLU_BACKWARD_OP,
+                grad_output._shape,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+            ),
             (grad_output, self, dim),
             {},
             (grad_output._value, self._value),
@@ -4910,7 +4999,13 @@ def glu_jvp(glu, x, dx, dim):
         device = glu._device
         return rt.trace(
             GLU_JVP_OP,
-            (GLU_JVP_OP, glu._shape, x._shape, dx._shape, rt.shape_key(dim)),
+            (
+                GLU_JVP_OP,
+                glu._shape,
+                x._shape,
+                dx._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+            ),
             (glu, x, dx, dim),
             {},
             (glu._value, x._value, dx._value),
@@ -4945,8 +5040,12 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
                 GRID_SAMPLER_2D_OP,
                 input._shape,
                 grid._shape,
-                rt.shape_key(interpolation_mode),
-                rt.shape_key(padding_mode),
+                (
+                    interpolation_mode
+                    if type(interpolation_mode) is int
+                    else rt.shape_key(interpolation_mode)
+                ),
+                padding_mode if type(padding_mode) is int else rt.shape_key(padding_mode),
                 rt.shape_key(align_corners),
             ),
             (input, grid, interpolation_mode, padding_mode, align_corners),
@@ -4998,8 +5097,12 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
                 GRID_SAMPLER_3D_OP,
                 input._shape,
                 grid._shape,
-                rt.shape_key(interpolation_mode),
-                rt.shape_key(padding_mode),
+                (
+                    interpolation_mode
+                    if type(interpolation_mode) is int
+                    else rt.shape_key(interpolation_mode)
+                ),
+                padding_mode if type(padding_mode) is int else rt.shape_key(padding_mode),
                 rt.shape_key(align_corners),
             ),
             (input, grid, interpolation_mode, padding_mode, align_corners),
@@ -5045,7 +5148,7 @@ def gt_scalar(self, other):
         device = self._device
         return rt.trace(
             GT_SCALAR_OP,
-            (GT_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (GT_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -5093,7 +5196,7 @@ def hardshrink(self, lambd=0.5):
         device = self._device
         return rt.trace(
             HARDSHRINK_OP,
-            (HARDSHRINK_OP, self._shape, rt.shape_key(lambd)),
+            (HARDSHRINK_OP, self._shape, float if type(lambd) is float else rt.shape_key(lambd)),
             (self, lambd),
             {},
             (self._value, rt.scalar(lambd, device)),
@@ -5119,7 +5222,12 @@ def hardshrink_backward(grad_out, self, lambd):
         device = grad_out._device
         return rt.trace(
             HARDSHRINK_BACKWARD_OP,
-            (HARDSHRINK_BACKWARD_OP, grad_out._shape, self._shape, rt.shape_key(lambd)),
+            (
+                HARDSHRINK_BACKWARD_OP,
+                grad_out._shape,
+                self._shape,
+                float if type(lambd) is float else rt.shape_key(lambd),
+            ),
             (grad_out, self, lambd),
             {},
             (grad_out._value, self._value, rt.scalar(lambd, device)),
@@ -5231,7 +5339,12 @@ def hardtanh(self, min_val=-1, max_val=1):
         device = self._device
         return rt.trace(
             HARDTANH_OP,
-            (HARDTANH_OP, self._shape, rt.shape_key(min_val), rt.shape_key(max_val)),
+            (
+                HARDTANH_OP,
+                self._shape,
+                float if type(min_val) is float else rt.shape_key(min_val),
+                max_val if type(max_val) is int else rt.shape_key(max_val),
+            ),
             (self, min_val, max_val),
             {},
             (
@@ -5269,8 +5382,8 @@ def hardtanh_backward(grad_output, self, min_val, max_val):
                 HARDTANH_BACKWARD_OP,
                 grad_output._shape,
                 self._shape,
-                rt.shape_key(min_val),
-                rt.shape_key(max_val),
+                float if type(min_val) is float else rt.shape_key(min_val),
+                float if type(max_val) is float else rt.shape_key(max_val),
             ),
             (grad_output, self, min_val, max_val),
             {},
@@ -5312,7 +5425,7 @@ def hash_tensor(self, dim=(), *, keepdim=False, mode=0):
                 self._shape,
                 rt.shape_key(dim),
                 rt.shape_key(keepdim),
-                rt.shape_key(mode),
+                mode if type(mode) is int else rt.shape_key(mode),
             ),
             (self, dim),
             {"keepdim": keepdim, "mode": mode},
@@ -5363,7 +5476,13 @@ def histc(self, bins=100, min=0, max=0):
         device = self._device
         return rt.trace(
             HISTC_OP,
-            (HISTC_OP, self._shape, rt.shape_key(bins), rt.shape_key(min), rt.shape_key(max)),
+            (
+                HISTC_OP,
+                self._shape,
+                bins if type(bins) is int else rt.shape_key(bins),
+                float if type(min) is float else rt.shape_key(min),
+                float if type(max) is float else rt.shape_key(max),
+            ),
             (self, bins, min, max),
             {},
             (self._value, rt.scalar(min, device), rt.scalar(max, device)),
@@ -5391,7 +5510,7 @@ def huber_loss(self, target, reduction=1, delta=1.0):
                 HUBER_LOSS_OP,
                 self._shape,
                 target._shape,
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
                 rt.shape_key(delta),
             ),
             (self, target, reduction, delta),
@@ -5424,7 +5543,7 @@ def huber_loss_backward(grad_output, self, target, reduction, delta):
                 grad_output._shape,
                 self._shape,
                 target._shape,
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
                 rt.shape_key(delta),
             ),
             (grad_output, self, target, reduction, delta),
@@ -5610,10 +5729,10 @@ def index_add(self, dim, index, source, *, alpha=1):
             (
                 INDEX_ADD_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 index._shape,
                 source._shape,
-                rt.shape_key(alpha),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
             ),
             (self, dim, index, source),
             {"alpha": alpha},
@@ -5648,7 +5767,13 @@ def index_copy(self, dim, index, source):
         device = self._device
         return rt.trace(
             INDEX_COPY_OP,
-            (INDEX_COPY_OP, self._shape, rt.shape_key(dim), index._shape, source._shape),
+            (
+                INDEX_COPY_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index._shape,
+                source._shape,
+            ),
             (self, dim, index, source),
             {},
             (self._value, index._value, source._value),
@@ -5677,9 +5802,9 @@ def index_fill_int_scalar(self, dim, index, value):
             (
                 INDEX_FILL_INT_SCALAR_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 index._shape,
-                rt.shape_key(value),
+                float if type(value) is float else rt.shape_key(value),
             ),
             (self, dim, index, value),
             {},
@@ -5706,7 +5831,13 @@ def index_fill_int_tensor(self, dim, index, value):
         device = self._device
         return rt.trace(
             INDEX_FILL_INT_TENSOR_OP,
-            (INDEX_FILL_INT_TENSOR_OP, self._shape, rt.shape_key(dim), index._shape, value._shape),
+            (
+                INDEX_FILL_INT_TENSOR_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index._shape,
+                value._shape,
+            ),
             (self, dim, index, value),
             {},
             (self._value, index._value, value._value),
@@ -5767,7 +5898,7 @@ def index_reduce(self, dim, index, source, reduce, *, include_self=True):
             (
                 INDEX_REDUCE_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 index._shape,
                 source._shape,
                 rt.shape_key(reduce),
@@ -5800,7 +5931,12 @@ def index_select(self, dim, index):
         device = self._device
         return rt.trace(
             INDEX_SELECT_OP,
-            (INDEX_SELECT_OP, self._shape, rt.shape_key(dim), index._shape),
+            (
+                INDEX_SELECT_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index._shape,
+            ),
             (self, dim, index),
             {},
             (self._value, index._value),
@@ -5977,7 +6113,7 @@ def le_scalar(self, other):
         device = self._device
         return rt.trace(
             LE_SCALAR_OP,
-            (LE_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (LE_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -6025,7 +6161,11 @@ def leaky_relu(self, negative_slope=0.01):
         device = self._device
         return rt.trace(
             LEAKY_RELU_OP,
-            (LEAKY_RELU_OP, self._shape, rt.shape_key(negative_slope)),
+            (
+                LEAKY_RELU_OP,
+                self._shape,
+                float if type(negative_slope) is float else rt.shape_key(negative_slope),
+            ),
             (self, negative_slope),
             {},
             (self._value, rt.scalar(negative_slope, device)),
@@ -6055,7 +6195,7 @@ def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
                 LEAKY_RELU_BACKWARD_OP,
                 grad_output._shape,
                 self._shape,
-                rt.shape_key(negative_slope),
+                float if type(negative_slope) is float else rt.shape_key(negative_slope),
                 rt.shape_key(self_is_result),
             ),
             (grad_output, self, negative_slope, self_is_result),
@@ -6087,7 +6227,12 @@ def lerp_scalar(self, end, weight):
         device = self._device
         return rt.trace(
             LERP_SCALAR_OP,
-            (LERP_SCALAR_OP, self._shape, end._shape, rt.shape_key(weight)),
+            (
+                LERP_SCALAR_OP,
+                self._shape,
+                end._shape,
+                float if type(weight) is float else rt.shape_key(weight),
+            ),
             (self, end, weight),
             {},
             (self._value, end._value, rt.scalar(weight, device)),
@@ -6169,7 +6314,12 @@ def linalg_cross(self, other, *, dim=-1):
         device = self._device
         return rt.trace(
             LINALG_CROSS_OP,
-            (LINALG_CROSS_OP, self._shape, other._shape, rt.shape_key(dim)),
+            (
+                LINALG_CROSS_OP,
+                self._shape,
+                other._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+            ),
             (self, other),
             {"dim": dim},
             (self._value, other._value),
@@ -6420,7 +6570,7 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
             (
                 LINALG_VECTOR_NORM_OP,
                 self._shape,
-                rt.shape_key(ord),
+                float if type(ord) is float else rt.shape_key(ord),
                 rt.shape_key(dim),
                 rt.shape_key(keepdim),
                 rt.shape_key(dtype),
@@ -6613,7 +6763,7 @@ def logcumsumexp(self, dim):
         device = self._device
         return rt.trace(
             LOGCUMSUMEXP_OP,
-            (LOGCUMSUMEXP_OP, self._shape, rt.shape_key(dim)),
+            (LOGCUMSUMEXP_OP, self._shape, dim if type(dim) is int else rt.shape_key(dim)),
             (self, dim),
             {},
             (self._value,),
@@ -6819,7 +6969,7 @@ def lt_scalar(self, other):
         device = self._device
         return rt.trace(
             LT_SCALAR_OP,
-            (LT_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (LT_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -6881,7 +7031,12 @@ def masked_fill_scalar(self, mask, value):
         device = self._device
         return rt.trace(
             MASKED_FILL_SCALAR_OP,
-            (MASKED_FILL_SCALAR_OP, self._shape, mask._shape, rt.shape_key(value)),
+            (
+                MASKED_FILL_SCALAR_OP,
+                self._shape,
+                mask._shape,
+                float if type(value) is float else rt.shape_key(value),
+            ),
             (self, mask, value),
             {},
             (self._value, mask._value, rt.scalar(value, device)),
@@ -7364,7 +7519,12 @@ def mse_loss(self, target, reduction=1):
         device = self._device
         return rt.trace(
             MSE_LOSS_OP,
-            (MSE_LOSS_OP, self._shape, target._shape, rt.shape_key(reduction)),
+            (
+                MSE_LOSS_OP,
+                self._shape,
+                target._shape,
+                reduction if type(reduction) is int else rt.shape_key(reduction),
+            ),
             (self, target, reduction),
             {},
             (self._value, target._value),
@@ -7395,7 +7555,7 @@ def mse_loss_backward(grad_output, self, target, reduction):
                 grad_output._shape,
                 self._shape,
                 target._shape,
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
             ),
             (grad_output, self, target, reduction),
             {},
@@ -7422,7 +7582,7 @@ def mul_scalar(self, other):
         device = self._device
         return rt.trace(
             MUL_SCALAR_OP,
-            (MUL_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (MUL_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -7476,10 +7636,10 @@ def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
                 MULTI_MARGIN_LOSS_OP,
                 self._shape,
                 target._shape,
-                rt.shape_key(p),
-                rt.shape_key(margin),
+                p if type(p) is int else rt.shape_key(p),
+                margin if type(margin) is int else rt.shape_key(margin),
                 rt.shape_key(weight),
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
             ),
             (self, target, p, margin, weight, reduction),
             {},
@@ -7803,7 +7963,7 @@ def ne_scalar(self, other):
         device = self._device
         return rt.trace(
             NE_SCALAR_OP,
-            (NE_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (NE_SCALAR_OP, self._shape, float if type(other) is float else rt.shape_key(other)),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -7998,8 +8158,8 @@ def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_ind
                 self._shape,
                 target._shape,
                 rt.shape_key(weight),
-                rt.shape_key(reduction),
-                rt.shape_key(ignore_index),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
+                ignore_index if type(ignore_index) is int else rt.shape_key(ignore_index),
                 total_weight._shape,
             ),
             (grad_output, self, target, weight, reduction, ignore_index, total_weight),
@@ -8070,8 +8230,8 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
                 self._shape,
                 target._shape,
                 rt.shape_key(weight),
-                rt.shape_key(reduction),
-                rt.shape_key(ignore_index),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
+                ignore_index if type(ignore_index) is int else rt.shape_key(ignore_index),
                 total_weight._shape,
             ),
             (grad_output, self, target, weight, reduction, ignore_index, total_weight),
@@ -8156,7 +8316,12 @@ def nonzero_static(self, *, size, fill_value=-1):
         device = self._device
         return rt.trace(
             NONZERO_STATIC_OP,
-            (NONZERO_STATIC_OP, self._shape, rt.shape_key(size), rt.shape_key(fill_value)),
+            (
+                NONZERO_STATIC_OP,
+                self._shape,
+                size if type(size) is int else rt.shape_key(size),
+                fill_value if type(fill_value) is int else rt.shape_key(fill_value),
+            ),
             (self,),
             {"size": size, "fill_value": fill_value},
             (self._value,),
@@ -8440,7 +8605,7 @@ def polygamma(n, self):
         device = self._device
         return rt.trace(
             POLYGAMMA_OP,
-            (POLYGAMMA_OP, rt.shape_key(n), self._shape),
+            (POLYGAMMA_OP, n if type(n) is int else rt.shape_key(n), self._shape),
             (n, self),
             {},
             (self._value,),
@@ -8464,7 +8629,7 @@ def pow_scalar(self, exponent):
         device = exponent._device
         return rt.trace(
             POW_SCALAR_OP,
-            (POW_SCALAR_OP, rt.shape_key(self), exponent._shape),
+            (POW_SCALAR_OP, float if type(self) is float else rt.shape_key(self), exponent._shape),
             (self, exponent),
             {},
             (rt.scalar(self, device), exponent._value),
@@ -8490,7 +8655,11 @@ def pow_tensor_scalar(self, exponent):
         device = self._device
         return rt.trace(
             POW_TENSOR_SCALAR_OP,
-            (POW_TENSOR_SCALAR_OP, self._shape, rt.shape_key(exponent)),
+            (
+                POW_TENSOR_SCALAR_OP,
+                self._shape,
+                float if type(exponent) is float else rt.shape_key(exponent),
+            ),
             (self, exponent),
             {},
             (self._value, rt.scalar(exponent, device)),
@@ -8567,7 +8736,7 @@ def prod_dim_int(self, dim, keepdim=False, *, dtype=None):
             (
                 PROD_DIM_INT_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 rt.shape_key(keepdim),
                 rt.shape_key(dtype),
             ),
@@ -8887,7 +9056,11 @@ def remainder_scalar(self, other):
         device = self._device
         return rt.trace(
             REMAINDER_SCALAR_OP,
-            (REMAINDER_SCALAR_OP, self._shape, rt.shape_key(other)),
+            (
+                REMAINDER_SCALAR_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+            ),
             (self, other),
             {},
             (self._value, rt.scalar(other, device)),
@@ -8913,7 +9086,11 @@ def remainder_scalar_tensor(self, other):
         device = other._device
         return rt.trace(
             REMAINDER_SCALAR_TENSOR_OP,
-            (REMAINDER_SCALAR_TENSOR_OP, rt.shape_key(self), other._shape),
+            (
+                REMAINDER_SCALAR_TENSOR_OP,
+                float if type(self) is float else rt.shape_key(self),
+                other._shape,
+            ),
             (self, other),
             {},
             (rt.scalar(self, device), other._value),
@@ -8963,7 +9140,13 @@ def renorm(self, p, dim, maxnorm):
         device = self._device
         return rt.trace(
             RENORM_OP,
-            (RENORM_OP, self._shape, rt.shape_key(p), rt.shape_key(dim), rt.shape_key(maxnorm)),
+            (
+                RENORM_OP,
+                self._shape,
+                float if type(p) is float else rt.shape_key(p),
+                dim if type(dim) is int else rt.shape_key(dim),
+                float if type(maxnorm) is float else rt.shape_key(maxnorm),
+            ),
             (self, p, dim, maxnorm),
             {},
             (self._value, rt.scalar(p, device), rt.scalar(maxnorm, device)),
@@ -9219,7 +9402,11 @@ def round_decimals(self, *, decimals):
         device = self._device
         return rt.trace(
             ROUND_DECIMALS_OP,
-            (ROUND_DECIMALS_OP, self._shape, rt.shape_key(decimals)),
+            (
+                ROUND_DECIMALS_OP,
+                self._shape,
+                decimals if type(decimals) is int else rt.shape_key(decimals),
+            ),
             (self,),
             {"decimals": decimals},
             (self._value,),
@@ -9259,7 +9446,12 @@ def rsub_scalar(self, other, alpha=1):
         device = self._device
         return rt.trace(
             RSUB_SCALAR_OP,
-            (RSUB_SCALAR_OP, self._shape, rt.shape_key(other), rt.shape_key(alpha)),
+            (
+                RSUB_SCALAR_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+            ),
             (self, other, alpha),
             {},
             (
@@ -9291,7 +9483,12 @@ def rsub_tensor(self, other, *, alpha=1):
         device = self._device
         return rt.trace(
             RSUB_TENSOR_OP,
-            (RSUB_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
+            (
+                RSUB_TENSOR_OP,
+                self._shape,
+                other._shape,
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+            ),
             (self, other),
             {"alpha": alpha},
             (
@@ -9326,7 +9523,7 @@ def scatter_reduce(self, dim, index, src, *, reduce):
             (
                 SCATTER_REDUCE_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 index._shape,
                 src._shape,
                 rt.shape_key(reduce),
@@ -9354,7 +9551,13 @@ def scatter_src(self, dim, index, src):
         device = self._device
         return rt.trace(
             SCATTER_SRC_OP,
-            (SCATTER_SRC_OP, self._shape, rt.shape_key(dim), index._shape, src._shape),
+            (
+                SCATTER_SRC_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index._shape,
+                src._shape,
+            ),
             (self, dim, index, src),
             {},
             (self._value, index._value, src._value),
@@ -9378,7 +9581,13 @@ def scatter_value(self, dim, index, value):
         device = self._device
         return rt.trace(
             SCATTER_VALUE_OP,
-            (SCATTER_VALUE_OP, self._shape, rt.shape_key(dim), index._shape, rt.shape_key(value)),
+            (
+                SCATTER_VALUE_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index._shape,
+                float if type(value) is float else rt.shape_key(value),
+            ),
             (self, dim, index, value),
             {},
             (self._value, index._value, rt.scalar(value, device)),
@@ -9407,9 +9616,9 @@ def scatter_value_reduce(self, dim, index, value, *, reduce):
             (
                 SCATTER_VALUE_REDUCE_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 index._shape,
-                rt.shape_key(value),
+                float if type(value) is float else rt.shape_key(value),
                 rt.shape_key(reduce),
             ),
             (self, dim, index, value),
@@ -9437,7 +9646,13 @@ def scatter_add(self, dim, index, src):
         device = self._device
         return rt.trace(
             SCATTER_ADD_OP,
-            (SCATTER_ADD_OP, self._shape, rt.shape_key(dim), index._shape, src._shape),
+            (
+                SCATTER_ADD_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index._shape,
+                src._shape,
+            ),
             (self, dim, index, src),
             {},
             (self._value, index._value, src._value),
@@ -9466,7 +9681,7 @@ def scatter_reduce_two(self, dim, index, src, reduce, *, include_self=True):
             (
                 SCATTER_REDUCE_TWO_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 index._shape,
                 src._shape,
                 rt.shape_key(reduce),
@@ -9504,7 +9719,7 @@ def searchsorted_scalar(
             (
                 SEARCHSORTED_SCALAR_OP,
                 sorted_sequence._shape,
-                rt.shape_key(self),
+                float if type(self) is float else rt.shape_key(self),
                 rt.shape_key(out_int32),
                 rt.shape_key(right),
                 rt.shape_key(side),
@@ -9596,7 +9811,7 @@ def segment_reduce(
                 rt.shape_key(lengths),
                 rt.shape_key(indices),
                 rt.shape_key(offsets),
-                rt.shape_key(axis),
+                axis if type(axis) is int else rt.shape_key(axis),
                 rt.shape_key(unsafe),
                 rt.shape_key(initial),
             ),
@@ -9659,8 +9874,8 @@ def select_backward(grad_output, input_sizes, dim, index):
                 SELECT_BACKWARD_OP,
                 grad_output._shape,
                 rt.shape_key(input_sizes),
-                rt.shape_key(dim),
-                rt.shape_key(index),
+                dim if type(dim) is int else rt.shape_key(dim),
+                index if type(index) is int else rt.shape_key(index),
             ),
             (grad_output, input_sizes, dim, index),
             {},
@@ -9691,7 +9906,12 @@ def select_copy_int(self, dim, index):
         device = self._device
         return rt.trace(
             SELECT_COPY_INT_OP,
-            (SELECT_COPY_INT_OP, self._shape, rt.shape_key(dim), rt.shape_key(index)),
+            (
+                SELECT_COPY_INT_OP,
+                self._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index if type(index) is int else rt.shape_key(index),
+            ),
             (self, dim, index),
             {},
             (self._value,),
@@ -9717,7 +9937,13 @@ def select_scatter(self, src, dim, index):
         device = self._device
         return rt.trace(
             SELECT_SCATTER_OP,
-            (SELECT_SCATTER_OP, self._shape, src._shape, rt.shape_key(dim), rt.shape_key(index)),
+            (
+                SELECT_SCATTER_OP,
+                self._shape,
+                src._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+                index if type(index) is int else rt.shape_key(index),
+            ),
             (self, src, dim, index),
             {},
             (self._value, src._value),
@@ -9929,10 +10155,10 @@ def slice_backward(grad_output, input_sizes, dim, start, end, step):
                 SLICE_BACKWARD_OP,
                 grad_output._shape,
                 rt.shape_key(input_sizes),
-                rt.shape_key(dim),
-                rt.shape_key(start),
-                rt.shape_key(end),
-                rt.shape_key(step),
+                dim if type(dim) is int else rt.shape_key(dim),
+                start if type(start) is int else rt.shape_key(start),
+                end if type(end) is int else rt.shape_key(end),
+                step if type(step) is int else rt.shape_key(step),
             ),
             (grad_output, input_sizes, dim, start, end, step),
             {},
@@ -9976,10 +10202,10 @@ def slice_copy_tensor(self, dim=0, start=None, end=None, step=1):
             (
                 SLICE_COPY_TENSOR_OP,
                 self._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 rt.shape_key(start),
                 rt.shape_key(end),
-                rt.shape_key(step),
+                step if type(step) is int else rt.shape_key(step),
             ),
             (self, dim, start, end, step),
             {},
@@ -10008,10 +10234,10 @@ def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
                 SLICE_SCATTER_OP,
                 self._shape,
                 src._shape,
-                rt.shape_key(dim),
+                dim if type(dim) is int else rt.shape_key(dim),
                 rt.shape_key(start),
                 rt.shape_key(end),
-                rt.shape_key(step),
+                step if type(step) is int else rt.shape_key(step),
             ),
             (self, src, dim, start, end, step),
             {},
@@ -10042,7 +10268,7 @@ def smooth_l1_loss(self, target, reduction=1, beta=1.0):
                 SMOOTH_L1_LOSS_OP,
                 self._shape,
                 target._shape,
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
                 rt.shape_key(beta),
             ),
             (self, target, reduction, beta),
@@ -10075,7 +10301,7 @@ def smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
                 grad_output._shape,
                 self._shape,
                 target._shape,
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
                 rt.shape_key(beta),
             ),
             (grad_output, self, target, reduction, beta),
@@ -10105,7 +10331,12 @@ def soft_margin_loss(self, target, reduction=1):
         device = self._device
         return rt.trace(
             SOFT_MARGIN_LOSS_OP,
-            (SOFT_MARGIN_LOSS_OP, self._shape, target._shape, rt.shape_key(reduction)),
+            (
+                SOFT_MARGIN_LOSS_OP,
+                self._shape,
+                target._shape,
+                reduction if type(reduction) is int else rt.shape_key(reduction),
+            ),
             (self, target, reduction),
             {},
             (self._value, target._value),
@@ -10138,7 +10369,7 @@ def soft_margin_loss_backward(grad_output, self, target, reduction):
                 grad_output._shape,
                 self._shape,
                 target._shape,
-                rt.shape_key(reduction),
+                reduction if type(reduction) is int else rt.shape_key(reduction),
             ),
             (grad_output, self, target, reduction),
             {},
@@ -10165,7 +10396,12 @@ def softplus(self, beta=1, threshold=20):
         device = self._device
         return rt.trace(
             SOFTPLUS_OP,
-            (SOFTPLUS_OP, self._shape, rt.shape_key(beta), rt.shape_key(threshold)),
+            (
+                SOFTPLUS_OP,
+                self._shape,
+                beta if type(beta) is int else rt.shape_key(beta),
+                float if type(threshold) is float else rt.shape_key(threshold),
+            ),
             (self, beta, threshold),
             {},
             (
@@ -10203,8 +10439,8 @@ def softplus_backward(grad_output, self, beta, threshold):
                 SOFTPLUS_BACKWARD_OP,
                 grad_output._shape,
                 self._shape,
-                rt.shape_key(beta),
-                rt.shape_key(threshold),
+                float if type(beta) is float else rt.shape_key(beta),
+                float if type(threshold) is float else rt.shape_key(threshold),
             ),
             (grad_output, self, beta, threshold),
             {},
@@ -10241,7 +10477,7 @@ def softshrink(self, lambd=0.5):
         device = self._device
         return rt.trace(
             SOFTSHRINK_OP,
-            (SOFTSHRINK_OP, self._shape, rt.shape_key(lambd)),
+            (SOFTSHRINK_OP, self._shape, float if type(lambd) is float else rt.shape_key(lambd)),
             (self, lambd),
             {},
             (self._value, rt.scalar(lambd, device)),
@@ -10267,7 +10503,12 @@ def softshrink_backward(grad_output, self, lambd):
         device = grad_output._device
         return rt.trace(
             SOFTSHRINK_BACKWARD_OP,
-            (SOFTSHRINK_BACKWARD_OP, grad_output._shape, self._shape, rt.shape_key(lambd)),
+            (
+                SOFTSHRINK_BACKWARD_OP,
+                grad_output._shape,
+                self._shape,
+                float if type(lambd) is float else rt.shape_key(lambd),
+            ),
             (grad_output, self, lambd),
             {},
             (grad_output._value, self._value, rt.scalar(lambd, device)),
@@ -11221,7 +11462,7 @@ def squeeze_copy_dim(self, dim):
         device = self._device
         return rt.trace(
             SQUEEZE_COPY_DIM_OP,
-            (SQUEEZE_COPY_DIM_OP, self._shape, rt.shape_key(dim)),
+            (SQUEEZE_COPY_DIM_OP, self._shape, dim if type(dim) is int else rt.shape_key(dim)),
             (self, dim),
             {},
             (self._value,),
@@ -11379,7 +11620,12 @@ def sub_scalar(self, other, alpha=1):
         device = self._device
         return rt.trace(
             SUB_SCALAR_OP,
-            (SUB_SCALAR_OP, self._shape, rt.shape_key(other), rt.shape_key(alpha)),
+            (
+                SUB_SCALAR_OP,
+                self._shape,
+                float if type(other) is float else rt.shape_key(other),
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+            ),
             (self, other, alpha),
             {},
             (
@@ -11411,7 +11657,12 @@ def sub_tensor(self, other, *, alpha=1):
         device = self._device
         return rt.trace(
             SUB_TENSOR_OP,
-            (SUB_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
+            (
+                SUB_TENSOR_OP,
+                self._shape,
+                other._shape,
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+            ),
             (self, other),
             {"alpha": alpha},
             (
@@ -11595,7 +11846,12 @@ def threshold(self, threshold, value):
         device = self._device
         return rt.trace(
             THRESHOLD_OP,
-            (THRESHOLD_OP, self._shape, rt.shape_key(threshold), rt.shape_key(value)),
+            (
+                THRESHOLD_OP,
+                self._shape,
+                float if type(threshold) is float else rt.shape_key(threshold),
+                float if type(value) is float else rt.shape_key(value),
+            ),
             (self, threshold, value),
             {},
             (self._value, rt.scalar(threshold, device), rt.scalar(value, device)),
@@ -11621,7 +11877,12 @@ def threshold_backward(grad_output, self, threshold):
         device = grad_output._device
         return rt.trace(
             THRESHOLD_BACKWARD_OP,
-            (THRESHOLD_BACKWARD_OP, grad_output._shape, self._shape, rt.shape_key(threshold)),
+            (
+                THRESHOLD_BACKWARD_OP,
+                grad_output._shape,
+                self._shape,
+                float if type(threshold) is float else rt.shape_key(threshold),
+            ),
             (grad_output, self, threshold),
             {},
             (grad_output._value, self._value, rt.scalar(threshold, device)),
@@ -11677,7 +11938,12 @@ def transpose_copy_int(self, dim0, dim1):
         device = self._device
         return rt.trace(
             TRANSPOSE_COPY_INT_OP,
-            (TRANSPOSE_COPY_INT_OP, self._shape, rt.shape_key(dim0), rt.shape_key(dim1)),
+            (
+                TRANSPOSE_COPY_INT_OP,
+                self._shape,
+                dim0 if type(dim0) is int else rt.shape_key(dim0),
+                dim1 if type(dim1) is int else rt.shape_key(dim1),
+            ),
             (self, dim0, dim1),
             {},
             (self._value,),
@@ -11713,7 +11979,7 @@ def tril(self, diagonal=0):
         device = self._device
         return rt.trace(
             TRIL_OP,
-            (TRIL_OP, self._shape, rt.shape_key(diagonal)),
+            (TRIL_OP, self._shape, diagonal if type(diagonal) is int else rt.shape_key(diagonal)),
             (self, diagonal),
             {},
             (self._value,),
@@ -11759,7 +12025,7 @@ def triu(self, diagonal=0):
         device = self._device
         return rt.trace(
             TRIU_OP,
-            (TRIU_OP, self._shape, rt.shape_key(diagonal)),
+            (TRIU_OP, self._shape, diagonal if type(diagonal) is int else rt.shape_key(diagonal)),
             (self, diagonal),
             {},
             (self._value,),
@@ -11837,9 +12103,9 @@ def unfold_backward(grad_in, input_sizes, dim, size, step):
                 UNFOLD_BACKWARD_OP,
                 grad_in._shape,
                 rt.shape_key(input_sizes),
-                rt.shape_key(dim),
-                rt.shape_key(size),
-                rt.shape_key(step),
+                dim if type(dim) is int else rt.shape_key(dim),
+                size if type(size) is int else rt.shape_key(size),
+                step if type(step) is int else rt.shape_key(step),
             ),
             (grad_in, input_sizes, dim, size, step),
             {},
@@ -11869,9 +12135,9 @@ def unfold_copy(self, dimension, size, step):
             (
                 UNFOLD_COPY_OP,
                 self._shape,
-                rt.shape_key(dimension),
-                rt.shape_key(size),
-                rt.shape_key(step),
+                dimension if type(dimension) is int else rt.shape_key(dimension),
+                size if type(size) is int else rt.shape_key(size),
+                step if type(step) is int else rt.shape_key(step),
             ),
             (self, dimension, size, step),
             {},
@@ -11913,7 +12179,7 @@ def unsqueeze_copy(self, dim):
         device = self._device
         return rt.trace(
             UNSQUEEZE_COPY_OP,
-            (UNSQUEEZE_COPY_OP, self._shape, rt.shape_key(dim)),
+            (UNSQUEEZE_COPY_OP, self._shape, dim if type(dim) is int else rt.shape_key(dim)),
             (self, dim),
             {},
             (self._value,),

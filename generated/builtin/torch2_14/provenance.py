@@ -4,5 +4,5 @@ it was generated beside (``lazygen gen --check`` compares them with the trees on
 
 TORCH = "2.14.1"
 BESIDE = {
-    "torch2_13": "sha256:4cde917cf28891240fd0c21d459b144f2c1209832da81819782506986c93d0c9",
+    "torch2_13": "sha256:d9a886759db023db701ee993e347ff60e49bbc785cd34c942a3b8f985902719f",
 }

@@ -18,6 +18,9 @@ foreach kernels look up their element op's kernel) caches it in the active table
 
 from __future__ import annotations
 
+from functools import partial
+from itertools import repeat
+
 import torch
 from torch.utils._pytree import tree_map
 
@@ -111,6 +114,9 @@ def _foreach_kernel(op, kernel_for):
         for f, e in zip(op._schema.arguments, element._schema.arguments, strict=False)
     )
 
+    # Whether every per-element argument is positional (keywords are the same each time).
+    rows = not any(listed and keyword is not None for _, listed, keyword, _ in plan)
+
     def foreach(*args, **kwargs):
         values = list(args)
         for name, _, _, default in plan[len(args) :]:
@@ -121,9 +127,12 @@ def _foreach_kernel(op, kernel_for):
             if step[1]
         ]
         first = lists[0][0] if lists[0] else None
-        results = []
         with shared_scalars(first._device if type(first) is LazyTensor else None):
-            for i in range(len(lists[0])):
+            size = len(lists[0])
+            if rows and all(len(listed) == size for listed in lists):
+                return _elementwise(kernel, values, plan, lists)
+            results = []
+            for i in range(size):
                 positional, keywords, n = [], {}, 0
                 for value, (_, listed, keyword, _) in zip(values, plan, strict=True):
                     if listed:
@@ -138,6 +147,25 @@ def _foreach_kernel(op, kernel_for):
 
     foreach.__name__ = f"foreach_{op_registry.base_name(element)}"
     return foreach
+
+
+def _elementwise(kernel, values: list, plan: tuple, lists: list) -> list:
+    """``kernel`` on each position of ``lists``, the other arguments the same each time:
+    the common case of a foreach op (lists of one length, no list passed by keyword), one
+    ``zip`` row per element instead of a list and a dict built per element (an AdamW step
+    calls ~8 foreach ops on every parameter)."""
+    columns, keywords, n = [], {}, 0
+    for value, (_, listed, keyword, _) in zip(values, plan, strict=True):
+        if listed:
+            columns.append(lists[n])
+            n += 1
+        elif keyword is None:
+            columns.append(repeat(value))
+        else:
+            keywords[keyword] = value
+    if keywords:
+        kernel = partial(kernel, **keywords)
+    return [kernel(*row) for row in zip(*columns, strict=False)]  # repeat() is endless
 
 
 # Metadata-only ops --------------------------------------------------------------------------

@@ -94,7 +94,12 @@ def add_tensor(self, other, *, alpha=1):
         device = self._device
         return rt.trace(
             ADD_TENSOR_OP,
-            (ADD_TENSOR_OP, self._shape, other._shape, rt.shape_key(alpha)),
+            (
+                ADD_TENSOR_OP,
+                self._shape,
+                other._shape,
+                alpha if type(alpha) is int else rt.shape_key(alpha),
+            ),
             (self, other),
             {"alpha": alpha},
             (
@@ -237,7 +242,13 @@ def glu_jvp(glu, x, dx, dim):
         device = glu._device
         return rt.trace(
             GLU_JVP_OP,
-            (GLU_JVP_OP, glu._shape, x._shape, dx._shape, rt.shape_key(dim)),
+            (
+                GLU_JVP_OP,
+                glu._shape,
+                x._shape,
+                dx._shape,
+                dim if type(dim) is int else rt.shape_key(dim),
+            ),
             (glu, x, dx, dim),
             {},
             (glu._value, x._value, dx._value),
