@@ -75,6 +75,15 @@ EFFECTS: tuple[Effect, ...] = (
         "`import lazygen.runtime` (`privateuse1.backward_errors`)",
     ),
     Effect(
+        "backward_thread",
+        "LAZYGEN_BACKWARD_THREAD",
+        "`torch.autograd.graph._engine_run_backward` wrapped, so a backward whose roots are "
+        "all tensors of the lazy device's index 0 runs its nodes on the calling thread "
+        "(`torch.autograd.set_multithreading_enabled(False)` for the call) instead of "
+        "waiting for the engine's device thread",
+        "`import lazygen.runtime` (`privateuse1.backward_thread`)",
+    ),
+    Effect(
         "pinned_memory",
         "LAZYGEN_PINNED_MEMORY",
         "`pin_memory()` of CPU tensors (`DataLoader(pin_memory=True)`) gives an unpinned "

@@ -43,19 +43,27 @@ def user_stacklevel() -> int:
     return level if frame is not None else 1
 
 
-#: The source of what autograd's device thread traces: a backward, with no user frame on
-#: that thread's stack.
-BACKWARD_SOURCE = "backward (autograd's device thread)"
+#: The source of what a backward node traces with no user frame between it and autograd's
+#: engine (a lazy kernel of a ``grad_fn``, not a user's hook).
+BACKWARD_SOURCE = "backward (autograd's engine)"
+
+#: The name of torch's Python entry into the engine (``torch.autograd.graph``), which every
+#: ``backward()`` / ``autograd.grad()`` passes through.
+_ENGINE_ENTRY = "_engine_run_backward"
 
 
 def user_source() -> str | None:
     """``file:line`` of the innermost frame outside torch, lazygen and kernel modules;
-    ``BACKWARD_SOURCE`` on another thread with no such frame (autograd's device thread
-    runs the backward); None on the main thread with none."""
+    ``BACKWARD_SOURCE`` when torch's entry into the engine comes first (a backward node
+    runs: on the calling thread, ``privateuse1/backward_thread.py``, the user's
+    ``loss.backward()`` line is further out) or on another thread with no user frame
+    (autograd's device thread); None on the main thread with none."""
     frame = sys._getframe(1)
     while frame is not None:
         if not _is_internal(frame):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        if frame.f_code.co_name == _ENGINE_ENTRY:
+            return BACKWARD_SOURCE
         frame = frame.f_back
     if threading.current_thread() is not threading.main_thread():
         return BACKWARD_SOURCE

@@ -32,6 +32,15 @@ else:
 
 OK = "RETURNED"
 
+#: ``{}.backward()`` with torch's backward entry point past lazygen's calling-thread wrapper
+_ON_THE_DEVICE_THREAD = """from lazygen.runtime.privateuse1 import backward_thread
+g, wrapped = torch.autograd.graph, torch.autograd.graph._engine_run_backward
+g._engine_run_backward = torch.autograd._engine_run_backward = backward_thread.engine_threads(wrapped)
+try:
+    {}.backward()
+finally:
+    g._engine_run_backward = torch.autograd._engine_run_backward = wrapped"""
+
 # name -> (code, what its output must contain): "RETURNED" plus printed values, or the
 # exception type and the words of its message that tell the user what to do.
 CASES = {
@@ -180,7 +189,7 @@ CASES = {
         "with torch.autocast(device_type=d, dtype=torch.bfloat16): print((x @ x).dtype)",
         "torch.bfloat16",
     ),
-    # Errors raised while autograd runs backward on the lazy device's thread: torch's Python
+    # Errors raised while autograd runs backward on the lazy device: torch's Python
     # device guard used to abort the process on them (see runtime/privateuse1/backward_errors.py).
     "error_in_backward_kernel": (
         "from lazygen.runtime import dispatch\n"
@@ -224,6 +233,21 @@ CASES = {
         "m = torch.nn.Linear(3, 3).to(d)\n"
         "def hook(module, grad_in, grad_out): raise KeyError('module hook')\n"
         "m.register_full_backward_hook(hook); m(torch.randn(2, 3, device=d)).sum().backward()",
+        "RAISED KeyError: 'module hook'",
+    ),
+    # The cases above run on the calling thread (``privateuse1/backward_thread.py``); these
+    # call the engine past that wrapper, so the device thread runs them, where the guard's
+    # abort came from.
+    "error_in_tensor_hook_on_the_device_thread": (
+        "p = torch.randn(3, device=d, requires_grad=True); y = p * p\n"
+        "y.register_hook(lambda grad: 1 / 0)\n" + _ON_THE_DEVICE_THREAD.format("y.sum()"),
+        "RAISED ZeroDivisionError",
+    ),
+    "error_in_module_backward_hook_on_the_device_thread": (
+        "m = torch.nn.Linear(3, 3).to(d)\n"
+        "def hook(module, grad_in, grad_out): raise KeyError('module hook')\n"
+        "m.register_full_backward_hook(hook)\n"
+        + _ON_THE_DEVICE_THREAD.format("m(torch.randn(2, 3, device=d)).sum()"),
         "RAISED KeyError: 'module hook'",
     ),
     "backward_after_an_error_in_backward": (

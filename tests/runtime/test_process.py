@@ -39,6 +39,8 @@ def test_opted_out_patches_leave_torch_alone():
         "assert torch.nn.Module.to is original_to and s._str is original_str\n"
         "assert not getattr(torch.autograd.graph._engine_run_backward, "
         "'_lazygen_delivers_errors', False)\n"
+        "assert not getattr(torch.autograd.graph._engine_run_backward, "
+        "'_lazygen_on_calling_thread', False)\n"
         "x = torch.ones(2, device=lr.device())\n"
         "assert (x + 1).sum().item() == 4.0\n"
     )
@@ -47,6 +49,7 @@ def test_opted_out_patches_leave_torch_alone():
         "LAZYGEN_PRINTING": "0",
         "LAZYGEN_TIED_PARAMETERS": "0",
         "LAZYGEN_BACKWARD_ERRORS": "0",
+        "LAZYGEN_BACKWARD_THREAD": "0",
         "LAZYGEN_GC_FREEZE": "0",
     }
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300, env=env)

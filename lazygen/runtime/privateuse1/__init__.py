@@ -18,6 +18,7 @@ from . import (
     accelerator_api,
     autocast,
     backward_errors,
+    backward_thread,
     compile_inputs,
     dlpack,
     dynamo_interface,
@@ -63,6 +64,8 @@ def reserve_autograd_queue() -> None:
 def _register_guard() -> None:
     if process.enabled("backward_errors"):
         backward_errors.install()
+    if process.enabled("backward_thread"):
+        backward_thread.install()
     guards = state.for_process(_Registered).guards
     guards.append(Guard())
     torch._C._acc.register_python_privateuseone_device_guard(guards[-1])

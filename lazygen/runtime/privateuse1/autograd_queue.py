@@ -22,7 +22,7 @@ import torch
 
 from .. import state
 from ..errors import LazygenRuntimeError
-from . import backward_errors
+from . import backward_errors, backward_thread
 
 _ASSERT_TEXT = "device_ready_queues_"
 
@@ -68,12 +68,15 @@ def _empty_backward(device: torch.device) -> list:
     size: that check imports ``torch.fx.experimental.symbolic_shapes`` (sympy, ~0.3 s),
     and an implicit gradient (``ones_like``) dispatches to the lazy tensor's class,
     whose first ``__torch_dispatch__`` makes torch import ``torch.distributed.tensor``
-    (~0.6 s): neither ``init()`` nor the exit pays them (a program's first op does)."""
+    (~0.6 s): neither ``init()`` nor the exit pays them (a program's first op does).
+    It runs on the engine's device thread (``backward_thread.engine_threads``): the probe
+    asks for that thread's queue, the drain waits for that thread."""
     leaf = torch.empty(0, device=device, requires_grad=True)
     grad = torch.empty(0, device=device)
     run = getattr(torch.autograd.graph, "_engine_run_backward", None)
     if run is None:  # a torch without it: the public way
         return [leaf, grad, *torch.autograd.grad(leaf, leaf, grad_outputs=grad)]
+    run = backward_thread.engine_threads(run)
     return [leaf, grad, *run((leaf,), (grad,), False, False, (leaf,), False, accumulate_grad=False)]
 
 
@@ -85,6 +88,7 @@ def check(device: torch.device) -> bool:
         _translate_engine_assert(other_index(device.type))
         return True
     message = explanation(device.type)
+    backward_thread.engine_lacks_queue()
     warnings.warn(message, RuntimeWarning, stacklevel=3)
     _translate_engine_assert(message)
     return False

@@ -5,6 +5,8 @@ a compiled graph (torch_xla once returned wrong results from such a collision, i
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -47,19 +49,22 @@ def test_a_new_size_is_explained_naming_the_op_and_the_users_line(explaining, ca
 
 
 def test_a_backward_node_is_explained_as_the_backward(explaining, capsys):
-    """Autograd's device thread traces a backward with no user frame on its stack: its
-    nodes are said to come from the backward, not from "an unknown line"."""
+    """A backward node traces with no user frame between it and autograd's engine (on the
+    calling thread the user's ``loss.backward()`` line is further out): its nodes are said
+    to come from the backward, not from "an unknown line" nor from that line."""
     w = torch.ones(8, 4, device=DEVICE, requires_grad=True)
     for n in (3, 5):
         x = torch.ones(n, 8, device=DEVICE)
         loss = (x @ w).sum()
         lr.mark_step()  # the forward alone: the backward's graph starts at x
+        backward_line = sys._getframe().f_lineno + 1
         loss.backward()
         lr.mark_step()
         w.grad = None
     err = capsys.readouterr().err
-    assert "backward (autograd's device thread)" in err, err
+    assert "backward (autograd's engine)" in err, err
     assert "an unknown line" not in err, err
+    assert f"test_recompiles.py:{backward_line}\n" not in err, err
 
 
 def test_a_changed_python_value_is_an_attribute_recompile(explaining, capsys):
