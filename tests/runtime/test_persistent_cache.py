@@ -210,3 +210,44 @@ def test_trimming_skips_an_entry_another_process_renamed_meanwhile(tmp_path, mon
     monkeypatch.setattr(type(tmp_path), "iterdir", lambda self: iter(listed))
     persistent_cache._trim(tmp_path, keep=1)
     assert len([p for p in listed if p.exists()]) == 1
+
+
+def test_a_source_file_that_cannot_be_read_is_left_out_of_the_fingerprint(tmp_path):
+    """A dangling link (or a file removed while the folder is walked) made the fingerprint
+    raise, failing the compile that asked for it (a CI run: another test's folder)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "lowering.py").write_text("x = 1\n")
+    same = os.stat(tmp_path / "a" / "lowering.py")
+    os.utime(tmp_path / "b" / "lowering.py", ns=(same.st_atime_ns, same.st_mtime_ns))
+    (tmp_path / "b" / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    fingerprint = persistent_cache.source_fingerprint
+    assert fingerprint(str(tmp_path / "b")) == fingerprint(str(tmp_path / "a"))
+
+
+def test_a_backend_without_a_source_file_walks_no_folder(cache_dir, monkeypatch):
+    """A backend class defined in ``python -c`` code or a notebook has no file: its store
+    is keyed without a folder's fingerprint, where it once walked the current directory's
+    parent (any tree, other programs' files included)."""
+    import sys
+    import types
+
+    from lazygen.runtime.execution import graph_store
+
+    module = types.ModuleType("lazygen_test_module_without_a_file")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    walked = []
+    monkeypatch.setattr(persistent_cache, "source_fingerprint", lambda d: walked.append(d) or d)
+
+    class Sourceless:
+        name = "sourceless"
+        persistent_executables = True
+
+        def cache_fingerprint(self):
+            return ()
+
+    Sourceless.__module__ = module.__name__
+    assert graph_store._open(Sourceless()) is not None  # a store all the same
+    assert str(Path.cwd().resolve().parent) not in walked
+    assert all(Path(d).is_relative_to(Path(persistent_cache.__file__).parents[3]) for d in walked)

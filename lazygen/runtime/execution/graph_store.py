@@ -108,11 +108,16 @@ def _open(backend):
         return None  # the backend keeps nothing
     cls = type(backend)
     module = sys.modules.get(cls.__module__)
-    package = Path(getattr(module, "__file__", "") or ".").resolve().parent
+    source = getattr(module, "__file__", None)
+    # A class with no source file (``python -c``, a notebook) has no folder to fingerprint:
+    # the current directory's parent, which this once walked, can be any tree at all.
+    package = (
+        persistent_cache.source_fingerprint(str(Path(source).resolve().parent)) if source else ""
+    )
     return persistent_cache.store(
         "graphs",
         backend.name,
         f"{cls.__module__}.{cls.__qualname__}",
-        persistent_cache.source_fingerprint(str(package)),
+        package,
         *backend.cache_fingerprint(),
     )

@@ -89,13 +89,18 @@ def machine() -> str:
 @state.process_memo
 def source_fingerprint(package_dir: str) -> str:
     """Every ``.py`` file under ``package_dir`` by relative name, size and modification
-    time: an edited or upgraded lowering is a new fingerprint."""
+    time: an edited or upgraded lowering is a new fingerprint. A file that cannot be read
+    (a dangling link, one removed while the folder is walked) is no source and is left out:
+    a fingerprint never fails the compile that asks for it."""
     lines = []
     for folder, _, files in os.walk(package_dir):  # os.walk: pathlib's rglob cost 5 ms
         inside = os.path.relpath(folder, package_dir)
         for name in files:
             if name.endswith(".py"):
-                stat = os.stat(os.path.join(folder, name))
+                try:
+                    stat = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
                 path = name if inside == "." else os.path.join(inside, name)
                 lines.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n")
     return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
