@@ -23,6 +23,11 @@ then the loss read on the host (``.item()``, as training loops print it). Routes
   ``aot_eager`` backend (Dynamo and aot_autograd, the aten graphs run eagerly): what any
   ``torch.compile`` route pays at its first step before a backend compiles anything, so the
   floor of the captured step's first step (its steady step is eager's plus the wrappers').
+* ``wrapper-floor``: the same ``torch.compile`` on the CPU model through aot_autograd with
+  graphs that do no work (each returns the results of its first call): Dynamo's guards,
+  aot_autograd's runtime wrappers and torch.optim's own wrappers, alone. Added to the XLA
+  program's own time, it is the fastest steady step any ``torch.compile`` route can reach;
+  its losses do not train, so its losses column is ``-``.
 * ``torchax``: torchax's jitted whole step (``torchax.train.make_train_step`` with optax's
   SGD / AdamW, ``interop.jax_jit(..., donate_argnums=(0, 2))``), the anchor; skipped with a
   note when torchax is not installed (``pip install --no-deps torchax==0.0.14.dev20261026
@@ -63,9 +68,10 @@ ROUTES = (
     "eager",
     *(f"{kind}-{backend}" for kind in ("lazy", "cpu", "captured") for backend in BACKENDS),
     "dynamo-floor",
+    "wrapper-floor",
     "torchax",
 )
-ANCHORS = ("eager", "dynamo-floor", "torchax")  # routes without lazygen: run once, from here
+ANCHORS = ("eager", "dynamo-floor", "wrapper-floor", "torchax")  # routes without lazygen: run once, from here
 DEFAULT_ROUTES = ("eager", "lazy-jax", "cpu-jax", "captured-jax", "torchax")
 
 
@@ -103,6 +109,9 @@ def run_torch(route: str, workload: str, steps: int) -> dict:
     if kind == "dynamo":
         step = torch.compile(training_step(workload, on_lazy_device=False), backend="aot_eager")
         return _timed(step, steps)
+    if kind == "wrapper":
+        step = torch.compile(training_step(workload, on_lazy_device=False), backend=_no_work())
+        return _timed(step, steps)
     if kind in ("lazy", "captured"):
         lr.init(backend=backend)
     step = training_step(workload, on_lazy_device=kind in ("lazy", "captured"))
@@ -123,6 +132,25 @@ def run_torch(route: str, workload: str, steps: int) -> dict:
         # parts of a captured graph run op by op at every call (``lazygen.dynamo.partition``)
         result["eager_segments"] = counters.get("DynamoEagerSegmentRun", 0)
     return result
+
+
+def _no_work():
+    """aot_autograd with forward and backward graphs that run once, then return their first
+    results at every call: what ``torch.compile``'s wrappers cost around free graphs."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    def compiler(graph, example_inputs):
+        first: list = []
+
+        def run(args):
+            if not first:
+                first.append(graph(*args))
+            return first[0]
+
+        run._boxed_call = True
+        return run
+
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler)
 
 
 def run_torchax(workload: str, steps: int) -> dict:
@@ -288,7 +316,7 @@ def _print_table(runs: dict, workloads: list[str], routes: list[str]) -> None:
                 return f"{value / statistics.median(r[key] for r in other):.2f}x"
 
             drift = "-"
-            if eager is not None:
+            if eager is not None and route != "wrapper-floor":  # its graphs do not train
                 ref = eager[0]["losses"]
                 drift = f"{max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(results[0]['losses'], ref, strict=False)):.1e}"  # noqa: E501
             eager_graphs = results[0].get("eager_graphs")

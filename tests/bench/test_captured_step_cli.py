@@ -81,3 +81,17 @@ def test_cold_runs_get_empty_caches_of_their_own_and_leave_none_behind():
         assert again["LAZYGEN_CACHE_DIR"] != directory
     with caches(cold=False) as env:
         assert env is None  # the machine's caches: the process's own environment
+
+
+def test_the_wrapper_floor_runs_each_graph_once_then_replays_its_first_results():
+    """``wrapper-floor`` times torch.compile's wrappers around graphs that do no work: its
+    step returns the first step's loss at every call (nothing trains), and its row is an
+    anchor (run once, from this tree, under ``--base``)."""
+    torch = pytest.importorskip("torch")
+    script = _script()
+    step = torch.compile(
+        script.training_step("mlp", on_lazy_device=False), backend=script._no_work()
+    )
+    losses = [step().item() for _ in range(3)]
+    assert losses[0] == losses[1] == losses[2]
+    assert "wrapper-floor" in script.ANCHORS
