@@ -71,7 +71,12 @@ ROUTES = (
     "wrapper-floor",
     "torchax",
 )
-ANCHORS = ("eager", "dynamo-floor", "wrapper-floor", "torchax")  # routes without lazygen: run once, from here
+ANCHORS = (
+    "eager",
+    "dynamo-floor",
+    "wrapper-floor",
+    "torchax",
+)  # routes without lazygen: run once, from here
 DEFAULT_ROUTES = ("eager", "lazy-jax", "cpu-jax", "captured-jax", "torchax")
 
 
@@ -150,7 +155,14 @@ def _no_work():
         run._boxed_call = True
         return run
 
-    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler)
+    # as lazygen's backend: an optimizer's in-place writes stay in its graph (here: dropped
+    # with the rest of its work) instead of an epilogue of aot_autograd's copying them back
+    return aot_autograd(
+        fw_compiler=compiler,
+        bw_compiler=compiler,
+        inference_compiler=compiler,
+        keep_inference_input_mutations=True,
+    )
 
 
 def run_torchax(workload: str, steps: int) -> dict:
