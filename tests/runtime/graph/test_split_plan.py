@@ -107,15 +107,16 @@ def _outcome(tensor):
 
 def _failing_steps(first_fails: bool):
     """Three good steps (the plan is filed), then one whose index is out of range: in the
-    first graph's region (``first_fails``) or in the second graph's only."""
+    first graph's region (``first_fails``) or in the second graph, reading a value the first
+    one hands over (its diagnosis needs the second graph's nodes rebuilt over that data)."""
     x = torch.arange(12.0).reshape(4, 3).to(LAZY)
     outcomes = []
     for bad in (False, False, False, True):
         index = torch.tensor([0, 7 if bad else 2]).to(LAZY)
         lr.mark_step()
         picked = x.index_select(0, index) if first_fails else x * 3
-        loss = picked.sum()
-        gathered = (x * 2).index_select(0, index) if not first_fails else picked * 5
+        loss = picked.sum()  # the first graph computes ``picked`` and hands it over
+        gathered = picked * 5 if first_fails else picked.index_select(0, index)
         plain = x + 1  # independent of the failure
         try:
             lr.mark_step()
