@@ -55,6 +55,10 @@ class LazyDevice:
         self.spliced: set = set()
         # What the last whole step's sync found (``execution/step_plan.py``), or None.
         self.step_plan = None
+        # Plans of the early-results split (``execution/split_plan.py``), most recently used
+        # first, and the pair of graph keys the last generic split made.
+        self.split_plans: list = []
+        self.split_last: tuple | None = None
 
     def prune(self) -> None:
         """Drop references to dead tensors (in place: other threads may be appending)."""

@@ -22,7 +22,7 @@ from ..ir import Node, Value
 from ..state import settings
 from ..tracing import ir_reuse
 from ..tracing.tensor import LazyTensor
-from . import failures, running, split, step_closures, step_plan
+from . import failures, running, split, split_plan, step_closures, step_plan
 from .compiling import (
     clear_compile_cache,
     compile_cache_size,
@@ -78,17 +78,28 @@ def sync(tensors, wait: bool = True, early_results: bool = False) -> None:
             with dev.lock:
                 if whole_step:
                     group = pending(dev.live_tensors())
-                plan = split.split(list(dict.fromkeys(group)))
+                group = list(dict.fromkeys(group))
+                if not whole_step and split_plan.sync(dev, group, _sync_device, _sync_rest_quietly):
+                    continue
+                values = [t._value for t in group]
+                plan = split.split(group)
                 if plan is not None:
                     metrics.count("EarlyResultGraph")
+                    graphs: list[tuple] = []  # each graph's template, order, executable, outputs
                     try:
-                        data_of = _sync_device(dev, plan.early, False, plan.handed_over)
+                        data_of = _sync_device(
+                            dev, plan.early, False, plan.handed_over, found=graphs
+                        )
                     except LazyGraphError:
                         # The rest runs as a graph of its own now: what depends on the
                         # failure carries the error, the rest is materialised.
                         _sync_rest_quietly(dev, plan.rest)
                         raise
-                    split.hand_over(plan, data_of)
+                    rebuilt = split.hand_over(plan, data_of)
+                    if not whole_step:
+                        _sync_device(dev, plan.rest, wait, found=graphs)
+                        split_plan.remember(dev, group, values, plan, graphs, data_of, rebuilt)
+                        continue
                     group = plan.rest
         _sync_device(dev, group, wait, whole_step=whole_step)
 
@@ -154,11 +165,13 @@ def _sync_device(
     tensors: list[LazyTensor],
     wait: bool = True,
     extra_outputs=(),
+    found: list | None = None,
     whole_step: bool = False,
 ) -> dict[Value, Value]:
     """Run the graph of ``tensors`` (and of ``extra_outputs``, values no tensor holds) and
     point the tensors at their data; returns each output value's data value. With
-    ``whole_step``, every pending tensor of the device too (``_starts_whole_step``)."""
+    ``whole_step``, every pending tensor of the device too (``_starts_whole_step``).
+    ``found``: where to append the graph's ``(template, order, executable, outputs)``."""
     tensors = _with_must_run(device, tensors)
     with device.lock:
         if whole_step:  # listed under the lock: no pending tensor is left out
@@ -174,6 +187,8 @@ def _sync_device(
         try:
             plan, template, order, executable = _found(device, outputs, whole_step)
             debug.note_sync(device, executable, order, outputs)
+            if found is not None:
+                found.append((template, order, executable, outputs))
             # waits for runs they come from
             inputs = running.read_inputs(order, template.inputs, device.backend.torch_data)
             dead = None
@@ -200,11 +215,8 @@ def _sync_device(
             launch = running.launch(
                 device, executable, template.key, order, inputs, outputs, tensors, values
             )
-            data_of = _pending_outputs(device, launch, outputs, executable)
-        for t, value in zip(tensors, values, strict=True):
-            if t._value is value:  # unless another thread re-pointed it meanwhile
-                t._value = data_of[value]
-        metrics.count("SyncedTensors", len(tensors))
+            data_of = running.pending_outputs(device, launch, outputs, executable)
+        running.point(tensors, values, data_of)
         return data_of
 
 
@@ -297,18 +309,6 @@ def _compiled(device: LazyDevice, outputs: list[Value]) -> tuple[GraphTemplate, 
     executable = compile_cached(device, key, order, outputs)
     cache.remember_template(template, outputs)
     return template, order, executable
-
-
-def _pending_outputs(device: LazyDevice, launch, outputs: list[Value], executable) -> dict:
-    """Each output value's data: the launch's pending output (the launch now in flight)."""
-    native = None if device.backend.torch_data else device.backend
-    placements = running.output_placements(device, executable, len(outputs))
-    data_of = {
-        value: Value(launch.output(value.node.shapes[value.index], native, p), 0)
-        for value, p in zip(outputs, placements, strict=True)
-    }
-    device.in_flight.append(launch)
-    return data_of
 
 
 def mark_step(device: LazyDevice | None = None, wait: bool = False) -> None:

@@ -142,24 +142,32 @@ def finish(device: LazyDevice, outputs: list[Value], results, method: str) -> li
     return finished
 
 
-def launch(device, executable, key, order, inputs, outputs, tensors, values) -> Launch:
+def launch(
+    device, executable, key, order, inputs, outputs, tensors, values, described=None
+) -> Launch:
     """Start the graph and return its ``Launch``; should the run fail, its error is built
     when someone waits: the tensors synced here that depend on the failed node keep the
-    failed run's data (reads raise its error), the others get their IR back."""
+    failed run's data (reads raise its error), the others get their IR back. ``described``:
+    when ``order`` and ``values`` stand in for a graph built only should it fail (a planned
+    split's second graph, ``split_plan``), what returns that graph's ``(order, values)``."""
     refs = [weakref.ref(t) for t in tensors]
+
+    def graph() -> tuple[list[Node], list[Value]]:
+        return (order, values) if described is None else described()
 
     def finish_run(results: list) -> list[torch.Tensor]:
         return finish(device, outputs, results, "launch")
 
     def fail_run(error: BaseException, nodes: list[DeviceData]) -> BaseException:
         device.cache.forget(key)
+        failed_order, failed_values = graph()
         if isinstance(error, Exception) and not isinstance(error, LazyGraphError):
-            error = execution_error(device, order, inputs, error)
+            error = execution_error(device, failed_order, inputs, error)
         if not isinstance(error, LazyGraphError):
             return error  # KeyboardInterrupt and the like: nothing to carry
         outputs_of_run = {id(n) for n in nodes}
         synced = []
-        for ref, value in zip(refs, values, strict=True):
+        for ref, value in zip(refs, failed_values, strict=True):
             t = ref()
             if t is not None and id(t._value.node) in outputs_of_run:
                 t._value = value  # its traced IR, until we know whether it depends on it
@@ -174,7 +182,29 @@ def launch(device, executable, key, order, inputs, outputs, tensors, values) -> 
             handle = device.backend.launch(executable, inputs)
     except Exception as error:
         device.cache.forget(key)
-        raise execution_error(device, order, inputs, error) from error
+        raise execution_error(device, graph()[0], inputs, error) from error
     metrics.add_time("LaunchTime", time.perf_counter() - start)
     metrics.count("AsyncLaunch")
     return Launch(handle, inputs, finish_run, fail_run)
+
+
+def pending_outputs(device: LazyDevice, launch: Launch, outputs: list[Value], executable) -> dict:
+    """Each output value's data: the launch's pending output (the launch, now in flight, is
+    appended to the device's runs)."""
+    native = None if device.backend.torch_data else device.backend
+    placements = output_placements(device, executable, len(outputs))
+    data_of = {
+        value: Value(launch.output(value.node.shapes[value.index], native, p), 0)
+        for value, p in zip(outputs, placements, strict=True)
+    }
+    device.in_flight.append(launch)
+    return data_of
+
+
+def point(tensors: list, values: list[Value], data_of: dict) -> None:
+    """Point each synced tensor at its value's data (unless another thread re-pointed it
+    meanwhile)."""
+    for t, value in zip(tensors, values, strict=True):
+        if t._value is value:
+            t._value = data_of[value]
+    metrics.count("SyncedTensors", len(tensors))

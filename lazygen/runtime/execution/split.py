@@ -34,7 +34,8 @@ class Split(NamedTuple):
     second: list[Node]  # every computed node of the second graph (as traced), in post-order
 
 
-def _single_element(tensor: LazyTensor) -> bool:
+def single_element(tensor: LazyTensor) -> bool:
+    """Whether ``tensor`` holds at most one element (a result the first graph computes)."""
     count = 1
     for size in tensor._sizes:
         count *= size
@@ -64,7 +65,7 @@ def split(tensors: list[LazyTensor]) -> Split | None:
     (no single-element result, or nothing else)."""
     early, others = [], []
     for t in tensors:
-        (early if _single_element(t) else others).append(t)
+        (early if single_element(t) else others).append(t)
     if not early or not others:
         return None
     first = region([t._value for t in early])
@@ -113,14 +114,31 @@ def split(tensors: list[LazyTensor]) -> Split | None:
     return Split(early, others, list(handed_over), readers, order)
 
 
-def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
+def hand_over(plan: Split, data_of: dict[Value, Value]) -> dict[Node, Node]:
     """Point the rest of the tensors at a second graph that reads the first graph's results
     as device data. Nodes stay as they are (other tensors and caches may share them): each
     node of the second graph that reads a handed-over value, directly or through another
-    node, is rebuilt over the data (``Node.with_operands``); the others are kept."""
+    node, is rebuilt over the data (``rebuild``); the others are kept. Returns the rebuilt
+    nodes by the node each replaces."""
+    rebuilt = rebuild(plan.second, data_of)
+    replaced = data_of.get
+    for tensor in plan.rest:
+        value = tensor._value
+        data = replaced(value)
+        if data is not None:  # a result of the first graph itself
+            tensor._value = data
+        elif value.node in rebuilt:
+            tensor._value = _new_value(Value, (rebuilt[value.node], value.index))
+    return rebuilt
+
+
+def rebuild(second: list[Node], data_of: dict[Value, Value]) -> dict[Node, Node]:
+    """Each node of ``second`` (post-order) that reads a value of ``data_of``, directly or
+    through another node, rebuilt over the data (``Node.with_operands``), by the node it
+    replaces."""
     rebuilt: dict[Node, Node] = {}
     replaced = data_of.get
-    for node in plan.second:  # operands first, so a rebuilt operand is known to its users
+    for node in second:  # operands first, so a rebuilt operand is known to its users
         operands = node.operands
         new = None
         for position, operand in enumerate(operands):
@@ -142,13 +160,7 @@ def hand_over(plan: Split, data_of: dict[Value, Value]) -> None:
             new[position] = value
         if new is not None:
             rebuilt[node] = node.with_operands(tuple(new))
-    for tensor in plan.rest:
-        value = tensor._value
-        data = replaced(value)
-        if data is not None:  # a result of the first graph itself
-            tensor._value = data
-        elif value.node in rebuilt:
-            tensor._value = _new_value(Value, (rebuilt[value.node], value.index))
+    return rebuilt
 
 
 def _substitute(operands, data_of: dict[Value, Value], rebuilt: dict[Node, Node]):
