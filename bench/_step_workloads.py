@@ -7,16 +7,21 @@ from __future__ import annotations
 WORKLOADS = ("mlp", "encoder", "gpt2")
 
 
-def training_step(name: str, on_lazy_device: bool):
+def training_step(name: str, on_lazy_device: bool, foreach: bool | None = None):
     """The workload's whole training step as a function of nothing that returns the loss:
     forward, ``loss.backward()``, ``optimizer.step()``, ``zero_grad()``. Its model, batch and
     optimizer state live on the lazy device when ``on_lazy_device`` (the caller has called
-    ``lr.init``), on the CPU otherwise."""
+    ``lr.init``), on the CPU otherwise. ``foreach``: the optimizer's ``foreach`` argument;
+    None leaves torch's default for the device (the per-tensor loop on the CPU, the
+    ``_foreach_*`` ops on the lazy device, a PrivateUse1 device)."""
     model, (x, y), make_optimizer, _, loss_of = make_workload(name)
     if on_lazy_device:
         model, x, y = model.to("lazygen"), x.to("lazygen"), y.to("lazygen")
     model.train()
     optimizer = make_optimizer(model.parameters())
+    if foreach is not None:
+        for group in optimizer.param_groups:
+            group["foreach"] = foreach
 
     def step():
         loss = loss_of(model, x, y)
@@ -25,6 +30,7 @@ def training_step(name: str, on_lazy_device: bool):
         optimizer.zero_grad()
         return loss
 
+    step.optimizer = optimizer  # for a caller that checks its settings
     return step
 
 

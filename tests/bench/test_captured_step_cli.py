@@ -95,3 +95,11 @@ def test_the_wrapper_floor_runs_each_graph_once_then_replays_its_first_results()
     losses = [step().item() for _ in range(3)]
     assert losses[0] == losses[1] == losses[2]
     assert "wrapper-floor" in script.ANCHORS
+
+
+def test_the_floors_run_the_optimizer_the_captured_step_runs():
+    """torch picks the ``_foreach_*`` implementation for the lazy device's parameters and the
+    per-tensor loop for the CPU's; the floors' CPU step must trace the captured one's."""
+    pytest.importorskip("torch")
+    step = _script()._cpu_step_as_captured("mlp")
+    assert [group["foreach"] for group in step.optimizer.param_groups] == [True]
