@@ -29,24 +29,21 @@ import torch
 from lazygen.runtime import capture_interface as runtime
 from lazygen.runtime import metrics
 from lazygen.runtime.capture_interface import (
-    BUILTIN,
     Fragment,
     FragmentCall,
     LazyDevice,
-    ScalarData,
     SeedData,
     Value,
     default_generator,
-    device_data,
     draw_seeds,
     is_lazy,
-    make_backend,
     new_lazy,
     post_order,
     sync_apart,
 )
 
 from .capture import ARG, CONSTANT, FIXED, PASS, RESULT, SEED, Capture
+from .host_writes import HostWrites
 
 _sync = torch._functionalize_sync
 _wrap = torch._to_functional_tensor
@@ -186,91 +183,3 @@ class Splice:
         if self.container is not None:
             return self.container(out)
         return torch.utils._pytree.tree_unflatten(out, self.spec)
-
-
-def _argument_of(cap: Capture) -> dict:
-    """Each graph input node that stands for an FX argument, with that argument's index."""
-    inputs = [node for node in cap.order if node.is_input]
-    return {
-        node: payload
-        for node, (kind, payload) in zip(inputs, cap.feeds, strict=True)
-        if kind == ARG
-    }
-
-
-class HostWrites:
-    """The host tensors a spliced graph writes in place, with their new values computed on
-    the host at each call: an optimizer's step counts, which torch keeps on the CPU
-    (``state["step"]`` of Adam and AdamW unless ``capturable``). The graph reads the old
-    values (uploaded, copied, at each call); these new ones, a function of host tensors
-    and the graph's constants only (``step + 1``), run op by op on the host
-    (``UncompiledGraph``) and are written into the caller's tensors, so nothing waits for
-    the device."""
-
-    __slots__ = ("targets", "outputs", "host", "graph", "feeds", "mirrors")
-
-    def __init__(self, cap: Capture, args: list) -> None:
-        writes = [(i, r) for i, r in cap.mutations if not is_lazy(args[i])]
-        self.targets = [i for i, _ in writes]
-        self.outputs = [r for _, r in writes]  # the call's outputs of their new values
-        #: FX argument -> (id, version, lazy tensor): the device's copy of the value this
-        #: replay wrote into a host tensor, which the next call reads instead of uploading
-        #: it again while the tensor is unchanged
-        self.mirrors: dict[int, tuple] = {}
-        outputs = [cap.outputs[r] for _, r in writes]
-        order, _ = post_order(outputs)
-        self.host, self.graph = None, None
-        if order:  # the fx backend's module of these ops: eager's kernels, called directly
-            self.host = make_backend("fx", BUILTIN)
-            self.graph = self.host.compile(order, outputs, torch.device("cpu"))
-        argument_of = _argument_of(cap)
-        self.feeds: list[tuple[bool, object]] = []  # (is an argument, its index or data)
-        for node in order:
-            if node.is_input:
-                if node in argument_of:
-                    self.feeds.append((True, argument_of[node]))
-                else:
-                    self.feeds.append((False, node.materialize()))
-
-    def __bool__(self) -> bool:
-        return bool(self.targets)
-
-    @staticmethod
-    def reads_lazy_data(cap: Capture, args: list) -> bool:
-        """Whether a host tensor's new value reads a lazy tensor or data of the graph."""
-        outputs = [cap.outputs[r] for i, r in cap.mutations if not is_lazy(args[i])]
-        if not outputs:
-            return False
-        argument_of = _argument_of(cap)
-        for node in post_order(outputs)[0]:
-            if not node.is_input or isinstance(node, ScalarData):
-                continue
-            if node not in argument_of or is_lazy(args[argument_of[node]]):
-                return True
-        return False
-
-    def device_value(self, i: int, tensor: torch.Tensor, device: LazyDevice) -> Value:
-        """The IR value a call reads for host argument ``i``: the device's copy of what the
-        last call wrote into it while it is unchanged since (one bump later: aot_autograd's
-        runtime wrapper bumps every input its graph mutates before calling it), else an
-        upload of a copy (the caller's tensor changes at the write)."""
-        mirror = self.mirrors.get(i)
-        if mirror is not None and mirror[0] == id(tensor) and mirror[1] + 1 == tensor._version:
-            return mirror[2]._value
-        return device_data(tensor.detach().clone(), device)
-
-    def __call__(self, args: list, call: FragmentCall, device: LazyDevice) -> None:
-        inputs = [args[payload] if is_arg else payload for is_arg, payload in self.feeds]
-        results = self.host.execute(self.graph, inputs)
-        targets = [args[i] for i in self.targets]
-        with torch.no_grad():
-            torch._foreach_copy_(targets, results)
-        mirrors = self.mirrors
-        for i, t, r in zip(self.targets, targets, self.outputs, strict=True):
-            mirror = mirrors.get(i)
-            if mirror is None:
-                lazy = new_lazy(Value(call, r), device)
-            else:  # the device's copy is ours alone: pointed at the new value, as a write
-                lazy = mirror[2]
-                lazy._value = Value(call, r)
-            mirrors[i] = (id(t), t._version, lazy)

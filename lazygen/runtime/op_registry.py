@@ -319,6 +319,8 @@ FACTS: Mapping[str, str] = MappingProxyType(
         "stride_reading": "ops whose result depends on their input's strides (lowering_context)",
         "contiguous_inputs": "ops whose CPU kernels need contiguous inputs (lowering_context)",
         "input_write": "the op an in-place write of a graph input lowers as (ir.InputWrite)",
+        "count_increment": "the op a captured optimizer's host step count update "
+        "(count + n) is: dynamo's host writes run such updates as one in-place add",
     }
 )
 

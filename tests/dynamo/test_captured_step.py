@@ -83,6 +83,8 @@ def check_one_program_per_step(device: torch.device, mark_step: bool = False) ->
     assert all(
         s["step"].device.type == "cpu" and s["step"].item() == 4 for s in optimizer.state.values()
     )
+    # ... as one in-place add of the counts at each call (``host_writes.Increments``)
+    assert count("DynamoHostIncrements") == 4
     backend = devices.get_device(0).backend
     if not backend.torch_data:  # jax: the step's program donates the old state to the new
         cache = devices.get_device(0).cache

@@ -171,6 +171,11 @@ CONTIGUOUS_INPUT_OPS = frozenset(
 #: ``ir.InputWrite`` (a graph writing its input in place) lowers as this op.
 INPUT_WRITE_OP = aten.copy_.default
 
+#: A captured optimizer's update of its host step counts, ``step + n`` (Adam's ``step +=
+#: 1`` as aot_autograd functionalizes it): ``lazygen.dynamo.host_writes`` runs a graph of
+#: these alone as one in-place ``_foreach_add_``.
+COUNT_INCREMENT_OP = aten.add.Scalar
+
 for _fact, _value in {
     "cpu_statistics": CPU_STATISTICS_OPS,
     "cpu_eval_statistics": CPU_EVAL_STATISTICS,
@@ -186,5 +191,6 @@ for _fact, _value in {
     "stride_reading": STRIDE_READING_OPS,
     "contiguous_inputs": CONTIGUOUS_INPUT_OPS,
     "input_write": INPUT_WRITE_OP,
+    "count_increment": COUNT_INCREMENT_OP,
 }.items():
     op_registry.declare(_fact, _value, _HERE)
