@@ -132,6 +132,16 @@ def test_operands_moved_between_nodes_refuse():
     assert _both(_template(graph(1)), graph(1)) is not None
 
 
+def test_a_list_where_a_value_was_refuses():
+    def graph(listed):
+        a, b = Leaf((), (), _F), Leaf((), (), _F)
+        second = (Value(b, 0),) if listed else Value(b, 0)
+        return [Value(Op((Value(a, 0), second), (), _F), 0)]
+
+    assert _both(_template(graph(False)), graph(True)) is None
+    assert _both(_template(graph(True)), graph(False)) is None
+
+
 def test_entries_moved_between_lists_refuse():
     """The same flat sequence of list entries, split differently between two lists."""
 
