@@ -81,6 +81,15 @@ def test_shape_key_of_floats_is_their_type_so_values_share_an_entry():
     assert kernel_support.shape_key([1, 2]) == (1, 2)
 
 
+def test_shape_key_of_a_list_of_ints_is_the_tuple_and_of_others_per_element():
+    """A list of plain ints is keyed as a tuple in one step (``_INTS``); any other element
+    keeps its own key: a bool must not share an entry with the int of the same value."""
+    key = kernel_support.shape_key
+    assert key([3, 6, 16]) == (3, 6, 16) and key(()) == () and key([]) == ()
+    assert key([True, 1]) == ((bool, True), 1) != key([1, 1])
+    assert key([1, 0.5]) == (1, float) and key([[1, 2], 3]) == ((1, 2), 3)
+
+
 def test_a_kernel_replaced_after_its_op_ran_is_the_one_dispatched(fresh_metrics):
     """``__torch_dispatch__`` keeps the table by ``id(func)`` as ops run; every change of
     the table (``register_kernels``, ``unregister_kernels``, ``set_force_fallback``) must

@@ -34,6 +34,10 @@ class _KEYWORDS:  # noqa: N801 - a marker: a class hashes as fast as object() an
 
 
 _META = torch.device("meta")
+#: The element types of a list of plain ints (sizes, dims: most list arguments), whose key
+#: is the list as a tuple (an int is its own key): ``set(map(type, ...))`` checks that in C
+#: where a call per element cost ~0.1 us each (a 3-4 size list 0.58-0.67 -> 0.35 us).
+_INTS = frozenset({int})
 _default_dtype = torch.get_default_dtype  # read at each cache hit (see ``ShapeCache``)
 
 
@@ -83,6 +87,10 @@ def shape_key(arg, value_dependent: bool = False):
     if kind is bool:
         return (bool, arg)
     if kind is list or kind is tuple:
+        if not arg:
+            return ()
+        if set(map(type, arg)) == _INTS:
+            return tuple(arg)
         return tuple([shape_key(a, value_dependent) for a in arg])
     if isinstance(arg, torch.Tensor):
         return ("tensor", arg.device.type, arg.dtype, tuple(arg.shape))
