@@ -155,6 +155,19 @@ class Synced:
         return Synced(self.saved) if self.saved else None
 
 
+def save_tensors_file() -> str | None:
+    """Where every synced graph's IR is appended; None when that is off.
+
+    ``LAZYGEN_SAVE_TENSORS_FILE``, or LTC's ``LTC_SAVE_TENSORS_FILE``, read at each sync so
+    that a user may set it mid-run.
+    """
+    return (
+        os.environ.get("LAZYGEN_SAVE_TENSORS_FILE")
+        or os.environ.get("LTC_SAVE_TENSORS_FILE")
+        or None
+    )
+
+
 def note_sync(device, executable, order: list[Node], outputs) -> None:
     """The executor's hook for each graph it runs.
 
@@ -164,7 +177,7 @@ def note_sync(device, executable, order: list[Node], outputs) -> None:
     if type(executable) is UncompiledGraph:  # its text now: it holds the step's IR and data
         executable = executable.describe()
     state.part(Synced).latest = (device.backend, executable)
-    path = os.environ.get("LAZYGEN_SAVE_TENSORS_FILE") or os.environ.get("LTC_SAVE_TENSORS_FILE")
+    path = save_tensors_file()
     if path:
         _save(path, device, order, outputs)
 

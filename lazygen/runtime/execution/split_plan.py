@@ -27,7 +27,6 @@ decides donation per run.
 from __future__ import annotations
 
 import functools
-import os
 
 from .. import debug, metrics
 from ..devices import LazyDevice
@@ -80,11 +79,7 @@ class Replayed:
 def find(device: LazyDevice, tensors: list[LazyTensor]) -> Replayed | None:
     """The plan matching the split of pending ``tensors`` (each listed once), or None."""
     plans = device.split_plans
-    if (
-        not plans
-        or os.environ.get("LAZYGEN_SAVE_TENSORS_FILE")
-        or os.environ.get("LTC_SAVE_TENSORS_FILE")
-    ):  # saving each graph's IR needs the second graph's rebuilt nodes
+    if not plans or debug.save_tensors_file():  # saving each graph's IR needs the rebuilt nodes
         return None
     outputs = list(dict.fromkeys([t._value for t in tensors]))
     cache = device.cache
