@@ -27,8 +27,8 @@ import subprocess
 import sys
 import time
 
-from _step_workloads import WORKLOADS
-from captured_step import _timed, run_torchax, training_step
+from _step_workloads import WORKLOADS, training_step
+from captured_step import _timed, run_torchax
 
 ROUTES = ("captured-jax", "torchax")
 
