@@ -56,13 +56,17 @@ class Launch:
         self._reported = False
         state.for_process(InFlight).launches.add(self)
 
-    def output(self, shape, backend=None, placement=None) -> DeviceData:
-        """The next output's node, in the order of the graph's outputs (``backend``: the
-        backend whose non-torch data it will hold, ``placement`` its layout, see
-        ``DeviceData``)."""
-        node = DeviceData.pending(self, shape, backend, placement)
-        self._nodes.append(node)
-        return node
+    def outputs(self, shapes: list, backend, placements) -> list[DeviceData]:
+        """The nodes of the graph's outputs, one per shape, in the order of its outputs
+        (``backend``: the backend whose non-torch data they will hold, None for torch data;
+        ``placements``: each one's layout; see ``DeviceData``). All at once: a step's graphs
+        have hundreds of outputs, and a call per output cost a third more."""
+        nodes = [
+            DeviceData(None, self, shape, backend, placement)
+            for shape, placement in zip(shapes, placements, strict=True)
+        ]
+        self._nodes += nodes
+        return nodes
 
     def wait(self, unreported_only: bool = False) -> None:
         """Wait for the run; deliver its outputs, or raise its error: every time (a read of

@@ -23,6 +23,10 @@ from . import profiling
 from .failures import broken_contract, carry_error, execution_error
 from .launches import Launch
 
+#: ``Value(node, i)`` without the NamedTuple's Python-level ``__new__`` (a third of the cost
+#: of a launched graph's output data, hundreds a step).
+_new_value = tuple.__new__
+
 
 def execute(device: LazyDevice, executable, order: list[Node], inputs: list, dead=None) -> list:
     """Run a compiled graph (``order``: its nodes, named by the error if the run fails).
@@ -193,10 +197,10 @@ def pending_outputs(device: LazyDevice, launch: Launch, outputs: list[Value], ex
     appended to the device's runs)."""
     native = None if device.backend.torch_data else device.backend
     placements = output_placements(device, executable, len(outputs))
-    data_of = {
-        value: Value(launch.output(value.node.shapes[value.index], native, p), 0)
-        for value, p in zip(outputs, placements, strict=True)
-    }
+    nodes = launch.outputs(
+        [value.node.shapes[value.index] for value in outputs], native, placements
+    )
+    data_of = dict(zip(outputs, [_new_value(Value, (node, 0)) for node in nodes], strict=True))
     device.in_flight.append(launch)
     return data_of
 
