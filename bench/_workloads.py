@@ -4,7 +4,8 @@
 
 IMPL is `lazygen` (this project's runtime), `ltc` (torch._lazy with its C++ TS backend)
 or `eager` (plain CPU); `floor` is lazygen's device with add/mul kernels that only return
-a new lazy tensor (no IR, no shapes): the cost of the Python entry point itself. Each benchmark script runs this in subprocesses, alternating the
+a new lazy tensor (no IR, no shapes): the cost of the Python entry point itself;
+`node-floor` adds to it the least a tracer records, one IR node per op. Each benchmark script runs this in subprocesses, alternating the
 implementations, so that one backend's global state never leaks into another's figures.
 """
 
@@ -25,7 +26,7 @@ class Impl:
 
     def __init__(self, name: str):
         self.name = name
-        if name in ("lazygen", "floor"):
+        if name in ("lazygen", "floor", "node-floor"):
             import lazygen.runtime as lr
 
             lr.init()
@@ -33,6 +34,8 @@ class Impl:
             self.device = lr.device()
             if name == "floor":
                 _install_floor_kernels()
+            elif name == "node-floor":
+                _install_node_floor_kernels()
         elif name == "ltc":
             from torch._lazy import ts_backend
 
@@ -42,7 +45,7 @@ class Impl:
             self.device = torch.device("cpu")
 
     def mark_step(self) -> None:
-        if self.name in ("lazygen", "floor"):
+        if self.name in ("lazygen", "floor", "node-floor"):
             self.lr.mark_step()
         elif self.name == "ltc":
             from torch import _lazy
@@ -81,6 +84,41 @@ def _install_floor_kernels() -> None:
     dispatch.register_kernels(
         {op: kernel for op in (torch.ops.aten.add.Tensor, torch.ops.aten.mul.Tensor)}
     )
+
+
+def _install_node_floor_kernels() -> None:
+    """add/mul kernels that record the least any tracer records: the op's IR node (its
+    operands as the generated kernel passes them, the first input's shape as the result's)
+    and a new lazy tensor for it. No shape-cache lookup, counter, device check or graph
+    budget: the ``floor`` plus the price of one node object in Python, against which the
+    rest of lazygen's per-op work reads (``bench/trace.py``). Only for this benchmark's
+    chain of equal-shaped float tensors, whose results these shapes describe exactly."""
+    from lazygen.runtime.builtin.generated import ir
+
+    from lazygen.runtime import dispatch
+    from lazygen.runtime.ir import Value
+    from lazygen.runtime.tracing import tensor
+
+    new_node, new_value, new_lazy = object.__new__, tuple.__new__, tensor.new_lazy
+    add_class, mul_class = ir.AddTensor, ir.MulTensor
+
+    def add(self, other, alpha=1):  # alpha 1: no operand, as the generated kernel records it
+        node = new_node(add_class)
+        node.operands = (self._value, other._value, None)
+        node.attrs = ()
+        node.shapes = (self._shape,)
+        node.source = None
+        return new_lazy(new_value(Value, (node, 0)), self._device)
+
+    def mul(self, other):
+        node = new_node(mul_class)
+        node.operands = (self._value, other._value)
+        node.attrs = ()
+        node.shapes = (self._shape,)
+        node.source = None
+        return new_lazy(new_value(Value, (node, 0)), self._device)
+
+    dispatch.register_kernels({torch.ops.aten.add.Tensor: add, torch.ops.aten.mul.Tensor: mul})
 
 
 def trace(impl: Impl, ops: int, repeats: int) -> dict:
@@ -200,7 +238,7 @@ def _live_nodes(impl: Impl) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("workload", choices=["trace", "train_step", "scaling", "memory"])
-    parser.add_argument("impl", choices=["lazygen", "ltc", "eager", "floor"])
+    parser.add_argument("impl", choices=["lazygen", "ltc", "eager", "floor", "node-floor"])
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=60)

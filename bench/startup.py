@@ -18,7 +18,10 @@ repeat):
 ``cold`` runs in an empty cache directory (``XDG_CACHE_HOME``, which holds lazygen's
 persistent caches, and Inductor's directory); ``warm`` is the next process on that
 directory. Goals (issue #51): import + init within 0.5 s of the anchor's import; warm first
-two steps at most 25% of cold. Child processes write bytecode (``PYTHONDONTWRITEBYTECODE``
+two steps at most 25% of cold. Each process then runs ``STEADY`` more steps: their median,
+times the number of first steps, is what those steps would cost with every start-up cost
+gone, the least a warm process's first steps can cost (printed per backend under the
+table, as a share of cold's first steps). Child processes write bytecode (``PYTHONDONTWRITEBYTECODE``
 is dropped, as for an installed package, whose ``.pyc`` files pip writes) and one unmeasured
 process per backend runs first, so no row pays compiling lazygen's sources.
 """
@@ -43,6 +46,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 BACKENDS = ("torchscript", "jax")
+STEADY = 8  # steps after the measured ones, whose median is the steady step
 
 
 def _cpu() -> float:
@@ -95,7 +99,7 @@ def worker(kind: str, steps: int) -> dict:
     model = model.to(device)
     optimizer = make_optimizer(model.parameters())
     x, y = x.to(device), y.to(device)
-    for step in range(steps):
+    for step in range(steps + STEADY):
         mark = _clock()
         optimizer.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -107,6 +111,9 @@ def worker(kind: str, steps: int) -> dict:
         phase(f"step{step + 1}", mark)
     for unit in ("", "_cpu"):
         times[f"steps{unit}"] = sum(times[f"step{s + 1}{unit}"] for s in range(steps))
+        times[f"steady{unit}"] = statistics.median(
+            times[f"step{s + 1}{unit}"] for s in range(steps, steps + STEADY)
+        )
     if device != "cpu":
         times["compiles"] = lr.metrics.counter_value("UncachedCompile") or 0
         times["loaded"] = lr.metrics.counter_value("PersistentGraphLoad") or 0
@@ -199,6 +206,16 @@ def report(runs: dict[str, list[dict]], steps: int) -> None:
             f"| {_both(results, 'torch_lazy_imports')} | {_both(results, 'steps')}{compiles} "
             f"| {ratio} |"
         )
+    for key, results in runs.items():
+        if key.endswith("warm"):
+            cold = runs[key.replace("warm", "cold")]
+            floor = [steps * _median(results, "steady" + u) for u in ("", "_cpu")]
+            shares = [floor[i] / _median(cold, "steps" + u) for i, u in enumerate(("", "_cpu"))]
+            print(
+                f"\n{key.removesuffix(' warm')}: {steps} steady steps cost {floor[0]:.3f} / "
+                f"{floor[1]:.3f} s (wall / CPU), {shares[0]:.2f} / {shares[1]:.2f} of cold's "
+                f"first {steps}: the least the warm ones can cost, with every start-up cost gone"
+            )
     print(
         f"\nfirst {steps} steps: encoder + AdamW (bench/jax_backend.py), each ending with the "
         "loss read; timed after torch's lazy imports (`torch._dynamo`, "

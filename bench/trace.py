@@ -5,7 +5,9 @@
 lazygen vs torch._lazy (C++ LTC, TS backend) vs eager, each in fresh processes,
 alternating; wall time and the tracing thread's CPU time (which a loaded machine inflates
 less). Goal (issue #51): lazygen <= 1.3x torch._lazy. The `floor` row is lazygen's entry point
-with kernels that trace nothing (see bench/_workloads.py): the part no kernel work removes.
+with kernels that trace nothing (see bench/_workloads.py): the part no kernel work removes;
+`node-floor` adds one IR node per op and nothing else (no shape lookup, counter, device check
+or graph budget): the least any tracer on this entry point pays.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import argparse
 
 from _timing import alternate_workload, median_of
 
-IMPLS = ("eager", "ltc", "floor", "lazygen")
+IMPLS = ("eager", "ltc", "floor", "node-floor", "lazygen")
 
 
 def measure(repeats: int) -> list[tuple[str, str, str]]:
@@ -35,6 +37,11 @@ def measure(repeats: int) -> list[tuple[str, str, str]]:
             "lazygen entry point alone (no tracing)",
             cell("floor"),
             f"{versus('floor')}: dispatch + functionalization + wrapper",
+        ),
+        (
+            "entry point + one IR node a op (no bookkeeping)",
+            cell("node-floor"),
+            f"{versus('node-floor')}: the least a tracer here pays",
         ),
         ("lazygen", cell("lazygen"), f"{versus('lazygen')} (goal <= 1.3x)"),
     ]

@@ -28,6 +28,7 @@ def test_startup_rows_cold_warm_and_anchors():
     assert set(rows) == {"anchor torch", "eager", "torchscript cold", "torchscript warm"}
     assert "beyond torch's import" in rows["torchscript cold"]
     assert "0 loaded" in rows["torchscript cold"] and "0 loaded" not in rows["torchscript warm"]
+    assert "torchscript: 1 steady steps cost" in done.stdout  # the warm steps' floor
 
 
 def test_overlap_rows_per_batch():

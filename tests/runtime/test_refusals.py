@@ -220,3 +220,27 @@ def test_refusing_an_op_torch_decomposes_first_warns(refused, warns):
     assert bool(messages) == warns, messages
     if warns:
         assert repr(refused) in messages[0] and "'declining-attention'" in messages[0]
+
+
+def test_refuses_any_is_remembered_until_a_backend_is_installed(refusing, monkeypatch):
+    """Attention asks ``refuses_any`` at every call: the answer for one ``ops`` tuple is
+    kept, and installing another backend's refusals (which may change it) forgets it."""
+    refused, accepted = (aten.neg.default, aten.relu.default), (aten.neg.default,)
+    assert refusals.refuses_any(refusing, refused)
+    assert not refusals.refuses_any(refusing, accepted)
+    asked = []
+
+    def counting(backend, op, *args):
+        asked.append(op)
+        return False
+
+    monkeypatch.setattr(refusals, "refused_by", counting)
+    assert refusals.refuses_any(refusing, refused)  # remembered: not asked again
+    assert not refusals.refuses_any(refusing, accepted)
+    assert asked == []
+    assert not refusals.refuses_any(refusing, (aten.relu.default,))  # another tuple: asked
+    assert asked == [aten.relu.default]
+    lr.set_device_backend(8, AttentionDecliningBackend(DECLINED["sdpa"]))
+    asked.clear()
+    refusals.refuses_any(refusing, refused)
+    assert asked == list(refused)
