@@ -12,14 +12,17 @@ results launches two graphs: the loss's and the rest). Medians are printed.
 
 Wall well above CPU means the main thread waited: for a run whose results it reads (the
 early-results graph, which the loss read needs anyway), or, runnable, for a CPU. On the
-2-core development machine some processes (or stretches of one) showed the rest graph's
-TorchScript launch of the 2-layer decoder at a median ~1.2 ms of wall for ~0.13 ms of CPU,
-others ~0.12 ms for both. py-spy ``--native`` puts that wait inside ``at::launch``; with
-the interop worker threads pinned to one CPU and the main thread to the other, no process
-showed it: consistent with the worker that ``prim::fork`` wakes running the graph on the
-main thread's CPU while the main thread waits for it. Profiles that count runnable threads
-as busy book that wait to ``TorchScriptBackend.launch``. One process, no A/B: compare runs of the
-same build on one machine only, and several processes of each.
+2-core development machine, while another benchmark kept it loaded (load average
+1.1-1.8), some processes (or stretches of one) showed the rest graph's TorchScript launch
+of the 2-layer decoder at a median ~1.2 ms of wall for ~0.13 ms of CPU; idle, and in the
+other processes, ~0.12 ms for both. py-spy ``--native`` puts that wait inside
+``at::launch``; with the interop worker threads pinned to one CPU and the main thread to
+the other, no process showed it: consistent with the worker that ``prim::fork`` wakes
+running the graph on the main thread's CPU, the other one being busy, while the main
+thread waits for it. That is the machine's load, not lazygen's work, but it moves a
+loaded machine's step times by ~1 ms from one process to the next, and profiles that
+count runnable threads as busy book it to ``TorchScriptBackend.launch``. One process, no
+A/B: compare runs of the same build on one machine only, and several processes of each.
 """
 
 from __future__ import annotations
