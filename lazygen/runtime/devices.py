@@ -167,7 +167,14 @@ def default_backend():
 
 
 def set_device_backend(index: int, backend) -> None:
-    """Run ``lazygen:<index>`` on ``backend`` (a ``Backend``); before its first tensor."""
+    """Run ``lazygen:<index>`` on ``backend`` (a ``Backend``); before its first tensor. An
+    index at or past the device count is valid (the count grows to include it); a negative
+    one or a non-int is an error here, rather than a device torch cannot name later."""
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise LazygenRuntimeError(
+            f"lazygen: set_device_backend takes a device index, an int from 0 "
+            f"({settings.device_type}:0), got {index!r}"
+        )
     table = _table()
     with _lock:
         device = table.devices.get(index)

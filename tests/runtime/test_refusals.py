@@ -16,7 +16,9 @@ from lazygen.runtime.backends.torchscript.backend import TorchScriptBackend
 from lazygen.runtime.dispatch import refusals
 
 aten = torch.ops.aten
-INDEX = 5  # a device index no other test file runs on another backend
+# Device indices no other test file gives a backend (``set_device_backend`` grows the count
+# past 8 for them): an index holding tensors of one backend cannot take another.
+INDEX = 12
 DEVICE = f"lazygen:{INDEX}"
 
 
@@ -170,7 +172,7 @@ def test_declined_attention_is_decomposed_into_plain_ops(refused, is_causal):
     takes ATen's math path: plain ops in the graph, no attention node, eager's results.
     (Forward only: backward runs on index 0 alone, docs/device-contract.md; the choice is
     made at the forward, for both nodes.)"""
-    index = 6
+    index = 9
     lr.set_device_backend(index, AttentionDecliningBackend(DECLINED[refused]))
     device = f"lazygen:{index}"
     torch.manual_seed(0)
@@ -196,7 +198,7 @@ def test_a_misspelt_neutral_op_is_an_error():
     """A refusal naming no op (``lazygen::attenton``) is an error naming the backend, not a
     refusal silently ignored."""
     with pytest.raises(lr.LazygenRuntimeError, match="names no op"):
-        lr.set_device_backend(7, AttentionDecliningBackend("lazygen::attenton"))
+        lr.set_device_backend(10, AttentionDecliningBackend("lazygen::attenton"))
 
 
 @pytest.mark.parametrize(
@@ -215,7 +217,7 @@ def test_refusing_an_op_torch_decomposes_first_warns(refused, warns):
     are refused without a warning."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        lr.set_device_backend(7, AttentionDecliningBackend(refused))
+        lr.set_device_backend(13, AttentionDecliningBackend(refused))
     messages = [str(w.message) for w in caught if "never reaches the lazy device" in str(w.message)]
     assert bool(messages) == warns, messages
     if warns:
@@ -240,7 +242,7 @@ def test_refuses_any_is_remembered_until_a_backend_is_installed(refusing, monkey
     assert asked == []
     assert not refusals.refuses_any(refusing, (aten.relu.default,))  # another tuple: asked
     assert asked == [aten.relu.default]
-    lr.set_device_backend(8, AttentionDecliningBackend(DECLINED["sdpa"]))
+    lr.set_device_backend(11, AttentionDecliningBackend(DECLINED["sdpa"]))
     asked.clear()
     refusals.refuses_any(refusing, refused)
     assert asked == list(refused)

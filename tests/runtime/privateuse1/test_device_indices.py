@@ -4,6 +4,7 @@ ops honour ``lazygen:0``, ``lazygen:1``... (issue #41, item 3)."""
 import pytest
 import torch
 
+import lazygen.runtime as lr
 from lazygen.runtime import devices
 from lazygen.runtime.errors import LazygenRuntimeError
 
@@ -99,3 +100,11 @@ def test_seeding_every_device_creates_none():
     torch.lazygen.get_rng_state_all()
     torch.Generator(f"lazygen:{unused}")
     assert {d.index for d in devices.all_devices()} == before
+
+
+@pytest.mark.parametrize("index", [-1, 1.0, "1", True])
+def test_set_device_backend_refuses_what_is_no_device_index(index):
+    """A negative or non-int index was stored, naming a device torch cannot make."""
+    with pytest.raises(LazygenRuntimeError, match="takes a device index, an int from 0"):
+        lr.set_device_backend(index, "torchscript")
+    assert -1 not in devices._table().backend_of_index
