@@ -224,25 +224,21 @@ def test_refusing_an_op_torch_decomposes_first_warns(refused, warns):
         assert repr(refused) in messages[0] and "'declining-attention'" in messages[0]
 
 
-def test_refuses_any_is_remembered_until_a_backend_is_installed(refusing, monkeypatch):
-    """Attention asks ``refuses_any`` at every call: the answer for one ``ops`` tuple is
-    kept, and installing another backend's refusals (which may change it) forgets it."""
-    refused, accepted = (aten.neg.default, aten.relu.default), (aten.neg.default,)
-    assert refusals.refuses_any(refusing, refused)
-    assert not refusals.refuses_any(refusing, accepted)
+def test_rules_for_is_remembered_per_op_until_a_backend_is_installed(refusing, monkeypatch):
+    """Attention asks ``rules_for`` of 6 ops at every call: each op's merged rules are kept
+    (looked up by id, not by ``OpOverload``'s Python hash), and installing another
+    backend's refusals, which may add to them, forgets them."""
+    op = aten.relu.default
+    rules = refusals.rules_for(op)
+    assert [backend for backend, _ in rules] == [refusing]
+    assert refusals.rules_for(op) is rules  # remembered, not merged again
     asked = []
-
-    def counting(backend, op, *args):
-        asked.append(op)
-        return False
-
-    monkeypatch.setattr(refusals, "refused_by", counting)
-    assert refusals.refuses_any(refusing, refused)  # remembered: not asked again
-    assert not refusals.refuses_any(refusing, accepted)
-    assert asked == []
-    assert not refusals.refuses_any(refusing, (aten.relu.default,))  # another tuple: asked
-    assert asked == [aten.relu.default]
-    lr.set_device_backend(11, AttentionDecliningBackend(DECLINED["sdpa"]))
-    asked.clear()
-    refusals.refuses_any(refusing, refused)
-    assert asked == list(refused)
+    monkeypatch.setattr(
+        type(op), "__hash__", lambda self: asked.append(self) or id(self), raising=False
+    )
+    refusals.rules_for(op)
+    assert asked == []  # found by id
+    monkeypatch.undo()
+    lr.set_device_backend(11, AttentionDecliningBackend("aten::relu"))
+    after = [backend.name for backend, _ in refusals.rules_for(op)]
+    assert after == ["refusing", "declining-attention"]

@@ -65,18 +65,17 @@ class Refusals:
     """The refusals of the backends ``init()`` installed (a part of the runtime object):
     ``rules``, op (``OpOverload``) or packet -> [(backend, predicate or None)], and the
     backends read (``installed``). A reset keeps them, as it keeps the kernel tables they
-    wrap. ``any_refused`` remembers ``refuses_any``'s answers until the next ``install``."""
+    wrap. ``of_op`` holds ``rules_for``'s answers until the next ``install``."""
 
-    __slots__ = ("rules", "installed", "any_refused")
+    __slots__ = ("rules", "installed", "of_op")
 
     def __init__(self) -> None:
         self.rules: dict[Any, list[tuple[Any, Predicate | None]]] = {}
         self.installed: list = []
-        #: ``(id(backend), id(ops))`` -> ``(backend, ops, answer)`` (see ``refuses_any``)
-        self.any_refused: dict[tuple[int, int], tuple[Any, tuple, bool]] = {}
+        #: ``id(op)`` -> ``(op, its rules and its packet's)`` (see ``rules_for``)
+        self.of_op: dict[int, tuple[Any, tuple]] = {}
 
     def on_reset(self) -> Refusals:
-        self.any_refused.clear()  # keyed by ``ops`` tuples a reset makes anew
         return self
 
 
@@ -107,7 +106,7 @@ def install(backend, traced: Collection = ()) -> None:
                 stacklevel=3,
             )
     refusals.installed.append(backend)
-    refusals.any_refused.clear()  # the rules change: answers given so far may not hold
+    refusals.of_op.clear()  # the rules change: answers given so far may not hold
     for key, predicate in parsed:
         refusals.rules.setdefault(key, []).append((backend, predicate))
 
@@ -151,14 +150,24 @@ def _decomposed_before_the_device(key, traced: Collection) -> bool:
     )
 
 
-def rules_for(op) -> list[tuple[Any, Predicate | None]]:
-    """The refusals that apply to ``op`` (an ``OpOverload``), of every installed backend."""
+def rules_for(op) -> tuple[tuple[Any, Predicate | None], ...]:
+    """The refusals that apply to ``op`` (an ``OpOverload``), of every installed backend:
+    its own and its packet's, merged once per op until the next ``install``. Kernels that
+    choose between a node of their own and plain ops ask at every call (attention, 6 ops a
+    call; the recurrent cells). Looked up by ``id``, a C-level lookup, not twice per op by
+    ``OpOverload.__hash__``, a Python method (attention's check: 3.8 -> 2.4 us a call); the
+    entry holds ``op``, so its id is not reused meanwhile."""
+    of_op = state.part(Refusals).of_op
+    entry = of_op.get(id(op))
+    if entry is not None and entry[0] is op:
+        return entry[1]
     all_rules = state.part(Refusals).rules
-    rules = all_rules.get(op)
-    packet_rules = all_rules.get(getattr(op, "overloadpacket", None))
-    if packet_rules:
-        rules = (rules or []) + packet_rules
-    return rules or []
+    rules = (
+        *all_rules.get(op, ()),
+        *all_rules.get(getattr(op, "overloadpacket", None), ()),
+    )
+    of_op[id(op)] = (op, rules)
+    return rules
 
 
 def refused_by(backend, op, args: tuple = (), kwargs: dict | None = None) -> bool:
@@ -169,23 +178,6 @@ def refused_by(backend, op, args: tuple = (), kwargs: dict | None = None) -> boo
         if refuser is backend and (predicate is None or predicate(op, args, kwargs or {})):
             return True
     return False
-
-
-def refuses_any(backend, ops: tuple) -> bool:
-    """Whether ``backend`` refuses one of ``ops`` (``OpOverload`` objects) outright: ``refused_by``
-    without a call's arguments, remembered for this ``ops`` tuple until the next
-    ``install`` changes the rules. Asked at every call by kernels that choose between a
-    node of their own and plain ops (attention, 4 calls of a small decoder's step, 6 ops
-    each): each ``refused_by`` hashes ops in Python (``OpOverload.__hash__``), ~15 us a
-    call in all, where the remembered answer is two ids and an identity check (the
-    entry keeps ``backend`` and ``ops`` alive, so their ids cannot be reused meanwhile)."""
-    answers = state.part(Refusals).any_refused
-    entry = answers.get((id(backend), id(ops)))
-    if entry is not None and entry[0] is backend and entry[1] is ops:
-        return entry[2]
-    answer = any(refused_by(backend, op) for op in ops)
-    answers[(id(backend), id(ops))] = (backend, ops, answer)
-    return answer
 
 
 def declines(backend, op, args: tuple = (), kwargs: dict | None = None, also=()) -> bool:

@@ -156,7 +156,8 @@ def declinable() -> tuple:
 
 def _declined(query) -> bool:
     """Whether the backend of ``query``'s device refuses the attention nodes."""
-    return refusals.refuses_any(devices.device_from(query.device).backend, declinable())
+    backend = devices.device_from(query.device).backend
+    return any(refusals.refused_by(backend, op) for op in declinable())
 
 
 def _stand_in(t):
