@@ -120,7 +120,9 @@ def worker(kind: str, steps: int) -> dict:
     return times
 
 
-def _child_env(cache_home: str) -> dict:
+def child_env(cache_home: str) -> dict:
+    """A measured child's environment: one thread, and every persistent cache (lazygen's,
+    Inductor's, under ``XDG_CACHE_HOME``) in ``cache_home``; bytecode written."""
     env = dict(os.environ, OMP_NUM_THREADS="1", XDG_CACHE_HOME=cache_home)
     env["LAZYGEN_CACHE_DIR"] = os.path.join(cache_home, "lazygen")
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_home, "torchinductor")
@@ -133,7 +135,7 @@ def run(kind: str, cache_home: str, steps: int) -> dict:
         [sys.executable, __file__, "--worker", kind, "--steps", str(steps)],
         capture_output=True,
         text=True,
-        env=_child_env(cache_home),
+        env=child_env(cache_home),
         timeout=900,
     )
     if done.returncode != 0:

@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from startup import child_env
+
 STEPS = 12  # the first two, then steady ones
 
 
@@ -107,10 +109,12 @@ def worker() -> dict:
 
 
 def _run(cache_home: str) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", XDG_CACHE_HOME=cache_home)
-    env["LAZYGEN_CACHE_DIR"] = os.path.join(cache_home, "lazygen")
     done = subprocess.run(
-        [sys.executable, __file__, "--worker"], capture_output=True, text=True, env=env, timeout=600
+        [sys.executable, __file__, "--worker"],
+        capture_output=True,
+        text=True,
+        env=child_env(cache_home),
+        timeout=600,
     )
     if done.returncode != 0:
         raise SystemExit(f"worker failed:\n{done.stderr[-3000:]}")
