@@ -130,17 +130,24 @@ def child_env(cache_home: str) -> dict:
     return env
 
 
-def run(kind: str, cache_home: str, steps: int) -> dict:
+def run_worker(script: str, args: list[str], cache_home: str) -> dict:
+    """``script`` run with ``args`` as a measured child on ``cache_home`` (``child_env``):
+    the JSON object it prints last; its error, if it fails."""
     done = subprocess.run(
-        [sys.executable, __file__, "--worker", kind, "--steps", str(steps)],
+        [sys.executable, script, *args],
         capture_output=True,
         text=True,
         env=child_env(cache_home),
         timeout=900,
     )
     if done.returncode != 0:
-        raise SystemExit(f"{kind} failed:\n{done.stderr[-3000:]}")
+        name = os.path.basename(script)
+        raise SystemExit(f"{name} {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(kind: str, cache_home: str, steps: int) -> dict:
+    return run_worker(__file__, ["--worker", kind, "--steps", str(steps)], cache_home)
 
 
 def measure(backends: list[str], repeats: int, steps: int) -> dict[str, list[dict]]:

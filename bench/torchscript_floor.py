@@ -19,12 +19,11 @@ import collections
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from startup import child_env
+from startup import run_worker
 
 STEPS = 12  # the first two, then steady ones
 
@@ -109,16 +108,7 @@ def worker() -> dict:
 
 
 def _run(cache_home: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, __file__, "--worker"],
-        capture_output=True,
-        text=True,
-        env=child_env(cache_home),
-        timeout=600,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"worker failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_worker(__file__, ["--worker"], cache_home)
 
 
 def measure(repeats: int) -> tuple[list[dict], list[dict]]:
