@@ -230,7 +230,8 @@ def test_rules_for_is_remembered_per_op_until_a_backend_is_installed(refusing, m
     backend's refusals, which may add to them, forgets them."""
     op = aten.relu.default
     rules = refusals.rules_for(op)
-    assert [backend for backend, _ in rules] == [refusing]
+    before = [backend.name for backend, _ in rules]  # other files' backends may refuse it too
+    assert "refusing" in before
     assert refusals.rules_for(op) is rules  # remembered, not merged again
     asked = []
     monkeypatch.setattr(
@@ -241,4 +242,4 @@ def test_rules_for_is_remembered_per_op_until_a_backend_is_installed(refusing, m
     monkeypatch.undo()
     lr.set_device_backend(11, AttentionDecliningBackend("aten::relu"))
     after = [backend.name for backend, _ in refusals.rules_for(op)]
-    assert after == ["refusing", "declining-attention"]
+    assert after == [*before, "declining-attention"]
